@@ -1,0 +1,266 @@
+//! Measuring generation cost: T_g per sample (median, p95) single-threaded,
+//! per stage, and throughput with C workers. Plain structs out; callers
+//! (`grin features bench`, the trainer's balance check) format them.
+
+use crate::annotations::AnnotatedSource;
+use crate::augment;
+use crate::config::{AugmentConfig, FeatureConfig, SourceConfig, Split};
+use crate::crops::CropsSource;
+use crate::error::{BadInputKind, FeatureError, SkipCounts};
+use crate::pipeline::Pipeline;
+use crate::sample::{HostBatch, SceneClass};
+use crate::source::{SampleRng, Source};
+use crate::synthetic::SyntheticSource;
+use rand::SeedableRng;
+use std::time::Instant;
+
+/// Order statistics of one timed quantity, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Timing {
+    pub median_s: f64,
+    pub p95_s: f64,
+    pub mean_s: f64,
+    pub min_s: f64,
+    pub samples: usize,
+}
+
+impl Timing {
+    pub fn from_durations(mut seconds: Vec<f64>) -> Timing {
+        if seconds.is_empty() {
+            return Timing {
+                median_s: 0.0,
+                p95_s: 0.0,
+                mean_s: 0.0,
+                min_s: 0.0,
+                samples: 0,
+            };
+        }
+        seconds.sort_by(f64::total_cmp);
+        let n = seconds.len();
+        let at = |q: f64| seconds[((q * (n - 1) as f64).round() as usize).min(n - 1)];
+        Timing {
+            median_s: at(0.5),
+            p95_s: at(0.95),
+            mean_s: seconds.iter().sum::<f64>() / n as f64,
+            min_s: seconds[0],
+            samples: n,
+        }
+    }
+}
+
+/// T_g: whole-sample generation time through [`Pipeline::sample`], one thread.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TgReport {
+    pub median_s: f64,
+    pub p95_s: f64,
+    pub mean_s: f64,
+    pub samples: usize,
+    pub warmup: usize,
+}
+
+/// One stage's cost per application (its probability forced to 1).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StageTiming {
+    pub stage: String,
+    /// The stage's configured probability (0 = off in this config).
+    pub probability: f32,
+    pub timing: Timing,
+}
+
+/// Samples/s with `workers` threads through [`Pipeline::fill_batch`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Throughput {
+    pub workers: usize,
+    pub samples: usize,
+    pub wall_s: f64,
+    pub samples_per_s: f64,
+    pub per_core: f64,
+    /// Achieved share of smiling / non-smiling / face-free scenes in the output.
+    pub class_fractions: [f64; 3],
+}
+
+/// Warm-up samples excluded from timing: caches, allocator, lazy statics.
+pub fn warmup_count(samples: usize) -> usize {
+    (samples / 10).clamp(3, 50)
+}
+
+/// T_g over `samples` consecutive indices, after a warm-up that is not timed.
+pub fn measure_tg(pipeline: &Pipeline, samples: usize) -> Result<TgReport, FeatureError> {
+    let warmup = warmup_count(samples);
+    for index in 0..warmup as u64 {
+        pipeline.sample(index)?;
+    }
+    let mut seconds = Vec::with_capacity(samples);
+    for index in warmup as u64..(warmup + samples) as u64 {
+        let start = Instant::now();
+        let sample = pipeline.sample(index)?;
+        seconds.push(start.elapsed().as_secs_f64());
+        std::hint::black_box(sample);
+    }
+    let t = Timing::from_durations(seconds);
+    Ok(TgReport {
+        median_s: t.median_s,
+        p95_s: t.p95_s,
+        mean_s: t.mean_s,
+        samples,
+        warmup,
+    })
+}
+
+/// A source built apart from a pipeline, with the inputs it skipped while
+/// loading (the pipeline's own counts only cover scene-time skips).
+pub struct OpenedSource {
+    pub source: Box<dyn Source>,
+    pub load_skips: SkipCounts,
+}
+
+/// The source `cfg.source` names, for timing it apart from augmentation and
+/// for [`Pipeline::from_source`].
+pub fn open_source(cfg: &FeatureConfig, split: Split) -> Result<OpenedSource, FeatureError> {
+    let copy = |counts: &SkipCounts| {
+        let out = SkipCounts::default();
+        for kind in BadInputKind::ALL {
+            (0..counts.get(kind)).for_each(|_| out.record(kind));
+        }
+        out
+    };
+    Ok(match &cfg.source {
+        SourceConfig::Synthetic { .. } => OpenedSource {
+            source: Box::new(SyntheticSource::new(cfg)?),
+            load_skips: SkipCounts::default(),
+        },
+        SourceConfig::Crops { .. } => {
+            let s = CropsSource::new(cfg, split)?;
+            OpenedSource {
+                load_skips: copy(s.load_skips()),
+                source: Box::new(s),
+            }
+        }
+        SourceConfig::Wider { .. } | SourceConfig::Celeba { .. } | SourceConfig::Jsonl { .. } => {
+            let s = match &cfg.source {
+                SourceConfig::Wider { .. } => AnnotatedSource::wider(cfg, split)?,
+                SourceConfig::Celeba { .. } => AnnotatedSource::celeba(cfg, split)?,
+                _ => AnnotatedSource::jsonl(cfg, split)?,
+            };
+            OpenedSource {
+                load_skips: copy(s.load_skips()),
+                source: Box::new(s),
+            }
+        }
+    })
+}
+
+/// Per-stage timing, one thread: the source's scene, then each augmentation
+/// stage in pipeline order on the scene the previous stages produced. Each
+/// stage runs with its probability forced to 1, so the figure is its cost
+/// per application; the first entry is the source (`source:<name>`).
+pub fn measure_stages(
+    source: &dyn Source,
+    augment_cfg: &AugmentConfig,
+    seed: u64,
+    samples: usize,
+) -> Result<Vec<StageTiming>, FeatureError> {
+    let warmup = warmup_count(samples);
+    let forced: Vec<(String, f32, AugmentConfig)> = augment::STAGES
+        .iter()
+        .map(|name| {
+            let (probability, cfg) = force_probability(augment_cfg, name);
+            (name.to_string(), probability, cfg)
+        })
+        .collect();
+    let mut scene_s = Vec::with_capacity(samples);
+    let mut stage_s: Vec<Vec<f64>> = vec![Vec::with_capacity(samples); forced.len()];
+    for i in 0..(warmup + samples) as u64 {
+        let mut rng = SampleRng::seed_from_u64(seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let start = Instant::now();
+        let mut sample = source.scene(i, &mut rng)?;
+        let scene = start.elapsed().as_secs_f64();
+        let timed = i >= warmup as u64;
+        if timed {
+            scene_s.push(scene);
+        }
+        for (k, (name, _, cfg)) in forced.iter().enumerate() {
+            let start = Instant::now();
+            augment::apply_stage(name, &mut sample, cfg, &mut rng)?;
+            if timed {
+                stage_s[k].push(start.elapsed().as_secs_f64());
+            }
+        }
+        std::hint::black_box(&sample);
+    }
+    let mut out = vec![StageTiming {
+        stage: format!("source:{}", source.name()),
+        probability: 1.0,
+        timing: Timing::from_durations(scene_s),
+    }];
+    for ((name, probability, _), seconds) in forced.into_iter().zip(stage_s) {
+        out.push(StageTiming {
+            stage: name,
+            probability,
+            timing: Timing::from_durations(seconds),
+        });
+    }
+    Ok(out)
+}
+
+/// The config with stage `name`'s probability set to 1, and the configured
+/// probability. Stages are named after their probability key.
+fn force_probability(cfg: &AugmentConfig, name: &str) -> (f32, AugmentConfig) {
+    let mut value = serde_json::to_value(cfg).expect("the augment config serialises");
+    let probability = value.get(name).and_then(|v| v.as_f64()).map(|p| p as f32);
+    if probability.is_some() {
+        value[name] = serde_json::json!(1.0);
+    }
+    let forced = serde_json::from_value(value).expect("only a probability changed");
+    (probability.unwrap_or(1.0), forced)
+}
+
+/// Throughput of [`Pipeline::fill_batch`] over `samples` consecutive indices
+/// in batches of `batch`, after one untimed warm-up batch.
+pub fn measure_throughput(pipeline: &Pipeline, samples: usize, batch: usize) -> Result<Throughput, FeatureError> {
+    let shape = pipeline.sample(0)?;
+    let (w, h, c) = (shape.width, shape.height, shape.channels);
+    let batch = batch.max(1);
+    let mut host = HostBatch::with_capacity(batch, w, h, c);
+    let warm: Vec<u64> = (0..batch as u64).collect();
+    host.clear();
+    pipeline.fill_batch(&warm, &mut host)?;
+    let mut classes = [0usize; 3];
+    let mut done = 0;
+    let start = Instant::now();
+    while done < samples {
+        let n = batch.min(samples - done);
+        let first = (batch + done) as u64;
+        let indices: Vec<u64> = (first..first + n as u64).collect();
+        host.clear();
+        pipeline.fill_batch(&indices, &mut host)?;
+        for i in 0..host.len {
+            classes[batch_class(&host, i).index()] += 1;
+        }
+        done += n;
+    }
+    let wall_s = start.elapsed().as_secs_f64();
+    let workers = pipeline.workers();
+    let samples_per_s = done as f64 / wall_s;
+    let total = done.max(1) as f64;
+    Ok(Throughput {
+        workers,
+        samples: done,
+        wall_s,
+        samples_per_s,
+        per_core: samples_per_s / workers as f64,
+        class_fractions: classes.map(|n| n as f64 / total),
+    })
+}
+
+/// A batch slot's scene class from its labels, without rebuilding the sample.
+fn batch_class(batch: &HostBatch, index: usize) -> SceneClass {
+    let labels = &batch.labels[index * crate::MAX_BOXES..(index + 1) * crate::MAX_BOXES];
+    if labels.contains(&1) {
+        SceneClass::Smiling
+    } else if labels.iter().any(|l| *l != crate::LABEL_PADDING) {
+        SceneClass::NonSmiling
+    } else {
+        SceneClass::FaceFree
+    }
+}

@@ -1,0 +1,197 @@
+//! The `[features]` table of a grin config: everything that changes what a
+//! sample looks like. The store fingerprints this whole struct.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FeatureConfig {
+    /// Sample image size in pixels; also the detector's input size.
+    pub width: u32,
+    pub height: u32,
+    /// 1 (grayscale) or 3 (RGB).
+    pub channels: u32,
+    pub seed: u64,
+    /// Generation worker threads; 0 means all cores.
+    pub workers: usize,
+    pub on_bad_sample: OnBadSample,
+    pub source: SourceConfig,
+    pub augment: AugmentConfig,
+    pub balance: Option<BalanceConfig>,
+    pub split: SplitConfig,
+}
+
+impl Default for FeatureConfig {
+    fn default() -> Self {
+        FeatureConfig {
+            width: 320,
+            height: 240,
+            channels: 1,
+            seed: 0,
+            workers: 0,
+            on_bad_sample: OnBadSample::Error,
+            source: SourceConfig::default(),
+            augment: AugmentConfig::default(),
+            balance: None,
+            split: SplitConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnBadSample {
+    Error,
+    Skip,
+}
+
+/// Where samples come from. `kind` selects the variant in TOML.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SourceConfig {
+    /// Procedural scenes: the embedded default, needs no files.
+    Synthetic {
+        #[serde(default = "default_max_faces")]
+        max_faces: usize,
+        #[serde(default = "default_min_face")]
+        min_face: f32,
+        #[serde(default = "default_max_face")]
+        max_face: f32,
+        /// Expected number of face-like distractors per scene.
+        #[serde(default = "default_hard_negatives")]
+        hard_negatives: f32,
+    },
+    /// Folders `smile/` and `no_smile/` of tight face crops, composited into scenes.
+    Crops {
+        root: PathBuf,
+        #[serde(default = "default_max_faces")]
+        max_faces: usize,
+        #[serde(default = "default_min_face")]
+        min_face: f32,
+        #[serde(default = "default_max_face")]
+        max_face: f32,
+        #[serde(default = "default_rotation")]
+        rotation_deg: f32,
+        /// A folder of face-free images; procedural textures when absent.
+        #[serde(default)]
+        backgrounds: Option<PathBuf>,
+    },
+    /// WIDER FACE: image root plus the `wider_face_bbx_gt.txt` style file.
+    Wider { images: PathBuf, annotations: PathBuf },
+    /// CelebA: image root, `list_bbox_celeba.txt`, `list_attr_celeba.txt`.
+    Celeba { images: PathBuf, bbox: PathBuf, attr: PathBuf },
+    /// One JSON object a line: `{"image": ..., "boxes": [[x0,y0,x1,y1],..], "smile": [true,false,null,..]}`.
+    Jsonl { manifest: PathBuf },
+}
+
+fn default_max_faces() -> usize {
+    4
+}
+fn default_min_face() -> f32 {
+    16.0
+}
+fn default_max_face() -> f32 {
+    160.0
+}
+fn default_hard_negatives() -> f32 {
+    1.0
+}
+fn default_rotation() -> f32 {
+    15.0
+}
+
+impl Default for SourceConfig {
+    fn default() -> Self {
+        SourceConfig::Synthetic {
+            max_faces: default_max_faces(),
+            min_face: default_min_face(),
+            max_face: default_max_face(),
+            hard_negatives: default_hard_negatives(),
+        }
+    }
+}
+
+/// Each augmentation's probability (0 disables it) and strength.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AugmentConfig {
+    pub flip: f32,
+    pub crop: f32,
+    /// Scale range of the random crop, as a fraction of the image side.
+    pub crop_scale: (f32, f32),
+    /// A box cut off by more than this fraction of its area is dropped.
+    pub crop_drop_fraction: f32,
+    pub rotate: f32,
+    pub rotate_deg: f32,
+    pub brightness: f32,
+    pub brightness_delta: f32,
+    pub contrast: f32,
+    pub contrast_range: (f32, f32),
+    pub gamma: f32,
+    pub gamma_range: (f32, f32),
+    pub blur: f32,
+    pub blur_sigma: (f32, f32),
+    pub noise: f32,
+    pub noise_sigma: f32,
+    pub jpeg: f32,
+    pub jpeg_quality: (u8, u8),
+}
+
+impl Default for AugmentConfig {
+    fn default() -> Self {
+        AugmentConfig {
+            flip: 0.5,
+            crop: 0.3,
+            crop_scale: (0.6, 1.0),
+            crop_drop_fraction: 0.5,
+            rotate: 0.0,
+            rotate_deg: 10.0,
+            brightness: 0.5,
+            brightness_delta: 0.2,
+            contrast: 0.5,
+            contrast_range: (0.7, 1.3),
+            gamma: 0.0,
+            gamma_range: (0.7, 1.4),
+            blur: 0.2,
+            blur_sigma: (0.5, 1.5),
+            noise: 0.3,
+            noise_sigma: 6.0,
+            jpeg: 0.0,
+            jpeg_quality: (40, 90),
+        }
+    }
+}
+
+/// Target fraction of each scene class in every batch (rejection resampling).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BalanceConfig {
+    pub smiling: f32,
+    pub non_smiling: f32,
+    pub face_free: f32,
+}
+
+/// Deterministic train/val/test split ratios (by a hash of the file name, or
+/// of the sample index for generated sources).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SplitConfig {
+    pub train: f32,
+    pub val: f32,
+    pub test: f32,
+}
+
+impl Default for SplitConfig {
+    fn default() -> Self {
+        SplitConfig { train: 0.8, val: 0.1, test: 0.1 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Split {
+    Train,
+    Val,
+    Test,
+}

@@ -1,0 +1,85 @@
+//! Errors that name the file (and line) at fault, and counted skips.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Debug, thiserror::Error)]
+pub enum FeatureError {
+    /// `path:line: message` (line 0 = the whole file).
+    #[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    BadInput { path: PathBuf, line: Option<usize>, kind: BadInputKind, message: String },
+    #[error("{0}")]
+    Config(String),
+}
+
+/// What was wrong with an input; skips are counted per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BadInputKind {
+    CorruptImage,
+    UnreadableFile,
+    MalformedAnnotation,
+    BadBox,
+    EmptyFolder,
+}
+
+impl BadInputKind {
+    pub const ALL: [BadInputKind; 5] = [
+        BadInputKind::CorruptImage,
+        BadInputKind::UnreadableFile,
+        BadInputKind::MalformedAnnotation,
+        BadInputKind::BadBox,
+        BadInputKind::EmptyFolder,
+    ];
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            BadInputKind::CorruptImage => "corrupt or truncated image",
+            BadInputKind::UnreadableFile => "unreadable file",
+            BadInputKind::MalformedAnnotation => "malformed annotation line",
+            BadInputKind::BadBox => "box outside the image or of zero size",
+            BadInputKind::EmptyFolder => "empty folder",
+        }
+    }
+}
+
+impl FeatureError {
+    pub fn bad(path: impl Into<PathBuf>, line: Option<usize>, kind: BadInputKind, message: impl Into<String>) -> Self {
+        FeatureError::BadInput { path: path.into(), line, kind, message: message.into() }
+    }
+}
+
+/// Thread-safe skip counts, printed at the end of a run under `on_bad_sample = "skip"`.
+#[derive(Debug, Default)]
+pub struct SkipCounts {
+    counts: [AtomicU64; 5],
+}
+
+impl SkipCounts {
+    pub fn record(&self, kind: BadInputKind) {
+        let i = BadInputKind::ALL.iter().position(|k| *k == kind).expect("every kind is listed");
+        self.counts[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn get(&self, kind: BadInputKind) -> u64 {
+        let i = BadInputKind::ALL.iter().position(|k| *k == kind).expect("every kind is listed");
+        self.counts[i].load(Ordering::Relaxed)
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+
+    /// `skipped 3 inputs: 2 corrupt or truncated image, 1 malformed annotation line`, or None.
+    pub fn summary(&self) -> Option<String> {
+        let total = self.total();
+        if total == 0 {
+            return None;
+        }
+        let parts: Vec<String> = BadInputKind::ALL
+            .iter()
+            .filter(|k| self.get(**k) > 0)
+            .map(|k| format!("{} {}", self.get(*k), k.describe()))
+            .collect();
+        Some(format!("skipped {total} inputs: {}", parts.join(", ")))
+    }
+}

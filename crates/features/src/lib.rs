@@ -1,0 +1,23 @@
+//! grin-features: the CPU feature pipeline. No Burn here.
+pub mod config;
+pub mod sample;
+
+pub use config::{AugmentConfig, BalanceConfig, FeatureConfig, OnBadSample, SourceConfig, Split, SplitConfig};
+pub use sample::{FaceBox, HostBatch, SceneClass, Smile, Sample, LABEL_PADDING, MAX_BOXES};
+pub mod error;
+pub mod source;
+pub use error::{BadInputKind, FeatureError, SkipCounts};
+pub use source::{SampleRng, Source};
+pub mod synthetic;
+pub use synthetic::{SyntheticParams, SyntheticSource};
+pub mod annotations;
+pub mod crops;
+pub use annotations::AnnotatedSource;
+pub use crops::CropsSource;
+pub mod preview;
+pub mod augment;
+pub mod balance;
+pub mod pipeline;
+pub use balance::Balancer;
+pub use pipeline::Pipeline;
+pub mod bench;

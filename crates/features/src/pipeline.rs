@@ -1,0 +1,218 @@
+//! The feature pipeline: source -> (train only) augmentation -> optional
+//! balancing, generated in parallel on a private thread pool.
+//!
+//! Every sample's randomness comes from one rng seeded by
+//! `(seed, split, index)`, so a sample is the same whichever thread makes it
+//! and whatever the worker count.
+
+use crate::annotations::AnnotatedSource;
+use crate::augment;
+use crate::balance::Balancer;
+use crate::config::{FeatureConfig, OnBadSample, SourceConfig, Split};
+use crate::crops::CropsSource;
+use crate::error::{FeatureError, SkipCounts};
+use crate::sample::{HostBatch, Sample};
+use crate::source::{SampleRng, Source};
+use crate::synthetic::{check_size, SyntheticSource};
+use rand::SeedableRng;
+use rayon::prelude::*;
+
+/// Replacement candidates tried for one sample under `on_bad_sample = "skip"`
+/// before giving up with the last error.
+pub const MAX_SKIPS_PER_SAMPLE: u64 = 32;
+
+pub struct Pipeline {
+    cfg: FeatureConfig,
+    split: Split,
+    source: Box<dyn Source>,
+    balancer: Option<Balancer>,
+    skips: SkipCounts,
+    pool: rayon::ThreadPool,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("source", &self.source.name())
+            .field("split", &self.split)
+            .field("workers", &self.workers())
+            .finish()
+    }
+}
+
+impl Pipeline {
+    /// Builds the source named by `cfg.source` for `split`.
+    pub fn new(cfg: &FeatureConfig, split: Split) -> Result<Pipeline, FeatureError> {
+        check_size(cfg.width, cfg.height, cfg.channels)?;
+        let source: Box<dyn Source> = match &cfg.source {
+            SourceConfig::Synthetic { .. } => Box::new(SyntheticSource::new(cfg)?),
+            SourceConfig::Crops { .. } => Box::new(CropsSource::new(cfg, split)?),
+            SourceConfig::Wider { .. } => Box::new(AnnotatedSource::wider(cfg, split)?),
+            SourceConfig::Celeba { .. } => Box::new(AnnotatedSource::celeba(cfg, split)?),
+            SourceConfig::Jsonl { .. } => Box::new(AnnotatedSource::jsonl(cfg, split)?),
+        };
+        Self::from_source(cfg, split, source)
+    }
+
+    /// A pipeline over any source (tests, benches, custom sources).
+    pub fn from_source(cfg: &FeatureConfig, split: Split, source: Box<dyn Source>) -> Result<Pipeline, FeatureError> {
+        check_size(cfg.width, cfg.height, cfg.channels)?;
+        augment::validate(&cfg.augment)?;
+        let balancer = cfg.balance.as_ref().map(|b| Balancer::new(b, cfg.seed)).transpose()?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(cfg.workers)
+            .thread_name(|i| format!("grin-features-{i}"))
+            .build()
+            .map_err(|e| {
+                FeatureError::Config(format!("features.workers: cannot start {} threads: {e}", cfg.workers))
+            })?;
+        Ok(Pipeline {
+            cfg: cfg.clone(),
+            split,
+            source,
+            balancer,
+            skips: SkipCounts::default(),
+            pool,
+        })
+    }
+
+    pub fn config(&self) -> &FeatureConfig {
+        &self.cfg
+    }
+
+    pub fn split(&self) -> Split {
+        self.split
+    }
+
+    /// Worker threads actually running (all cores when the config says 0).
+    pub fn workers(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    pub fn source(&self) -> &dyn Source {
+        self.source.as_ref()
+    }
+
+    /// Bad samples replaced so far under `on_bad_sample = "skip"`.
+    pub fn skips(&self) -> &SkipCounts {
+        &self.skips
+    }
+
+    pub fn balancer(&self) -> Option<&Balancer> {
+        self.balancer.as_ref()
+    }
+
+    /// The rng of source index `index`: distinct streams per seed and split.
+    pub fn rng_for(&self, index: u64) -> SampleRng {
+        let split = match self.split {
+            Split::Train => 0u8,
+            Split::Val => 1,
+            Split::Test => 2,
+        };
+        let mut bytes = [0u8; 17];
+        bytes[..8].copy_from_slice(&self.cfg.seed.to_le_bytes());
+        bytes[8] = split;
+        bytes[9..].copy_from_slice(&index.to_le_bytes());
+        let h = xxhash_rust::xxh3::xxh3_128(&bytes);
+        SampleRng::from_seed(h.to_le_bytes())
+    }
+
+    /// Sample `index` of this split: the finished, possibly augmented and
+    /// balanced sample that training sees.
+    pub fn sample(&self, index: u64) -> Result<Sample, FeatureError> {
+        let Some(balancer) = &self.balancer else {
+            let (mut sample, mut rng) = self.scene(index)?;
+            self.augment(&mut sample, &mut rng)?;
+            return Ok(sample);
+        };
+        let wanted = balancer.wanted(index);
+        let mut last = None;
+        for attempt in 0..crate::balance::MAX_ATTEMPTS {
+            let (mut sample, mut rng) = self.scene(Balancer::candidate(index, attempt))?;
+            // Rejecting on the raw scene first skips augmenting most rejects;
+            // the class is checked again after augmentation because a crop
+            // can remove faces, and that is the class the model sees.
+            if sample.class() != wanted {
+                last = Some((sample, rng, false));
+                continue;
+            }
+            self.augment(&mut sample, &mut rng)?;
+            if sample.class() == wanted {
+                balancer.record(wanted, true);
+                return Ok(sample);
+            }
+            last = Some((sample, rng, true));
+        }
+        let (mut sample, mut rng, augmented) = last.expect("MAX_ATTEMPTS > 0");
+        if !augmented {
+            self.augment(&mut sample, &mut rng)?;
+        }
+        balancer.record(sample.class(), false);
+        Ok(sample)
+    }
+
+    /// The raw scene of source index `index` and the rng that made it (to be
+    /// continued by augmentation). Under `on_bad_sample = "skip"` a bad input
+    /// is counted and replaced by a candidate derived from `index`.
+    pub fn scene(&self, index: u64) -> Result<(Sample, SampleRng), FeatureError> {
+        let mut candidate = index;
+        let mut skipped = 0;
+        loop {
+            let mut rng = self.rng_for(candidate);
+            match self.source.scene(candidate, &mut rng) {
+                Ok(sample) => return Ok((sample, rng)),
+                Err(FeatureError::BadInput {
+                    path,
+                    line,
+                    kind,
+                    message,
+                }) if self.cfg.on_bad_sample == OnBadSample::Skip => {
+                    self.skips.record(kind);
+                    skipped += 1;
+                    if skipped >= MAX_SKIPS_PER_SAMPLE {
+                        return Err(FeatureError::BadInput {
+                            path,
+                            line,
+                            kind,
+                            message: format!("{message} (and {skipped} replacement candidates were bad too)"),
+                        });
+                    }
+                    candidate = crate::balance::splitmix64(index ^ crate::balance::splitmix64(skipped));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn augment(&self, sample: &mut Sample, rng: &mut SampleRng) -> Result<(), FeatureError> {
+        if self.split == Split::Train {
+            augment::augment(sample, &self.cfg.augment, rng)?;
+        }
+        Ok(())
+    }
+
+    /// Generates `indices` on the worker pool and replaces `out`'s contents
+    /// with them, in index order. Identical bytes for any worker count. On
+    /// error, returns the error of the first failing index in order.
+    pub fn fill_batch(&self, indices: &[u64], out: &mut HostBatch) -> Result<(), FeatureError> {
+        let samples: Vec<Result<Sample, FeatureError>> = self
+            .pool
+            .install(|| indices.par_iter().map(|&i| self.sample(i)).collect());
+        let (w, h, c) = (self.cfg.width, self.cfg.height, self.cfg.channels);
+        if (out.width, out.height, out.channels) != (w, h, c) {
+            *out = HostBatch::with_capacity(indices.len(), w, h, c);
+        }
+        out.clear();
+        for sample in samples {
+            out.push(&sample?);
+        }
+        Ok(())
+    }
+
+    /// A fresh batch of `indices`.
+    pub fn batch(&self, indices: &[u64]) -> Result<HostBatch, FeatureError> {
+        let mut out = HostBatch::with_capacity(indices.len(), self.cfg.width, self.cfg.height, self.cfg.channels);
+        self.fill_batch(indices, &mut out)?;
+        Ok(out)
+    }
+}

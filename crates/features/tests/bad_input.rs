@@ -1,0 +1,387 @@
+//! Every kind of bad input is an error naming the file (and line), or a
+//! counted skip under `on_bad_sample = "skip"`. Fixtures are written here.
+
+use grin_features::{
+    AnnotatedSource, BadInputKind, CropsSource, FeatureConfig, FeatureError, OnBadSample, SampleRng, Source,
+    SourceConfig, Split, SplitConfig,
+};
+use rand::SeedableRng;
+use std::path::{Path, PathBuf};
+
+fn crops_config(root: PathBuf, on_bad: OnBadSample) -> FeatureConfig {
+    FeatureConfig {
+        width: 128,
+        height: 96,
+        on_bad_sample: on_bad,
+        source: SourceConfig::Crops {
+            root,
+            max_faces: 2,
+            min_face: 16.0,
+            max_face: 48.0,
+            rotation_deg: 10.0,
+            backgrounds: None,
+        },
+        split: SplitConfig {
+            train: 1.0,
+            val: 0.0,
+            test: 0.0,
+        },
+        ..FeatureConfig::default()
+    }
+}
+
+fn annotated_config(source: SourceConfig, on_bad: OnBadSample) -> FeatureConfig {
+    FeatureConfig {
+        width: 128,
+        height: 96,
+        on_bad_sample: on_bad,
+        source,
+        split: SplitConfig {
+            train: 1.0,
+            val: 0.0,
+            test: 0.0,
+        },
+        ..FeatureConfig::default()
+    }
+}
+
+fn jpeg_bytes() -> Vec<u8> {
+    let img = image::GrayImage::from_fn(64, 64, |x, y| image::Luma([(x * 3 + y * 2) as u8]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Jpeg).unwrap();
+    out.into_inner()
+}
+
+fn png_bytes() -> Vec<u8> {
+    let img = image::GrayImage::from_fn(64, 64, |x, y| image::Luma([(x ^ y) as u8]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// Good crops in both folders plus one bad file in `smile/`.
+fn crops_with(bad_name: &str, bad: Option<&[u8]>) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    for folder in ["smile", "no_smile"] {
+        std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+        for i in 0..3 {
+            std::fs::write(dir.path().join(folder).join(format!("{i}.jpg")), jpeg_bytes()).unwrap();
+        }
+    }
+    let bad_path = dir.path().join("smile").join(bad_name);
+    match bad {
+        Some(bytes) => std::fs::write(&bad_path, bytes).unwrap(),
+        // A folder with an image's name cannot be read as a file.
+        None => std::fs::create_dir(&bad_path).unwrap(),
+    }
+    (dir, bad_path)
+}
+
+fn expect_bad(result: Result<impl std::fmt::Debug, FeatureError>, kind: BadInputKind, names: &[&str]) {
+    let error = result.expect_err("bad input must fail under on_bad_sample = error");
+    let FeatureError::BadInput { kind: got, .. } = &error else {
+        panic!("not a bad-input error: {error}")
+    };
+    assert_eq!(*got, kind, "{error}");
+    let text = error.to_string();
+    for name in names {
+        assert!(text.contains(name), "{text:?} should name {name:?}");
+    }
+}
+
+fn assert_crops_case(bad_name: &str, bad: Option<&[u8]>, kind: BadInputKind) {
+    let (dir, bad_path) = crops_with(bad_name, bad);
+    let error = CropsSource::new(&crops_config(dir.path().into(), OnBadSample::Error), Split::Train);
+    expect_bad(error, kind, &[&bad_path.display().to_string()]);
+    let source = CropsSource::new(&crops_config(dir.path().into(), OnBadSample::Skip), Split::Train).unwrap();
+    assert_eq!(source.load_skips().get(kind), 1);
+    assert_eq!(source.load_skips().total(), 1);
+    assert_eq!(source.counts(), (3, 3), "the good crops are all kept");
+    assert!(source.load_skips().summary().unwrap().contains("skipped 1 inputs"));
+}
+
+#[test]
+fn corrupt_image_is_named_or_skipped() {
+    assert_crops_case(
+        "garbage.jpg",
+        Some(b"this is not an image at all"),
+        BadInputKind::CorruptImage,
+    );
+}
+
+#[test]
+fn truncated_jpeg_is_named_or_skipped() {
+    let bytes = jpeg_bytes();
+    assert_crops_case("cut.jpg", Some(&bytes[..bytes.len() / 2]), BadInputKind::CorruptImage);
+}
+
+#[test]
+fn truncated_png_is_named_or_skipped() {
+    let bytes = png_bytes();
+    assert_crops_case("cut.png", Some(&bytes[..bytes.len() / 2]), BadInputKind::CorruptImage);
+}
+
+#[test]
+fn unreadable_file_is_named_or_skipped() {
+    assert_crops_case("folder.jpg", None, BadInputKind::UnreadableFile);
+}
+
+#[test]
+fn empty_folder_is_named_or_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("smile")).unwrap();
+    std::fs::create_dir_all(dir.path().join("no_smile")).unwrap();
+    std::fs::write(dir.path().join("smile/notes.txt"), "no images here").unwrap();
+    for i in 0..2 {
+        std::fs::write(dir.path().join(format!("no_smile/{i}.jpg")), jpeg_bytes()).unwrap();
+    }
+    let smile_dir = dir.path().join("smile").display().to_string();
+    expect_bad(
+        CropsSource::new(&crops_config(dir.path().into(), OnBadSample::Error), Split::Train),
+        BadInputKind::EmptyFolder,
+        &[&smile_dir],
+    );
+    let source = CropsSource::new(&crops_config(dir.path().into(), OnBadSample::Skip), Split::Train).unwrap();
+    assert_eq!(source.load_skips().get(BadInputKind::EmptyFolder), 1);
+    assert_eq!(source.counts(), (0, 2));
+    // With nothing left at all even skipping cannot help: the root is named.
+    std::fs::remove_file(dir.path().join("no_smile/0.jpg")).unwrap();
+    std::fs::remove_file(dir.path().join("no_smile/1.jpg")).unwrap();
+    expect_bad(
+        CropsSource::new(&crops_config(dir.path().into(), OnBadSample::Skip), Split::Train),
+        BadInputKind::EmptyFolder,
+        &[&dir.path().display().to_string()],
+    );
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn malformed_jsonl_line_is_named_or_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.jpg"), jpeg_bytes()).unwrap();
+    let good = r#"{"image": "a.jpg", "boxes": [[1, 1, 20, 20]], "smile": [true]}"#;
+    let text = format!("{good}\n{{\"image\": \"a.jpg\", \"boxes\": [[1, 2, 3]\n{good}\n");
+    let manifest = write(dir.path(), "m.jsonl", &text);
+    let cfg = |on_bad| {
+        annotated_config(
+            SourceConfig::Jsonl {
+                manifest: manifest.clone(),
+            },
+            on_bad,
+        )
+    };
+    expect_bad(
+        AnnotatedSource::jsonl(&cfg(OnBadSample::Error), Split::Train),
+        BadInputKind::MalformedAnnotation,
+        &["m.jsonl:2"],
+    );
+    let source = AnnotatedSource::jsonl(&cfg(OnBadSample::Skip), Split::Train).unwrap();
+    assert_eq!(source.load_skips().get(BadInputKind::MalformedAnnotation), 1);
+    assert_eq!(source.len(), Some(2));
+    // A wrong key is malformed too, and named.
+    let manifest = write(dir.path(), "k.jsonl", r#"{"image": "a.jpg", "bxoes": []}"#);
+    let error = AnnotatedSource::jsonl(
+        &annotated_config(SourceConfig::Jsonl { manifest }, OnBadSample::Error),
+        Split::Train,
+    );
+    expect_bad(error, BadInputKind::MalformedAnnotation, &["k.jsonl:1", "bxoes"]);
+}
+
+#[test]
+fn malformed_wider_line_is_named_or_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.jpg"), jpeg_bytes()).unwrap();
+    let text = "a.jpg\n1\n1 1 10 10 0 0 0 0 0 0\nb.jpg\ntwo\n1 1 5 5 0 0 0 0 0 0\na.jpg\n1\n2 2 x 8 0 0 0 0 0 0\n";
+    let gt = write(dir.path(), "wider_gt.txt", text);
+    let cfg = |on_bad| {
+        annotated_config(
+            SourceConfig::Wider {
+                images: dir.path().into(),
+                annotations: gt.clone(),
+            },
+            on_bad,
+        )
+    };
+    expect_bad(
+        AnnotatedSource::wider(&cfg(OnBadSample::Error), Split::Train),
+        BadInputKind::MalformedAnnotation,
+        &["wider_gt.txt:5"],
+    );
+    let source = AnnotatedSource::wider(&cfg(OnBadSample::Skip), Split::Train).unwrap();
+    assert_eq!(
+        source.load_skips().get(BadInputKind::MalformedAnnotation),
+        2,
+        "count line and box line"
+    );
+    assert_eq!(source.len(), Some(1));
+}
+
+#[test]
+fn malformed_and_truncated_celeba_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..40)
+        .map(|i| if i == 31 { "Smiling".into() } else { format!("A{i}") })
+        .collect();
+    let row = |img: &str, v: &str| format!("{img} {}", vec![v; 40].join(" "));
+    let attr_text = format!(
+        "2\n{}\n{}\n{}\n",
+        names.join(" "),
+        row("1.jpg", "1"),
+        row("2.jpg", "-1")
+    );
+    let attr = write(dir.path(), "list_attr_celeba.txt", &attr_text);
+    let bbox_text = "3\nimage_id x_1 y_1 width height\n1.jpg 1 1 10 10\n2.jpg 1 1 ten 10\n";
+    let bbox = write(dir.path(), "list_bbox_celeba.txt", bbox_text);
+    let cfg = |on_bad| {
+        annotated_config(
+            SourceConfig::Celeba {
+                images: dir.path().into(),
+                bbox: bbox.clone(),
+                attr: attr.clone(),
+            },
+            on_bad,
+        )
+    };
+    expect_bad(
+        AnnotatedSource::celeba(&cfg(OnBadSample::Error), Split::Train),
+        BadInputKind::MalformedAnnotation,
+        &["list_bbox_celeba.txt:4"],
+    );
+    // Skipping counts the bad row and the row count that no longer matches (a truncated file).
+    let source = AnnotatedSource::celeba(&cfg(OnBadSample::Skip), Split::Train).unwrap();
+    assert_eq!(source.load_skips().get(BadInputKind::MalformedAnnotation), 2);
+    assert_eq!(source.len(), Some(1));
+    let no_smiling: Vec<String> = (0..40).map(|i| format!("A{i}")).collect();
+    let attr_text = format!("1\n{}\n{}\n", no_smiling.join(" "), row("1.jpg", "1"));
+    write(dir.path(), "list_attr_celeba.txt", &attr_text);
+    expect_bad(
+        AnnotatedSource::celeba(&cfg(OnBadSample::Error), Split::Train),
+        BadInputKind::MalformedAnnotation,
+        &["list_attr_celeba.txt:2", "Smiling"],
+    );
+}
+
+#[test]
+fn zero_size_box_is_named_or_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.jpg"), jpeg_bytes()).unwrap();
+    let text =
+        "{\"image\": \"a.jpg\", \"boxes\": [[1, 1, 20, 20]]}\n{\"image\": \"a.jpg\", \"boxes\": [[5, 5, 5, 30]]}\n";
+    let manifest = write(dir.path(), "m.jsonl", text);
+    let cfg = |on_bad| {
+        annotated_config(
+            SourceConfig::Jsonl {
+                manifest: manifest.clone(),
+            },
+            on_bad,
+        )
+    };
+    expect_bad(
+        AnnotatedSource::jsonl(&cfg(OnBadSample::Error), Split::Train),
+        BadInputKind::BadBox,
+        &["m.jsonl:2"],
+    );
+    let source = AnnotatedSource::jsonl(&cfg(OnBadSample::Skip), Split::Train).unwrap();
+    assert_eq!(source.load_skips().get(BadInputKind::BadBox), 1);
+    let wider = write(dir.path(), "gt.txt", "a.jpg\n1\n3 3 0 9 0 0 0 0 0 0\n");
+    let cfg = annotated_config(
+        SourceConfig::Wider {
+            images: dir.path().into(),
+            annotations: wider,
+        },
+        OnBadSample::Error,
+    );
+    expect_bad(
+        AnnotatedSource::wider(&cfg, Split::Train),
+        BadInputKind::BadBox,
+        &["gt.txt:3"],
+    );
+}
+
+#[test]
+fn box_outside_image_names_the_annotation_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.jpg"), jpeg_bytes()).unwrap();
+    let text = "{\"image\": \"a.jpg\", \"boxes\": [[1, 1, 20, 20], [40, 40, 90, 60]]}\n";
+    let manifest = write(dir.path(), "m.jsonl", text);
+    let source = AnnotatedSource::jsonl(
+        &annotated_config(SourceConfig::Jsonl { manifest }, OnBadSample::Error),
+        Split::Train,
+    )
+    .unwrap();
+    let error = source.scene(0, &mut SampleRng::seed_from_u64(0));
+    expect_bad(error, BadInputKind::BadBox, &["m.jsonl:1", "a.jpg", "64x64"]);
+}
+
+#[test]
+fn missing_or_corrupt_annotated_image_is_named_at_scene_time() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.jpg"), b"\xFF\xD8\xFF garbage").unwrap();
+    let text = "{\"image\": \"gone.jpg\", \"boxes\": []}\n{\"image\": \"bad.jpg\", \"boxes\": []}\n";
+    let manifest = write(dir.path(), "m.jsonl", text);
+    let source = AnnotatedSource::jsonl(
+        &annotated_config(SourceConfig::Jsonl { manifest }, OnBadSample::Error),
+        Split::Train,
+    )
+    .unwrap();
+    let mut rng = SampleRng::seed_from_u64(0);
+    expect_bad(source.scene(0, &mut rng), BadInputKind::UnreadableFile, &["gone.jpg"]);
+    expect_bad(source.scene(1, &mut rng), BadInputKind::CorruptImage, &["bad.jpg"]);
+    // A missing annotation file is an unreadable file, named.
+    let cfg = annotated_config(
+        SourceConfig::Jsonl {
+            manifest: dir.path().join("nope.jsonl"),
+        },
+        OnBadSample::Skip,
+    );
+    expect_bad(
+        AnnotatedSource::jsonl(&cfg, Split::Train),
+        BadInputKind::UnreadableFile,
+        &["nope.jsonl"],
+    );
+}
+
+#[test]
+fn scene_time_bad_inputs_are_counted_skips_in_the_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.jpg"), jpeg_bytes()).unwrap();
+    let bytes = jpeg_bytes();
+    std::fs::write(dir.path().join("cut.jpg"), &bytes[..bytes.len() / 2]).unwrap();
+    let text = [
+        r#"{"image": "a.jpg", "boxes": [[1, 1, 20, 20]], "smile": [true]}"#,
+        r#"{"image": "cut.jpg", "boxes": [[1, 1, 20, 20]], "smile": [false]}"#,
+        r#"{"image": "a.jpg", "boxes": [[30, 30, 90, 50]], "smile": [false]}"#,
+        r#"{"image": "a.jpg", "boxes": [[2, 2, 30, 30]], "smile": [null]}"#,
+    ]
+    .join("\n");
+    let manifest = write(dir.path(), "m.jsonl", &text);
+    let cfg = annotated_config(
+        SourceConfig::Jsonl {
+            manifest: manifest.clone(),
+        },
+        OnBadSample::Skip,
+    );
+    let pipeline = grin_features::Pipeline::new(&cfg, Split::Train).unwrap();
+    for index in 0..20 {
+        let s = pipeline.sample(index).unwrap();
+        assert_eq!((s.width, s.height), (128, 96));
+    }
+    // Indices 1 and 2 mod 4 are bad; their replacement candidates may be bad again.
+    assert!(pipeline.skips().get(BadInputKind::CorruptImage) >= 5);
+    assert!(pipeline.skips().get(BadInputKind::BadBox) >= 5);
+    let summary = pipeline.skips().summary().unwrap();
+    assert!(
+        summary.contains("corrupt or truncated image") && summary.contains("box outside"),
+        "{summary}"
+    );
+    // The same inputs under Error stop at the first bad one, named.
+    let cfg = annotated_config(SourceConfig::Jsonl { manifest }, OnBadSample::Error);
+    let pipeline = grin_features::Pipeline::new(&cfg, Split::Train).unwrap();
+    expect_bad(pipeline.sample(1), BadInputKind::CorruptImage, &["cut.jpg"]);
+    expect_bad(pipeline.sample(2), BadInputKind::BadBox, &["m.jsonl:3"]);
+}

@@ -1,0 +1,45 @@
+//! Latency figures of `--bench`.
+
+use serde::Serialize;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Latency {
+    pub iterations: usize,
+    pub median_ms: f64,
+    /// Nearest-rank 95th percentile.
+    pub p95_ms: f64,
+    pub mean_ms: f64,
+    /// Frames over the summed latency of the timed iterations.
+    pub fps: f64,
+}
+
+/// `None` for no samples.
+pub fn summarize(samples: &[Duration]) -> Option<Latency> {
+    if samples.is_empty() {
+        return None;
+    }
+    let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    ms.sort_by(f64::total_cmp);
+    let n = ms.len();
+    let median = if n % 2 == 1 { ms[n / 2] } else { (ms[n / 2 - 1] + ms[n / 2]) / 2.0 };
+    let p95 = ms[((0.95 * n as f64).ceil() as usize).clamp(1, n) - 1];
+    let total: f64 = ms.iter().sum();
+    Some(Latency { iterations: n, median_ms: median, p95_ms: p95, mean_ms: total / n as f64, fps: n as f64 * 1e3 / total })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_p95_and_fps_of_known_samples() {
+        let samples: Vec<Duration> = (1..=20).map(Duration::from_millis).collect();
+        let l = summarize(&samples).unwrap();
+        assert!((l.median_ms - 10.5).abs() < 1e-9);
+        assert!((l.p95_ms - 19.0).abs() < 1e-9);
+        assert!((l.mean_ms - 10.5).abs() < 1e-9);
+        assert!((l.fps - 1000.0 / 10.5).abs() < 1e-6);
+        assert!(summarize(&[]).is_none());
+    }
+}

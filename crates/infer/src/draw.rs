@@ -1,0 +1,75 @@
+//! `--draw`: the source image with each detection outlined, green when the
+//! face smiles and orange when it does not.
+
+use grin_model::Detection;
+use image::{DynamicImage, Rgb, RgbImage};
+use std::path::{Path, PathBuf};
+
+const SMILING: Rgb<u8> = Rgb([40, 220, 60]);
+const NOT_SMILING: Rgb<u8> = Rgb([255, 140, 0]);
+
+pub fn draw(image: &DynamicImage, detections: &[Detection]) -> RgbImage {
+    let mut out = image.to_rgb8();
+    // Lines scale with the picture so they stay visible on large photos.
+    let thickness = (out.width().min(out.height()) / 200).max(1);
+    for d in detections {
+        let colour = if d.smile >= 0.5 { SMILING } else { NOT_SMILING };
+        outline(&mut out, d, thickness, colour);
+    }
+    out
+}
+
+fn outline(img: &mut RgbImage, d: &Detection, thickness: u32, colour: Rgb<u8>) {
+    let (w, h) = (img.width(), img.height());
+    if w == 0 || h == 0 {
+        return;
+    }
+    let px = |v: f32, side: u32| (v.round().max(0.0) as u32).min(side - 1);
+    let (x0, y0, x1, y1) = (px(d.x0, w), px(d.y0, h), px(d.x1, w), px(d.y1, h));
+    for t in 0..thickness {
+        for x in x0..=x1 {
+            img.put_pixel(x, (y0 + t).min(h - 1), colour);
+            img.put_pixel(x, y1.saturating_sub(t), colour);
+        }
+        for y in y0..=y1 {
+            img.put_pixel((x0 + t).min(w - 1), y, colour);
+            img.put_pixel(x1.saturating_sub(t), y, colour);
+        }
+    }
+}
+
+/// Where image `index` (0-based) of `count` is drawn: `out` itself for a
+/// single image, else `out` with `-1`, `-2`, ... before the extension.
+pub fn output_path(out: &Path, index: usize, count: usize) -> PathBuf {
+    if count == 1 {
+        return out.to_path_buf();
+    }
+    let stem = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match out.extension() {
+        Some(ext) => format!("{stem}-{}.{}", index + 1, ext.to_string_lossy()),
+        None => format!("{stem}-{}", index + 1),
+    };
+    out.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_paths_are_numbered_only_for_several_images() {
+        let out = Path::new("dir/out.png");
+        assert_eq!(output_path(out, 0, 1), PathBuf::from("dir/out.png"));
+        assert_eq!(output_path(out, 1, 3), PathBuf::from("dir/out-2.png"));
+    }
+
+    #[test]
+    fn outline_colours_the_box_edges_only() {
+        let img = DynamicImage::ImageRgb8(RgbImage::new(20, 20));
+        let d = Detection { x0: 5.0, y0: 5.0, x1: 14.0, y1: 14.0, score: 0.9, smile: 0.9 };
+        let out = draw(&img, &[d]);
+        assert_eq!(*out.get_pixel(5, 10), SMILING);
+        assert_eq!(*out.get_pixel(14, 5), SMILING);
+        assert_eq!(*out.get_pixel(10, 10), Rgb([0, 0, 0]));
+    }
+}

@@ -1,0 +1,17 @@
+//! grin-infer: runs a trained grin detector on a CPU, as the `grin-detect`
+//! binary does on a Raspberry Pi.
+//!
+//! Data flow: an image file is decoded ([`frame::load_image`]), letterboxed
+//! to the run size ([`frame::Frame`]), pushed through the same Burn model
+//! definition that training uses, decoded by `grin_model::decode` (the one
+//! decoder of the project), and the boxes are mapped back to the original
+//! image's pixels. [`report`] rounds them for printing.
+
+pub mod bench;
+pub mod draw;
+pub mod frame;
+pub mod model;
+pub mod report;
+
+pub use frame::{load_image, Frame};
+pub use model::{Detector, ModelSource, DEFAULT_MODEL};

@@ -1,0 +1,203 @@
+//! grin-detect: finds faces and smiles in images with a trained grin model.
+//!
+//! Exit status: 0 when every image was processed, 1 when any image failed
+//! (each failure is one `error: <file>: ...` line on stderr, and the other
+//! images are still processed), 2 when nothing could run (bad flags, a model
+//! file that cannot be used).
+
+use anyhow::{anyhow, Context, Result};
+use clap::Parser;
+use grin_infer::bench::{self, Latency};
+use grin_infer::draw;
+use grin_infer::report::ImageReport;
+use grin_infer::{load_image, Detector, ModelSource};
+use image::DynamicImage;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(name = "grin-detect", version, about = "Find faces and smiles in images with a grin model (CPU).")]
+struct Cli {
+    /// Images to run on (PNG or JPEG).
+    #[arg(required = true)]
+    images: Vec<PathBuf>,
+    /// A `.grin` model file from `grin train` (default: the embedded model).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// One JSON object per line: per image, or the latency figures with `--bench`.
+    #[arg(long)]
+    json: bool,
+    /// Write the image with boxes drawn (several images: OUT-1.png, OUT-2.png, ...).
+    #[arg(long, value_name = "OUT.png")]
+    draw: Option<PathBuf>,
+    /// Worker threads for the CPU kernels (default: all cores).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
+    /// Size the network runs at, e.g. 320x240 (default: the size the model was trained at).
+    /// Images are scaled to fit it, keeping their aspect ratio; boxes come back in image pixels.
+    #[arg(long, value_name = "WxH", value_parser = parse_size)]
+    size: Option<(usize, usize)>,
+    /// Time detection instead of printing it: median and p95 latency, frames/s.
+    #[arg(long)]
+    bench: bool,
+    /// Timed runs with `--bench`, cycling over the images.
+    #[arg(long, default_value_t = 200, requires = "bench", value_parser = clap::value_parser!(u32).range(1..))]
+    iterations: u32,
+    /// Untimed runs before timing with `--bench`.
+    #[arg(long, default_value_t = 10, requires = "bench")]
+    warmup: u32,
+}
+
+fn parse_size(s: &str) -> Result<(usize, usize), String> {
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(|| format!("`{s}` is not WxH (e.g. 320x240)"))?;
+    let side = |v: &str| v.trim().parse::<usize>().map_err(|_| format!("`{s}` is not WxH (e.g. 320x240)"));
+    Ok((side(w)?, side(h)?))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `Ok(false)` when some image failed.
+fn run(cli: &Cli) -> Result<bool> {
+    if let Some(n) = cli.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n as usize)
+            .build_global()
+            .map_err(|e| anyhow!("--threads {n}: {e}"))?;
+    }
+    let source = cli.model.clone().map_or(ModelSource::Embedded, ModelSource::File);
+    let mut detector = Detector::load(source)?;
+    if let Some((w, h)) = cli.size {
+        detector.set_run_size(w, h)?;
+    }
+    if cli.bench {
+        bench_images(cli, &detector)
+    } else {
+        detect_images(cli, &detector)
+    }
+}
+
+fn report_failure(path: &Path, e: &anyhow::Error) {
+    eprintln!("error: {}: {e:#}", path.display());
+}
+
+fn detect_images(cli: &Cli, detector: &Detector) -> Result<bool> {
+    if !cli.json {
+        let spec = detector.spec();
+        let (w, h) = detector.run_size();
+        println!(
+            "model: {} (trained at {}x{}x{}), running at {w}x{h}",
+            detector.source(),
+            spec.width,
+            spec.height,
+            spec.channels
+        );
+    }
+    let mut ok = true;
+    for (i, path) in cli.images.iter().enumerate() {
+        let image = match load_image(path) {
+            Ok(image) => image,
+            Err(e) => {
+                report_failure(path, &e);
+                ok = false;
+                continue;
+            }
+        };
+        let detections = detector.detect(detector.frame(&image));
+        let report = ImageReport::new(path.display().to_string(), image.width(), image.height(), &detections);
+        println!("{}", if cli.json { report.to_json() } else { report.to_text() });
+        if let Some(out) = &cli.draw {
+            let target = draw::output_path(out, i, cli.images.len());
+            if let Err(e) = draw::draw(&image, &detections).save(&target).context("cannot write drawing") {
+                report_failure(&target, &e);
+                ok = false;
+            }
+        }
+    }
+    Ok(ok)
+}
+
+#[derive(Serialize)]
+struct BenchReport {
+    width: usize,
+    height: usize,
+    threads: usize,
+    images: usize,
+    params: usize,
+    mflops: f64,
+    #[serde(flatten)]
+    latency: Latency,
+}
+
+fn bench_images(cli: &Cli, detector: &Detector) -> Result<bool> {
+    let mut ok = true;
+    let mut images: Vec<DynamicImage> = Vec::new();
+    for path in &cli.images {
+        match load_image(path) {
+            Ok(image) => images.push(image),
+            Err(e) => {
+                report_failure(path, &e);
+                ok = false;
+            }
+        }
+    }
+    if images.is_empty() {
+        return Ok(false);
+    }
+    // Timed: scaling into the frame, the network and decoding; file decoding
+    // is not (the OpenCV peer is timed the same way).
+    let mut samples = Vec::with_capacity(cli.iterations as usize);
+    for i in 0..(cli.warmup + cli.iterations) as usize {
+        let image = &images[i % images.len()];
+        let start = Instant::now();
+        let detections = detector.detect(detector.frame(image));
+        let elapsed = start.elapsed();
+        std::hint::black_box(detections);
+        if i >= cli.warmup as usize {
+            samples.push(elapsed);
+        }
+    }
+    let latency = bench::summarize(&samples).expect("at least one timed iteration");
+    let (width, height) = detector.run_size();
+    let budget = detector.budget();
+    let report = BenchReport {
+        width,
+        height,
+        threads: rayon::current_num_threads(),
+        images: images.len(),
+        params: budget.params,
+        mflops: budget.mflops,
+        latency,
+    };
+    if cli.json {
+        println!("{}", serde_json::to_string(&report).expect("numbers serialise"));
+    } else {
+        let l = &report.latency;
+        println!(
+            "grin-detect bench: {width}x{height} ({} params, {:.1} MFLOPs), {} thread{}, {} iterations over {} image{}: \
+             median {:.3} ms, p95 {:.3} ms, {:.1} frames/s",
+            report.params,
+            report.mflops,
+            report.threads,
+            if report.threads == 1 { "" } else { "s" },
+            l.iterations,
+            report.images,
+            if report.images == 1 { "" } else { "s" },
+            l.median_ms,
+            l.p95_ms,
+            l.fps
+        );
+    }
+    Ok(ok)
+}

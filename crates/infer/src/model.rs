@@ -1,0 +1,131 @@
+//! The detector as the Pi runs it: a `.grin` file (or the embedded default)
+//! on the ndarray CPU backend, through the same model definition training
+//! uses.
+//!
+//! The network is fully convolutional, so it runs at any size: the run size
+//! (default: the size it was trained at) only decides how many output points
+//! there are, and the [`Points`] are rebuilt to match it. Faces keep the
+//! pixel size they have after the image is scaled to the run size, so a run
+//! size far from the training size shifts which face sizes are found.
+
+use crate::frame::Frame;
+use anyhow::{anyhow, bail, Result};
+use burn::tensor::{Tensor, TensorData};
+use burn_ndarray::{NdArray, NdArrayDevice};
+use grin_model::{Budget, DecodeParams, Detection, DetectorSpec, Points};
+use std::path::PathBuf;
+
+/// Plain f32 ndarray, no autodiff: inference only.
+pub type Backend = NdArray<f32>;
+
+/// The default model, trained by `grin train` (see the README for how).
+pub static DEFAULT_MODEL: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets/default.grin"));
+
+/// Largest run side accepted: beyond it one frame's activations stop being
+/// a Pi-sized amount of memory.
+pub const MAX_SIDE: usize = 4096;
+/// Smallest run side: below the coarsest stride every level is one cell.
+pub const MIN_SIDE: usize = 32;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelSource {
+    Embedded,
+    File(PathBuf),
+}
+
+impl std::fmt::Display for ModelSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelSource::Embedded => write!(f, "embedded default"),
+            ModelSource::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+pub struct Detector {
+    spec: DetectorSpec,
+    model: grin_model::Detector<Backend>,
+    device: NdArrayDevice,
+    params: DecodeParams,
+    points: Points,
+    source: ModelSource,
+}
+
+impl Detector {
+    /// Loads and checks the model; errors name the file.
+    pub fn load(source: ModelSource) -> Result<Detector> {
+        let device = NdArrayDevice::Cpu;
+        let (spec, model) = match &source {
+            ModelSource::Embedded => grin_model::file::from_bytes::<Backend>(DEFAULT_MODEL, &device)
+                .map_err(|e| anyhow!("embedded default model: {e}"))?,
+            ModelSource::File(path) => grin_model::file::load_model::<Backend>(path, &device)?,
+        };
+        if !matches!(spec.channels, 1 | 3) {
+            bail!("{source}: model expects {} channels; images give 1 or 3", spec.channels);
+        }
+        Ok(Detector {
+            params: spec.model.decode_params(),
+            points: spec.points(),
+            spec,
+            model,
+            device,
+            source,
+        })
+    }
+
+    pub fn spec(&self) -> &DetectorSpec {
+        &self.spec
+    }
+
+    pub fn source(&self) -> &ModelSource {
+        &self.source
+    }
+
+    /// `(width, height)` the network runs at.
+    pub fn run_size(&self) -> (usize, usize) {
+        (self.points.width, self.points.height)
+    }
+
+    pub fn set_run_size(&mut self, width: usize, height: usize) -> Result<()> {
+        for (name, side) in [("width", width), ("height", height)] {
+            if !(MIN_SIDE..=MAX_SIDE).contains(&side) {
+                bail!("--size: {name} {side} is outside {MIN_SIDE}..={MAX_SIDE}");
+            }
+        }
+        self.points = Points::new(width, height);
+        Ok(())
+    }
+
+    /// Parameters and MFLOPs of one frame at the run size.
+    pub fn budget(&self) -> Budget {
+        let (width, height) = self.run_size();
+        grin_model::budget(&DetectorSpec { width, height, ..self.spec.clone() }, &self.model)
+    }
+
+    pub fn decode_params(&self) -> &DecodeParams {
+        &self.params
+    }
+
+    /// Scales `image` into a frame of the run size and channel count.
+    pub fn frame(&self, image: &image::DynamicImage) -> Frame {
+        let (w, h) = self.run_size();
+        Frame::new(image, self.spec.channels, w, h)
+    }
+
+    /// Detections in the frame's source-image pixels, best first.
+    pub fn detect(&self, frame: Frame) -> Vec<Detection> {
+        assert_eq!(
+            (frame.width, frame.height, frame.channels),
+            (self.points.width, self.points.height, self.spec.channels),
+            "frame was made for another run size"
+        );
+        let mapping = frame.mapping();
+        let shape = [1, frame.channels, frame.height, frame.width];
+        let input = Tensor::<Backend, 4>::from_data(TensorData::new(frame.pixels, shape), &self.device);
+        grin_model::detect(&self.model, &self.points, input, &self.params)
+            .into_iter()
+            .flatten()
+            .filter_map(|d| mapping.to_source(d))
+            .collect()
+    }
+}

@@ -1,0 +1,264 @@
+//! grin-detect end to end: the built binary on fixtures these tests write
+//! (plus the committed test scene), checking output, exit codes and errors.
+
+use grin_infer::DEFAULT_MODEL;
+use image::{GrayImage, ImageFormat, Luma};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn grin_detect(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_grin-detect")).args(args).output().expect("grin-detect runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("utf-8 output")
+}
+
+fn json_lines(out: &Output) -> Vec<Value> {
+    text(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("each stdout line is JSON")).collect()
+}
+
+/// A 320x240 held-out synthetic scene made by `examples/export_scenes.rs`.
+fn scene() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png")
+}
+
+/// Its faces (x0, y0, x1, y1), from the generator's ground truth.
+const SCENE_FACES: &[[f64; 4]] = &include!("scene_faces.in");
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+/// A valid image with no face: a smooth gradient.
+fn write_plain_png(path: &Path) {
+    GrayImage::from_fn(96, 64, |x, y| Luma([(x + y) as u8])).save(path).unwrap();
+}
+
+fn iou(a: &[f64], b: &[f64]) -> f64 {
+    let iw = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0);
+    let ih = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
+    let inter = iw * ih;
+    inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
+}
+
+fn boxes(report: &Value) -> Vec<Vec<f64>> {
+    report["detections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["box"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect())
+        .collect()
+}
+
+#[test]
+fn json_report_finds_the_scene_faces_with_rounded_values() {
+    let out = grin_detect(&["--json", s(&scene())]);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let reports = json_lines(&out);
+    assert_eq!(reports.len(), 1);
+    let r = &reports[0];
+    assert_eq!(r["image"], s(&scene()));
+    assert_eq!((r["width"].as_u64(), r["height"].as_u64()), (Some(320), Some(240)));
+    let detections = r["detections"].as_array().unwrap();
+    assert!(!detections.is_empty(), "no face found in the test scene");
+    for d in detections {
+        let b: Vec<f64> = d["box"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        assert!(b[0] >= 0.0 && b[1] >= 0.0 && b[2] <= 320.0 && b[3] <= 240.0 && b[0] < b[2] && b[1] < b[3], "{b:?}");
+        for v in &b {
+            assert!(((v * 10.0).round() - v * 10.0).abs() < 1e-9, "box value {v} not rounded to 0.1");
+        }
+        for key in ["score", "smile"] {
+            let p = d[key].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&p));
+            assert!(((p * 1000.0).round() - p * 1000.0).abs() < 1e-9, "{key} {p} not rounded to 3 decimals");
+        }
+    }
+    // Boxes come back in the 320x240 image's pixels although the network
+    // ran at its own (smaller) size: most true faces are matched.
+    let found = boxes(r);
+    let matched = SCENE_FACES.iter().filter(|f| found.iter().any(|b| iou(b, &f[..]) >= 0.5)).count();
+    assert!(matched * 2 >= SCENE_FACES.len(), "matched {matched} of {} faces: {found:?}", SCENE_FACES.len());
+}
+
+#[test]
+fn bad_inputs_get_one_error_line_each_and_the_rest_still_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.png");
+    write_plain_png(&good);
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "not an image\n").unwrap();
+    let fake_png = dir.path().join("fake.png");
+    std::fs::write(&fake_png, "plain text with an image's name\n").unwrap();
+    // A JPEG start-of-image marker followed by garbage.
+    let corrupt = dir.path().join("corrupt.jpg");
+    std::fs::write(&corrupt, [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, b'J', b'F', 0x13, 0x37, 0x00, 0x42]).unwrap();
+    // A real JPEG cut off inside its header tables.
+    let mut jpeg = Vec::new();
+    image::open(scene()).unwrap().write_to(&mut std::io::Cursor::new(&mut jpeg), ImageFormat::Jpeg).unwrap();
+    let truncated = dir.path().join("truncated.jpg");
+    std::fs::write(&truncated, &jpeg[..100]).unwrap();
+    let missing = dir.path().join("missing.png");
+
+    let bad = [&notes, &fake_png, &corrupt, &truncated, &missing];
+    let args = [s(&notes), s(&good), s(&fake_png), s(&corrupt), s(&truncated), s(&missing), s(&scene())];
+    let out = grin_detect(&[&["--json"][..], &args[..]].concat());
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
+    let reports = json_lines(&out);
+    let images: Vec<&str> = reports.iter().map(|r| r["image"].as_str().unwrap()).collect();
+    assert_eq!(images, [s(&good), s(&scene())]);
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), bad.len(), "one line per bad file: {stderr}");
+    for (line, path) in lines.iter().zip(bad) {
+        assert!(line.starts_with(&format!("error: {}: ", path.display())), "{line}");
+    }
+    assert!(lines[0].contains("not an image"), "{}", lines[0]);
+    assert!(lines[4].contains("No such file"), "{}", lines[4]);
+}
+
+#[test]
+fn unusable_model_files_are_refused_with_one_line_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.png");
+    write_plain_png(&good);
+
+    let mut other = DEFAULT_MODEL.to_vec();
+    let at = other.windows(16).position(|w| w == b"grin-detector-v1").expect("architecture in the header");
+    other[at..at + 16].copy_from_slice(b"grin-detector-v9");
+    let other_arch = dir.path().join("other-arch.grin");
+    std::fs::write(&other_arch, &other).unwrap();
+
+    let mut damaged = DEFAULT_MODEL.to_vec();
+    let last = damaged.len() - 1;
+    damaged[last] ^= 0x40;
+    let damaged_path = dir.path().join("damaged.grin");
+    std::fs::write(&damaged_path, &damaged).unwrap();
+
+    let cases = [
+        (other_arch, "architecture `grin-detector-v9`"),
+        (damaged_path, "checksum"),
+        (good.clone(), "not a grin model file"),
+        (dir.path().join("absent.grin"), "cannot read model"),
+    ];
+    for (model, expected) in &cases {
+        let out = grin_detect(&["--model", s(model), s(&good)]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(out.stdout.is_empty());
+        let stderr = text(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with(&format!("error: {}: ", model.display())), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+}
+
+#[test]
+fn a_model_file_gives_the_same_output_as_the_embedded_copy_at_any_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("default.grin");
+    std::fs::write(&model, DEFAULT_MODEL).unwrap();
+    let embedded = grin_detect(&["--json", "--threads", "1", s(&scene())]);
+    let from_file = grin_detect(&["--json", "--threads", "2", "--model", s(&model), s(&scene())]);
+    assert!(embedded.status.success() && from_file.status.success());
+    assert_eq!(text(&embedded.stdout), text(&from_file.stdout));
+}
+
+#[test]
+fn boxes_map_back_to_the_pixels_of_a_larger_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = image::open(scene()).unwrap();
+    let big = dir.path().join("big.png");
+    small.resize_exact(640, 480, image::imageops::FilterType::Nearest).save(&big).unwrap();
+    let a = grin_detect(&["--json", s(&scene())]);
+    let b = grin_detect(&["--json", s(&big)]);
+    let (a, b) = (&json_lines(&a)[0], &json_lines(&b)[0]);
+    assert_eq!((b["width"].as_u64(), b["height"].as_u64()), (Some(640), Some(480)));
+    let halved: Vec<Vec<f64>> = boxes(b).iter().map(|v| v.iter().map(|x| x / 2.0).collect()).collect();
+    let confident: Vec<Vec<f64>> = a["detections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(boxes(a))
+        .filter(|(d, _)| d["score"].as_f64().unwrap() > 0.6)
+        .map(|(_, b)| b)
+        .collect();
+    assert!(!confident.is_empty());
+    for box_a in &confident {
+        assert!(halved.iter().any(|h| iou(h, box_a) > 0.8), "{box_a:?} not in {halved:?}");
+    }
+}
+
+#[test]
+fn size_flag_runs_the_network_at_that_size() {
+    let at_320 = grin_detect(&["--json", "--size", "320x240", s(&scene())]);
+    assert!(at_320.status.success(), "{}", text(&at_320.stderr));
+    let report = &json_lines(&at_320)[0];
+    for b in boxes(report) {
+        assert!(b[2] <= 320.0 && b[3] <= 240.0);
+    }
+    let human = grin_detect(&["--size", "320x240", s(&scene())]);
+    assert!(text(&human.stdout).starts_with("model: embedded default (trained at "));
+    assert!(text(&human.stdout).lines().next().unwrap().ends_with("running at 320x240"));
+
+    for bad in ["10x10", "320x99999", "320", "wide x tall"] {
+        let out = grin_detect(&["--size", bad, s(&scene())]);
+        assert_eq!(out.status.code(), Some(2), "--size {bad}");
+        assert!(text(&out.stderr).contains("--size"), "--size {bad}: {}", text(&out.stderr));
+    }
+}
+
+#[test]
+fn draw_writes_one_picture_per_image_with_boxes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("drawn.png");
+    let run = grin_detect(&["--draw", s(&out), s(&scene())]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let drawn = image::open(&out).unwrap().to_rgb8();
+    assert_eq!(drawn.dimensions(), (320, 240));
+    // The scene is grey; only box outlines have colour.
+    assert!(drawn.pixels().any(|p| p.0[0] != p.0[1] || p.0[1] != p.0[2]));
+
+    let plain = dir.path().join("plain.png");
+    write_plain_png(&plain);
+    let run = grin_detect(&["--draw", s(&out), s(&scene()), s(&plain)]);
+    assert!(run.status.success());
+    assert_eq!(image::image_dimensions(dir.path().join("drawn-1.png")).unwrap(), (320, 240));
+    assert_eq!(image::image_dimensions(dir.path().join("drawn-2.png")).unwrap(), (96, 64));
+}
+
+#[test]
+fn bench_reports_latency_and_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.png");
+    let out = grin_detect(&[
+        "--bench",
+        "--json",
+        "--threads",
+        "1",
+        "--iterations",
+        "7",
+        "--warmup",
+        "1",
+        "--size",
+        "160x120",
+        s(&scene()),
+        s(&missing),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "the missing image fails the run");
+    assert!(text(&out.stderr).contains(s(&missing)));
+    let r = &json_lines(&out)[0];
+    assert_eq!(r["threads"], 1);
+    assert_eq!(r["iterations"], 7);
+    assert_eq!(r["images"], 1);
+    assert_eq!((r["width"].as_u64(), r["height"].as_u64()), (Some(160), Some(120)));
+    let median = r["median_ms"].as_f64().unwrap();
+    assert!(median > 0.0 && r["p95_ms"].as_f64().unwrap() >= median && r["fps"].as_f64().unwrap() > 0.0);
+    assert!(r["params"].as_u64().unwrap() > 1000 && r["mflops"].as_f64().unwrap() > 0.0);
+
+    let human = grin_detect(&["--bench", "--iterations", "3", s(&scene())]);
+    assert!(human.status.success());
+    assert!(text(&human.stdout).contains("median"), "{}", text(&human.stdout));
+    let needs_bench = grin_detect(&["--iterations", "3", s(&scene())]);
+    assert_eq!(needs_bench.status.code(), Some(2));
+}

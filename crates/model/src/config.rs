@@ -1,0 +1,23 @@
+//! The `[model]` table: architecture knobs. The input size and channel count
+//! come from `[features]`, so a model always matches the data it is fed.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelConfig {
+    /// Multiplies every layer's channel count (rounded to a multiple of 4).
+    pub width_mult: f32,
+    /// Face score above which a location becomes a detection.
+    pub score_threshold: f32,
+    /// IoU above which the lower-scored of two detections is suppressed.
+    pub nms_iou: f32,
+    /// Most detections kept per image.
+    pub max_detections: usize,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig { width_mult: 1.0, score_threshold: 0.3, nms_iou: 0.4, max_detections: 50 }
+    }
+}

@@ -1,0 +1,117 @@
+//! The `.grin` model file: a JSON header that says what the weights are,
+//! then Burn's binary record.
+//!
+//! Layout: `GRINMDL1` magic, u32 LE header length, header JSON, record bytes.
+//! The header carries the detector spec, every parameter's shape and an
+//! xxh3 checksum of the record, so a file from another architecture or a
+//! damaged file is refused with a message before Burn ever decodes it.
+
+use crate::detector::{Detector, DetectorSpec};
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8; 8] = b"GRINMDL1";
+const ARCHITECTURE: &str = "grin-detector-v1";
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Header {
+    architecture: String,
+    spec: DetectorSpec,
+    shapes: Vec<Vec<usize>>,
+    record_bytes: u64,
+    record_xxh3: u64,
+}
+
+#[derive(Debug)]
+pub struct ModelFileError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+impl std::fmt::Display for ModelFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.message)
+    }
+}
+
+impl std::error::Error for ModelFileError {}
+
+struct Shapes(Vec<Vec<usize>>);
+
+impl<B: Backend> ModuleVisitor<B> for Shapes {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        self.0.push(param.dims().to_vec());
+    }
+}
+
+fn shapes<B: Backend>(model: &Detector<B>) -> Vec<Vec<usize>> {
+    let mut visitor = Shapes(Vec::new());
+    model.visit(&mut visitor);
+    visitor.0
+}
+
+pub fn to_bytes<B: Backend>(spec: &DetectorSpec, model: &Detector<B>) -> Vec<u8> {
+    let record = BinBytesRecorder::<FullPrecisionSettings>::default()
+        .record(model.clone().into_record(), ())
+        .expect("in-memory records cannot fail");
+    let header = Header {
+        architecture: ARCHITECTURE.into(),
+        spec: spec.clone(),
+        shapes: shapes(model),
+        record_bytes: record.len() as u64,
+        record_xxh3: xxhash_rust::xxh3::xxh3_64(&record),
+    };
+    let json = serde_json::to_vec(&header).expect("header serialises");
+    let mut out = Vec::with_capacity(12 + json.len() + record.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&json);
+    out.extend_from_slice(&record);
+    out
+}
+
+/// Writes atomically: a crash mid-write leaves the previous file intact.
+pub fn save_model<B: Backend>(path: &Path, spec: &DetectorSpec, model: &Detector<B>) -> std::io::Result<()> {
+    let tmp = path.with_extension("grin.tmp");
+    std::fs::write(&tmp, to_bytes(spec, model))?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+pub fn load_model<B: Backend>(path: &Path, device: &B::Device) -> Result<(DetectorSpec, Detector<B>), ModelFileError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| ModelFileError { path: path.to_path_buf(), message: format!("cannot read model: {e}") })?;
+    from_bytes(&bytes, device).map_err(|message| ModelFileError { path: path.to_path_buf(), message })
+}
+
+pub fn from_bytes<B: Backend>(bytes: &[u8], device: &B::Device) -> Result<(DetectorSpec, Detector<B>), String> {
+    if bytes.len() < 12 || &bytes[..8] != MAGIC {
+        return Err("not a grin model file (bad magic)".into());
+    }
+    let header_len = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize;
+    let header_end = 12usize.checked_add(header_len).filter(|&e| e <= bytes.len()).ok_or("truncated model header")?;
+    let header: Header =
+        serde_json::from_slice(&bytes[12..header_end]).map_err(|e| format!("malformed model header: {e}"))?;
+    if header.architecture != ARCHITECTURE {
+        return Err(format!("model architecture `{}`, this build runs `{ARCHITECTURE}`", header.architecture));
+    }
+    let record = &bytes[header_end..];
+    if record.len() as u64 != header.record_bytes {
+        return Err(format!("truncated weights: {} of {} bytes", record.len(), header.record_bytes));
+    }
+    if xxhash_rust::xxh3::xxh3_64(record) != header.record_xxh3 {
+        return Err("weights checksum mismatch (file damaged)".into());
+    }
+    let model = header.spec.init::<B>(device);
+    if shapes(&model) != header.shapes {
+        return Err("weights do not fit the detector the header describes".into());
+    }
+    let record = BinBytesRecorder::<FullPrecisionSettings>::default()
+        .load(record.to_vec(), device)
+        .map_err(|e| format!("cannot decode weights: {e}"))?;
+    Ok((header.spec, model.load_record(record)))
+}

@@ -1,0 +1,537 @@
+//! The event loop: N loaders, one bounded queue, one consumer.
+//!
+//! Loaders hand a finished batch to the queue and start the next one at once;
+//! when the queue is full a loader holds its batch (blocked) until the
+//! consumer frees a slot, first-blocked first served. The consumer takes the
+//! oldest batch whenever it is idle and works on it for `step_ms`.
+
+use anyhow::{bail, Result};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Safety valve: a run asking for billions of events is a typo (say `--step-ms 0.0001`), not a plan.
+pub const MAX_EVENTS: u64 = 200_000_000;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimParams {
+    /// Mean time for one loader to produce one batch.
+    pub load_ms: f64,
+    /// Standard deviation of the load time (normal, clipped below at `MIN_LOAD_FRACTION * load_ms`).
+    pub load_jitter_ms: f64,
+    pub loaders: usize,
+    /// Consumer (GPU) time per batch.
+    pub step_ms: f64,
+    /// Simulated time span.
+    pub seconds: f64,
+    /// Queue capacity in batches (the batch in the consumer's hands is not counted).
+    pub queue: usize,
+    pub seed: u64,
+    /// Only the first `timeline_ms` of the run are kept as intervals for drawing.
+    pub timeline_ms: f64,
+    /// Most intervals kept for drawing, over all rows together.
+    pub max_intervals: usize,
+}
+
+impl SimParams {
+    /// The defaults the CLI uses for everything but the measured figures.
+    pub fn new(load_ms: f64, load_jitter_ms: f64, loaders: usize, step_ms: f64, seconds: f64) -> SimParams {
+        SimParams {
+            load_ms,
+            load_jitter_ms,
+            loaders,
+            step_ms,
+            seconds,
+            queue: 2 * loaders.max(1),
+            seed: 0,
+            timeline_ms: 2000.0,
+            max_intervals: 20_000,
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let finite_non_negative = |v: f64| v.is_finite() && v >= 0.0;
+        if !finite_non_negative(self.load_ms) {
+            bail!("load time {} ms must be a finite number >= 0", self.load_ms);
+        }
+        if !finite_non_negative(self.load_jitter_ms) {
+            bail!("load jitter {} ms must be a finite number >= 0", self.load_jitter_ms);
+        }
+        if self.loaders == 0 {
+            bail!("loaders must be at least 1");
+        }
+        // A zero-time consumer fed by zero-time loaders would never advance the clock.
+        if !(self.step_ms.is_finite() && self.step_ms > 0.0) {
+            bail!("step time {} ms must be > 0", self.step_ms);
+        }
+        if !(self.seconds.is_finite() && self.seconds > 0.0) {
+            bail!("simulated time {} s must be > 0", self.seconds);
+        }
+        if self.queue == 0 {
+            bail!("queue capacity must be at least 1");
+        }
+        let steps = self.seconds * 1000.0 / self.step_ms;
+        // Each consumed batch costs about two events (one load, one step).
+        if steps * 2.0 > MAX_EVENTS as f64 {
+            bail!(
+                "{:.0} steps of {} ms in {} s is more than this simulator handles ({} events); shorten --seconds",
+                steps,
+                self.step_ms,
+                self.seconds,
+                MAX_EVENTS
+            );
+        }
+        Ok(())
+    }
+
+    /// Steady-state GPU-busy fraction when loads are exactly `load_ms`: the
+    /// loaders deliver N/L batches per ms, the consumer takes 1/S.
+    pub fn predicted_busy(&self) -> f64 {
+        if self.load_ms <= 0.0 {
+            return 1.0;
+        }
+        (self.loaders as f64 * self.step_ms / self.load_ms).min(1.0)
+    }
+}
+
+/// Load times never go below this fraction of the mean, so jitter larger than
+/// the mean cannot produce free batches.
+pub const MIN_LOAD_FRACTION: f64 = 0.05;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoaderState {
+    Busy,
+    Blocked,
+}
+
+/// One bar of the timeline, in ms from the start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoaderInterval {
+    pub loader: usize,
+    pub state: LoaderState,
+    pub start_ms: f64,
+    pub end_ms: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Timeline {
+    /// Length of the drawn window.
+    pub window_ms: f64,
+    pub loaders: Vec<LoaderInterval>,
+    /// Consumer busy spans.
+    pub gpu: Vec<(f64, f64)>,
+    /// Queue length after each change: (time ms, length), starting at (0, 0).
+    pub queue: Vec<(f64, usize)>,
+    /// True when `max_intervals` cut the window's intervals short.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimResult {
+    pub params: SimParams,
+    /// Steps finished within the simulated time.
+    pub batches_consumed: u64,
+    pub batches_loaded: u64,
+    /// Consumer busy time within the simulated time / simulated time.
+    pub gpu_busy: f64,
+    /// Time-weighted mean queue length.
+    pub mean_queue: f64,
+    pub max_queue: usize,
+    /// Blocked loader time / (loaders x simulated time).
+    pub loader_blocked: f64,
+    pub predicted_busy: f64,
+    pub events: u64,
+    pub timeline: Timeline,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    LoadDone(usize),
+    StepDone,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Event {
+    at: f64,
+    /// Insertion order: equal times resolve the same way every run.
+    seq: u64,
+    kind: Kind,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Event {
+    // BinaryHeap is a max-heap; reversed so the earliest event pops first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.at.total_cmp(&self.at).then(other.seq.cmp(&self.seq))
+    }
+}
+
+/// Running sums plus the bounded window of intervals kept for the picture.
+struct Recorder {
+    end_ms: f64,
+    window_ms: f64,
+    max_intervals: usize,
+    timeline: Timeline,
+    gpu_busy_ms: f64,
+    blocked_ms: f64,
+    queue_area: f64,
+    last_queue_change: f64,
+}
+
+impl Recorder {
+    fn kept(&self) -> usize {
+        self.timeline.loaders.len() + self.timeline.gpu.len() + self.timeline.queue.len()
+    }
+
+    fn room(&mut self, start_ms: f64) -> bool {
+        if start_ms >= self.window_ms {
+            return false;
+        }
+        if self.kept() >= self.max_intervals {
+            self.timeline.truncated = true;
+            return false;
+        }
+        true
+    }
+
+    fn loader(&mut self, loader: usize, state: LoaderState, start_ms: f64, end_ms: f64) {
+        let end = end_ms.min(self.end_ms);
+        if state == LoaderState::Blocked && end > start_ms {
+            self.blocked_ms += end - start_ms;
+        }
+        if end > start_ms && self.room(start_ms) {
+            self.timeline.loaders.push(LoaderInterval {
+                loader,
+                state,
+                start_ms,
+                end_ms: end.min(self.window_ms),
+            });
+        }
+    }
+
+    fn gpu(&mut self, start_ms: f64, end_ms: f64) {
+        let end = end_ms.min(self.end_ms);
+        if end > start_ms {
+            self.gpu_busy_ms += end - start_ms;
+            if self.room(start_ms) {
+                self.timeline.gpu.push((start_ms, end.min(self.window_ms)));
+            }
+        }
+    }
+
+    /// Called before the queue length changes at `now`, with the old length.
+    fn queue(&mut self, now: f64, old_len: usize, new_len: usize) {
+        let now = now.min(self.end_ms);
+        self.queue_area += old_len as f64 * (now - self.last_queue_change);
+        self.last_queue_change = now;
+        if self.room(now) {
+            self.timeline.queue.push((now, new_len));
+        }
+    }
+}
+
+struct Sim<'a> {
+    p: &'a SimParams,
+    rng: Pcg64Mcg,
+    heap: BinaryHeap<Event>,
+    seq: u64,
+    queue_len: usize,
+    max_queue: usize,
+    /// Loaders holding a finished batch, with the time they blocked, oldest first.
+    blocked: VecDeque<(usize, f64)>,
+    /// When each loader started its current load.
+    load_started: Vec<f64>,
+    gpu_busy_until: Option<f64>,
+    consumed: u64,
+    loaded: u64,
+    rec: Recorder,
+}
+
+impl Sim<'_> {
+    fn push(&mut self, at: f64, kind: Kind) {
+        self.seq += 1;
+        self.heap.push(Event {
+            at,
+            seq: self.seq,
+            kind,
+        });
+    }
+
+    fn load_time(&mut self) -> f64 {
+        let p = self.p;
+        if p.load_jitter_ms == 0.0 {
+            return p.load_ms;
+        }
+        // Box-Muller: one standard normal from two uniforms in (0, 1].
+        let u1: f64 = 1.0 - self.rng.random::<f64>();
+        let u2: f64 = self.rng.random::<f64>();
+        let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+        (p.load_ms + p.load_jitter_ms * z).max(MIN_LOAD_FRACTION * p.load_ms)
+    }
+
+    fn start_load(&mut self, loader: usize, now: f64) {
+        self.load_started[loader] = now;
+        let t = now + self.load_time();
+        self.push(t, Kind::LoadDone(loader));
+    }
+
+    fn enqueue(&mut self, now: f64) {
+        self.rec.queue(now, self.queue_len, self.queue_len + 1);
+        self.queue_len += 1;
+        self.max_queue = self.max_queue.max(self.queue_len);
+        self.loaded += 1;
+    }
+
+    fn try_start_step(&mut self, now: f64) {
+        if self.gpu_busy_until.is_some() || self.queue_len == 0 {
+            return;
+        }
+        self.rec.queue(now, self.queue_len, self.queue_len - 1);
+        self.queue_len -= 1;
+        let done = now + self.p.step_ms;
+        self.gpu_busy_until = Some(done);
+        self.rec.gpu(now, done);
+        self.push(done, Kind::StepDone);
+        // The freed slot goes to the loader that has waited longest.
+        if let Some((loader, since)) = self.blocked.pop_front() {
+            self.rec.loader(loader, LoaderState::Blocked, since, now);
+            self.enqueue(now);
+            self.start_load(loader, now);
+        }
+    }
+
+    fn on_load_done(&mut self, loader: usize, now: f64) {
+        self.rec
+            .loader(loader, LoaderState::Busy, self.load_started[loader], now);
+        if self.queue_len < self.p.queue {
+            self.enqueue(now);
+            self.start_load(loader, now);
+        } else {
+            self.blocked.push_back((loader, now));
+        }
+        self.try_start_step(now);
+    }
+
+    fn on_step_done(&mut self, now: f64) {
+        self.gpu_busy_until = None;
+        self.consumed += 1;
+        self.try_start_step(now);
+    }
+}
+
+/// Runs the simulation. Deterministic for a given `SimParams` (seed included).
+pub fn simulate(p: &SimParams) -> Result<SimResult> {
+    p.validate()?;
+    let end_ms = p.seconds * 1000.0;
+    let window_ms = p.timeline_ms.clamp(0.0, end_ms);
+    let mut sim = Sim {
+        p,
+        rng: Pcg64Mcg::seed_from_u64(p.seed),
+        heap: BinaryHeap::new(),
+        seq: 0,
+        queue_len: 0,
+        max_queue: 0,
+        blocked: VecDeque::new(),
+        load_started: vec![0.0; p.loaders],
+        gpu_busy_until: None,
+        consumed: 0,
+        loaded: 0,
+        rec: Recorder {
+            end_ms,
+            window_ms,
+            max_intervals: p.max_intervals,
+            timeline: Timeline {
+                window_ms,
+                queue: vec![(0.0, 0)],
+                ..Timeline::default()
+            },
+            gpu_busy_ms: 0.0,
+            blocked_ms: 0.0,
+            queue_area: 0.0,
+            last_queue_change: 0.0,
+        },
+    };
+    for loader in 0..p.loaders {
+        sim.start_load(loader, 0.0);
+    }
+    let mut events = 0u64;
+    while let Some(event) = sim.heap.pop() {
+        if event.at > end_ms {
+            break;
+        }
+        events += 1;
+        match event.kind {
+            Kind::LoadDone(loader) => sim.on_load_done(loader, event.at),
+            Kind::StepDone => sim.on_step_done(event.at),
+        }
+    }
+    // Close what is still open at the end so the sums cover all of [0, end].
+    for loader in 0..p.loaders {
+        if !sim.blocked.iter().any(|&(l, _)| l == loader) {
+            let started = sim.load_started[loader];
+            sim.rec.loader(loader, LoaderState::Busy, started, end_ms);
+        }
+    }
+    for (loader, since) in std::mem::take(&mut sim.blocked) {
+        sim.rec.loader(loader, LoaderState::Blocked, since, end_ms);
+    }
+    let queue_len = sim.queue_len;
+    sim.rec.queue(end_ms, queue_len, queue_len);
+
+    let rec = sim.rec;
+    Ok(SimResult {
+        params: p.clone(),
+        batches_consumed: sim.consumed,
+        batches_loaded: sim.loaded,
+        gpu_busy: rec.gpu_busy_ms / end_ms,
+        mean_queue: rec.queue_area / end_ms,
+        max_queue: sim.max_queue,
+        loader_blocked: rec.blocked_ms / (end_ms * p.loaders as f64),
+        predicted_busy: p.predicted_busy(),
+        events,
+        timeline: rec.timeline,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(load_ms: f64, jitter: f64, loaders: usize, step_ms: f64) -> SimParams {
+        SimParams {
+            seed: 7,
+            ..SimParams::new(load_ms, jitter, loaders, step_ms, 60.0)
+        }
+    }
+
+    #[test]
+    fn fast_loaders_keep_the_gpu_busy() {
+        // L/N = 5 ms per batch against a 10 ms step: the loaders outrun the GPU.
+        let r = simulate(&params(20.0, 4.0, 4, 10.0)).unwrap();
+        assert!(r.gpu_busy > 0.99, "busy {}", r.gpu_busy);
+        assert_eq!(r.predicted_busy, 1.0);
+        // Only the first load (~20 ms) is idle time: 60 s / 10 ms = 6000 steps, minus about two.
+        assert!(
+            (5990..=6000).contains(&r.batches_consumed),
+            "consumed {}",
+            r.batches_consumed
+        );
+        // Surplus loaders spend most of their time waiting for queue room.
+        assert!(r.loader_blocked > 0.3, "blocked {}", r.loader_blocked);
+        assert!(
+            r.mean_queue > (r.params.queue as f64) - 1.5,
+            "mean queue {}",
+            r.mean_queue
+        );
+    }
+
+    #[test]
+    fn slow_loaders_match_the_steady_state_prediction() {
+        // L/N = 50 ms per batch against a 10 ms step: busy ~ N*S/L = 20%.
+        let r = simulate(&params(100.0, 20.0, 2, 10.0)).unwrap();
+        assert!((r.predicted_busy - 0.2).abs() < 1e-12);
+        assert!((r.gpu_busy - 0.2).abs() < 0.03, "busy {} vs predicted 0.2", r.gpu_busy);
+        assert!(r.loader_blocked < 0.01, "blocked {}", r.loader_blocked);
+        assert!(r.mean_queue < 0.5, "mean queue {}", r.mean_queue);
+    }
+
+    #[test]
+    fn without_jitter_the_count_is_exact() {
+        // One loader, 30 ms loads, 10 ms steps, 1 s: batches land at 30, 60, ..., 990 ms;
+        // the last step finishes at 1000 ms, so all 33 count.
+        let p = SimParams {
+            seconds: 1.0,
+            ..params(30.0, 0.0, 1, 10.0)
+        };
+        let r = simulate(&p).unwrap();
+        assert_eq!(r.batches_consumed, 33);
+        assert!((r.gpu_busy - 0.33).abs() < 1e-9, "busy {}", r.gpu_busy);
+        assert_eq!(r.timeline.gpu.len(), 33);
+    }
+
+    #[test]
+    fn same_seed_same_run_other_seed_other_run() {
+        let a = simulate(&params(40.0, 15.0, 3, 12.0)).unwrap();
+        let b = simulate(&params(40.0, 15.0, 3, 12.0)).unwrap();
+        assert_eq!(a, b);
+        let c = simulate(&SimParams {
+            seed: 8,
+            ..params(40.0, 15.0, 3, 12.0)
+        })
+        .unwrap();
+        assert_ne!(a.timeline, c.timeline);
+    }
+
+    #[test]
+    fn queue_never_exceeds_capacity() {
+        for (loaders, queue) in [(8, 1), (8, 3), (2, 4)] {
+            let p = SimParams {
+                queue,
+                ..params(5.0, 3.0, loaders, 10.0)
+            };
+            let r = simulate(&p).unwrap();
+            assert!(r.max_queue <= queue, "max {} > capacity {}", r.max_queue, queue);
+            assert_eq!(r.max_queue, queue, "fast loaders should fill the queue");
+            assert!(r.timeline.queue.iter().all(|&(_, len)| len <= queue));
+        }
+    }
+
+    #[test]
+    fn intervals_stay_inside_the_window_and_under_the_cap() {
+        let p = SimParams {
+            timeline_ms: 500.0,
+            max_intervals: 100,
+            ..params(20.0, 5.0, 4, 10.0)
+        };
+        let r = simulate(&p).unwrap();
+        let t = &r.timeline;
+        assert!(t.truncated);
+        assert!(t.loaders.len() + t.gpu.len() + t.queue.len() <= 100);
+        assert!(t
+            .loaders
+            .iter()
+            .all(|i| i.start_ms < 500.0 && i.end_ms <= 500.0 && i.start_ms < i.end_ms));
+        assert!(t.gpu.iter().all(|&(s, e)| s < 500.0 && e <= 500.0));
+    }
+
+    #[test]
+    fn bad_parameters_are_errors() {
+        assert!(simulate(&params(10.0, 0.0, 0, 10.0)).is_err());
+        assert!(simulate(&params(10.0, 0.0, 1, 0.0)).is_err());
+        assert!(simulate(&params(-1.0, 0.0, 1, 10.0)).is_err());
+        assert!(simulate(&params(f64::NAN, 0.0, 1, 10.0)).is_err());
+        assert!(simulate(&SimParams {
+            queue: 0,
+            ..params(10.0, 0.0, 1, 10.0)
+        })
+        .is_err());
+        assert!(simulate(&SimParams {
+            seconds: 1e9,
+            ..params(10.0, 0.0, 1, 0.001)
+        })
+        .is_err());
+    }
+
+    #[test]
+    fn instant_loaders_only_fill_the_queue() {
+        // In-VRAM runs report ~0 ms per batch: the queue stays full, busy is 100%.
+        let r = simulate(&SimParams {
+            seconds: 1.0,
+            ..params(0.0, 0.0, 2, 10.0)
+        })
+        .unwrap();
+        assert_eq!(r.batches_consumed, 100);
+        assert!((r.gpu_busy - 1.0).abs() < 1e-9);
+    }
+}

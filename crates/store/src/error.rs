@@ -1,0 +1,58 @@
+//! One error type; every variant names the file (or dataset folder) at fault.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    /// The file is not what the store expects: not JSON, another program's
+    /// file, a newer format version, or fields that contradict each other.
+    #[error("{}: {message}", path.display())]
+    Format { path: PathBuf, message: String },
+    /// A manifest names a file outside its dataset folder.
+    #[error("{}: file name {name:?} points outside the dataset folder (only plain file names are allowed)", manifest.display())]
+    UnsafePath { manifest: PathBuf, name: String },
+    #[error("{}: {actual} bytes, expected {expected} (truncated, or not this dataset's file)", path.display())]
+    Size { path: PathBuf, expected: u64, actual: u64 },
+    /// The dataset folder already holds shards made from another config or layout.
+    #[error("{}: {message}", dir.display())]
+    Conflict { dir: PathBuf, message: String },
+    /// `--merge` found parts that do not make one dataset.
+    #[error("{}: cannot merge: {message}", dir.display())]
+    Merge { dir: PathBuf, message: String },
+    #[error("generating samples {first}..{end}: {source}")]
+    Generate {
+        first: u64,
+        end: u64,
+        source: grin_features::FeatureError,
+    },
+    #[error("record {index} is out of range: the dataset has {len} records")]
+    Index { index: u64, len: u64 },
+    #[error("batch is {got:?} (width, height, channels) but the dataset's records are {expected:?}")]
+    BatchShape {
+        expected: (u32, u32, u32),
+        got: (u32, u32, u32),
+    },
+    /// A bad argument from the caller (shard range, batch size, fractions).
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl StoreError {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        StoreError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub fn format(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        StoreError::Format {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

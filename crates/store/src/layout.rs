@@ -1,0 +1,141 @@
+//! One record's byte layout, and the copies between records and batches.
+
+use grin_features::{HostBatch, SceneClass, LABEL_PADDING, MAX_BOXES};
+use serde::{Deserialize, Serialize};
+
+/// Records start on this boundary so that every record's image begins
+/// cache-line aligned inside the memory map.
+pub const RECORD_ALIGN: u64 = 64;
+
+/// Where each part of a record lies, in bytes from the record's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordLayout {
+    pub width: u32,
+    pub height: u32,
+    pub channels: u32,
+    pub max_boxes: u32,
+    /// `u8 [height][width][channels]`.
+    pub pixels_offset: u64,
+    /// `f32 little-endian [max_boxes][4]`: x0, y0, x1, y1 in pixels.
+    pub boxes_offset: u64,
+    /// `i8 [max_boxes]`: 0, 1, -1 (unknown smile), or -2 for an empty slot.
+    pub labels_offset: u64,
+    /// The record's stride; the bytes after the labels are zero.
+    pub record_bytes: u64,
+}
+
+impl RecordLayout {
+    pub fn new(width: u32, height: u32, channels: u32) -> RecordLayout {
+        let image = width as u64 * height as u64 * channels as u64;
+        let boxes_offset = image.next_multiple_of(8);
+        let labels_offset = boxes_offset + MAX_BOXES as u64 * 16;
+        let record_bytes = (labels_offset + MAX_BOXES as u64).next_multiple_of(RECORD_ALIGN);
+        RecordLayout {
+            width,
+            height,
+            channels,
+            max_boxes: MAX_BOXES as u32,
+            pixels_offset: 0,
+            boxes_offset,
+            labels_offset,
+            record_bytes,
+        }
+    }
+
+    pub fn image_bytes(&self) -> usize {
+        self.width as usize * self.height as usize * self.channels as usize
+    }
+
+    /// Why a layout read from disk cannot be this build's layout, if it cannot.
+    pub fn problem(&self) -> Option<String> {
+        if self.width == 0 || self.height == 0 || !(self.channels == 1 || self.channels == 3) {
+            return Some(format!(
+                "layout {}x{}x{} is not an image size",
+                self.width, self.height, self.channels
+            ));
+        }
+        if self.max_boxes as usize != MAX_BOXES {
+            return Some(format!(
+                "layout has max_boxes {}, this build uses {MAX_BOXES}",
+                self.max_boxes
+            ));
+        }
+        let expected = RecordLayout::new(self.width, self.height, self.channels);
+        if *self != expected {
+            return Some(format!("record layout {self:?} differs from the format's {expected:?}"));
+        }
+        None
+    }
+
+    /// Appends record `index` of `batch` to `out`, padding included.
+    pub fn encode(&self, batch: &HostBatch, index: usize, out: &mut Vec<u8>) {
+        let image = self.image_bytes();
+        let start = out.len();
+        out.extend_from_slice(&batch.pixels[index * image..(index + 1) * image]);
+        out.resize(start + self.boxes_offset as usize, 0);
+        for v in &batch.boxes[index * MAX_BOXES * 4..(index + 1) * MAX_BOXES * 4] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend(
+            batch.labels[index * MAX_BOXES..(index + 1) * MAX_BOXES]
+                .iter()
+                .map(|&l| l as u8),
+        );
+        out.resize(start + self.record_bytes as usize, 0);
+    }
+
+    /// Appends one record's bytes to `batch`: the only copy a read makes.
+    pub fn decode_into(&self, record: &[u8], batch: &mut HostBatch) {
+        let image = self.image_bytes();
+        batch.pixels.extend_from_slice(&record[..image]);
+        let boxes = &record[self.boxes_offset as usize..self.labels_offset as usize];
+        batch.boxes.extend(
+            boxes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        );
+        let labels = &record[self.labels_offset as usize..self.labels_offset as usize + MAX_BOXES];
+        batch.labels.extend(labels.iter().map(|&b| b as i8));
+        batch.len += 1;
+    }
+
+    /// The scene class of a record, read from its labels alone (same rule as `Sample::class`).
+    pub fn class_of(&self, record: &[u8]) -> SceneClass {
+        let labels = &record[self.labels_offset as usize..self.labels_offset as usize + MAX_BOXES];
+        class_of_labels(labels.iter().map(|&b| b as i8))
+    }
+}
+
+pub fn class_of_labels(labels: impl IntoIterator<Item = i8>) -> SceneClass {
+    let mut faces = false;
+    for label in labels {
+        if label == 1 {
+            return SceneClass::Smiling;
+        }
+        faces |= label != LABEL_PADDING;
+    }
+    if faces {
+        SceneClass::NonSmiling
+    } else {
+        SceneClass::FaceFree
+    }
+}
+
+/// One letter per record in the manifest's `classes` strings.
+pub fn class_letter(class: SceneClass) -> char {
+    match class {
+        SceneClass::Smiling => 's',
+        SceneClass::NonSmiling => 'n',
+        SceneClass::FaceFree => 'f',
+    }
+}
+
+pub fn class_from_letter(letter: char) -> Option<SceneClass> {
+    match letter {
+        's' => Some(SceneClass::Smiling),
+        'n' => Some(SceneClass::NonSmiling),
+        'f' => Some(SceneClass::FaceFree),
+        _ => None,
+    }
+}

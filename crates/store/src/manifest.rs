@@ -1,0 +1,321 @@
+//! The JSON files of a dataset folder: the manifest, part manifests and
+//! per-shard sidecars, with every check that makes them safe to trust.
+
+use crate::error::{Result, StoreError};
+use crate::fingerprint::{canonical, Fingerprint};
+use crate::layout::{class_from_letter, RecordLayout};
+use grin_features::SceneClass;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+
+pub const MANIFEST_FORMAT: &str = "grin-store";
+pub const PART_FORMAT: &str = "grin-store-part";
+pub const SIDECAR_FORMAT: &str = "grin-store-shard";
+pub const VERSION: u32 = 1;
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// JSON files larger than this are not ours; refusing them early keeps a
+/// stray multi-gigabyte file from being read into memory.
+const MAX_JSON_BYTES: u64 = 1 << 30;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassCounts {
+    pub smiling: u64,
+    pub non_smiling: u64,
+    pub face_free: u64,
+}
+
+impl ClassCounts {
+    pub fn get(&self, class: SceneClass) -> u64 {
+        match class {
+            SceneClass::Smiling => self.smiling,
+            SceneClass::NonSmiling => self.non_smiling,
+            SceneClass::FaceFree => self.face_free,
+        }
+    }
+
+    pub fn add(&mut self, class: SceneClass, n: u64) {
+        match class {
+            SceneClass::Smiling => self.smiling += n,
+            SceneClass::NonSmiling => self.non_smiling += n,
+            SceneClass::FaceFree => self.face_free += n,
+        }
+    }
+
+    pub fn of_classes(classes: &str) -> ClassCounts {
+        let mut counts = ClassCounts::default();
+        for class in classes.chars().filter_map(class_from_letter) {
+            counts.add(class, 1);
+        }
+        counts
+    }
+}
+
+/// One shard file: records `first_record .. first_record + records`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardEntry {
+    /// A plain file name inside the dataset folder.
+    pub file: String,
+    pub first_record: u64,
+    pub records: u64,
+    pub bytes: u64,
+    /// xxh3-64 of the whole file, 16 hex digits.
+    pub xxh3: String,
+    /// One letter per record: `s` smiling, `n` faces none smiling, `f` face-free.
+    pub classes: String,
+}
+
+impl ShardEntry {
+    pub fn record_range(&self) -> std::ops::Range<u64> {
+        self.first_record..self.first_record + self.records
+    }
+}
+
+/// `manifest.json` (format `grin-store`), or a part manifest (format
+/// `grin-store-part`, with `part` set) written by `--shards A..B`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub format: String,
+    pub version: u32,
+    pub layout: RecordLayout,
+    pub samples: u64,
+    pub records_per_shard: u64,
+    pub shard_count: u64,
+    /// The shard index range `[A, B)` of a part manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<[u64; 2]>,
+    pub class_counts: ClassCounts,
+    pub fingerprint: Fingerprint,
+    pub shards: Vec<ShardEntry>,
+}
+
+/// Written next to each finished shard, so that a rerun can tell a finished
+/// shard from a stale or foreign one without any manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sidecar {
+    pub format: String,
+    pub version: u32,
+    pub fingerprint_hash: String,
+    pub layout: RecordLayout,
+    pub samples: u64,
+    pub records_per_shard: u64,
+    pub shard: ShardEntry,
+}
+
+pub fn shard_file_name(index: u64) -> String {
+    format!("shard-{index:05}.bin")
+}
+
+pub fn sidecar_file_name(index: u64) -> String {
+    format!("shard-{index:05}.json")
+}
+
+pub fn part_file_name(range: &std::ops::Range<u64>) -> String {
+    format!("part-{:05}-{:05}.json", range.start, range.end)
+}
+
+/// The records of shard `index` in a dataset of `samples` records.
+pub fn shard_records(samples: u64, records_per_shard: u64, index: u64) -> std::ops::Range<u64> {
+    let first = index * records_per_shard;
+    first.min(samples)..(first + records_per_shard).min(samples)
+}
+
+/// `dir/name`, refusing any name that is not one plain path component.
+pub fn resolve(dir: &Path, manifest: &Path, name: &str) -> Result<PathBuf> {
+    let mut components = Path::new(name).components();
+    let plain = matches!(components.next(), Some(Component::Normal(_)))
+        && components.next().is_none()
+        && !name.contains(['/', '\\', '\0']);
+    if !plain {
+        return Err(StoreError::UnsafePath {
+            manifest: manifest.to_path_buf(),
+            name: name.to_string(),
+        });
+    }
+    Ok(dir.join(name))
+}
+
+/// Reads a JSON file of the given `format`, with one clear error for a
+/// file that is not ours.
+pub fn read_json<T: DeserializeOwned>(path: &Path, format: &str) -> Result<T> {
+    let meta = std::fs::metadata(path).map_err(|e| StoreError::io(path, e))?;
+    if meta.len() > MAX_JSON_BYTES {
+        return Err(StoreError::format(
+            path,
+            format!("{} bytes: too large to be a {format} file", meta.len()),
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| StoreError::io(path, e))?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| StoreError::format(path, format!("not a {format} file: not JSON ({e})")))?;
+    match value.get("format").and_then(|f| f.as_str()) {
+        Some(f) if f == format => {}
+        Some(other) => {
+            return Err(StoreError::format(
+                path,
+                format!("format is {other:?}, expected {format:?}"),
+            ))
+        }
+        None => {
+            return Err(StoreError::format(
+                path,
+                format!("not a {format} file: no \"format\" field"),
+            ))
+        }
+    }
+    match value.get("version").and_then(|v| v.as_u64()) {
+        Some(v) if v == VERSION as u64 => {}
+        Some(v) => {
+            return Err(StoreError::format(
+                path,
+                format!("format version {v}; this grin reads version {VERSION}"),
+            ))
+        }
+        None => return Err(StoreError::format(path, "no \"version\" field")),
+    }
+    serde_json::from_value(value).map_err(|e| StoreError::format(path, format!("bad {format} file: {e}")))
+}
+
+/// Writes JSON under a temporary name, syncs it and renames it into place,
+/// so a reader never sees half a file.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let text = serde_json::to_vec_pretty(value).map_err(|e| StoreError::format(path, e.to_string()))?;
+    let tmp = tmp_path(path);
+    let mut file = std::fs::File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
+    file.write_all(&text)
+        .and_then(|_| file.write_all(b"\n"))
+        .map_err(|e| StoreError::io(&tmp, e))?;
+    file.sync_all().map_err(|e| StoreError::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| StoreError::io(path, e))?;
+    sync_parent(path)
+}
+
+pub fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+/// Makes a rename durable: the folder entry itself must reach the disk.
+pub fn sync_parent(path: &Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StoreError::io(dir, e))
+}
+
+impl Manifest {
+    pub fn load(dir: &Path) -> Result<Manifest> {
+        let path = dir.join(MANIFEST_FILE);
+        if !path.exists() && dir.is_dir() {
+            return Err(StoreError::format(
+                &path,
+                "missing: not a grin dataset, or `grin precompute` has not finished (or `--merge` has not run)",
+            ));
+        }
+        let manifest: Manifest = read_json(&path, MANIFEST_FORMAT)?;
+        manifest.check(&path)?;
+        Ok(manifest)
+    }
+
+    pub fn is_part(&self) -> bool {
+        self.part.is_some()
+    }
+
+    /// Every internal consistency rule; `path` is the file named in errors.
+    pub fn check(&self, path: &Path) -> Result<()> {
+        let bad = |message: String| Err(StoreError::format(path, message));
+        if let Some(problem) = self.layout.problem() {
+            return bad(problem);
+        }
+        if self.samples == 0 || self.records_per_shard == 0 {
+            return bad(format!(
+                "samples {} and records_per_shard {} must be positive",
+                self.samples, self.records_per_shard
+            ));
+        }
+        if self.shard_count != self.samples.div_ceil(self.records_per_shard) {
+            return bad(format!(
+                "shard_count {} does not fit {} samples at {} records per shard",
+                self.shard_count, self.samples, self.records_per_shard
+            ));
+        }
+        let expected_hash = Fingerprint::from_config(self.fingerprint.config.clone()).hash;
+        if self.fingerprint.hash != expected_hash {
+            return bad(format!(
+                "fingerprint hash {} does not match its config (hash of {} is {expected_hash}): edited by hand?",
+                self.fingerprint.hash,
+                canonical(&self.fingerprint.config)
+            ));
+        }
+        let range = match self.part {
+            Some([a, b]) if a < b && b <= self.shard_count => a..b,
+            Some([a, b]) => {
+                return bad(format!(
+                    "part range {a}..{b} is empty or beyond {} shards",
+                    self.shard_count
+                ))
+            }
+            None => 0..self.shard_count,
+        };
+        if self.shards.len() as u64 != range.end - range.start {
+            return bad(format!(
+                "{} shard entries for shards {}..{}",
+                self.shards.len(),
+                range.start,
+                range.end
+            ));
+        }
+        let mut counts = ClassCounts::default();
+        for (index, shard) in range.zip(&self.shards) {
+            resolve(Path::new(""), path, &shard.file)?;
+            self.check_shard(index, shard)
+                .or_else(|m| bad(format!("shard {}: {m}", shard.file)))?;
+            let c = ClassCounts::of_classes(&shard.classes);
+            for class in SceneClass::ALL {
+                counts.add(class, c.get(class));
+            }
+        }
+        if counts != self.class_counts {
+            return bad(format!(
+                "class_counts {:?} differ from the shards' classes {counts:?}",
+                self.class_counts
+            ));
+        }
+        Ok(())
+    }
+
+    /// Where shard `index` must lie, and that its entry says so.
+    pub fn check_shard(&self, index: u64, shard: &ShardEntry) -> std::result::Result<(), String> {
+        let records = shard_records(self.samples, self.records_per_shard, index);
+        if shard.record_range() != records {
+            return Err(format!(
+                "holds records {:?}, expected {records:?}",
+                shard.record_range()
+            ));
+        }
+        if shard.bytes != shard.records * self.layout.record_bytes {
+            return Err(format!(
+                "{} bytes for {} records of {} bytes",
+                shard.bytes, shard.records, self.layout.record_bytes
+            ));
+        }
+        if shard.classes.len() as u64 != shard.records || shard.classes.chars().any(|c| class_from_letter(c).is_none())
+        {
+            return Err("classes must be one of s/n/f per record".into());
+        }
+        if shard.xxh3.len() != 16 || !shard.xxh3.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(format!("checksum {:?} is not 16 hex digits", shard.xxh3));
+        }
+        Ok(())
+    }
+}

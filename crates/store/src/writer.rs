@@ -1,0 +1,551 @@
+//! Writing a dataset: shards under temporary names, synced, renamed; a
+//! sidecar per finished shard so reruns skip it; a manifest (or a part
+//! manifest for `--shards A..B`) at the end; and merging parts.
+
+use crate::error::{Result, StoreError};
+use crate::fingerprint::Fingerprint;
+use crate::layout::{class_letter, RecordLayout};
+use crate::manifest::{
+    part_file_name, read_json, shard_file_name, shard_records, sidecar_file_name, sync_parent, tmp_path,
+    write_json_atomic, ClassCounts, Manifest, ShardEntry, Sidecar, MANIFEST_FILE, MANIFEST_FORMAT, PART_FORMAT,
+    SIDECAR_FORMAT, VERSION,
+};
+use grin_features::{FeatureConfig, FeatureError, HostBatch, SceneClass};
+use std::io::{Read, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use xxhash_rust::xxh3::Xxh3;
+
+/// About 128 MB per shard: large enough that a dataset is a few files,
+/// small enough that a resumed run loses little and shards spread over jobs.
+pub const DEFAULT_SHARD_BYTES: u64 = 128 << 20;
+
+/// Records generated and written per step; one batch of the pipeline.
+const WRITE_BATCH: usize = 64;
+
+/// Anything that fills a batch with the samples at the given indices,
+/// deterministically (the pipeline, or hand-built samples in tests).
+pub trait RecordSource: Sync {
+    fn fill(&self, indices: &[u64], out: &mut HostBatch) -> Result<(), FeatureError>;
+}
+
+impl<F> RecordSource for F
+where
+    F: Fn(&[u64], &mut HostBatch) -> Result<(), FeatureError> + Sync,
+{
+    fn fill(&self, indices: &[u64], out: &mut HostBatch) -> Result<(), FeatureError> {
+        self(indices, out)
+    }
+}
+
+/// Everything that decides the dataset's bytes and file split.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub fingerprint: Fingerprint,
+    pub layout: RecordLayout,
+    pub samples: u64,
+    pub records_per_shard: u64,
+    pub shard_count: u64,
+}
+
+impl Plan {
+    pub fn new(fingerprint: Fingerprint, layout: RecordLayout, samples: u64, shard_bytes: u64) -> Result<Plan> {
+        if samples == 0 {
+            return Err(StoreError::Usage("--samples must be at least 1".into()));
+        }
+        if let Some(problem) = layout.problem() {
+            return Err(StoreError::Usage(problem));
+        }
+        let records_per_shard = (shard_bytes / layout.record_bytes).max(1);
+        let shard_count = samples.div_ceil(records_per_shard);
+        Ok(Plan {
+            fingerprint,
+            layout,
+            samples,
+            records_per_shard,
+            shard_count,
+        })
+    }
+
+    /// The plan for `samples` training samples of `features`.
+    pub fn for_features(features: &FeatureConfig, samples: u64, shard_bytes: u64) -> Result<Plan> {
+        let layout = RecordLayout::new(features.width, features.height, features.channels);
+        Plan::new(Fingerprint::new(features, samples)?, layout, samples, shard_bytes)
+    }
+
+    fn agrees(&self, hash: &str, layout: &RecordLayout, samples: u64, records_per_shard: u64) -> bool {
+        self.fingerprint.hash == hash
+            && self.layout == *layout
+            && self.samples == samples
+            && self.records_per_shard == records_per_shard
+    }
+}
+
+/// `A..B` (half-open, like Rust ranges), `A..` or `A` over `shard_count` shards.
+pub fn parse_shard_range(text: &str, shard_count: u64) -> Result<Range<u64>> {
+    let bad = || StoreError::Usage(format!("--shards {text}: expected A..B with A < B <= {shard_count}"));
+    let (a, b) = match text.split_once("..") {
+        Some((a, b)) => {
+            let a = if a.is_empty() {
+                0
+            } else {
+                a.trim().parse().map_err(|_| bad())?
+            };
+            let b = if b.is_empty() {
+                shard_count
+            } else {
+                b.trim().parse().map_err(|_| bad())?
+            };
+            (a, b)
+        }
+        None => {
+            let a: u64 = text.trim().parse().map_err(|_| bad())?;
+            (a, a + 1)
+        }
+    };
+    if a >= b || b > shard_count {
+        return Err(bad());
+    }
+    Ok(a..b)
+}
+
+/// What [`Writer::run`] reports while it works.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// Before any generation: finished shards found and records still to make.
+    Plan {
+        reused_shards: u64,
+        reused_records: u64,
+        pending_shards: u64,
+        pending_records: u64,
+    },
+    /// A shard present on disk that is rewritten, and why.
+    Redo { file: String, reason: String },
+    /// More records written.
+    Records(u64),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// `manifest.json`, or the part manifest for a shard range.
+    pub manifest: PathBuf,
+    pub reused_shards: u64,
+    pub written_shards: u64,
+    pub class_counts: ClassCounts,
+}
+
+enum ShardState {
+    Complete(ShardEntry),
+    Absent,
+    Redo(String),
+}
+
+#[derive(Debug)]
+pub struct Writer {
+    dir: PathBuf,
+    plan: Plan,
+}
+
+impl Writer {
+    /// Opens (creating) `dir` for `plan`, refusing a folder that holds a
+    /// dataset of another config or layout: mixing shards would be silent corruption.
+    pub fn create(dir: &Path, plan: Plan) -> Result<Writer> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        let writer = Writer {
+            dir: dir.to_path_buf(),
+            plan,
+        };
+        writer.check_existing()?;
+        Ok(writer)
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    fn check_existing(&self) -> Result<()> {
+        let conflict = |path: &Path, what: &str| StoreError::Conflict {
+            dir: self.dir.clone(),
+            message: format!(
+                "{} was written for {what}; use another --out folder or delete this one",
+                path.file_name().unwrap_or_default().to_string_lossy()
+            ),
+        };
+        let manifest_path = self.dir.join(MANIFEST_FILE);
+        if manifest_path.exists() {
+            let m: Manifest = read_json(&manifest_path, MANIFEST_FORMAT)?;
+            if !self
+                .plan
+                .agrees(&m.fingerprint.hash, &m.layout, m.samples, m.records_per_shard)
+            {
+                let keys = m.fingerprint.differing_keys(&self.plan.fingerprint);
+                let what = if keys.is_empty() {
+                    "another shard size".to_string()
+                } else {
+                    format!("another config ({} differ)", keys.join(", "))
+                };
+                return Err(conflict(&manifest_path, &what));
+            }
+        }
+        for path in self.listing()? {
+            let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let (hash, layout, samples, rps) = if name.starts_with("part-") {
+                let m: Manifest = read_json(&path, PART_FORMAT)?;
+                (m.fingerprint.hash, m.layout, m.samples, m.records_per_shard)
+            } else {
+                let s: Sidecar = read_json(&path, SIDECAR_FORMAT)?;
+                (s.fingerprint_hash, s.layout, s.samples, s.records_per_shard)
+            };
+            if !self.plan.agrees(&hash, &layout, samples, rps) {
+                return Err(conflict(&path, "another config, sample count or shard size"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sidecars and part manifests in the folder (temporary files excluded).
+    fn listing(&self) -> Result<Vec<PathBuf>> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        let mut paths = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io(&self.dir, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if (name.starts_with("shard-") || name.starts_with("part-")) && name.ends_with(".json") {
+                paths.push(entry.path());
+            }
+        }
+        paths.sort();
+        Ok(paths)
+    }
+
+    /// Writes every unfinished shard of `range`, then the manifest (whole
+    /// range) or the part manifest (a sub-range).
+    pub fn run(
+        &self,
+        range: Range<u64>,
+        source: &dyn RecordSource,
+        progress: &mut dyn FnMut(Event),
+    ) -> Result<Summary> {
+        if range.start >= range.end || range.end > self.plan.shard_count {
+            return Err(StoreError::Usage(format!(
+                "shard range {}..{} is empty or beyond the {} shards",
+                range.start, range.end, self.plan.shard_count
+            )));
+        }
+        let mut entries: Vec<Option<ShardEntry>> = Vec::new();
+        let (mut reused_records, mut pending_shards, mut pending_records) = (0, 0, 0);
+        for index in range.clone() {
+            match self.shard_state(index)? {
+                ShardState::Complete(entry) => {
+                    reused_records += entry.records;
+                    entries.push(Some(entry));
+                }
+                state => {
+                    if let ShardState::Redo(reason) = state {
+                        progress(Event::Redo {
+                            file: shard_file_name(index),
+                            reason,
+                        });
+                    }
+                    pending_shards += 1;
+                    pending_records += self.records(index).end - self.records(index).start;
+                    entries.push(None);
+                }
+            }
+        }
+        let reused_shards = range.end - range.start - pending_shards;
+        progress(Event::Plan {
+            reused_shards,
+            reused_records,
+            pending_shards,
+            pending_records,
+        });
+        let mut done = Vec::with_capacity(entries.len());
+        for (index, entry) in range.clone().zip(entries) {
+            done.push(match entry {
+                Some(entry) => entry,
+                None => self.write_shard(index, source, progress)?,
+            });
+        }
+        let manifest = self.manifest(&range, done);
+        let path = if manifest.is_part() {
+            self.dir.join(part_file_name(&range))
+        } else {
+            self.dir.join(MANIFEST_FILE)
+        };
+        manifest.check(&path)?;
+        write_json_atomic(&path, &manifest)?;
+        Ok(Summary {
+            manifest: path,
+            reused_shards,
+            written_shards: pending_shards,
+            class_counts: manifest.class_counts,
+        })
+    }
+
+    fn records(&self, index: u64) -> Range<u64> {
+        shard_records(self.plan.samples, self.plan.records_per_shard, index)
+    }
+
+    fn manifest(&self, range: &Range<u64>, shards: Vec<ShardEntry>) -> Manifest {
+        let whole = *range == (0..self.plan.shard_count);
+        let mut class_counts = ClassCounts::default();
+        for shard in &shards {
+            let c = ClassCounts::of_classes(&shard.classes);
+            for class in SceneClass::ALL {
+                class_counts.add(class, c.get(class));
+            }
+        }
+        Manifest {
+            format: if whole { MANIFEST_FORMAT } else { PART_FORMAT }.into(),
+            version: VERSION,
+            layout: self.plan.layout,
+            samples: self.plan.samples,
+            records_per_shard: self.plan.records_per_shard,
+            shard_count: self.plan.shard_count,
+            part: (!whole).then_some([range.start, range.end]),
+            class_counts,
+            fingerprint: self.plan.fingerprint.clone(),
+            shards,
+        }
+    }
+
+    /// A shard counts as finished only if its sidecar matches this plan and
+    /// the file's bytes hash to the sidecar's checksum.
+    fn shard_state(&self, index: u64) -> Result<ShardState> {
+        let sidecar_path = self.dir.join(sidecar_file_name(index));
+        let shard_path = self.dir.join(shard_file_name(index));
+        if !sidecar_path.exists() {
+            return Ok(if shard_path.exists() {
+                ShardState::Redo("no sidecar: the previous run stopped before finishing it".into())
+            } else {
+                ShardState::Absent
+            });
+        }
+        let sidecar: Sidecar = read_json(&sidecar_path, SIDECAR_FORMAT)?;
+        let entry = sidecar.shard;
+        if entry.file != shard_file_name(index) || entry.record_range() != self.records(index) {
+            return Ok(ShardState::Redo(format!(
+                "sidecar describes {} records {:?}",
+                entry.file,
+                entry.record_range()
+            )));
+        }
+        let actual = match std::fs::metadata(&shard_path) {
+            Ok(meta) => meta.len(),
+            Err(_) => return Ok(ShardState::Redo("shard file missing".into())),
+        };
+        if actual != entry.bytes {
+            return Ok(ShardState::Redo(format!("{actual} bytes, expected {}", entry.bytes)));
+        }
+        let checksum = hash_file(&shard_path)?;
+        if checksum != entry.xxh3 {
+            return Ok(ShardState::Redo(format!(
+                "checksum {checksum}, sidecar says {}",
+                entry.xxh3
+            )));
+        }
+        Ok(ShardState::Complete(entry))
+    }
+
+    fn write_shard(
+        &self,
+        index: u64,
+        source: &dyn RecordSource,
+        progress: &mut dyn FnMut(Event),
+    ) -> Result<ShardEntry> {
+        let layout = self.plan.layout;
+        let records = self.records(index);
+        let path = self.dir.join(shard_file_name(index));
+        let sidecar_path = self.dir.join(sidecar_file_name(index));
+        // A sidecar must never outlive the bytes it describes.
+        if sidecar_path.exists() {
+            std::fs::remove_file(&sidecar_path).map_err(|e| StoreError::io(&sidecar_path, e))?;
+        }
+        let tmp = tmp_path(&path);
+        let file = std::fs::File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
+        let mut out = std::io::BufWriter::with_capacity(4 << 20, file);
+        let mut hasher = Xxh3::new();
+        let mut classes = String::with_capacity((records.end - records.start) as usize);
+        let mut batch = HostBatch::with_capacity(WRITE_BATCH, layout.width, layout.height, layout.channels);
+        let mut bytes = Vec::with_capacity(WRITE_BATCH * layout.record_bytes as usize);
+        let mut first = records.start;
+        while first < records.end {
+            let end = (first + WRITE_BATCH as u64).min(records.end);
+            let indices: Vec<u64> = (first..end).collect();
+            batch.clear();
+            source
+                .fill(&indices, &mut batch)
+                .map_err(|source| StoreError::Generate { first, end, source })?;
+            let shape = (batch.width, batch.height, batch.channels);
+            if batch.len != indices.len() || shape != (layout.width, layout.height, layout.channels) {
+                return Err(StoreError::Usage(format!(
+                    "the feature source returned {} samples of {shape:?} for {} requested of {:?}",
+                    batch.len,
+                    indices.len(),
+                    (layout.width, layout.height, layout.channels)
+                )));
+            }
+            bytes.clear();
+            for i in 0..batch.len {
+                let at = bytes.len();
+                layout.encode(&batch, i, &mut bytes);
+                classes.push(class_letter(layout.class_of(&bytes[at..])));
+            }
+            out.write_all(&bytes).map_err(|e| StoreError::io(&tmp, e))?;
+            hasher.update(&bytes);
+            progress(Event::Records(end - first));
+            first = end;
+        }
+        let file = out.into_inner().map_err(|e| StoreError::io(&tmp, e.into_error()))?;
+        file.sync_all().map_err(|e| StoreError::io(&tmp, e))?;
+        drop(file);
+        std::fs::rename(&tmp, &path).map_err(|e| StoreError::io(&path, e))?;
+        sync_parent(&path)?;
+        let entry = ShardEntry {
+            file: shard_file_name(index),
+            first_record: records.start,
+            records: records.end - records.start,
+            bytes: (records.end - records.start) * layout.record_bytes,
+            xxh3: format!("{:016x}", hasher.digest()),
+            classes,
+        };
+        let sidecar = Sidecar {
+            format: SIDECAR_FORMAT.into(),
+            version: VERSION,
+            fingerprint_hash: self.plan.fingerprint.hash.clone(),
+            layout,
+            samples: self.plan.samples,
+            records_per_shard: self.plan.records_per_shard,
+            shard: entry.clone(),
+        };
+        write_json_atomic(&sidecar_path, &sidecar)?;
+        Ok(entry)
+    }
+}
+
+/// xxh3-64 of a whole file, read (not mapped: a file truncated while it is
+/// mapped would kill the process with SIGBUS instead of giving an error).
+pub fn hash_file(path: &Path) -> Result<String> {
+    let mut file = std::fs::File::open(path).map_err(|e| StoreError::io(path, e))?;
+    let mut hasher = Xxh3::new();
+    let mut buf = vec![0u8; 4 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| StoreError::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(format!("{:016x}", hasher.digest()))
+}
+
+/// Joins the part manifests of `dir` into `manifest.json`, checking that
+/// they describe one dataset: same fingerprint and layout, every shard
+/// exactly once, every shard file present at its size.
+pub fn merge(dir: &Path) -> Result<Manifest> {
+    let fail = |message: String| StoreError::Merge {
+        dir: dir.to_path_buf(),
+        message,
+    };
+    let entries = std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))?;
+    let mut part_paths = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io(dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("part-") && name.ends_with(".json") {
+            part_paths.push(entry.path());
+        }
+    }
+    part_paths.sort();
+    if part_paths.is_empty() {
+        return Err(fail(
+            "no part-*.json files: run `grin precompute --shards A..B` first".into(),
+        ));
+    }
+    let mut parts = Vec::new();
+    for path in &part_paths {
+        let part: Manifest = read_json(path, PART_FORMAT)?;
+        part.check(path)?;
+        parts.push((
+            path.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+            part,
+        ));
+    }
+    let (first_name, first) = &parts[0];
+    let mut owner: Vec<Option<(usize, ShardEntry)>> = vec![None; first.shard_count as usize];
+    for (i, (name, part)) in parts.iter().enumerate() {
+        let same = part.fingerprint.hash == first.fingerprint.hash
+            && part.layout == first.layout
+            && part.samples == first.samples
+            && part.records_per_shard == first.records_per_shard;
+        if !same {
+            let keys = first.fingerprint.differing_keys(&part.fingerprint);
+            let detail = if keys.is_empty() {
+                "layout, samples or shard size".into()
+            } else {
+                keys.join(", ")
+            };
+            return Err(fail(format!(
+                "{name} and {first_name} were made from different settings ({detail} differ)"
+            )));
+        }
+        let [a, _] = part.part.expect("part manifests carry their range");
+        for (index, shard) in (a..).zip(&part.shards) {
+            if let Some((other, _)) = &owner[index as usize] {
+                return Err(fail(format!("shard {index} is in both {} and {name}", parts[*other].0)));
+            }
+            owner[index as usize] = Some((i, shard.clone()));
+        }
+    }
+    let missing = missing_ranges(&owner);
+    if !missing.is_empty() {
+        let list: Vec<String> = missing.iter().map(|r| format!("{}..{}", r.start, r.end)).collect();
+        return Err(fail(format!(
+            "shards {} are in no part manifest: run `grin precompute --shards A..B` for them",
+            list.join(", ")
+        )));
+    }
+    let shards: Vec<ShardEntry> = owner.into_iter().map(|o| o.expect("no shard is missing").1).collect();
+    for shard in &shards {
+        let path = dir.join(&shard.file);
+        let actual = std::fs::metadata(&path).map_err(|e| StoreError::io(&path, e))?.len();
+        if actual != shard.bytes {
+            return Err(StoreError::Size {
+                path,
+                expected: shard.bytes,
+                actual,
+            });
+        }
+    }
+    let mut class_counts = ClassCounts::default();
+    for part in parts.iter().map(|(_, p)| p) {
+        for class in SceneClass::ALL {
+            class_counts.add(class, part.class_counts.get(class));
+        }
+    }
+    let manifest = Manifest {
+        format: MANIFEST_FORMAT.into(),
+        part: None,
+        class_counts,
+        shards,
+        ..first.clone()
+    };
+    let path = dir.join(MANIFEST_FILE);
+    manifest.check(&path)?;
+    write_json_atomic(&path, &manifest)?;
+    Ok(manifest)
+}
+
+fn missing_ranges<T>(owner: &[Option<T>]) -> Vec<Range<u64>> {
+    let mut ranges: Vec<Range<u64>> = Vec::new();
+    for (i, o) in owner.iter().enumerate() {
+        if o.is_none() {
+            match ranges.last_mut() {
+                Some(r) if r.end == i as u64 => r.end += 1,
+                _ => ranges.push(i as u64..i as u64 + 1),
+            }
+        }
+    }
+    ranges
+}

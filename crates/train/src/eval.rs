@@ -1,0 +1,64 @@
+//! Held-out scoring: face AP@0.5 and smile accuracy on matched faces.
+
+use crate::device_batch::upload;
+use anyhow::Result;
+use burn::tensor::backend::Backend;
+use grin_features::{pipeline::Pipeline, FeatureConfig, HostBatch, Smile, Split};
+use grin_model::{detect, DecodeParams, Detector, DetectorSpec, Evaluation, GroundTruth};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct EvalReport {
+    pub images: usize,
+    pub faces: usize,
+    pub face_ap: f32,
+    /// `None` when no face with a known smile label was matched.
+    pub smile_accuracy: Option<f32>,
+}
+
+/// AP needs the whole precision-recall curve, so detections are kept down
+/// to a low score rather than the deployment threshold.
+const AP_SCORE_FLOOR: f32 = 0.05;
+
+pub fn evaluate<B: Backend>(
+    model: &Detector<B>,
+    spec: &DetectorSpec,
+    features: &FeatureConfig,
+    samples: usize,
+    device: &B::Device,
+) -> Result<EvalReport> {
+    let pipeline = Pipeline::new(features, Split::Test)?;
+    let points = spec.points();
+    let params = DecodeParams { score_threshold: AP_SCORE_FLOOR, ..spec.model.decode_params() };
+    let mut evaluation = Evaluation::default();
+    let mut batch = HostBatch::with_capacity(16, features.width, features.height, features.channels);
+    let indices: Vec<u64> = (0..samples as u64).collect();
+    for chunk in indices.chunks(16) {
+        batch.clear();
+        pipeline.fill_batch(chunk, &mut batch)?;
+        let on_device = upload::<B>(&batch, device);
+        let detections = detect(model, &points, on_device.images, &params);
+        for (i, found) in detections.iter().enumerate() {
+            let faces: Vec<GroundTruth> = batch
+                .sample(i)
+                .boxes
+                .iter()
+                .map(|b| GroundTruth {
+                    bbox: [b.x0, b.y0, b.x1, b.y1],
+                    smile: match b.smile {
+                        Smile::Yes => Some(true),
+                        Smile::No => Some(false),
+                        Smile::Unknown => None,
+                    },
+                })
+                .collect();
+            evaluation.add(found, &faces);
+        }
+    }
+    Ok(EvalReport {
+        images: samples,
+        faces: evaluation.faces(),
+        face_ap: evaluation.average_precision(),
+        smile_accuracy: evaluation.smile_accuracy(),
+    })
+}

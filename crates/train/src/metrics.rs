@@ -1,0 +1,88 @@
+//! Per-interval metrics: the CSV row, and the SVG plots drawn from them.
+
+use anyhow::{Context, Result};
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::Path;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MetricRow {
+    pub step: usize,
+    pub loss: f32,
+    pub face_loss: f32,
+    pub box_loss: f32,
+    pub smile_loss: f32,
+    pub lr: f64,
+    pub samples_per_s: f64,
+    pub gpu_busy_pct: f64,
+    /// Mean per step over the interval.
+    pub wait_ms: f64,
+    pub compute_ms: f64,
+    /// Median producer time for one batch over the interval (host modes).
+    pub produce_ms: f64,
+}
+
+pub const CSV_HEADER: &str =
+    "step,loss,face_loss,box_loss,smile_loss,lr,samples_per_s,gpu_busy_pct,wait_ms,compute_ms,produce_ms";
+
+impl MetricRow {
+    pub fn csv(&self) -> String {
+        format!(
+            "{},{:.6},{:.6},{:.6},{:.6},{:.6e},{:.2},{:.2},{:.3},{:.3},{:.3}",
+            self.step,
+            self.loss,
+            self.face_loss,
+            self.box_loss,
+            self.smile_loss,
+            self.lr,
+            self.samples_per_s,
+            self.gpu_busy_pct,
+            self.wait_ms,
+            self.compute_ms,
+            self.produce_ms
+        )
+    }
+}
+
+/// Rewrites the whole CSV: a resumed run then holds exactly one row per interval.
+pub fn write_csv(path: &Path, rows: &[MetricRow]) -> Result<()> {
+    let tmp = path.with_extension("csv.tmp");
+    let mut f = std::fs::File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+    writeln!(f, "{CSV_HEADER}")?;
+    for row in rows {
+        writeln!(f, "{}", row.csv())?;
+    }
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// `training.svg`: loss, GPU-busy % and throughput against the step.
+pub fn plot(path: &Path, rows: &[MetricRow]) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let root = SVGBackend::new(path, (900, 780)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let panels = root.split_evenly((3, 1));
+    let last = rows.last().map(|r| r.step).unwrap_or(1).max(1) as f64;
+    let series: [(&str, Box<dyn Fn(&MetricRow) -> f64>, RGBColor); 3] = [
+        ("loss", Box::new(|r: &MetricRow| r.loss as f64), BLUE),
+        ("GPU busy %", Box::new(|r: &MetricRow| r.gpu_busy_pct), RED),
+        ("samples/s", Box::new(|r: &MetricRow| r.samples_per_s), GREEN),
+    ];
+    for (panel, (name, value, color)) in panels.iter().zip(series) {
+        let top = rows.iter().map(&value).fold(0.0f64, f64::max).max(1e-9) * 1.1;
+        let mut chart = ChartBuilder::on(panel)
+            .caption(name, ("sans-serif", 18))
+            .margin(8)
+            .x_label_area_size(28)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..last, 0.0..top)?;
+        chart.configure_mesh().x_desc("step").draw()?;
+        chart.draw_series(LineSeries::new(rows.iter().map(|r| (r.step as f64, value(r))), color.stroke_width(2)))?;
+    }
+    root.present()?;
+    Ok(())
+}

@@ -1,0 +1,285 @@
+//! The training loop: feed, step, and account for every millisecond.
+//!
+//! Timing rule: the device is synced only at log intervals. Between syncs
+//! the host measures how long it waited for data (queue + upload); the rest
+//! of the interval's wall time is compute. GPU-busy % = compute / wall.
+
+use crate::checkpoint::{self, Checkpoint, LoopState};
+use crate::config::{Mode, TrainConfig};
+use crate::eval::{evaluate, EvalReport};
+use crate::feed::{Feed, FeedTiming};
+use crate::metrics::{self, MetricRow};
+use anyhow::{bail, Context, Result};
+use burn::module::AutodiffModule;
+use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
+use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::ElementConversion;
+use grin_features::FeatureConfig;
+use grin_model::{assign, file, loss, Detector, DetectorSpec, LossWeights, ModelConfig, PointTensors};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Everything a run needs besides the backend.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub name: String,
+    pub run_dir: PathBuf,
+    pub features: FeatureConfig,
+    pub model: ModelConfig,
+    pub train: TrainConfig,
+    /// The mode actually used (never `Auto`).
+    pub mode: Mode,
+    pub backend: String,
+    pub resume: bool,
+    /// The resolved config as TOML, saved as `config.toml`.
+    pub config_toml: String,
+    pub show_progress: bool,
+    /// Skip the held-out evaluation (benchmarks).
+    pub evaluate: bool,
+}
+
+impl RunSpec {
+    pub fn detector_spec(&self) -> DetectorSpec {
+        DetectorSpec {
+            model: self.model.clone(),
+            width: self.features.width as usize,
+            height: self.features.height as usize,
+            channels: self.features.channels as usize,
+        }
+    }
+}
+
+/// `summary.json`: what sweeps, the simulator and people read after a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub name: String,
+    pub mode: Mode,
+    pub backend: String,
+    pub steps: usize,
+    pub batch_size: usize,
+    pub face_ap: Option<f32>,
+    pub smile_accuracy: Option<f32>,
+    pub steps_per_s: f64,
+    pub samples_per_s: f64,
+    pub gpu_busy_pct: f64,
+    pub wall_s: f64,
+    pub final_loss: f32,
+    /// Median time one loader took to produce one batch (host modes; 0 in VRAM).
+    pub load_ms_per_batch: f64,
+    pub load_jitter_ms: f64,
+    pub loaders: usize,
+    /// Median compute time of one step.
+    pub step_ms: f64,
+}
+
+pub fn run_paths(run_dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    (run_dir.join("checkpoint.ckpt"), run_dir.join("model.grin"), run_dir.join("metrics.csv"))
+}
+
+fn learning_rate(cfg: &TrainConfig, step: usize) -> f64 {
+    let warmup = cfg.warmup_steps.min(cfg.steps / 2);
+    if step < warmup {
+        return cfg.lr * (step + 1) as f64 / warmup as f64;
+    }
+    // Cosine decay to 5% of the peak.
+    let progress = (step - warmup) as f64 / (cfg.steps - warmup).max(1) as f64;
+    cfg.lr * (0.05 + 0.95 * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos()))
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn style() -> ProgressStyle {
+    ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed} < {eta})")
+        .expect("valid template")
+        .progress_chars("=> ")
+}
+
+/// Trains from `feed_for(start_step)` and writes everything under `run.run_dir`.
+pub fn train<B: AutodiffBackend>(
+    run: &RunSpec,
+    device: &B::Device,
+    feed_for: impl FnOnce(usize) -> Result<Feed<B>>,
+) -> Result<Summary> {
+    std::fs::create_dir_all(&run.run_dir).with_context(|| format!("{}: cannot create run folder", run.run_dir.display()))?;
+    let (ckpt_path, model_path, csv_path) = run_paths(&run.run_dir);
+    let config_json = serde_json::to_string(&(&run.features, &run.model, &run.train))?;
+    let spec = run.detector_spec();
+    let cfg = &run.train;
+
+    B::seed(device, run.features.seed);
+    let mut model: Detector<B> = spec.init(device);
+    let mut optim = AdamWConfig::new()
+        .with_weight_decay(cfg.weight_decay)
+        .with_grad_clipping(Some(burn::grad_clipping::GradientClippingConfig::Norm(10.0)))
+        .init::<B, Detector<B>>();
+    let mut state = LoopState { step: 0, config_json: config_json.clone(), history: vec![], wall_s: 0.0 };
+
+    if run.resume && ckpt_path.exists() {
+        let ck = checkpoint::load(&ckpt_path)?;
+        if ck.state.config_json != config_json {
+            bail!("{}: checkpoint was written with a different config; start a new run name", ckpt_path.display());
+        }
+        let (_, loaded) = file::from_bytes::<B>(&ck.model, device)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", ckpt_path.display()))?;
+        model = loaded;
+        let record = BinBytesRecorder::<FullPrecisionSettings>::default()
+            .load(ck.optimizer, device)
+            .with_context(|| format!("{}: optimizer state", ckpt_path.display()))?;
+        optim = optim.load_record(record);
+        state = ck.state;
+        eprintln!("resuming {} at step {}", run.name, state.step);
+    }
+    std::fs::write(run.run_dir.join("config.toml"), &run.config_toml)?;
+
+    let points = PointTensors::<B>::new(&spec.points(), device);
+    let weights = LossWeights {
+        focal_alpha: cfg.loss.focal_alpha,
+        focal_gamma: cfg.loss.focal_gamma,
+        box_weight: cfg.loss.box_weight,
+        smile_weight: cfg.loss.smile_weight,
+    };
+    let mut feed = feed_for(state.step)?;
+
+    let bar = if run.show_progress { ProgressBar::new(cfg.steps as u64) } else { ProgressBar::hidden() };
+    bar.set_style(style());
+    bar.set_prefix(format!("{} {}", run.name, mode_name(run.mode)));
+    bar.set_position(state.step as u64);
+
+    let mut interval_start = Instant::now();
+    let mut interval_wait = Duration::ZERO;
+    let mut interval_steps = 0usize;
+    let mut produce_ms: Vec<f64> = Vec::new();
+    let mut last_loss = None;
+    let run_started = Instant::now();
+    let wall_before = state.wall_s;
+
+    for step in state.step..cfg.steps {
+        let (batch, timing): (_, FeedTiming) = feed.next(step)?;
+        interval_wait += timing.wait;
+        produce_ms.push(timing.produce.as_secs_f64() * 1e3);
+
+        let lr = learning_rate(cfg, step);
+        let output = model.forward(batch.images);
+        let targets = assign(&points, batch.boxes, batch.labels);
+        let parts = loss(&output, &targets, &points, weights);
+        let grads = GradientsParams::from_grads(parts.total.backward(), &model);
+        model = optim.step(lr, model, grads);
+        last_loss = Some(parts);
+        interval_steps += 1;
+
+        let done = step + 1;
+        if done % cfg.log_every == 0 || done == cfg.steps {
+            // The only sync of the interval: reading the loss waits for the device.
+            B::sync(device).map_err(|e| anyhow::anyhow!("device sync failed: {e:?}"))?;
+            let parts = last_loss.as_ref().expect("a step ran");
+            let scalar = |t: &burn::tensor::Tensor<B, 1>| t.clone().into_scalar().elem::<f32>();
+            let wall = interval_start.elapsed().as_secs_f64();
+            let wait = interval_wait.as_secs_f64().min(wall);
+            let row = MetricRow {
+                step: done,
+                loss: scalar(&parts.total),
+                face_loss: scalar(&parts.face),
+                box_loss: scalar(&parts.boxes),
+                smile_loss: scalar(&parts.smile),
+                lr,
+                samples_per_s: (interval_steps * cfg.batch_size) as f64 / wall,
+                gpu_busy_pct: 100.0 * (wall - wait) / wall,
+                wait_ms: 1e3 * wait / interval_steps as f64,
+                compute_ms: 1e3 * (wall - wait) / interval_steps as f64,
+                produce_ms: median(&mut produce_ms),
+            };
+            if !row.loss.is_finite() {
+                bail!("loss became {} at step {done}; lower train.lr", row.loss);
+            }
+            bar.set_message(format!(
+                "loss {:.3} | {:.0} samples/s | GPU busy {:.0}%",
+                row.loss, row.samples_per_s, row.gpu_busy_pct
+            ));
+            state.history.push(row);
+            metrics::write_csv(&csv_path, &state.history)?;
+            interval_start = Instant::now();
+            interval_wait = Duration::ZERO;
+            interval_steps = 0;
+            produce_ms.clear();
+        }
+        bar.set_position(done as u64);
+
+        let checkpoint_due = cfg.checkpoint_every > 0 && done % cfg.checkpoint_every == 0 && done < cfg.steps;
+        if checkpoint_due {
+            state.step = done;
+            state.wall_s = wall_before + run_started.elapsed().as_secs_f64();
+            let optimizer = BinBytesRecorder::<FullPrecisionSettings>::default().record(optim.to_record(), ())?;
+            let ck = Checkpoint { state: state.clone(), model: file::to_bytes(&spec, &model), optimizer };
+            checkpoint::save(&ckpt_path, &ck)?;
+        }
+    }
+    drop(feed);
+    bar.finish_and_clear();
+    state.step = cfg.steps;
+    state.wall_s = wall_before + run_started.elapsed().as_secs_f64();
+
+    let inference: Detector<B::InnerBackend> = model.valid();
+    file::save_model(&model_path, &spec, &inference).with_context(|| format!("{}: cannot write", model_path.display()))?;
+
+    let report: Option<EvalReport> = if run.evaluate && cfg.eval_samples > 0 {
+        Some(evaluate(&inference, &spec, &run.features, cfg.eval_samples, device)?)
+    } else {
+        None
+    };
+    let summary = summarise(run, &state, report);
+    std::fs::write(run.run_dir.join("summary.json"), serde_json::to_string_pretty(&summary)?)?;
+    metrics::plot(&run.run_dir.join("training.svg"), &state.history)?;
+    Ok(summary)
+}
+
+fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>) -> Summary {
+    let h = &state.history;
+    // The first interval holds warm-up (allocation, autotune): leave it out
+    // of the rates when there is anything else.
+    let steady: Vec<&MetricRow> = if h.len() > 1 { h[1..].iter().collect() } else { h.iter().collect() };
+    let mut step_ms: Vec<f64> = steady.iter().map(|r| r.compute_ms).collect();
+    let mut produce: Vec<f64> = steady.iter().map(|r| r.produce_ms).collect();
+    let mean = |f: &dyn Fn(&MetricRow) -> f64| steady.iter().map(|r| f(r)).sum::<f64>() / steady.len().max(1) as f64;
+    let samples_per_s = mean(&|r| r.samples_per_s);
+    let load = median(&mut produce);
+    let jitter = {
+        let m = produce.iter().sum::<f64>() / produce.len().max(1) as f64;
+        (produce.iter().map(|p| (p - m).powi(2)).sum::<f64>() / produce.len().max(1) as f64).sqrt()
+    };
+    Summary {
+        name: run.name.clone(),
+        mode: run.mode,
+        backend: run.backend.clone(),
+        steps: state.step,
+        batch_size: run.train.batch_size,
+        face_ap: report.map(|r| r.face_ap),
+        smile_accuracy: report.and_then(|r| r.smile_accuracy),
+        steps_per_s: samples_per_s / run.train.batch_size as f64,
+        samples_per_s,
+        gpu_busy_pct: mean(&|r| r.gpu_busy_pct),
+        wall_s: state.wall_s,
+        final_loss: h.last().map(|r| r.loss).unwrap_or(f32::NAN),
+        load_ms_per_batch: load,
+        load_jitter_ms: jitter,
+        loaders: 1,
+        step_ms: median(&mut step_ms),
+    }
+}
+
+pub fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::OnTheFly => "on-the-fly",
+        Mode::Precomputed => "precomputed",
+        Mode::InVram => "in-vram",
+        Mode::Auto => "auto",
+    }
+}

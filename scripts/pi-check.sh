@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# CI check of the Pi build: cross-compiles grin-detect for aarch64, runs it
+# under qemu-aarch64 on a test image, and requires its JSON to equal the
+# x86 build's, byte for byte. Exits non-zero on any difference.
+#
+# Test image: assets/test-scene.png, a 320x240 held-out synthetic scene made
+# by the project's own generator:
+#   cargo run --release -p grin-infer --example export_scenes -- \
+#       --out /tmp/scene --count 1 --start 3 --width 320 --height 240
+#   (then scene-0003.png copied to assets/test-scene.png)
+# It is checked at the model's own size (a downscale) and at 320x240.
+#
+# Usage: scripts/pi-check.sh [IMAGE...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+IMAGES=("$@")
+[ ${#IMAGES[@]} -gt 0 ] || IMAGES=(assets/test-scene.png)
+X86_TARGET=${CARGO_TARGET_DIR:-target}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+if ! dpkg -s qemu-user >/dev/null 2>&1; then
+    echo "pi-check: installing qemu-user" >&2
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq qemu-user >&2
+fi
+
+t0=$(date +%s)
+cargo build --locked --release -p grin-infer --bin grin-detect >&2
+x86=$X86_TARGET/release/grin-detect
+t1=$(date +%s)
+pi=$(scripts/build-pi.sh | tail -n1)
+t2=$(date +%s)
+echo "pi-check: x86 build $((t1 - t0)) s, aarch64 build $((t2 - t1)) s" >&2
+
+status=0
+for size in "" 320x240; do
+    flags=(--json)
+    [ -z "$size" ] || flags+=(--size "$size")
+    "$x86" "${flags[@]}" "${IMAGES[@]}" >"$WORK/x86.json"
+    qemu-aarch64 -L /usr/aarch64-linux-gnu "$pi" "${flags[@]}" "${IMAGES[@]}" >"$WORK/aarch64.json"
+    faces=$(grep -o '"box"' "$WORK/x86.json" | wc -l)
+    label="size ${size:-model default}"
+    if diff -u "$WORK/x86.json" "$WORK/aarch64.json"; then
+        echo "pi-check: $label: aarch64 JSON equals x86 JSON ($faces detections)"
+    else
+        echo "pi-check: $label: aarch64 JSON differs from x86 JSON" >&2
+        status=1
+    fi
+done
+echo "pi-check: aarch64 binary $(stat -c %s "$pi") bytes"
+exit $status

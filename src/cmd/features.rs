@@ -1,0 +1,369 @@
+//! `grin features bench|preview`: what generation costs, and what it looks like.
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use grin_features::bench::{self, StageTiming, TgReport, Throughput};
+use grin_features::{FeatureConfig, Pipeline, SceneClass, SkipCounts, Split};
+use std::path::PathBuf;
+
+#[derive(Subcommand)]
+pub enum FeaturesCommand {
+    /// Measure T_g per sample (median, p95) per source and stage, single-threaded and with C workers.
+    Bench(BenchArgs),
+    /// Write a contact sheet of generated samples with boxes and smile labels drawn.
+    Preview(PreviewArgs),
+    /// Write 64x64 face crops cut from synthetic scenes in the SMILEsmileD
+    /// layout (smile/, no_smile/): bench input where the real data is absent.
+    #[command(hide = true)]
+    ExportCrops(ExportCropsArgs),
+}
+
+#[derive(Args)]
+pub struct ExportCropsArgs {
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Crops per folder.
+    #[arg(long, default_value_t = 500)]
+    pub count: usize,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum SplitArg {
+    Train,
+    Val,
+    Test,
+}
+
+impl From<SplitArg> for Split {
+    fn from(s: SplitArg) -> Split {
+        match s {
+            SplitArg::Train => Split::Train,
+            SplitArg::Val => Split::Val,
+            SplitArg::Test => Split::Test,
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct ConfigArgs {
+    /// grin config (TOML); its `[features]` table is used.
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Override a config key, e.g. `--set features.augment.blur=0`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Which split's inputs to generate from (augmentation runs on train only).
+    #[arg(long, value_enum, default_value = "train")]
+    pub split: SplitArg,
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub common: ConfigArgs,
+    /// Timed samples per measurement (warm-up comes on top).
+    #[arg(long, default_value_t = 300)]
+    pub samples: usize,
+    /// Worker threads C for the parallel figure (default: the config's, 0 = all cores).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Print one JSON object instead of the table (for scripts).
+    #[arg(long, hide = true)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct PreviewArgs {
+    #[command(flatten)]
+    pub common: ConfigArgs,
+    /// Output PNG.
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = 16)]
+    pub count: usize,
+    #[arg(long, default_value_t = 4)]
+    pub cols: usize,
+}
+
+pub fn run(command: FeaturesCommand) -> Result<()> {
+    match command {
+        FeaturesCommand::Bench(args) => run_bench(args),
+        FeaturesCommand::Preview(args) => run_preview(args),
+        FeaturesCommand::ExportCrops(args) => export_crops(args),
+    }
+}
+
+fn load_features(args: &ConfigArgs) -> Result<FeatureConfig> {
+    Ok(crate::config::load(&args.config, &args.sets)?.config.features)
+}
+
+/// A pipeline over a freshly opened source, plus what that source skipped while loading.
+fn open(cfg: &FeatureConfig, split: Split) -> Result<(Pipeline, SkipCounts)> {
+    let opened = bench::open_source(cfg, split)?;
+    let pipeline = Pipeline::from_source(cfg, split, opened.source)?;
+    Ok((pipeline, opened.load_skips))
+}
+
+#[derive(serde::Serialize)]
+struct BenchReport {
+    source: String,
+    split: String,
+    width: u32,
+    height: u32,
+    channels: u32,
+    tg: TgReport,
+    stages: Vec<StageTiming>,
+    single: Throughput,
+    parallel: Throughput,
+    balance_targets: Option<[f64; 3]>,
+    skipped_at_load: u64,
+    skipped_at_scene: u64,
+}
+
+fn run_bench(args: BenchArgs) -> Result<()> {
+    let mut cfg = load_features(&args.common)?;
+    if let Some(w) = args.workers {
+        cfg.workers = w;
+    }
+    let split: Split = args.common.split.into();
+    let samples = args.samples.max(1);
+    let (parallel, load_skips) = open(&cfg, split)?;
+    let source_name = parallel.source().name().to_string();
+    let single_cfg = FeatureConfig {
+        workers: 1,
+        ..cfg.clone()
+    };
+    let single = Pipeline::from_source(&single_cfg, split, bench::open_source(&single_cfg, split)?.source)?;
+
+    let tg = bench::measure_tg(&single, samples)?;
+    let augment = if split == Split::Train {
+        cfg.augment.clone()
+    } else {
+        no_augment()
+    };
+    let mut stages = bench::measure_stages(single.source(), &augment, cfg.seed, samples)?;
+    if split != Split::Train {
+        stages.truncate(1);
+    }
+    let batch = 32;
+    let single_tp = best_of(ROUNDS, || bench::measure_throughput(&single, samples, batch))?;
+    let parallel_samples = samples.max(parallel.workers() * batch);
+    let parallel_tp = best_of(ROUNDS, || bench::measure_throughput(&parallel, parallel_samples, batch))?;
+    let skipped_at_scene = single.skips().total() + parallel.skips().total();
+    let report = BenchReport {
+        source: source_name,
+        split: format!("{split:?}").to_lowercase(),
+        width: cfg.width,
+        height: cfg.height,
+        channels: cfg.channels,
+        tg,
+        stages,
+        single: single_tp,
+        parallel: parallel_tp,
+        balance_targets: parallel.balancer().map(|b| b.targets()),
+        skipped_at_load: load_skips.total(),
+        skipped_at_scene,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
+    print_bench(&report);
+    for (what, counts) in [
+        ("loading", &load_skips),
+        ("generation (1 worker)", single.skips()),
+        ("generation (C workers)", parallel.skips()),
+    ] {
+        match counts.summary() {
+            Some(s) => println!("skips during {what}: {s}"),
+            None => println!("skips during {what}: none"),
+        }
+    }
+    Ok(())
+}
+
+/// Throughput rounds; the best is reported, as other processes on a shared
+/// machine only ever make a round slower.
+const ROUNDS: usize = 3;
+
+fn best_of(
+    rounds: usize,
+    mut measure: impl FnMut() -> Result<Throughput, grin_features::FeatureError>,
+) -> Result<Throughput> {
+    let mut best: Option<Throughput> = None;
+    for _ in 0..rounds {
+        let t = measure()?;
+        if best.as_ref().is_none_or(|b| t.samples_per_s > b.samples_per_s) {
+            best = Some(t);
+        }
+    }
+    Ok(best.expect("at least one round"))
+}
+
+/// Every augmentation off: val/test samples are not augmented.
+fn no_augment() -> grin_features::AugmentConfig {
+    grin_features::AugmentConfig {
+        flip: 0.0,
+        crop: 0.0,
+        rotate: 0.0,
+        brightness: 0.0,
+        contrast: 0.0,
+        gamma: 0.0,
+        blur: 0.0,
+        noise: 0.0,
+        jpeg: 0.0,
+        ..Default::default()
+    }
+}
+
+fn ms(s: f64) -> String {
+    format!("{:.3} ms", s * 1e3)
+}
+
+fn print_bench(r: &BenchReport) {
+    println!(
+        "grin features bench: source {} ({} split), {}x{}x{}, {} timed samples after {} warm-up",
+        r.source, r.split, r.width, r.height, r.channels, r.tg.samples, r.tg.warmup
+    );
+    println!(
+        "T_g single-threaded (whole sample): median {}  p95 {}  mean {}",
+        ms(r.tg.median_s),
+        ms(r.tg.p95_s),
+        ms(r.tg.mean_s)
+    );
+    println!(
+        "{:<16} {:>6} {:>12} {:>12} {:>12}",
+        "stage", "p", "median", "p95", "mean"
+    );
+    for s in &r.stages {
+        println!(
+            "{:<16} {:>6.2} {:>12} {:>12} {:>12}",
+            s.stage,
+            s.probability,
+            ms(s.timing.median_s),
+            ms(s.timing.p95_s),
+            ms(s.timing.mean_s)
+        );
+    }
+    println!("(stage figures are per application; p is how often the pipeline applies it)");
+    println!("throughput, best of {ROUNDS} rounds through fill_batch in batches of 32:");
+    for t in [&r.single, &r.parallel] {
+        println!(
+            "  {} worker(s): {:.0} samples/s, {:.0} samples/s per core ({} samples in {:.2} s)",
+            t.workers, t.samples_per_s, t.per_core, t.samples, t.wall_s
+        );
+    }
+    println!(
+        "speed-up with {} workers: {:.2}x",
+        r.parallel.workers,
+        r.parallel.samples_per_s / r.single.samples_per_s.max(f64::MIN_POSITIVE)
+    );
+    let names = ["smiling", "non_smiling", "face_free"];
+    debug_assert_eq!(SceneClass::ALL.map(|c| c.index()), [0, 1, 2]);
+    let achieved: Vec<String> = names
+        .iter()
+        .zip(r.parallel.class_fractions)
+        .map(|(n, f)| format!("{n} {f:.3}"))
+        .collect();
+    match r.balance_targets {
+        Some(t) => {
+            let target: Vec<String> = names.iter().zip(t).map(|(n, f)| format!("{n} {f:.3}")).collect();
+            println!(
+                "balance: achieved {} (target {})",
+                achieved.join(", "),
+                target.join(", ")
+            );
+        }
+        None => println!("scene classes (no balancing configured): {}", achieved.join(", ")),
+    }
+}
+
+fn run_preview(args: PreviewArgs) -> Result<()> {
+    let cfg = load_features(&args.common)?;
+    let (pipeline, load_skips) = open(&cfg, args.common.split.into())?;
+    let indices: Vec<u64> = (0..args.count.max(1) as u64).collect();
+    let batch = pipeline.batch(&indices)?;
+    let samples: Vec<_> = (0..batch.len).map(|i| batch.sample(i)).collect();
+    let sheet = grin_features::preview::contact_sheet(&samples, args.cols);
+    sheet
+        .save(&args.out)
+        .with_context(|| format!("{}: cannot write contact sheet", args.out.display()))?;
+    let faces: usize = samples.iter().map(|s| s.boxes.len()).sum();
+    println!(
+        "wrote {} ({} samples, {} faces; green = smiling, red = not smiling, yellow = unknown)",
+        args.out.display(),
+        samples.len(),
+        faces
+    );
+    for counts in [&load_skips, pipeline.skips()] {
+        if let Some(s) = counts.summary() {
+            println!("{s}");
+        }
+    }
+    Ok(())
+}
+
+fn export_crops(args: ExportCropsArgs) -> Result<()> {
+    use grin_features::crops::{resample_region, Raster};
+    use grin_features::{Smile, SyntheticParams, SyntheticSource};
+    const SIDE: u32 = 64;
+    let params = SyntheticParams {
+        max_faces: 3,
+        min_face: 48.0,
+        max_face: 120.0,
+        hard_negatives: 0.0,
+        face_free: 0.0,
+        occlusion: 0.0,
+    };
+    let source = SyntheticSource::with_params(320, 240, 1, params)?;
+    let cfg = FeatureConfig {
+        width: 320,
+        height: 240,
+        channels: 1,
+        workers: 1,
+        ..FeatureConfig::default()
+    };
+    let scenes = Pipeline::from_source(&cfg, Split::Train, Box::new(source))?;
+    let mut written = [0usize; 2];
+    for folder in ["smile", "no_smile"] {
+        let dir = args.out.join(folder);
+        std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create folder", dir.display()))?;
+    }
+    let mut index = 0u64;
+    while written.iter().any(|n| *n < args.count) {
+        let (sample, _) = scenes.scene(index)?;
+        index += 1;
+        let raster = Raster {
+            width: sample.width,
+            height: sample.height,
+            channels: 1,
+            pixels: sample.pixels,
+        };
+        for b in &sample.boxes {
+            let (k, folder) = if b.smile == Smile::Yes {
+                (0, "smile")
+            } else {
+                (1, "no_smile")
+            };
+            if written[k] >= args.count {
+                continue;
+            }
+            // The tight face box, like a SMILEsmileD crop.
+            let region = [b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0];
+            let pixels = resample_region(&raster, region, SIDE, SIDE);
+            let path = args.out.join(folder).join(format!("{}.png", written[k]));
+            image::GrayImage::from_raw(SIDE, SIDE, pixels)
+                .context("crop size")?
+                .save(&path)
+                .with_context(|| format!("{}: cannot write", path.display()))?;
+            written[k] += 1;
+        }
+    }
+    println!(
+        "wrote {} smiling and {} non-smiling crops under {}",
+        written[0],
+        written[1],
+        args.out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,66 @@
+use anyhow::{Context, Result};
+use clap::Args;
+use grin_simulate::{read_run, render_svg, report, resolve, simulate, Flags};
+use std::path::PathBuf;
+
+/// Every figure can come from a flag or, with `--from-run`, from the run's
+/// `summary.json`; a flag given next to `--from-run` overrides the run.
+#[derive(Args)]
+pub struct SimulateArgs {
+    /// Mean host time for one loader to produce one batch (ms).
+    #[arg(long)]
+    load_ms: Option<f64>,
+    /// Standard deviation of the load time (ms); default 0, or the run's.
+    #[arg(long)]
+    load_jitter_ms: Option<f64>,
+    /// Loader workers, each producing one batch at a time.
+    #[arg(long)]
+    loaders: Option<usize>,
+    /// Consumer (GPU) time per training step (ms).
+    #[arg(long)]
+    step_ms: Option<f64>,
+    /// Simulated time (s).
+    #[arg(long, default_value_t = 30.0)]
+    seconds: f64,
+    /// Queue capacity in batches [default: 2 x loaders].
+    #[arg(long)]
+    queue: Option<usize>,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Timeline picture (SVG) of the first --timeline-seconds.
+    #[arg(long, default_value = "timeline.svg")]
+    out: PathBuf,
+    /// Length of the drawn part of the run (s).
+    #[arg(long, default_value_t = 2.0)]
+    timeline_seconds: f64,
+    /// A training run folder (`runs/<name>`) whose summary.json supplies the figures.
+    #[arg(long)]
+    from_run: Option<PathBuf>,
+}
+
+pub fn run(args: SimulateArgs) -> Result<()> {
+    let figures = args.from_run.as_deref().map(read_run).transpose()?;
+    let flags = Flags {
+        load_ms: args.load_ms,
+        load_jitter_ms: args.load_jitter_ms,
+        loaders: args.loaders,
+        step_ms: args.step_ms,
+        seconds: args.seconds,
+        queue: args.queue,
+        seed: args.seed,
+        timeline_ms: args.timeline_seconds * 1000.0,
+    };
+    let params = resolve(&flags, figures.as_ref())?;
+    let result = simulate(&params)?;
+    print!("{}", report(&result, figures.as_ref()));
+    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| format!("{}: cannot create folder", parent.display()))?;
+    }
+    render_svg(&result, &args.out)?;
+    println!(
+        "  timeline           {} (first {:.2} s)",
+        args.out.display(),
+        result.timeline.window_ms / 1000.0
+    );
+    Ok(())
+}

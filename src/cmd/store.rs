@@ -1,0 +1,344 @@
+//! `grin precompute`, `grin verify`, `grin store bench|info`: the
+//! precomputed-dataset commands.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use grin_features::pipeline::Pipeline;
+use grin_features::{HostBatch, SceneClass, Split};
+use grin_store::{Event, Plan, Store, Writer};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct PrecomputeArgs {
+    /// A grin config (TOML); its `[features]` table decides every sample.
+    #[arg(long, required_unless_present = "merge")]
+    pub config: Option<PathBuf>,
+    /// Override any config key, e.g. `--set features.seed=3` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Dataset folder [default: `train.store` of the config, else data/<name>].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Training samples to write [default: `train.store_samples`].
+    #[arg(long)]
+    pub samples: Option<u64>,
+    /// Write only shards A..B (half-open) and a part manifest, for one job of
+    /// an array; `--merge` joins the parts.
+    #[arg(long, value_name = "A..B")]
+    pub shards: Option<String>,
+    /// Shard file size: bytes, or with a K/M/G suffix.
+    #[arg(long, default_value = "128M", value_parser = parse_size)]
+    pub shard_size: u64,
+    /// Print the shard count for these settings and exit (to size a job array).
+    #[arg(long)]
+    pub plan: bool,
+    /// Join the part manifests in DIR into DIR/manifest.json, checking that they agree.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["config", "out", "samples", "shards", "plan"])]
+    pub merge: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// The dataset folder (`grin precompute --out`).
+    pub dir: PathBuf,
+}
+
+#[derive(Subcommand)]
+pub enum StoreCommand {
+    /// Shuffled batch read throughput against memcpy, with the data in page cache.
+    Bench(BenchArgs),
+    /// A dataset's layout, class counts, shards and fingerprint.
+    Info(InfoArgs),
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// The dataset folder.
+    #[arg(long)]
+    pub dir: PathBuf,
+    #[arg(long, default_value_t = 256)]
+    pub batch: usize,
+    /// Batches per timed pass [default: one epoch's worth].
+    #[arg(long)]
+    pub batches: Option<usize>,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Timed passes per reader; the best is reported.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+    /// Write the shuffled batches here (u64 LE record indices) for the Python peer.
+    #[arg(long)]
+    pub order_out: Option<PathBuf>,
+    /// Write the figures here as JSON (for scripts/bench-store.sh).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct InfoArgs {
+    pub dir: PathBuf,
+}
+
+/// `128M`, `64k`, `1G`, `4096`: binary multiples.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let lower = text.trim().to_ascii_lowercase();
+    let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &lower[digits.len()..];
+    let scale = match unit {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("unknown size unit {unit:?} (use K, M or G)")),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size like 128M"))?;
+    match n.checked_mul(scale) {
+        Some(bytes) if bytes > 0 => Ok(bytes),
+        _ => Err(format!("{text:?} must be positive and fit in 64 bits")),
+    }
+}
+
+pub fn precompute(args: PrecomputeArgs) -> Result<()> {
+    if let Some(dir) = &args.merge {
+        let manifest = grin_store::merge(dir)?;
+        println!(
+            "merged {} shards ({} samples) into {}; check every byte with `grin verify {}`",
+            manifest.shards.len(),
+            manifest.samples,
+            dir.join("manifest.json").display(),
+            dir.display()
+        );
+        return Ok(());
+    }
+    let config_path = args.config.as_ref().context("--config is required")?;
+    let loaded = crate::config::load(config_path, &args.sets)?;
+    let config = &loaded.config;
+    let samples = args.samples.unwrap_or(config.train.store_samples as u64);
+    let out = args
+        .out
+        .clone()
+        .or_else(|| config.train.store.clone())
+        .unwrap_or_else(|| PathBuf::from("data").join(&config.name));
+    let plan = Plan::for_features(&config.features, samples, args.shard_size)?;
+    let describe = format!(
+        "{} samples of {}x{}x{} in {} shards of {} records ({} bytes each)",
+        plan.samples,
+        plan.layout.width,
+        plan.layout.height,
+        plan.layout.channels,
+        plan.shard_count,
+        plan.records_per_shard,
+        plan.layout.record_bytes
+    );
+    if args.plan {
+        println!("{describe}");
+        println!("shards: {}", plan.shard_count);
+        return Ok(());
+    }
+    let range = match &args.shards {
+        Some(text) => grin_store::parse_shard_range(text, plan.shard_count)?,
+        None => 0..plan.shard_count,
+    };
+    let writer = Writer::create(&out, plan)?;
+    let pipeline = Pipeline::new(&config.features, Split::Train)
+        .with_context(|| format!("{}: features", config_path.display()))?;
+    eprintln!(
+        "precompute: {describe} -> {} (shards {}..{})",
+        out.display(),
+        range.start,
+        range.end
+    );
+
+    let mut bar: Option<ProgressBar> = None;
+    let mut progress = |event: Event| match event {
+        Event::Plan {
+            reused_shards,
+            reused_records,
+            pending_records,
+            ..
+        } => {
+            if reused_shards > 0 {
+                eprintln!("reusing {reused_shards} finished shards ({reused_records} samples)");
+            }
+            let b = ProgressBar::new(pending_records);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{elapsed_precise} [{wide_bar}] {pos}/{len} samples  {per_sec}  ETA {eta}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            bar = Some(b);
+        }
+        Event::Redo { file, reason } => eprintln!("rewriting {file}: {reason}"),
+        Event::Records(n) => {
+            if let Some(b) = &bar {
+                b.inc(n);
+            }
+        }
+    };
+    let fill = |indices: &[u64], batch: &mut HostBatch| pipeline.fill_batch(indices, batch);
+    let summary = writer.run(range, &fill, &mut progress);
+    if let Some(b) = &bar {
+        b.finish();
+    }
+    let summary = summary?;
+    if let Some(skips) = pipeline.skips().summary() {
+        eprintln!("{skips}");
+    }
+    let c = summary.class_counts;
+    println!(
+        "wrote {} shards, reused {}: {} (smiling {}, non-smiling {}, face-free {})",
+        summary.written_shards,
+        summary.reused_shards,
+        summary.manifest.display(),
+        c.smiling,
+        c.non_smiling,
+        c.face_free
+    );
+    Ok(())
+}
+
+pub fn verify(args: VerifyArgs) -> Result<()> {
+    let manifest = grin_store::Manifest::load(&args.dir)?;
+    let total: u64 = manifest.shards.iter().map(|s| s.bytes).sum();
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("verify [{wide_bar}] {bytes}/{total_bytes}  {bytes_per_sec}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let report = grin_store::verify(&args.dir, &mut |n| bar.inc(n));
+    bar.finish_and_clear();
+    let report = report?;
+    for bad in &report.bad {
+        println!("BAD {bad}");
+    }
+    if !report.ok() {
+        bail!(
+            "{}: {} problem(s) in {} shard(s); rerun `grin precompute` with the same config to rewrite them",
+            args.dir.display(),
+            report.bad.len(),
+            report
+                .bad
+                .iter()
+                .map(|b| &b.file)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+        );
+    }
+    println!(
+        "ok: {} shards, {} records, {:.1} MB, layout {}x{}x{} ({} bytes/record), every checksum matches",
+        report.shards,
+        report.manifest.samples,
+        report.bytes as f64 / 1e6,
+        report.manifest.layout.width,
+        report.manifest.layout.height,
+        report.manifest.layout.channels,
+        report.manifest.layout.record_bytes
+    );
+    Ok(())
+}
+
+pub fn run(command: StoreCommand) -> Result<()> {
+    match command {
+        StoreCommand::Bench(args) => bench(args),
+        StoreCommand::Info(args) => info(args),
+    }
+}
+
+fn info(args: InfoArgs) -> Result<()> {
+    let store = Store::open(&args.dir)?;
+    let m = store.manifest();
+    println!("{}", args.dir.display());
+    println!(
+        "  {} records of {}x{}x{}, {} bytes each ({:.1} MB), {} shards of {} records",
+        m.samples,
+        m.layout.width,
+        m.layout.height,
+        m.layout.channels,
+        m.layout.record_bytes,
+        store.data_bytes() as f64 / 1e6,
+        m.shards.len(),
+        m.records_per_shard
+    );
+    for class in SceneClass::ALL {
+        let n = m.class_counts.get(class);
+        println!("  {class:?}: {n} ({:.1}%)", 100.0 * n as f64 / m.samples as f64);
+    }
+    println!(
+        "  fingerprint {}: {}",
+        m.fingerprint.hash,
+        grin_store::fingerprint::canonical(&m.fingerprint.config)
+    );
+    Ok(())
+}
+
+fn bench(args: BenchArgs) -> Result<()> {
+    let store = Store::open(&args.dir)?;
+    let batches = args
+        .batches
+        .unwrap_or_else(|| (store.len() as usize).div_ceil(args.batch.max(1)));
+    let order = grin_store::bench::batch_order(&store, args.batch, batches, args.seed)?;
+    if let Some(path) = &args.order_out {
+        grin_store::bench::write_order(path, &order)?;
+    }
+    grin_store::bench::warm(&store)?;
+    let results = grin_store::bench::run(&store, &order, args.repeats, args.seed)?;
+    println!(
+        "{}: {} records of {} bytes, {} shuffled batches of {} (data in page cache, best of {})",
+        args.dir.display(),
+        store.len(),
+        store.layout().record_bytes,
+        batches,
+        args.batch,
+        args.repeats
+    );
+    let limit = results
+        .iter()
+        .find(|r| r.name == "memcpy, shuffled")
+        .map_or(f64::NAN, |r| r.samples_per_s());
+    println!("{:<32} {:>12} {:>8} {:>10}", "reader", "samples/s", "GB/s", "of memcpy");
+    for r in &results {
+        println!(
+            "{:<32} {:>12.0} {:>8.2} {:>9.0}%",
+            r.name,
+            r.samples_per_s(),
+            r.gb_per_s(),
+            100.0 * r.samples_per_s() / limit
+        );
+    }
+    if let Some(path) = &args.json {
+        let rows: Vec<serde_json::Value> = results
+            .iter()
+            .map(|r| {
+                serde_json::json!({"name": r.name, "samples": r.samples, "bytes": r.bytes, "seconds": r.seconds,
+                    "samples_per_s": r.samples_per_s(), "gb_per_s": r.gb_per_s()})
+            })
+            .collect();
+        let doc = serde_json::json!({"dir": args.dir, "batch": args.batch, "batches": batches,
+            "record_bytes": store.layout().record_bytes, "results": rows});
+        std::fs::write(path, serde_json::to_vec_pretty(&doc)?).with_context(|| format!("{}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_parse_with_binary_suffixes() {
+        assert_eq!(parse_size("128M"), Ok(128 << 20));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12X").unwrap_err().contains("unknown size unit"));
+        assert!(parse_size("M").is_err());
+        assert!(parse_size("99999999999G").is_err());
+    }
+}

@@ -1,0 +1,110 @@
+//! A grin config: one TOML file, `--set key=value` overrides, strict keys.
+//!
+//! Every table rejects unknown keys, and every error is one line that names
+//! the file and the dotted key, so a typo never trains the wrong thing.
+
+use anyhow::{bail, Context, Result};
+use grin_features::FeatureConfig;
+use grin_model::ModelConfig;
+use grin_train::TrainConfig;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GrinConfig {
+    /// Run name: checkpoints and metrics go to `runs/<name>/`.
+    pub name: String,
+    pub features: FeatureConfig,
+    pub model: ModelConfig,
+    pub train: TrainConfig,
+}
+
+impl Default for GrinConfig {
+    fn default() -> Self {
+        GrinConfig {
+            name: "run".into(),
+            features: FeatureConfig::default(),
+            model: ModelConfig::default(),
+            train: TrainConfig::default(),
+        }
+    }
+}
+
+/// A loaded config and where it came from (relative paths inside it are
+/// resolved against the config file's folder).
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    pub path: PathBuf,
+    pub config: GrinConfig,
+}
+
+pub fn load(path: &Path, sets: &[String]) -> Result<LoadedConfig> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read config", path.display()))?;
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let line = e.span().map(|s| text[..s.start].lines().count().max(1)).unwrap_or(0);
+        anyhow::anyhow!("{}:{}: {}", path.display(), line, e.message())
+    })?;
+    for set in sets {
+        apply_set(&mut table, set).with_context(|| format!("--set {set}"))?;
+    }
+    let config: GrinConfig = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let key = e.path().to_string();
+        anyhow::anyhow!("{}: key `{}`: {}", path.display(), key, e.into_inner().message())
+    })?;
+    validate(&config).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok(LoadedConfig { path: path.to_path_buf(), config })
+}
+
+/// `a.b.c=value`: the value is read as TOML (`0.01`, `true`, `"x"`,
+/// `[1, 2]`), falling back to a bare string (`mode=in-vram`).
+fn apply_set(table: &mut toml::Table, set: &str) -> Result<()> {
+    let Some((key, raw)) = set.split_once('=') else { bail!("expected key=value") };
+    let value: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
+        Ok(mut t) => t.remove("v").expect("parsed key"),
+        Err(_) => toml::Value::String(raw.to_string()),
+    };
+    let parts: Vec<&str> = key.trim().split('.').collect();
+    let (last, parents) = parts.split_last().expect("split yields one part");
+    let mut node = table;
+    for part in parents {
+        node = node
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .with_context(|| format!("`{part}` is not a table"))?;
+    }
+    node.insert(last.to_string(), value);
+    Ok(())
+}
+
+/// Checks serde cannot express: ranges and relations between keys.
+pub fn validate(c: &GrinConfig) -> Result<()> {
+    let f = &c.features;
+    for (key, side) in [("features.width", f.width), ("features.height", f.height)] {
+        // One cell at the coarsest stride (32) is the smallest useful input.
+        if !(32..=4096).contains(&side) {
+            bail!("key `{key}`: {side} must be between 32 and 4096 pixels");
+        }
+    }
+    if f.channels != 1 && f.channels != 3 {
+        bail!("key `features.channels`: {} must be 1 or 3", f.channels);
+    }
+    if c.name.is_empty() || c.name.contains(['/', '\\']) || c.name == ".." {
+        bail!("key `name`: {:?} must be a plain folder name", c.name);
+    }
+    if c.model.width_mult <= 0.0 || !c.model.width_mult.is_finite() {
+        bail!("key `model.width_mult`: {} must be positive", c.model.width_mult);
+    }
+    let t = &c.train;
+    if t.batch_size == 0 {
+        bail!("key `train.batch_size`: must be at least 1");
+    }
+    if t.lr <= 0.0 || !t.lr.is_finite() {
+        bail!("key `train.lr`: {} must be positive", t.lr);
+    }
+    if t.log_every == 0 {
+        bail!("key `train.log_every`: must be at least 1");
+    }
+    Ok(())
+}

@@ -1,0 +1,61 @@
+//! `grin`: train fast face + smile detectors and see whether the GPU starves.
+
+mod cmd;
+mod config;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "grin", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Train the detector.
+    Train(cmd::train::TrainArgs),
+    /// Score a checkpoint on the held-out split: face AP@0.5 and smile accuracy.
+    Eval(cmd::train::EvalArgs),
+    /// Print the detector's parameter count and MFLOPs per frame.
+    ModelInfo(cmd::train::ModelInfoArgs),
+    /// Measure T_g, T_i, T_s and say whether the run would starve the GPU.
+    Balance(cmd::train::BalanceArgs),
+    /// Benchmarks that compare modes.
+    #[command(subcommand)]
+    Bench(cmd::train::BenchCommand),
+    /// Feature generation: benchmark and preview.
+    #[command(subcommand)]
+    Features(cmd::features::FeaturesCommand),
+    /// Run the feature pipeline once and write a precomputed dataset.
+    Precompute(cmd::store::PrecomputeArgs),
+    /// Check a precomputed dataset's layout and every checksum.
+    Verify(cmd::store::VerifyArgs),
+    /// Precomputed-store tools.
+    #[command(subcommand)]
+    Store(cmd::store::StoreCommand),
+    /// Discrete-event simulation of loaders, queue and GPU.
+    Simulate(cmd::simulate::SimulateArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Train(args) => cmd::train::train(args),
+        Command::Eval(args) => cmd::train::eval(args),
+        Command::ModelInfo(args) => cmd::train::model_info(args),
+        Command::Balance(args) => cmd::train::balance(args),
+        Command::Bench(command) => cmd::train::bench(command),
+        Command::Features(command) => cmd::features::run(command),
+        Command::Precompute(args) => cmd::store::precompute(args),
+        Command::Verify(args) => cmd::store::verify(args),
+        Command::Store(command) => cmd::store::run(command),
+        Command::Simulate(args) => cmd::simulate::run(args),
+    };
+    if let Err(error) = result {
+        // One line, outermost context first: "file: key: problem".
+        eprintln!("error: {error:#}");
+        std::process::exit(2);
+    }
+}
