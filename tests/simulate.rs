@@ -5,26 +5,16 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn grin(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_grin"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run grin")
+    Command::new(env!("CARGO_BIN_EXE_grin")).args(args).current_dir(cwd).output().expect("run grin")
 }
 
 fn text(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 /// The number printed after `label` on the report line that starts with it.
 fn figure(stdout: &str, label: &str) -> f64 {
-    let line = stdout
-        .lines()
-        .find(|l| l.trim_start().starts_with(label))
-        .unwrap_or_else(|| panic!("no {label}"));
+    let line = stdout.lines().find(|l| l.trim_start().starts_with(label)).unwrap_or_else(|| panic!("no {label}"));
     let rest = line.trim_start()[label.len()..].trim_start();
     let number: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
     number.parse().unwrap_or_else(|_| panic!("no number in {line:?}"))
@@ -33,21 +23,8 @@ fn figure(stdout: &str, label: &str) -> f64 {
 #[test]
 fn flags_give_the_steady_state_and_a_timeline() {
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "simulate",
-        "--load-ms",
-        "100",
-        "--load-jitter-ms",
-        "10",
-        "--loaders",
-        "2",
-        "--step-ms",
-        "10",
-    ];
-    let out = grin(
-        &[&args[..], &["--seconds", "60", "--seed", "3", "--out", "pics/t.svg"]].concat(),
-        dir.path(),
-    );
+    let args = ["simulate", "--load-ms", "100", "--load-jitter-ms", "10", "--loaders", "2", "--step-ms", "10"];
+    let out = grin(&[&args[..], &["--seconds", "60", "--seed", "3", "--out", "pics/t.svg"]].concat(), dir.path());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(stdout.contains("prediction min(1, N*S/L) = 20.0%"), "{stdout}");
@@ -58,15 +35,9 @@ fn flags_give_the_steady_state_and_a_timeline() {
     assert!(svg.contains("<svg") && svg.contains("loader 1") && svg.contains("GPU busy"));
 
     // Same seed, same figures.
-    let again = grin(
-        &[&args[..], &["--seconds", "60", "--seed", "3", "--out", "t2.svg"]].concat(),
-        dir.path(),
-    );
+    let again = grin(&[&args[..], &["--seconds", "60", "--seed", "3", "--out", "t2.svg"]].concat(), dir.path());
     let (stdout2, _) = text(&again);
-    assert_eq!(
-        stdout.lines().take(5).collect::<Vec<_>>(),
-        stdout2.lines().take(5).collect::<Vec<_>>()
-    );
+    assert_eq!(stdout.lines().take(5).collect::<Vec<_>>(), stdout2.lines().take(5).collect::<Vec<_>>());
 }
 
 #[test]
@@ -83,27 +54,15 @@ fn from_run_uses_the_measured_figures_and_flags_override() {
     let out = grin(&["simulate", "--from-run", "runs/r1", "--seconds", "20"], dir.path());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
-    assert!(
-        stdout.contains("2 loaders x 40.000±2.000 ms per batch, queue 4, step 10.000 ms"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("2 loaders x 40.000±2.000 ms per batch, queue 4, step 10.000 ms"), "{stdout}");
     assert!(stdout.contains("prediction min(1, N*S/L) = 50.0%"), "{stdout}");
-    assert!(
-        stdout.contains("(on-the-fly): predicted") && stdout.contains("vs measured 47.5% GPU busy"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("(on-the-fly): predicted") && stdout.contains("vs measured 47.5% GPU busy"), "{stdout}");
     assert!(dir.path().join("timeline.svg").is_file());
 
-    let out = grin(
-        &["simulate", "--from-run", "runs/r1", "--loaders", "8", "--seconds", "5"],
-        dir.path(),
-    );
+    let out = grin(&["simulate", "--from-run", "runs/r1", "--loaders", "8", "--seconds", "5"], dir.path());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
-    assert!(
-        stdout.contains("8 loaders x 40.000") && stdout.contains("= 100.0%"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("8 loaders x 40.000") && stdout.contains("= 100.0%"), "{stdout}");
 }
 
 #[test]
@@ -120,23 +79,13 @@ fn bad_input_is_one_clear_error() {
     assert!(stderr.contains("runs/missing/summary.json"), "{stderr}");
 
     std::fs::create_dir_all(dir.path().join("r")).unwrap();
-    std::fs::write(
-        dir.path().join("r/summary.json"),
-        r#"{"mode":"in-vram","loaders":1,"step_ms":3}"#,
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("r/summary.json"), r#"{"mode":"in-vram","loaders":1,"step_ms":3}"#).unwrap();
     let out = grin(&["simulate", "--from-run", "r"], dir.path());
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr.contains("load_ms_per_batch") && stderr.contains("--load-ms"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("load_ms_per_batch") && stderr.contains("--load-ms"), "{stderr}");
 
-    let out = grin(
-        &["simulate", "--load-ms", "10", "--loaders", "0", "--step-ms", "5"],
-        dir.path(),
-    );
+    let out = grin(&["simulate", "--load-ms", "10", "--loaders", "0", "--step-ms", "5"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("loaders must be at least 1"));
 }

@@ -52,12 +52,7 @@ fn shards(dir: &Path) -> Vec<(String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| {
-            (
-                s["file"].as_str().unwrap().to_string(),
-                s["xxh3"].as_str().unwrap().to_string(),
-            )
-        })
+        .map(|s| (s["file"].as_str().unwrap().to_string(), s["xxh3"].as_str().unwrap().to_string()))
         .collect()
 }
 
@@ -87,50 +82,28 @@ fn kill_9_then_rerun_gives_the_checksums_of_an_uninterrupted_run() {
     assert_eq!(expected.len(), 47);
 
     let dir = tmp.path().join("killed");
-    let mut child = precompute(&config, &dir, SAMPLES, &[])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child =
+        precompute(&config, &dir, SAMPLES, &[]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let start = Instant::now();
     while finished_shards(&dir) < 5 {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "precompute ended before it could be killed"
-        );
-        assert!(
-            start.elapsed() < Duration::from_secs(300),
-            "no shard finished in 5 minutes"
-        );
+        assert!(child.try_wait().unwrap().is_none(), "precompute ended before it could be killed");
+        assert!(start.elapsed() < Duration::from_secs(300), "no shard finished in 5 minutes");
         std::thread::sleep(Duration::from_millis(2));
     }
     child.kill().unwrap(); // SIGKILL on Unix: no cleanup runs.
     child.wait().unwrap();
     let survived = finished_shards(&dir);
-    assert!(
-        !dir.join("manifest.json").exists(),
-        "the kill landed after the run finished"
-    );
+    assert!(!dir.join("manifest.json").exists(), "the kill landed after the run finished");
     assert!(survived < expected.len(), "killed mid-way: {survived} shards finished");
 
     let out = ok(precompute(&config, &dir, SAMPLES, &[]));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!("reusing {survived} finished shards")),
-        "{stderr}"
-    );
+    assert!(stderr.contains(&format!("reusing {survived} finished shards")), "{stderr}");
     assert_eq!(shards(&dir), expected);
     for (file, _) in &expected {
-        assert_eq!(
-            std::fs::read(dir.join(file)).unwrap(),
-            std::fs::read(reference.join(file)).unwrap(),
-            "{file}"
-        );
+        assert_eq!(std::fs::read(dir.join(file)).unwrap(), std::fs::read(reference.join(file)).unwrap(), "{file}");
     }
-    assert!(!std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .any(|e| e.file_name().to_string_lossy().ends_with(".tmp")));
+    assert!(!std::fs::read_dir(&dir).unwrap().flatten().any(|e| e.file_name().to_string_lossy().ends_with(".tmp")));
     ok({
         let mut c = Command::new(GRIN);
         c.arg("verify").arg(&dir);
@@ -177,20 +150,12 @@ fn verify_names_a_damaged_shard_and_exits_nonzero() {
     let out = Command::new(GRIN).arg("verify").arg(&dir).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("BAD shard-00001.bin (records 13..26): checksum"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("BAD shard-00001.bin (records 13..26): checksum"), "{stdout}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.starts_with("error: ") && stderr.contains("1 problem(s) in 1 shard(s)"),
-        "{stderr}"
-    );
+    assert!(stderr.starts_with("error: ") && stderr.contains("1 problem(s) in 1 shard(s)"), "{stderr}");
 
     // A stale config is refused by precompute into the same folder, naming the key.
-    let out = precompute(&config, &dir, 40, &["--set", "features.augment.flip=0.0"])
-        .output()
-        .unwrap();
+    let out = precompute(&config, &dir, 40, &["--set", "features.augment.flip=0.0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("features.augment.flip"), "{stderr}");
@@ -202,9 +167,6 @@ trait OutputAsync {
 
 impl OutputAsync for Command {
     fn output_async(mut self) -> std::process::Child {
-        self.stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn grin")
+        self.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn grin")
     }
 }

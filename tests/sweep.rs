@@ -28,11 +28,7 @@ warmup_steps = 2
 "#;
 
 fn python_ok() -> bool {
-    let found = Command::new("python3")
-        .arg("-c")
-        .arg("import tomllib")
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let found = Command::new("python3").arg("-c").arg("import tomllib").output().is_ok_and(|o| o.status.success());
     if !found {
         eprintln!("skipping: python3 (3.11+, for tomllib) not found; scripts/sweep cannot run");
     }
@@ -51,11 +47,7 @@ fn sweep(dir: &Path, args: &[&str]) -> Output {
 }
 
 fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
 fn setup(sweep_toml: &str) -> tempfile::TempDir {
@@ -76,19 +68,13 @@ fn results(path: &Path) -> Vec<HashMap<String, String>> {
     lines
         .map(|line| {
             let cells: Vec<&str> = line.splitn(header.len(), ',').collect();
-            header
-                .iter()
-                .cloned()
-                .zip(cells.into_iter().map(String::from))
-                .collect()
+            header.iter().cloned().zip(cells.into_iter().map(String::from)).collect()
         })
         .collect()
 }
 
 fn num(row: &HashMap<String, String>, key: &str) -> f64 {
-    row[key]
-        .parse()
-        .unwrap_or_else(|_| panic!("{key} = {:?} is not a number in {row:?}", row[key]))
+    row[key].parse().unwrap_or_else(|_| panic!("{key} = {:?} is not a number in {row:?}", row[key]))
 }
 
 /// Trial names in the order the printed ranking lists them.
@@ -140,10 +126,7 @@ samples = 64
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("3 trials, 0 done, 3 to run"), "{stdout}");
     let root = dir.path().join("runs/sweeps/tiny");
-    assert!(
-        root.join("data").is_dir() && root.join("data.done").is_file(),
-        "{stdout}"
-    );
+    assert!(root.join("data").is_dir() && root.join("data.done").is_file(), "{stdout}");
 
     let rows = results(&root.join("results.csv"));
     assert_eq!(rows.len(), 3, "{rows:?}");
@@ -159,11 +142,7 @@ samples = 64
         assert!((1.0..=3.0).contains(&box_weight), "{row:?}");
         lrs.push(num(row, "train.lr"));
         let run = root.join("trials").join(&row["trial"]);
-        assert!(
-            run.join("summary.json").is_file() && run.join("config.toml").is_file(),
-            "{}",
-            run.display()
-        );
+        assert!(run.join("summary.json").is_file() && run.join("config.toml").is_file(), "{}", run.display());
     }
     lrs.sort_by(f64::total_cmp);
     assert_eq!(lrs, [0.001, 0.003, 0.01]);
@@ -176,32 +155,19 @@ samples = 64
 
     let best_row = rows.iter().find(|r| r["trial"] == expected[0]).unwrap();
     let best_text = std::fs::read_to_string(root.join("best.toml")).unwrap();
-    let best: toml::Table = best_text
-        .parse()
-        .unwrap_or_else(|e| panic!("best.toml: {e}\n{best_text}"));
+    let best: toml::Table = best_text.parse().unwrap_or_else(|e| panic!("best.toml: {e}\n{best_text}"));
     let train = best["train"].as_table().unwrap();
     assert_eq!(train["lr"].as_float(), Some(num(best_row, "train.lr")), "{best_text}");
     let box_weight = train["loss"]["box_weight"].as_float().unwrap();
     assert_eq!(box_weight, num(best_row, "train.loss.box_weight"), "{best_text}");
     assert_eq!(train["mode"].as_str(), Some("precomputed"));
-    assert_eq!(
-        train["steps"].as_integer(),
-        Some(10),
-        "base values survive: {best_text}"
-    );
+    assert_eq!(train["steps"].as_integer(), Some(10), "base values survive: {best_text}");
     assert_eq!(best["features"]["source"]["kind"].as_str(), Some("synthetic"));
     let store = root.join(train["store"].as_str().unwrap());
-    assert!(
-        store.is_dir(),
-        "best.toml's store {} resolves next to it",
-        store.display()
-    );
+    assert!(store.is_dir(), "best.toml's store {} resolves next to it", store.display());
 
     let svg = std::fs::read_to_string(root.join("metric_vs_params.svg")).unwrap();
-    assert!(
-        svg.contains("<svg") && svg.contains("train.lr") && svg.matches("<circle").count() == 6,
-        "{svg}"
-    );
+    assert!(svg.contains("<svg") && svg.contains("train.lr") && svg.matches("<circle").count() == 6, "{svg}");
 
     // Rerun: nothing to do, and no trial touched.
     let logs = mtimes(&root.join("logs"));
@@ -239,21 +205,14 @@ mode = "on-the-fly"
     let failed: Vec<_> = rows.iter().filter(|r| r["status"] == "failed").collect();
     assert_eq!(failed.len(), 1, "{rows:?}");
     assert_eq!(failed[0]["train.lr"], "-1.0");
-    assert!(
-        failed[0]["error"].contains("train.lr"),
-        "the log's last lines name the key: {:?}",
-        failed[0]
-    );
+    assert!(failed[0]["error"].contains("train.lr"), "the log's last lines name the key: {:?}", failed[0]);
     assert!(root.join(&failed[0]["log"]).is_file());
     for row in rows.iter().filter(|r| r["status"] == "ok") {
         assert!(num(row, "face_ap").is_finite());
     }
     assert_eq!(printed_ranking(&stdout).len(), 2, "{stdout}");
     assert!(stdout.contains("1 of 3 trials not ok"), "{stdout}");
-    let best: toml::Table = std::fs::read_to_string(root.join("best.toml"))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let best: toml::Table = std::fs::read_to_string(root.join("best.toml")).unwrap().parse().unwrap();
     assert!(best["train"]["lr"].as_float().unwrap() > 0.0);
 
     // A rerun retries only the failed trial.
@@ -276,14 +235,8 @@ base = "base.toml"
     let out = sweep(dir.path(), &["configs/sweep.toml"]);
     assert_eq!(out.status.code(), Some(2));
     let msg = text(&out);
-    assert!(
-        msg.contains("configs/sweep.toml: param `features.augment.flip`") && msg.contains("on-the-fly"),
-        "{msg}"
-    );
-    assert!(
-        !dir.path().join("runs/sweeps/feat/data").exists(),
-        "nothing built for a refused sweep"
-    );
+    assert!(msg.contains("configs/sweep.toml: param `features.augment.flip`") && msg.contains("on-the-fly"), "{msg}");
+    assert!(!dir.path().join("runs/sweeps/feat/data").exists(), "nothing built for a refused sweep");
 
     std::fs::write(
         dir.path().join("configs/sweep.toml"),
@@ -295,23 +248,10 @@ base = "base.toml"
     assert!(out.status.success(), "{msg}");
     let root = dir.path().join("runs/sweeps/big");
     let array = std::fs::read_to_string(root.join("sweep.slurm")).unwrap();
-    assert!(
-        array.contains("#SBATCH --array=0-3") && array.contains("#SBATCH --gres=gpu:1"),
-        "{array}"
-    );
+    assert!(array.contains("#SBATCH --array=0-3") && array.contains("#SBATCH --gres=gpu:1"), "{array}");
     assert!(array.contains("--trial \"$SLURM_ARRAY_TASK_ID\""), "{array}");
-    assert!(std::fs::read_to_string(root.join("precompute.slurm"))
-        .unwrap()
-        .contains("--prepare"));
-    assert!(std::fs::read_to_string(root.join("merge.slurm"))
-        .unwrap()
-        .contains("--merge"));
-    assert!(
-        msg.contains("--dependency=afterok:$pre") && msg.contains("--dependency=afterany:$arr"),
-        "{msg}"
-    );
-    assert!(
-        !root.join("trials").read_dir().unwrap().any(|_| true),
-        "--slurm runs no trial"
-    );
+    assert!(std::fs::read_to_string(root.join("precompute.slurm")).unwrap().contains("--prepare"));
+    assert!(std::fs::read_to_string(root.join("merge.slurm")).unwrap().contains("--merge"));
+    assert!(msg.contains("--dependency=afterok:$pre") && msg.contains("--dependency=afterany:$arr"), "{msg}");
+    assert!(!root.join("trials").read_dir().unwrap().any(|_| true), "--slurm runs no trial");
 }

@@ -129,18 +129,11 @@ fn run_bench(args: BenchArgs) -> Result<()> {
     let samples = args.samples.max(1);
     let (parallel, load_skips) = open(&cfg, split)?;
     let source_name = parallel.source().name().to_string();
-    let single_cfg = FeatureConfig {
-        workers: 1,
-        ..cfg.clone()
-    };
+    let single_cfg = FeatureConfig { workers: 1, ..cfg.clone() };
     let single = Pipeline::from_source(&single_cfg, split, bench::open_source(&single_cfg, split)?.source)?;
 
     let tg = bench::measure_tg(&single, samples)?;
-    let augment = if split == Split::Train {
-        cfg.augment.clone()
-    } else {
-        no_augment()
-    };
+    let augment = if split == Split::Train { cfg.augment.clone() } else { no_augment() };
     let mut stages = bench::measure_stages(single.source(), &augment, cfg.seed, samples)?;
     if split != Split::Train {
         stages.truncate(1);
@@ -231,10 +224,7 @@ fn print_bench(r: &BenchReport) {
         ms(r.tg.p95_s),
         ms(r.tg.mean_s)
     );
-    println!(
-        "{:<16} {:>6} {:>12} {:>12} {:>12}",
-        "stage", "p", "median", "p95", "mean"
-    );
+    println!("{:<16} {:>6} {:>12} {:>12} {:>12}", "stage", "p", "median", "p95", "mean");
     for s in &r.stages {
         println!(
             "{:<16} {:>6.2} {:>12} {:>12} {:>12}",
@@ -260,19 +250,12 @@ fn print_bench(r: &BenchReport) {
     );
     let names = ["smiling", "non_smiling", "face_free"];
     debug_assert_eq!(SceneClass::ALL.map(|c| c.index()), [0, 1, 2]);
-    let achieved: Vec<String> = names
-        .iter()
-        .zip(r.parallel.class_fractions)
-        .map(|(n, f)| format!("{n} {f:.3}"))
-        .collect();
+    let achieved: Vec<String> =
+        names.iter().zip(r.parallel.class_fractions).map(|(n, f)| format!("{n} {f:.3}")).collect();
     match r.balance_targets {
         Some(t) => {
             let target: Vec<String> = names.iter().zip(t).map(|(n, f)| format!("{n} {f:.3}")).collect();
-            println!(
-                "balance: achieved {} (target {})",
-                achieved.join(", "),
-                target.join(", ")
-            );
+            println!("balance: achieved {} (target {})", achieved.join(", "), target.join(", "));
         }
         None => println!("scene classes (no balancing configured): {}", achieved.join(", ")),
     }
@@ -285,9 +268,7 @@ fn run_preview(args: PreviewArgs) -> Result<()> {
     let batch = pipeline.batch(&indices)?;
     let samples: Vec<_> = (0..batch.len).map(|i| batch.sample(i)).collect();
     let sheet = grin_features::preview::contact_sheet(&samples, args.cols);
-    sheet
-        .save(&args.out)
-        .with_context(|| format!("{}: cannot write contact sheet", args.out.display()))?;
+    sheet.save(&args.out).with_context(|| format!("{}: cannot write contact sheet", args.out.display()))?;
     let faces: usize = samples.iter().map(|s| s.boxes.len()).sum();
     println!(
         "wrote {} ({} samples, {} faces; green = smiling, red = not smiling, yellow = unknown)",
@@ -316,13 +297,7 @@ fn export_crops(args: ExportCropsArgs) -> Result<()> {
         occlusion: 0.0,
     };
     let source = SyntheticSource::with_params(320, 240, 1, params)?;
-    let cfg = FeatureConfig {
-        width: 320,
-        height: 240,
-        channels: 1,
-        workers: 1,
-        ..FeatureConfig::default()
-    };
+    let cfg = FeatureConfig { width: 320, height: 240, channels: 1, workers: 1, ..FeatureConfig::default() };
     let scenes = Pipeline::from_source(&cfg, Split::Train, Box::new(source))?;
     let mut written = [0usize; 2];
     for folder in ["smile", "no_smile"] {
@@ -333,18 +308,9 @@ fn export_crops(args: ExportCropsArgs) -> Result<()> {
     while written.iter().any(|n| *n < args.count) {
         let (sample, _) = scenes.scene(index)?;
         index += 1;
-        let raster = Raster {
-            width: sample.width,
-            height: sample.height,
-            channels: 1,
-            pixels: sample.pixels,
-        };
+        let raster = Raster { width: sample.width, height: sample.height, channels: 1, pixels: sample.pixels };
         for b in &sample.boxes {
-            let (k, folder) = if b.smile == Smile::Yes {
-                (0, "smile")
-            } else {
-                (1, "no_smile")
-            };
+            let (k, folder) = if b.smile == Smile::Yes { (0, "smile") } else { (1, "no_smile") };
             if written[k] >= args.count {
                 continue;
             }
@@ -359,11 +325,6 @@ fn export_crops(args: ExportCropsArgs) -> Result<()> {
             written[k] += 1;
         }
     }
-    println!(
-        "wrote {} smiling and {} non-smiling crops under {}",
-        written[0],
-        written[1],
-        args.out.display()
-    );
+    println!("wrote {} smiling and {} non-smiling crops under {}", written[0], written[1], args.out.display());
     Ok(())
 }

@@ -57,10 +57,6 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         std::fs::create_dir_all(parent).with_context(|| format!("{}: cannot create folder", parent.display()))?;
     }
     render_svg(&result, &args.out)?;
-    println!(
-        "  timeline           {} (first {:.2} s)",
-        args.out.display(),
-        result.timeline.window_ms / 1000.0
-    );
+    println!("  timeline           {} (first {:.2} s)", args.out.display(), result.timeline.window_ms / 1000.0);
     Ok(())
 }

@@ -92,9 +92,7 @@ fn parse_size(text: &str) -> Result<u64, String> {
         "g" | "gb" | "gib" => 1 << 30,
         _ => return Err(format!("unknown size unit {unit:?} (use K, M or G)")),
     };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size like 128M"))?;
+    let n: u64 = digits.parse().map_err(|_| format!("{text:?} is not a size like 128M"))?;
     match n.checked_mul(scale) {
         Some(bytes) if bytes > 0 => Ok(bytes),
         _ => Err(format!("{text:?} must be positive and fit in 64 bits")),
@@ -145,21 +143,11 @@ pub fn precompute(args: PrecomputeArgs) -> Result<()> {
     let writer = Writer::create(&out, plan)?;
     let pipeline = Pipeline::new(&config.features, Split::Train)
         .with_context(|| format!("{}: features", config_path.display()))?;
-    eprintln!(
-        "precompute: {describe} -> {} (shards {}..{})",
-        out.display(),
-        range.start,
-        range.end
-    );
+    eprintln!("precompute: {describe} -> {} (shards {}..{})", out.display(), range.start, range.end);
 
     let mut bar: Option<ProgressBar> = None;
     let mut progress = |event: Event| match event {
-        Event::Plan {
-            reused_shards,
-            reused_records,
-            pending_records,
-            ..
-        } => {
+        Event::Plan { reused_shards, reused_records, pending_records, .. } => {
             if reused_shards > 0 {
                 eprintln!("reusing {reused_shards} finished shards ({reused_records} samples)");
             }
@@ -222,12 +210,7 @@ pub fn verify(args: VerifyArgs) -> Result<()> {
             "{}: {} problem(s) in {} shard(s); rerun `grin precompute` with the same config to rewrite them",
             args.dir.display(),
             report.bad.len(),
-            report
-                .bad
-                .iter()
-                .map(|b| &b.file)
-                .collect::<std::collections::BTreeSet<_>>()
-                .len()
+            report.bad.iter().map(|b| &b.file).collect::<std::collections::BTreeSet<_>>().len()
         );
     }
     println!(
@@ -269,19 +252,13 @@ fn info(args: InfoArgs) -> Result<()> {
         let n = m.class_counts.get(class);
         println!("  {class:?}: {n} ({:.1}%)", 100.0 * n as f64 / m.samples as f64);
     }
-    println!(
-        "  fingerprint {}: {}",
-        m.fingerprint.hash,
-        grin_store::fingerprint::canonical(&m.fingerprint.config)
-    );
+    println!("  fingerprint {}: {}", m.fingerprint.hash, grin_store::fingerprint::canonical(&m.fingerprint.config));
     Ok(())
 }
 
 fn bench(args: BenchArgs) -> Result<()> {
     let store = Store::open(&args.dir)?;
-    let batches = args
-        .batches
-        .unwrap_or_else(|| (store.len() as usize).div_ceil(args.batch.max(1)));
+    let batches = args.batches.unwrap_or_else(|| (store.len() as usize).div_ceil(args.batch.max(1)));
     let order = grin_store::bench::batch_order(&store, args.batch, batches, args.seed)?;
     if let Some(path) = &args.order_out {
         grin_store::bench::write_order(path, &order)?;
@@ -297,10 +274,7 @@ fn bench(args: BenchArgs) -> Result<()> {
         args.batch,
         args.repeats
     );
-    let limit = results
-        .iter()
-        .find(|r| r.name == "memcpy, shuffled")
-        .map_or(f64::NAN, |r| r.samples_per_s());
+    let limit = results.iter().find(|r| r.name == "memcpy, shuffled").map_or(f64::NAN, |r| r.samples_per_s());
     println!("{:<32} {:>12} {:>8} {:>10}", "reader", "samples/s", "GB/s", "of memcpy");
     for r in &results {
         println!(

@@ -2,18 +2,14 @@
 
 use crate::config::{self, GrinConfig, LoadedConfig};
 use anyhow::{Context, Result};
-use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::backend::AutodiffBackend;
 use clap::{Args, Subcommand, ValueEnum};
-use grin_features::pipeline::Pipeline;
-use grin_features::Split;
-use grin_model::{budget, file, DetectorSpec};
+use grin_model::{budget, file, DetectorSpec, LossWeights};
 use grin_train::backend::{self, BackendChoice};
-use grin_train::feed::Feed;
-use grin_train::sources::Generated;
+use grin_train::modes::{self, FeedPlan};
 use grin_train::trainer::{self, RunSpec, Summary};
 use grin_train::Mode;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ModeArg {
@@ -107,9 +103,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
     let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
     eprintln!("{why}");
     let summary = match choice {
-        BackendChoice::Cpu => {
-            train_on::<backend::Cpu>(&args, &loaded, choice, vec![Default::default()])?
-        }
+        BackendChoice::Cpu => train_on::<backend::Cpu>(&args, &loaded, choice, vec![Default::default()])?,
         BackendChoice::Cuda => train_cuda(&args, &loaded, choice)?,
     };
     print_summary(&summary);
@@ -135,7 +129,11 @@ fn train_on<B: AutodiffBackend>(
 ) -> Result<Summary> {
     let c = &loaded.config;
     let device = devices.first().cloned().context("--devices: no device given")?;
-    let mode = c.train.mode;
+    if devices.len() > 1 {
+        eprintln!("data-parallel over {} devices", devices.len());
+    }
+    let plan = plan_feed::<B>(args, loaded, choice, &device)?;
+    let mode = plan.mode;
     let run = RunSpec {
         name: c.name.clone(),
         run_dir: args.runs_dir.join(&c.name),
@@ -149,25 +147,124 @@ fn train_on<B: AutodiffBackend>(
         show_progress: !args.quiet,
         evaluate: true,
     };
-    eprintln!("mode {}: training {} for {} steps, batch {}", trainer::mode_name(mode), c.name, c.train.steps, c.train.batch_size);
-    feed_and_train::<B>(&run, c, &device)
+    eprintln!(
+        "mode {}: training {} for {} steps, batch {}",
+        trainer::mode_name(mode),
+        c.name,
+        c.train.steps,
+        c.train.batch_size
+    );
+    trainer::train_parallel::<B>(&run, &devices, |start| modes::build_feed::<B>(&plan, &device, start))
 }
 
-/// Builds the feed the mode asks for and runs the trainer on it.
-pub fn feed_and_train<B: AutodiffBackend>(run: &RunSpec, c: &GrinConfig, device: &B::Device) -> Result<Summary> {
-    match run.mode {
-        Mode::OnTheFly => {
-            let pipeline = Arc::new(Pipeline::new(&c.features, Split::Train)?);
-            let (batch, prefetch) = (c.train.batch_size, c.train.prefetch);
-            let summary = trainer::train::<B>(run, device, |start| {
-                Ok(Feed::host(Generated::new(pipeline.clone(), batch, start), prefetch, device.clone()))
-            })?;
-            if let Some(skips) = pipeline.skips().summary() {
-                eprintln!("{skips}");
-            }
-            Ok(summary)
+/// The precomputed dataset a config trains from: `train.store`, else `data/<name>`.
+pub fn store_dir(c: &GrinConfig) -> PathBuf {
+    c.train.store.clone().unwrap_or_else(|| PathBuf::from("data").join(&c.name))
+}
+
+fn record_bytes(c: &GrinConfig) -> f64 {
+    (c.features.width * c.features.height * c.features.channels) as f64 + 16.0 * 17.0
+}
+
+/// Resolves `auto` and the in-VRAM fit check into the mode that will run,
+/// building the precomputed dataset first when the chosen mode needs one.
+fn plan_feed<B: AutodiffBackend>(
+    args: &TrainArgs,
+    loaded: &LoadedConfig,
+    choice: BackendChoice,
+    device: &B::Device,
+) -> Result<FeedPlan> {
+    let c = &loaded.config;
+    let dir = store_dir(c);
+    let mut mode = c.train.mode;
+    if mode == Mode::Auto {
+        let store = if dir.join("manifest.json").exists() {
+            Some(modes::open_store(&dir, &c.features, args.allow_stale)?)
+        } else {
+            None
+        };
+        let figures = grin_train::balance::measure::<B>(
+            &c.features,
+            &detector_spec(c),
+            c.train.batch_size,
+            weights(c),
+            store.as_ref(),
+            device,
+        )?;
+        let fits = store.as_ref().map(|s| modes::fits_in_device(s, choice, args.devices[0]).0).unwrap_or(true);
+        eprintln!("{}", figures.report(choice.name(), record_bytes(c), fits));
+        mode = figures.recommend(record_bytes(c), fits).0;
+        eprintln!("auto: chose {}", trainer::mode_name(mode));
+    }
+    if mode == Mode::OnTheFly {
+        return Ok(FeedPlan {
+            mode,
+            features: c.features.clone(),
+            batch_size: c.train.batch_size,
+            prefetch: c.train.prefetch,
+            store: None,
+        });
+    }
+    if !dir.join("manifest.json").exists() {
+        if c.train.mode != Mode::Auto {
+            anyhow::bail!(
+                "{}: no precomputed dataset; build it with `grin precompute --config {} --out {}`",
+                dir.display(),
+                loaded.path.display(),
+                dir.display()
+            );
         }
-        other => anyhow::bail!("mode {} is not available in this build yet", trainer::mode_name(other)),
+        eprintln!("auto: building the precomputed dataset in {}", dir.display());
+        crate::cmd::store::precompute(crate::cmd::store::PrecomputeArgs {
+            config: Some(loaded.path.clone()),
+            sets: args.config.sets.clone(),
+            out: Some(dir.clone()),
+            samples: None,
+            shards: None,
+            shard_size: grin_store::DEFAULT_SHARD_BYTES,
+            plan: false,
+            merge: None,
+        })?;
+    }
+    let store = modes::open_store(&dir, &c.features, args.allow_stale)?;
+    if mode == Mode::InVram {
+        let (fits, need, free) = modes::fits_in_device(&store, choice, args.devices[0]);
+        if !fits {
+            eprintln!(
+                "in-vram: the dataset needs {:.1} MB, device has {} free: falling back to precomputed",
+                need as f64 / 1e6,
+                free.map(|f| format!("{:.1} MB", f as f64 / 1e6)).unwrap_or_else(|| "unknown".into())
+            );
+            mode = Mode::Precomputed;
+        } else {
+            eprintln!("in-vram: uploading {} samples ({:.1} MB) once", store.len(), need as f64 / 1e6);
+        }
+    }
+    Ok(FeedPlan {
+        mode,
+        features: c.features.clone(),
+        batch_size: c.train.batch_size,
+        prefetch: c.train.prefetch,
+        store: Some(store),
+    })
+}
+
+fn detector_spec(c: &GrinConfig) -> DetectorSpec {
+    DetectorSpec {
+        model: c.model.clone(),
+        width: c.features.width as usize,
+        height: c.features.height as usize,
+        channels: c.features.channels as usize,
+    }
+}
+
+fn weights(c: &GrinConfig) -> LossWeights {
+    let l = &c.train.loss;
+    LossWeights {
+        focal_alpha: l.focal_alpha,
+        focal_gamma: l.focal_gamma,
+        box_weight: l.box_weight,
+        smile_weight: l.smile_weight,
     }
 }
 
@@ -269,11 +366,22 @@ pub fn model_info(args: ModelInfoArgs) -> Result<()> {
     let model = spec.init::<burn_ndarray::NdArray<f32>>(&Default::default());
     let b = budget(&spec, &model);
     let points = spec.points();
-    println!("grin detector, width_mult {}, input {}x{}x{}", spec.model.width_mult, spec.width, spec.height, spec.channels);
+    println!(
+        "grin detector, width_mult {}, input {}x{}x{}",
+        spec.model.width_mult, spec.width, spec.height, spec.channels
+    );
     println!("  channels per stage   {:?}", spec.widths());
     println!("  output levels        {:?} (rows, cols) at strides 8/16/32, {} points", points.levels, points.len());
-    println!("  parameters           {}  (budget {PARAM_BUDGET}: {})", b.params, verdict(b.params as f64 <= PARAM_BUDGET as f64));
-    println!("  MFLOPs per frame     {:.1}  (budget {MFLOP_BUDGET} at 320x240: {})", b.mflops, verdict(b.mflops * 320.0 * 240.0 / (spec.width * spec.height) as f64 <= MFLOP_BUDGET));
+    println!(
+        "  parameters           {}  (budget {PARAM_BUDGET}: {})",
+        b.params,
+        verdict(b.params as f64 <= PARAM_BUDGET as f64)
+    );
+    println!(
+        "  MFLOPs per frame     {:.1}  (budget {MFLOP_BUDGET} at 320x240: {})",
+        b.mflops,
+        verdict(b.mflops * 320.0 * 240.0 / (spec.width * spec.height) as f64 <= MFLOP_BUDGET)
+    );
     Ok(())
 }
 
@@ -289,23 +397,156 @@ fn verdict(ok: bool) -> &'static str {
 pub struct BalanceArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendArg>,
 }
 
-pub fn balance(_args: BalanceArgs) -> Result<()> {
-    anyhow::bail!("grin balance: in progress")
+/// `grin balance`: the check every training run could do first, alone.
+pub fn balance(args: BalanceArgs) -> Result<()> {
+    let loaded = args.config.load()?;
+    let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
+    eprintln!("{why}");
+    match choice {
+        BackendChoice::Cpu => balance_on::<backend::Cpu>(&loaded, choice, &Default::default()),
+        BackendChoice::Cuda => balance_cuda(&loaded, choice),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn balance_cuda(loaded: &LoadedConfig, choice: BackendChoice) -> Result<()> {
+    balance_on::<backend::Gpu>(loaded, choice, &burn_cuda::CudaDevice::new(0))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn balance_cuda(_: &LoadedConfig, _: BackendChoice) -> Result<()> {
+    unreachable!("backend::resolve refuses cuda in a build without it")
+}
+
+fn balance_on<B: AutodiffBackend>(loaded: &LoadedConfig, choice: BackendChoice, device: &B::Device) -> Result<()> {
+    let c = &loaded.config;
+    let dir = store_dir(c);
+    let store =
+        if dir.join("manifest.json").exists() { Some(modes::open_store(&dir, &c.features, true)?) } else { None };
+    let fits = store.as_ref().map(|s| modes::fits_in_device(s, choice, 0).0).unwrap_or(true);
+    let f = grin_train::balance::measure::<B>(
+        &c.features,
+        &detector_spec(c),
+        c.train.batch_size,
+        weights(c),
+        store.as_ref(),
+        device,
+    )?;
+    println!("{}", f.report(choice.name(), record_bytes(c), fits));
+    Ok(())
 }
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
-    /// Train the same model once per mode and compare steps/s and GPU-busy %.
-    Modes(BalanceArgs),
+    /// Train the same model on the same data once per mode; compare steps/s and GPU-busy %.
+    Modes(BenchModesArgs),
 }
 
-pub fn bench(_command: BenchCommand) -> Result<()> {
-    anyhow::bail!("grin bench: in progress")
+#[derive(Args)]
+pub struct BenchModesArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendArg>,
+    /// Training steps per mode.
+    #[arg(long, default_value_t = 60)]
+    pub steps: usize,
+    /// Samples in the precomputed dataset the store modes read.
+    #[arg(long, default_value_t = 512)]
+    pub samples: u64,
+    #[arg(long, default_value = "runs/bench-modes")]
+    pub runs_dir: PathBuf,
 }
 
-#[allow(dead_code)]
-fn sync<B: Backend>(device: &B::Device) {
-    let _ = B::sync(device);
+pub fn bench(command: BenchCommand) -> Result<()> {
+    let BenchCommand::Modes(args) = command;
+    let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
+    eprintln!("{why}");
+    match choice {
+        BackendChoice::Cpu => bench_modes::<backend::Cpu>(&args, choice, &Default::default()),
+        BackendChoice::Cuda => bench_cuda(&args, choice),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn bench_cuda(args: &BenchModesArgs, choice: BackendChoice) -> Result<()> {
+    bench_modes::<backend::Gpu>(args, choice, &burn_cuda::CudaDevice::new(0))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn bench_cuda(_: &BenchModesArgs, _: BackendChoice) -> Result<()> {
+    unreachable!("backend::resolve refuses cuda in a build without it")
+}
+
+fn bench_modes<B: AutodiffBackend>(args: &BenchModesArgs, choice: BackendChoice, device: &B::Device) -> Result<()> {
+    let loaded = args.config.load()?;
+    let mut c = loaded.config.clone();
+    c.train.steps = args.steps;
+    c.train.log_every = (args.steps / 4).max(1);
+    c.train.checkpoint_every = 0;
+    let dir = args.runs_dir.join("data");
+    if !dir.join("manifest.json").exists() {
+        crate::cmd::store::precompute(crate::cmd::store::PrecomputeArgs {
+            config: Some(loaded.path.clone()),
+            sets: args.config.sets.clone(),
+            out: Some(dir.clone()),
+            samples: Some(args.samples),
+            shards: None,
+            shard_size: grin_store::DEFAULT_SHARD_BYTES,
+            plan: false,
+            merge: None,
+        })?;
+    }
+    let store = modes::open_store(&dir, &c.features, false)?;
+    let mut rows = Vec::new();
+    for mode in [Mode::OnTheFly, Mode::Precomputed, Mode::InVram] {
+        let plan = FeedPlan {
+            mode,
+            features: c.features.clone(),
+            batch_size: c.train.batch_size,
+            prefetch: c.train.prefetch,
+            store: (mode != Mode::OnTheFly).then(|| store.clone()),
+        };
+        let run = RunSpec {
+            name: trainer::mode_name(mode).into(),
+            run_dir: args.runs_dir.join(trainer::mode_name(mode)),
+            features: c.features.clone(),
+            model: c.model.clone(),
+            train: c.train.clone(),
+            mode,
+            backend: choice.name().into(),
+            resume: false,
+            config_toml: toml::to_string(&c)?,
+            show_progress: false,
+            evaluate: false,
+        };
+        eprintln!("bench: {} for {} steps", trainer::mode_name(mode), args.steps);
+        let s = trainer::train::<B>(&run, device, |start| modes::build_feed::<B>(&plan, device, start))?;
+        rows.push(s);
+    }
+    let base = rows[0].steps_per_s;
+    let device_name = if choice == BackendChoice::Cpu { "in-device-memory" } else { "in-vram" };
+    println!(
+        "bench modes on {} (batch {}, {} steps each, first log interval excluded)",
+        choice.name(),
+        c.train.batch_size,
+        args.steps
+    );
+    println!("{:<18} {:>10} {:>12} {:>14} {:>12}", "mode", "steps/s", "GPU busy %", "vs on-the-fly", "step ms");
+    for s in &rows {
+        let name = if s.mode == Mode::InVram { device_name } else { trainer::mode_name(s.mode) };
+        println!(
+            "{:<18} {:>10.2} {:>12.1} {:>13.2}x {:>12.1}",
+            name,
+            s.steps_per_s,
+            s.gpu_busy_pct,
+            s.steps_per_s / base,
+            s.step_ms
+        );
+    }
+    Ok(())
 }

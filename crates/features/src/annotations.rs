@@ -88,10 +88,8 @@ impl AnnotatedSource {
         load_skips: SkipCounts,
     ) -> Result<AnnotatedSource, FeatureError> {
         check_split(&cfg.split)?;
-        let entries: Vec<Entry> = entries
-            .into_iter()
-            .filter(|e| split_of_path(&e.image, &cfg.split) == split)
-            .collect();
+        let entries: Vec<Entry> =
+            entries.into_iter().filter(|e| split_of_path(&e.image, &cfg.split) == split).collect();
         if entries.is_empty() {
             return Err(FeatureError::Config(format!(
                 "{}: no annotated images fall in the {split:?} split",
@@ -120,6 +118,10 @@ impl AnnotatedSource {
 }
 
 impl Source for AnnotatedSource {
+    fn load_skips(&self) -> Option<&SkipCounts> {
+        Some(&self.load_skips)
+    }
+
     fn name(&self) -> &'static str {
         self.name
     }
@@ -204,13 +206,7 @@ pub fn letterbox(image: &Raster, faces: &[Annotated], width: u32, height: u32) -
         boxes.sort_by(|a, b| area(b).total_cmp(&area(a)));
         boxes.truncate(MAX_BOXES);
     }
-    Sample {
-        width,
-        height,
-        channels: image.channels,
-        pixels,
-        boxes,
-    }
+    Sample { width, height, channels: image.channels, pixels, boxes }
 }
 
 /// Area-aware (triangle filter) resize, so big photos do not alias when shrunk.
@@ -273,31 +269,19 @@ pub fn parse_wider(
     skips: &SkipCounts,
 ) -> Result<Vec<Entry>, FeatureError> {
     let problems = Problems { on_bad, skips };
-    let lines: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.trim()))
-        .filter(|(_, l)| !l.is_empty())
-        .collect();
+    let lines: Vec<(usize, &str)> =
+        text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty()).collect();
     let mut entries = Vec::new();
     let mut i = 0;
     while i < lines.len() {
         let (name_line, name) = lines[i];
         i += 1;
         if !looks_like_image(name) {
-            problems.report(malformed(
-                path,
-                name_line,
-                format!("expected an image path, found {name:?}"),
-            ))?;
+            problems.report(malformed(path, name_line, format!("expected an image path, found {name:?}")))?;
             continue;
         }
         let Some(&(count_line, count_text)) = lines.get(i) else {
-            problems.report(malformed(
-                path,
-                name_line,
-                format!("{name}: file ends before the face count"),
-            ))?;
+            problems.report(malformed(path, name_line, format!("{name}: file ends before the face count")))?;
             break;
         };
         i += 1;
@@ -356,10 +340,7 @@ pub fn parse_wider(
         }
         match problem {
             Some(e) => problems.report(e)?,
-            None => entries.push(Entry {
-                image: images.join(name),
-                faces,
-            }),
+            None => entries.push(Entry { image: images.join(name), faces }),
         }
     }
     Ok(entries)
@@ -387,9 +368,7 @@ pub fn parse_celeba(
     let smiles = parse_celeba_attr(attr_text, attr_path, &problems)?;
     let mut lines = numbered(bbox_text);
     let declared = header_count(&mut lines, bbox_path)?;
-    let (header_line, header) = lines
-        .next()
-        .ok_or_else(|| malformed(bbox_path, 2, "missing header line"))?;
+    let (header_line, header) = lines.next().ok_or_else(|| malformed(bbox_path, 2, "missing header line"))?;
     let columns: Vec<&str> = header.split_whitespace().collect();
     let expected = ["x_1", "y_1", "width", "height"];
     if !expected.iter().all(|c| columns.contains(c)) {
@@ -400,13 +379,7 @@ pub fn parse_celeba(
         ));
     }
     // Some copies carry `image_id` in the header, others not: index from the end.
-    let at = |name: &str| {
-        1 + columns
-            .iter()
-            .filter(|c| **c != "image_id")
-            .position(|c| *c == name)
-            .expect("checked")
-    };
+    let at = |name: &str| 1 + columns.iter().filter(|c| **c != "image_id").position(|c| *c == name).expect("checked");
     let (ix, iy, iw, ih) = (at("x_1"), at("y_1"), at("width"), at("height"));
     let mut entries = Vec::new();
     let mut rows = 0;
@@ -428,19 +401,12 @@ pub fn parse_celeba(
         };
         let smile = smiles.get(fields[0]).copied().unwrap_or(Smile::Unknown);
         match checked_box(bbox_path, line, [n[0], n[1], n[0] + n[2], n[1] + n[3]], smile) {
-            Ok(face) => entries.push(Entry {
-                image: images.join(fields[0]),
-                faces: vec![Annotated { face, line }],
-            }),
+            Ok(face) => entries.push(Entry { image: images.join(fields[0]), faces: vec![Annotated { face, line }] }),
             Err(e) => problems.report(e)?,
         }
     }
     if rows != declared {
-        problems.report(malformed(
-            bbox_path,
-            1,
-            format!("declares {declared} rows, has {rows} (truncated?)"),
-        ))?;
+        problems.report(malformed(bbox_path, 1, format!("declares {declared} rows, has {rows} (truncated?)")))?;
     }
     Ok(entries)
 }
@@ -448,9 +414,7 @@ pub fn parse_celeba(
 fn parse_celeba_attr(text: &str, path: &Path, problems: &Problems) -> Result<HashMap<String, Smile>, FeatureError> {
     let mut lines = numbered(text);
     let declared = header_count(&mut lines, path)?;
-    let (header_line, header) = lines
-        .next()
-        .ok_or_else(|| malformed(path, 2, "missing attribute names line"))?;
+    let (header_line, header) = lines.next().ok_or_else(|| malformed(path, 2, "missing attribute names line"))?;
     let names: Vec<&str> = header.split_whitespace().collect();
     let column = names
         .iter()
@@ -473,38 +437,26 @@ fn parse_celeba_attr(text: &str, path: &Path, problems: &Problems) -> Result<Has
             "1" => Smile::Yes,
             "-1" => Smile::No,
             other => {
-                problems.report(malformed(
-                    path,
-                    line,
-                    format!("`Smiling` must be 1 or -1, found {other:?}"),
-                ))?;
+                problems.report(malformed(path, line, format!("`Smiling` must be 1 or -1, found {other:?}")))?;
                 continue;
             }
         };
         smiles.insert(fields[0].to_string(), smile);
     }
     if rows != declared {
-        problems.report(malformed(
-            path,
-            1,
-            format!("declares {declared} rows, has {rows} (truncated?)"),
-        ))?;
+        problems.report(malformed(path, 1, format!("declares {declared} rows, has {rows} (truncated?)")))?;
     }
     Ok(smiles)
 }
 
 /// Non-empty lines with their 1-based numbers.
 fn numbered(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.trim()))
-        .filter(|(_, l)| !l.is_empty())
+    text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty())
 }
 
 fn header_count<'a>(lines: &mut impl Iterator<Item = (usize, &'a str)>, path: &Path) -> Result<usize, FeatureError> {
     let (line, text) = lines.next().ok_or_else(|| malformed(path, 1, "empty file"))?;
-    text.parse()
-        .map_err(|_| malformed(path, line, format!("expected the row count, found {text:?}")))
+    text.parse().map_err(|_| malformed(path, line, format!("expected the row count, found {text:?}")))
 }
 
 #[derive(serde::Deserialize)]
@@ -541,11 +493,7 @@ fn parse_manifest_line(text: &str, path: &Path, line: usize, folder: &Path) -> R
     let m: ManifestLine = serde_json::from_str(text).map_err(|e| malformed(path, line, e.to_string()))?;
     let smiles = m.smile.unwrap_or_else(|| vec![None; m.boxes.len()]);
     if smiles.len() != m.boxes.len() {
-        return Err(malformed(
-            path,
-            line,
-            format!("{} boxes but {} smile labels", m.boxes.len(), smiles.len()),
-        ));
+        return Err(malformed(path, line, format!("{} boxes but {} smile labels", m.boxes.len(), smiles.len())));
     }
     let faces = m
         .boxes
@@ -560,8 +508,5 @@ fn parse_manifest_line(text: &str, path: &Path, line: usize, folder: &Path) -> R
             checked_box(path, line, *b, smile).map(|face| Annotated { face, line })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Entry {
-        image: folder.join(&m.image),
-        faces,
-    })
+    Ok(Entry { image: folder.join(&m.image), faces })
 }

@@ -14,17 +14,7 @@ use rand::Rng;
 use std::cell::RefCell;
 
 /// Stage names in the order [`augment`] applies them.
-pub const STAGES: &[&str] = &[
-    "crop",
-    "rotate",
-    "flip",
-    "brightness",
-    "contrast",
-    "gamma",
-    "blur",
-    "noise",
-    "jpeg",
-];
+pub const STAGES: &[&str] = &["crop", "rotate", "flip", "brightness", "contrast", "gamma", "blur", "noise", "jpeg"];
 
 /// Boxes narrower or shorter than this (px) after a geometric stage are dropped:
 /// nothing below it is a learnable face.
@@ -64,10 +54,7 @@ pub fn validate(cfg: &AugmentConfig) -> Result<(), FeatureError> {
     ];
     for (key, (lo, hi), min, max) in ranges {
         if !(lo.is_finite() && hi.is_finite() && min <= lo && lo <= hi && hi <= max) {
-            return Err(bad_key(
-                key,
-                format!("must be [lo, hi] with {min} <= lo <= hi <= {max}, got [{lo}, {hi}]"),
-            ));
+            return Err(bad_key(key, format!("must be [lo, hi] with {min} <= lo <= hi <= {max}, got [{lo}, {hi}]")));
         }
     }
     let scalars = [
@@ -83,10 +70,7 @@ pub fn validate(cfg: &AugmentConfig) -> Result<(), FeatureError> {
     }
     let (qlo, qhi) = cfg.jpeg_quality;
     if !(1 <= qlo && qlo <= qhi && qhi <= 100) {
-        return Err(bad_key(
-            "jpeg_quality",
-            format!("must be [lo, hi] with 1 <= lo <= hi <= 100, got [{qlo}, {qhi}]"),
-        ));
+        return Err(bad_key("jpeg_quality", format!("must be [lo, hi] with 1 <= lo <= hi <= 100, got [{qlo}, {qhi}]")));
     }
     Ok(())
 }
@@ -246,13 +230,7 @@ pub fn rotate(sample: &mut Sample, degrees: f32, drop_fraction: f32) {
             let (a, e) = ((b.x1 - b.x0) / 2.0, (b.y1 - b.y0) / 2.0);
             let hx = (a * a * cos * cos + e * e * sin * sin).sqrt();
             let hy = (a * a * sin * sin + e * e * cos * cos).sqrt();
-            FaceBox {
-                x0: nx - hx,
-                y0: ny - hy,
-                x1: nx + hx,
-                y1: ny + hy,
-                smile: b.smile,
-            }
+            FaceBox { x0: nx - hx, y0: ny - hy, x1: nx + hx, y1: ny + hy, smile: b.smile }
         })
         .collect();
     sample.boxes = keep_visible(boxes, w, h, drop_fraction);
@@ -265,13 +243,7 @@ fn keep_visible(boxes: Vec<FaceBox>, w: f32, h: f32, drop_fraction: f32) -> Vec<
         .into_iter()
         .filter_map(|b| {
             let area = (b.x1 - b.x0) * (b.y1 - b.y0);
-            let c = FaceBox {
-                x0: b.x0.max(0.0),
-                y0: b.y0.max(0.0),
-                x1: b.x1.min(w),
-                y1: b.y1.min(h),
-                smile: b.smile,
-            };
+            let c = FaceBox { x0: b.x0.max(0.0), y0: b.y0.max(0.0), x1: b.x1.min(w), y1: b.y1.min(h), smile: b.smile };
             let (cw, ch) = (c.x1 - c.x0, c.y1 - c.y0);
             if cw < MIN_BOX_SIDE || ch < MIN_BOX_SIDE || area <= 0.0 {
                 return None;
@@ -479,11 +451,7 @@ pub fn noise(sample: &mut Sample, sigma: f32, rng: &mut SampleRng) {
 pub fn jpeg(sample: &mut Sample, quality: u8) -> Result<(), FeatureError> {
     use image::codecs::jpeg::{JpegDecoder, JpegEncoder};
     use image::{ExtendedColorType, ImageDecoder};
-    let colour = if sample.channels == 1 {
-        ExtendedColorType::L8
-    } else {
-        ExtendedColorType::Rgb8
-    };
+    let colour = if sample.channels == 1 { ExtendedColorType::L8 } else { ExtendedColorType::Rgb8 };
     let fail = |e: image::ImageError| FeatureError::Config(format!("jpeg augmentation failed: {e}"));
     let mut encoded = Vec::with_capacity(sample.pixels.len() / 4);
     JpegEncoder::new_with_quality(&mut encoded, quality.clamp(1, 100))

@@ -30,11 +30,7 @@ pub struct Balancer {
 
 impl Balancer {
     pub fn new(cfg: &BalanceConfig, seed: u64) -> Result<Balancer, FeatureError> {
-        let raw = [
-            ("smiling", cfg.smiling),
-            ("non_smiling", cfg.non_smiling),
-            ("face_free", cfg.face_free),
-        ];
+        let raw = [("smiling", cfg.smiling), ("non_smiling", cfg.non_smiling), ("face_free", cfg.face_free)];
         for (key, v) in raw {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(FeatureError::Config(format!(
@@ -49,12 +45,7 @@ impl Balancer {
             ));
         }
         let targets = [raw[0].1 as f64 / sum, raw[1].1 as f64 / sum, raw[2].1 as f64 / sum];
-        Ok(Balancer {
-            seed,
-            targets,
-            achieved: Default::default(),
-            misses: AtomicU64::new(0),
-        })
+        Ok(Balancer { seed, targets, achieved: Default::default(), misses: AtomicU64::new(0) })
     }
 
     /// Normalised target fractions, in [`SceneClass::ALL`] order.
@@ -75,11 +66,7 @@ impl Balancer {
             }
         }
         // Rounding left u above the last sum: take the last class with a share.
-        *SceneClass::ALL
-            .iter()
-            .rev()
-            .find(|c| self.targets[c.index()] > 0.0)
-            .unwrap_or(&SceneClass::FaceFree)
+        *SceneClass::ALL.iter().rev().find(|c| self.targets[c.index()] > 0.0).unwrap_or(&SceneClass::FaceFree)
     }
 
     /// The source index of candidate `attempt` for output `index`; disjoint
@@ -122,21 +109,12 @@ impl Balancer {
         let achieved = self.achieved();
         let names = ["smiling", "non-smiling", "face-free"];
         let parts: Vec<String> = (0..3)
-            .map(|i| {
-                format!(
-                    "{} {:.1}% (target {:.1}%)",
-                    names[i],
-                    100.0 * achieved[i],
-                    100.0 * self.targets[i]
-                )
-            })
+            .map(|i| format!("{} {:.1}% (target {:.1}%)", names[i], 100.0 * achieved[i], 100.0 * self.targets[i]))
             .collect();
         let mut line = format!("balance over {total} samples: {}", parts.join(", "));
         let misses = self.misses();
         if misses > 0 {
-            line.push_str(&format!(
-                "; {misses} samples took a wrong-class scene after {MAX_ATTEMPTS} tries"
-            ));
+            line.push_str(&format!("; {misses} samples took a wrong-class scene after {MAX_ATTEMPTS} tries"));
         }
         line
     }

@@ -27,13 +27,7 @@ pub struct Timing {
 impl Timing {
     pub fn from_durations(mut seconds: Vec<f64>) -> Timing {
         if seconds.is_empty() {
-            return Timing {
-                median_s: 0.0,
-                p95_s: 0.0,
-                mean_s: 0.0,
-                min_s: 0.0,
-                samples: 0,
-            };
+            return Timing { median_s: 0.0, p95_s: 0.0, mean_s: 0.0, min_s: 0.0, samples: 0 };
         }
         seconds.sort_by(f64::total_cmp);
         let n = seconds.len();
@@ -98,13 +92,7 @@ pub fn measure_tg(pipeline: &Pipeline, samples: usize) -> Result<TgReport, Featu
         std::hint::black_box(sample);
     }
     let t = Timing::from_durations(seconds);
-    Ok(TgReport {
-        median_s: t.median_s,
-        p95_s: t.p95_s,
-        mean_s: t.mean_s,
-        samples,
-        warmup,
-    })
+    Ok(TgReport { median_s: t.median_s, p95_s: t.p95_s, mean_s: t.mean_s, samples, warmup })
 }
 
 /// A source built apart from a pipeline, with the inputs it skipped while
@@ -125,16 +113,12 @@ pub fn open_source(cfg: &FeatureConfig, split: Split) -> Result<OpenedSource, Fe
         out
     };
     Ok(match &cfg.source {
-        SourceConfig::Synthetic { .. } => OpenedSource {
-            source: Box::new(SyntheticSource::new(cfg)?),
-            load_skips: SkipCounts::default(),
-        },
+        SourceConfig::Synthetic { .. } => {
+            OpenedSource { source: Box::new(SyntheticSource::new(cfg)?), load_skips: SkipCounts::default() }
+        }
         SourceConfig::Crops { .. } => {
             let s = CropsSource::new(cfg, split)?;
-            OpenedSource {
-                load_skips: copy(s.load_skips()),
-                source: Box::new(s),
-            }
+            OpenedSource { load_skips: copy(s.load_skips()), source: Box::new(s) }
         }
         SourceConfig::Wider { .. } | SourceConfig::Celeba { .. } | SourceConfig::Jsonl { .. } => {
             let s = match &cfg.source {
@@ -142,10 +126,7 @@ pub fn open_source(cfg: &FeatureConfig, split: Split) -> Result<OpenedSource, Fe
                 SourceConfig::Celeba { .. } => AnnotatedSource::celeba(cfg, split)?,
                 _ => AnnotatedSource::jsonl(cfg, split)?,
             };
-            OpenedSource {
-                load_skips: copy(s.load_skips()),
-                source: Box::new(s),
-            }
+            OpenedSource { load_skips: copy(s.load_skips()), source: Box::new(s) }
         }
     })
 }
@@ -194,11 +175,7 @@ pub fn measure_stages(
         timing: Timing::from_durations(scene_s),
     }];
     for ((name, probability, _), seconds) in forced.into_iter().zip(stage_s) {
-        out.push(StageTiming {
-            stage: name,
-            probability,
-            timing: Timing::from_durations(seconds),
-        });
+        out.push(StageTiming { stage: name, probability, timing: Timing::from_durations(seconds) });
     }
     Ok(out)
 }

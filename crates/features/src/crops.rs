@@ -62,18 +62,8 @@ pub struct CropsSource {
 
 impl CropsSource {
     pub fn new(cfg: &FeatureConfig, split: Split) -> Result<CropsSource, FeatureError> {
-        let SourceConfig::Crops {
-            root,
-            max_faces,
-            min_face,
-            max_face,
-            rotation_deg,
-            backgrounds,
-        } = &cfg.source
-        else {
-            return Err(FeatureError::Config(
-                "CropsSource needs `features.source.kind = \"crops\"`".into(),
-            ));
+        let SourceConfig::Crops { root, max_faces, min_face, max_face, rotation_deg, backgrounds } = &cfg.source else {
+            return Err(FeatureError::Config("CropsSource needs `features.source.kind = \"crops\"`".into()));
         };
         check_split(&cfg.split)?;
         if !(*min_face >= 4.0 && min_face <= max_face) {
@@ -99,16 +89,9 @@ impl CropsSource {
                     continue;
                 }
             };
-            let files: Vec<PathBuf> = files
-                .into_iter()
-                .filter(|p| split_of_path(p, &cfg.split) == split)
-                .collect();
+            let files: Vec<PathBuf> = files.into_iter().filter(|p| split_of_path(p, &cfg.split) == split).collect();
             let crops = load_all(&files, channels, cfg.on_bad_sample, &load_skips)?;
-            let target = if smile == Smile::Yes {
-                &mut smiling
-            } else {
-                &mut non_smiling
-            };
+            let target = if smile == Smile::Yes { &mut smiling } else { &mut non_smiling };
             target.extend(crops.into_iter().map(|image| Crop { image, smile }));
         }
         if smiling.is_empty() && non_smiling.is_empty() {
@@ -194,6 +177,10 @@ impl CropsSource {
 }
 
 impl Source for CropsSource {
+    fn load_skips(&self) -> Option<&SkipCounts> {
+        Some(&self.load_skips)
+    }
+
     fn name(&self) -> &'static str {
         "crops"
     }
@@ -220,28 +207,13 @@ impl Source for CropsSource {
                 let cy = placement.half_h + rng.random::<f32>() * (h - 2.0 * placement.half_h).max(0.0);
                 let face = placement.face_box(cx, cy, crop.smile);
                 if boxes.iter().all(|b| overlap_share(b, &face) <= MAX_OVERLAP) {
-                    paste_face(
-                        &mut pixels,
-                        self.width,
-                        self.height,
-                        self.channels,
-                        &crop.image,
-                        &placement,
-                        cx,
-                        cy,
-                    );
+                    paste_face(&mut pixels, self.width, self.height, self.channels, &crop.image, &placement, cx, cy);
                     boxes.push(face);
                     break;
                 }
             }
         }
-        Ok(Sample {
-            width: self.width,
-            height: self.height,
-            channels: self.channels,
-            pixels,
-            boxes,
-        })
+        Ok(Sample { width: self.width, height: self.height, channels: self.channels, pixels, boxes })
     }
 }
 
@@ -269,25 +241,11 @@ impl Placement {
         // Bounding box of a rotated ellipse: exact, so the box stays tight.
         let half_w = ((axis_x * cos).powi(2) + (axis_y * sin).powi(2)).sqrt();
         let half_h = ((axis_x * sin).powi(2) + (axis_y * cos).powi(2)).sqrt();
-        Placement {
-            scale,
-            cos,
-            sin,
-            axis_x,
-            axis_y,
-            half_w,
-            half_h,
-        }
+        Placement { scale, cos, sin, axis_x, axis_y, half_w, half_h }
     }
 
     pub fn face_box(&self, cx: f32, cy: f32, smile: Smile) -> FaceBox {
-        FaceBox {
-            x0: cx - self.half_w,
-            y0: cy - self.half_h,
-            x1: cx + self.half_w,
-            y1: cy + self.half_h,
-            smile,
-        }
+        FaceBox { x0: cx - self.half_w, y0: cy - self.half_h, x1: cx + self.half_w, y1: cy + self.half_h, smile }
     }
 }
 
@@ -348,12 +306,7 @@ pub fn paste_face(
             let (x0, y0) = (sx as usize, sy as usize);
             let (x1, y1) = ((x0 + 1).min(cw - 1), (y0 + 1).min(ch - 1));
             let (fx, fy) = (sx - x0 as f32, sy - y0 as f32);
-            let (i00, i01, i10, i11) = (
-                (y0 * cw + x0) * c,
-                (y0 * cw + x1) * c,
-                (y1 * cw + x0) * c,
-                (y1 * cw + x1) * c,
-            );
+            let (i00, i01, i10, i11) = ((y0 * cw + x0) * c, (y0 * cw + x1) * c, (y1 * cw + x0) * c, (y1 * cw + x1) * c);
             for (k, out) in row[x * c..x * c + c].iter_mut().enumerate() {
                 let (p00, p01) = (src[i00 + k] as f32, src[i01 + k] as f32);
                 let (p10, p11) = (src[i10 + k] as f32, src[i11 + k] as f32);
@@ -378,11 +331,7 @@ pub fn procedural_background(width: u32, height: u32, channels: u32, colour: boo
     let coarse = Grid::random(w / 40 + 2, h / 40 + 2, 1.4 * contrast, rng).widened(w);
     let fine = Grid::random(w / 10 + 2, h / 10 + 2, 0.6 * contrast, rng).widened(w);
     let base = mean - contrast;
-    let tint: [f32; 3] = if colour {
-        std::array::from_fn(|_| 0.7 + rng.random::<f32>() * 0.6)
-    } else {
-        [1.0; 3]
-    };
+    let tint: [f32; 3] = if colour { std::array::from_fn(|_| 0.7 + rng.random::<f32>() * 0.6) } else { [1.0; 3] };
     let c = channels as usize;
     let mut out = vec![0u8; w * h * c];
     let mut field = vec![0f32; w];
@@ -425,10 +374,7 @@ struct Tap {
 
 impl Grid {
     fn random(width: usize, height: usize, scale: f32, rng: &mut SampleRng) -> Grid {
-        Grid {
-            width,
-            values: (0..width * height).map(|_| rng.random::<f32>() * scale).collect(),
-        }
+        Grid { width, values: (0..width * height).map(|_| rng.random::<f32>() * scale).collect() }
     }
 
     fn rows(&self) -> usize {
@@ -449,11 +395,7 @@ impl Grid {
 
     fn rows_at(&self, tap: &Tap) -> (&[f32], &[f32], f32) {
         let w = self.width;
-        (
-            &self.values[tap.i0 * w..tap.i0 * w + w],
-            &self.values[tap.i1 * w..tap.i1 * w + w],
-            tap.t,
-        )
+        (&self.values[tap.i0 * w..tap.i0 * w + w], &self.values[tap.i1 * w..tap.i1 * w + w], tap.t)
     }
 }
 
@@ -469,11 +411,7 @@ fn taps_range(n: usize, start: f32, len: f32, out: usize) -> Vec<Tap> {
         .map(|i| {
             let s = (start + (i as f32 + 0.5) * step - 0.5).clamp(0.0, (n - 1) as f32);
             let i0 = s as usize;
-            Tap {
-                i0,
-                i1: (i0 + 1).min(n - 1),
-                t: s - i0 as f32,
-            }
+            Tap { i0, i1: (i0 + 1).min(n - 1), t: s - i0 as f32 }
         })
         .collect()
 }
@@ -487,10 +425,7 @@ pub fn resample_region(src: &Raster, region: [f32; 4], out_w: u32, out_h: u32) -
     let sw = src.width as usize * c;
     let mut out = Vec::with_capacity(out_w as usize * out_h as usize * c);
     for ty in &ys {
-        let (r0, r1) = (
-            &src.pixels[ty.i0 * sw..ty.i0 * sw + sw],
-            &src.pixels[ty.i1 * sw..ty.i1 * sw + sw],
-        );
+        let (r0, r1) = (&src.pixels[ty.i0 * sw..ty.i0 * sw + sw], &src.pixels[ty.i1 * sw..ty.i1 * sw + sw]);
         for tx in &xs {
             for k in 0..c {
                 let at = |row: &[u8], i: usize| row[i * c + k] as f32;
@@ -508,11 +443,7 @@ pub fn resample_region(src: &Raster, region: [f32; 4], out_w: u32, out_h: u32) -
 fn random_region(image: &Raster, width: u32, height: u32, rng: &mut SampleRng) -> Vec<u8> {
     let aspect = width as f32 / height as f32;
     let (iw, ih) = (image.width as f32, image.height as f32);
-    let (full_w, full_h) = if iw / ih > aspect {
-        (ih * aspect, ih)
-    } else {
-        (iw, iw / aspect)
-    };
+    let (full_w, full_h) = if iw / ih > aspect { (ih * aspect, ih) } else { (iw, iw / aspect) };
     let f = 0.5 + 0.5 * rng.random::<f32>();
     let (rw, rh) = (full_w * f, full_h * f);
     let rx = rng.random::<f32>() * (iw - rw);
@@ -569,23 +500,12 @@ pub fn check_split(split: &SplitConfig) -> Result<(), FeatureError> {
 
 /// Image files directly in `dir`, sorted so that every machine sees the same order.
 pub fn list_images(dir: &Path) -> Result<Vec<PathBuf>, FeatureError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| {
-        FeatureError::bad(
-            dir,
-            None,
-            BadInputKind::UnreadableFile,
-            format!("cannot list folder: {e}"),
-        )
-    })?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| FeatureError::bad(dir, None, BadInputKind::UnreadableFile, format!("cannot list folder: {e}")))?;
     let mut files = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| {
-            FeatureError::bad(
-                dir,
-                None,
-                BadInputKind::UnreadableFile,
-                format!("cannot list folder: {e}"),
-            )
+            FeatureError::bad(dir, None, BadInputKind::UnreadableFile, format!("cannot list folder: {e}"))
         })?;
         let path = entry.path();
         let is_image = path
@@ -662,18 +582,9 @@ pub fn decode_bytes(path: &Path, bytes: &[u8], channels: u32) -> Result<Raster, 
     let pixels = match channels {
         1 => image.into_luma8().into_raw(),
         3 => image.into_rgb8().into_raw(),
-        n => {
-            return Err(FeatureError::Config(format!(
-                "key `features.channels`: {n} must be 1 or 3"
-            )))
-        }
+        n => return Err(FeatureError::Config(format!("key `features.channels`: {n} must be 1 or 3"))),
     };
-    Ok(Raster {
-        width,
-        height,
-        channels,
-        pixels,
-    })
+    Ok(Raster { width, height, channels, pixels })
 }
 
 /// EOI (FF D9) among the last bytes: encoders may pad after it, never before.

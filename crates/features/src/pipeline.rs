@@ -66,14 +66,7 @@ impl Pipeline {
             .map_err(|e| {
                 FeatureError::Config(format!("features.workers: cannot start {} threads: {e}", cfg.workers))
             })?;
-        Ok(Pipeline {
-            cfg: cfg.clone(),
-            split,
-            source,
-            balancer,
-            skips: SkipCounts::default(),
-            pool,
-        })
+        Ok(Pipeline { cfg: cfg.clone(), split, source, balancer, skips: SkipCounts::default(), pool })
     }
 
     pub fn config(&self) -> &FeatureConfig {
@@ -161,12 +154,9 @@ impl Pipeline {
             let mut rng = self.rng_for(candidate);
             match self.source.scene(candidate, &mut rng) {
                 Ok(sample) => return Ok((sample, rng)),
-                Err(FeatureError::BadInput {
-                    path,
-                    line,
-                    kind,
-                    message,
-                }) if self.cfg.on_bad_sample == OnBadSample::Skip => {
+                Err(FeatureError::BadInput { path, line, kind, message })
+                    if self.cfg.on_bad_sample == OnBadSample::Skip =>
+                {
                     self.skips.record(kind);
                     skipped += 1;
                     if skipped >= MAX_SKIPS_PER_SAMPLE {
@@ -195,9 +185,8 @@ impl Pipeline {
     /// with them, in index order. Identical bytes for any worker count. On
     /// error, returns the error of the first failing index in order.
     pub fn fill_batch(&self, indices: &[u64], out: &mut HostBatch) -> Result<(), FeatureError> {
-        let samples: Vec<Result<Sample, FeatureError>> = self
-            .pool
-            .install(|| indices.par_iter().map(|&i| self.sample(i)).collect());
+        let samples: Vec<Result<Sample, FeatureError>> =
+            self.pool.install(|| indices.par_iter().map(|&i| self.sample(i)).collect());
         let (w, h, c) = (self.cfg.width, self.cfg.height, self.cfg.channels);
         if (out.width, out.height, out.channels) != (w, h, c) {
             *out = HostBatch::with_capacity(indices.len(), w, h, c);

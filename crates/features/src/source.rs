@@ -1,6 +1,6 @@
 //! A source turns an index into an un-augmented scene.
 
-use crate::error::FeatureError;
+use crate::error::{FeatureError, SkipCounts};
 use crate::sample::Sample;
 
 /// All randomness of one sample comes from one of these, seeded by the
@@ -15,4 +15,11 @@ pub trait Source: Send + Sync {
     fn len(&self) -> Option<usize>;
     /// The scene for `index` at the configured output size.
     fn scene(&self, index: u64, rng: &mut SampleRng) -> Result<Sample, FeatureError>;
+    fn is_empty(&self) -> bool {
+        self.len() == Some(0)
+    }
+    /// Inputs skipped while the source loaded (under `on_bad_sample = "skip"`).
+    fn load_skips(&self) -> Option<&SkipCounts> {
+        None
+    }
 }

@@ -54,12 +54,7 @@ impl SyntheticSource {
     /// the default parameters (so that other sources can borrow its scenes).
     pub fn new(cfg: &FeatureConfig) -> Result<Self, FeatureError> {
         let params = match &cfg.source {
-            SourceConfig::Synthetic {
-                max_faces,
-                min_face,
-                max_face,
-                hard_negatives,
-            } => SyntheticParams {
+            SourceConfig::Synthetic { max_faces, min_face, max_face, hard_negatives } => SyntheticParams {
                 max_faces: *max_faces,
                 min_face: *min_face,
                 max_face: *max_face,
@@ -98,12 +93,7 @@ impl SyntheticSource {
                 p.max_faces
             )));
         }
-        Ok(SyntheticSource {
-            width,
-            height,
-            channels,
-            params,
-        })
+        Ok(SyntheticSource { width, height, channels, params })
     }
 
     pub fn params(&self) -> &SyntheticParams {
@@ -114,12 +104,7 @@ impl SyntheticSource {
     pub fn generate(&self, rng: &mut SampleRng) -> Sample {
         let (w, h, c) = (self.width as usize, self.height as usize, self.channels as usize);
         let mut pixels = vec![0u8; w * h * c];
-        let mut canvas = Canvas {
-            px: &mut pixels,
-            w,
-            h,
-            c,
-        };
+        let mut canvas = Canvas { px: &mut pixels, w, h, c };
         render_background(&mut canvas, rng);
 
         let faces = self.place_faces(rng);
@@ -146,13 +131,7 @@ impl SyntheticSource {
                 }
             })
             .collect();
-        Sample {
-            width: self.width,
-            height: self.height,
-            channels: self.channels,
-            pixels,
-            boxes,
-        }
+        Sample { width: self.width, height: self.height, channels: self.channels, pixels, boxes }
     }
 
     /// Face height range that fits this image, log-uniform between the bounds.
@@ -169,14 +148,7 @@ impl SyntheticSource {
         let b = height / 2.0;
         let a = b * uni(rng, aspect.0, aspect.1);
         let angle = uni(rng, -max_angle, max_angle).to_radians();
-        let mut e = Ellipse {
-            cx: 0.0,
-            cy: 0.0,
-            a,
-            b,
-            sin: angle.sin(),
-            cos: angle.cos(),
-        };
+        let mut e = Ellipse { cx: 0.0, cy: 0.0, a, b, sin: angle.sin(), cos: angle.cos() };
         let (ex, ey) = e.half_extent();
         let (w, h) = (self.width as f32, self.height as f32);
         e.cx = uni(rng, ex, (w - ex).max(ex));
@@ -196,10 +168,7 @@ impl SyntheticSource {
                 let ell = self.random_ellipse(rng, (0.7, 0.9), 15.0);
                 let bb = ell.bbox();
                 // Beyond the IoU rule, a small face must not sit on a big one's features.
-                if faces
-                    .iter()
-                    .all(|f| iou(bb, f.ell.bbox()) <= 0.3 && cover_fraction(bb, f.ell.bbox()) <= 0.3)
-                {
+                if faces.iter().all(|f| iou(bb, f.ell.bbox()) <= 0.3 && cover_fraction(bb, f.ell.bbox()) <= 0.3) {
                     faces.push(FaceSpec::random(ell, p.occlusion, rng));
                     break;
                 }
@@ -243,19 +212,13 @@ impl Source for SyntheticSource {
 /// Sizes every source accepts: 1 or 3 channels and room for the smallest face.
 pub fn check_size(width: u32, height: u32, channels: u32) -> Result<(), FeatureError> {
     if channels != 1 && channels != 3 {
-        return Err(FeatureError::Config(format!(
-            "features.channels must be 1 or 3, got {channels}"
-        )));
+        return Err(FeatureError::Config(format!("features.channels must be 1 or 3, got {channels}")));
     }
     if !(16..=8192).contains(&width) {
-        return Err(FeatureError::Config(format!(
-            "features.width must be in 16..=8192, got {width}"
-        )));
+        return Err(FeatureError::Config(format!("features.width must be in 16..=8192, got {width}")));
     }
     if !(16..=8192).contains(&height) {
-        return Err(FeatureError::Config(format!(
-            "features.height must be in 16..=8192, got {height}"
-        )));
+        return Err(FeatureError::Config(format!("features.height must be in 16..=8192, got {height}")));
     }
     Ok(())
 }
@@ -307,11 +270,7 @@ fn scale(c: Rgb, k: f32) -> Rgb {
 }
 
 fn mix(a: Rgb, b: Rgb, t: f32) -> Rgb {
-    [
-        a[0] + (b[0] - a[0]) * t,
-        a[1] + (b[1] - a[1]) * t,
-        a[2] + (b[2] - a[2]) * t,
-    ]
+    [a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t, a[2] + (b[2] - a[2]) * t]
 }
 
 fn random_color(rng: &mut SampleRng) -> Rgb {
@@ -343,11 +302,7 @@ fn cover(d: f32) -> f32 {
 fn segment_distance(px: f32, py: f32, ax: f32, ay: f32, bx: f32, by: f32) -> f32 {
     let (dx, dy) = (bx - ax, by - ay);
     let len2 = dx * dx + dy * dy;
-    let t = if len2 > 0.0 {
-        (((px - ax) * dx + (py - ay) * dy) / len2).clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
+    let t = if len2 > 0.0 { (((px - ax) * dx + (py - ay) * dy) / len2).clamp(0.0, 1.0) } else { 0.0 };
     let (qx, qy) = (ax + t * dx - px, ay + t * dy - py);
     (qx * qx + qy * qy).sqrt()
 }
@@ -465,34 +420,19 @@ impl FaceSpec {
             let hw = 0.45 * a * uni(rng, 0.95, 1.15);
             let depth = hw * uni(rng, 0.45, 0.65);
             if rng.random::<f32>() < 0.5 {
-                Mouth::Arc {
-                    hw,
-                    depth,
-                    thick: stroke,
-                }
+                Mouth::Arc { hw, depth, thick: stroke }
             } else {
-                Mouth::Open {
-                    hw,
-                    depth: depth * 1.2,
-                    thick: stroke,
-                }
+                Mouth::Open { hw, depth: depth * 1.2, thick: stroke }
             }
         } else {
             let r = rng.random::<f32>();
             if r < 0.15 {
-                Mouth::Oval {
-                    rx: (0.14 * a).max(1.0),
-                    ry: (0.1 * b).max(1.0),
-                }
+                Mouth::Oval { rx: (0.14 * a).max(1.0), ry: (0.1 * b).max(1.0) }
             } else {
                 let hw = 0.45 * a * uni(rng, 0.7, 1.0);
                 // Flat to slightly frowning: well away from the smile's curvature.
                 let depth = -hw * uni(rng, -0.05, 0.25);
-                Mouth::Arc {
-                    hw,
-                    depth,
-                    thick: stroke,
-                }
+                Mouth::Arc { hw, depth, thick: stroke }
             }
         };
         let hair = if rng.random::<f32>() < 0.6 {
@@ -500,11 +440,7 @@ impl FaceSpec {
         } else {
             None
         };
-        let occluder = if rng.random::<f32>() < occlusion {
-            Some(random_occluder(&ell, rng))
-        } else {
-            None
-        };
+        let occluder = if rng.random::<f32>() < occlusion { Some(random_occluder(&ell, rng)) } else { None };
         FaceSpec {
             ell,
             smiling,
@@ -663,11 +599,7 @@ fn draw_face(canvas: &mut Canvas, f: &FaceSpec) {
 fn draw_negative(canvas: &mut Canvas, e: &Ellipse, rng: &mut SampleRng) {
     let kind = rng.random_range(0..3);
     let base = if kind == 1 { random_color(rng) } else { skin_color(rng) };
-    let rim = if rng.random::<f32>() < 0.5 {
-        (0.06 * e.b).max(0.8)
-    } else {
-        0.0
-    };
+    let rim = if rng.random::<f32>() < 0.5 { (0.06 * e.b).max(0.8) } else { 0.0 };
     // Ball highlight position in the normalised frame.
     let (hx, hy, hr) = (uni(rng, -0.5, 0.5), uni(rng, -0.6, -0.2), uni(rng, 0.12, 0.3));
     let mut marks = [(0.0f32, 0.0f32, 0.0f32); 3];
@@ -724,33 +656,21 @@ pub fn render_background(canvas: &mut Canvas, rng: &mut SampleRng) {
             let cell = uni(rng, 8.0, 48.0);
             let coarse = NoiseGrid::new(w, h, cell, rng);
             let fine = NoiseGrid::new(w, h, cell / 3.0, rng);
-            let (gx, gy) = if kind == 1 {
-                (uni(rng, -1.0, 1.0) / w as f32, uni(rng, -1.0, 1.0) / h as f32)
-            } else {
-                (0.0, 0.0)
-            };
+            let (gx, gy) =
+                if kind == 1 { (uni(rng, -1.0, 1.0) / w as f32, uni(rng, -1.0, 1.0) / h as f32) } else { (0.0, 0.0) };
             Texture::Noise { coarse, fine, gx, gy }
         }
         2 => {
             let ang = uni(rng, 0.0, std::f32::consts::PI);
             let span = w.max(h) as f32;
-            Texture::Gradient {
-                dx: ang.cos() / span,
-                dy: ang.sin() / span,
-                off: 0.5 + uni(rng, -0.5, 0.5),
-            }
+            Texture::Gradient { dx: ang.cos() / span, dy: ang.sin() / span, off: 0.5 + uni(rng, -0.5, 0.5) }
         }
         3 => {
             let period = uni(rng, 4.0, 40.0);
             let ang = uni(rng, 0.0, std::f32::consts::PI);
-            Texture::Stripes {
-                dx: ang.cos() / period,
-                dy: ang.sin() / period,
-            }
+            Texture::Stripes { dx: ang.cos() / period, dy: ang.sin() / period }
         }
-        _ => Texture::Checker {
-            cell: rng.random_range(4..32usize),
-        },
+        _ => Texture::Checker { cell: rng.random_range(4..32usize) },
     };
     fill(canvas, c0, c1, &texture);
     let n = rng.random_range(0..=6);
@@ -783,24 +703,10 @@ pub fn render_background(canvas: &mut Canvas, rng: &mut SampleRng) {
 }
 
 enum Texture {
-    Noise {
-        coarse: NoiseGrid,
-        fine: NoiseGrid,
-        gx: f32,
-        gy: f32,
-    },
-    Gradient {
-        dx: f32,
-        dy: f32,
-        off: f32,
-    },
-    Stripes {
-        dx: f32,
-        dy: f32,
-    },
-    Checker {
-        cell: usize,
-    },
+    Noise { coarse: NoiseGrid, fine: NoiseGrid, gx: f32, gy: f32 },
+    Gradient { dx: f32, dy: f32, off: f32 },
+    Stripes { dx: f32, dy: f32 },
+    Checker { cell: usize },
 }
 
 impl Texture {
@@ -884,12 +790,7 @@ impl NoiseGrid {
                 (f as usize, smooth(f - f.floor()))
             })
             .collect();
-        NoiseGrid {
-            values,
-            cols,
-            inv_cell,
-            xs,
-        }
+        NoiseGrid { values, cols, inv_cell, xs }
     }
 
     /// `out = weight * noise(row y)`, or `out += ...` when `add`.

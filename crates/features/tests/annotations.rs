@@ -11,9 +11,7 @@ use std::path::{Path, PathBuf};
 
 fn write_png(path: &Path, w: u32, h: u32, value: u8) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    image::GrayImage::from_pixel(w, h, image::Luma([value]))
-        .save(path)
-        .unwrap();
+    image::GrayImage::from_pixel(w, h, image::Luma([value])).save(path).unwrap();
 }
 
 fn config(source: SourceConfig) -> FeatureConfig {
@@ -21,11 +19,7 @@ fn config(source: SourceConfig) -> FeatureConfig {
         width: 320,
         height: 240,
         source,
-        split: SplitConfig {
-            train: 1.0,
-            val: 0.0,
-            test: 0.0,
-        },
+        split: SplitConfig { train: 1.0, val: 0.0, test: 0.0 },
         ..FeatureConfig::default()
     }
 }
@@ -42,22 +36,12 @@ const WIDER: &str = "0--Parade/0_Parade_1.jpg
 #[test]
 fn wider_parser_reads_blocks_and_empty_images() {
     let skips = SkipCounts::default();
-    let entries = parse_wider(
-        WIDER,
-        Path::new("gt.txt"),
-        Path::new("/imgs"),
-        OnBadSample::Error,
-        &skips,
-    )
-    .unwrap();
+    let entries = parse_wider(WIDER, Path::new("gt.txt"), Path::new("/imgs"), OnBadSample::Error, &skips).unwrap();
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[0].image, PathBuf::from("/imgs/0--Parade/0_Parade_1.jpg"));
     let f = &entries[0].faces;
     assert_eq!(f.len(), 2);
-    assert_eq!(
-        (f[0].face.x0, f[0].face.y0, f[0].face.x1, f[0].face.y1),
-        (10.0, 20.0, 40.0, 60.0)
-    );
+    assert_eq!((f[0].face.x0, f[0].face.y0, f[0].face.x1, f[0].face.y1), (10.0, 20.0, 40.0, 60.0));
     assert_eq!(f[0].line, 3);
     assert_eq!(f[1].line, 4);
     assert!(f.iter().all(|a| a.face.smile == Smile::Unknown));
@@ -73,10 +57,7 @@ fn wider_source_letterboxes_images_and_boxes() {
     let text = "0--Parade/0_Parade_1.jpg.png\n1\n10 10 50 50 0 0 0 0 0 0\n";
     let gt = dir.path().join("gt.txt");
     std::fs::write(&gt, text).unwrap();
-    let cfg = config(SourceConfig::Wider {
-        images,
-        annotations: gt,
-    });
+    let cfg = config(SourceConfig::Wider { images, annotations: gt });
     let source = AnnotatedSource::wider(&cfg, Split::Train).unwrap();
     assert_eq!(source.len(), Some(1));
     let s = source.scene(0, &mut SampleRng::seed_from_u64(0)).unwrap();
@@ -97,9 +78,7 @@ fn celeba_names() -> Vec<String> {
 }
 
 fn celeba_attr_row(image: &str, smiling: i8) -> String {
-    let values: Vec<String> = (0..40)
-        .map(|i| if i == 31 { smiling.to_string() } else { "-1".into() })
-        .collect();
+    let values: Vec<String> = (0..40).map(|i| if i == 31 { smiling.to_string() } else { "-1".into() }).collect();
     format!("{image} {}", values.join("  "))
 }
 
@@ -116,10 +95,7 @@ fn celeba_fixture(rows: &[(&str, [u32; 4], i8)]) -> (String, String) {
 
 #[test]
 fn celeba_parser_takes_smile_from_the_smiling_column() {
-    let (bbox, attr) = celeba_fixture(&[
-        ("000001.jpg", [95, 71, 226, 313], 1),
-        ("000002.jpg", [72, 94, 221, 306], -1),
-    ]);
+    let (bbox, attr) = celeba_fixture(&[("000001.jpg", [95, 71, 226, 313], 1), ("000002.jpg", [72, 94, 221, 306], -1)]);
     let skips = SkipCounts::default();
     let entries = parse_celeba(
         &bbox,
@@ -134,10 +110,7 @@ fn celeba_parser_takes_smile_from_the_smiling_column() {
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[0].image, PathBuf::from("img/000001.jpg"));
     let a = entries[0].faces[0].face;
-    assert_eq!(
-        (a.x0, a.y0, a.x1, a.y1, a.smile),
-        (95.0, 71.0, 321.0, 384.0, Smile::Yes)
-    );
+    assert_eq!((a.x0, a.y0, a.x1, a.y1, a.smile), (95.0, 71.0, 321.0, 384.0, Smile::Yes));
     assert_eq!(entries[0].faces[0].line, 3);
     assert_eq!(entries[1].faces[0].face.smile, Smile::No);
 }
@@ -148,17 +121,10 @@ fn celeba_source_builds_scenes_from_files() {
     let images = dir.path().join("img_celeba");
     write_png(&images.join("000001.png"), 178, 218, 200);
     let (bbox, attr) = celeba_fixture(&[("000001.png", [20, 30, 100, 120], 1)]);
-    let (bbox_path, attr_path) = (
-        dir.path().join("list_bbox_celeba.txt"),
-        dir.path().join("list_attr_celeba.txt"),
-    );
+    let (bbox_path, attr_path) = (dir.path().join("list_bbox_celeba.txt"), dir.path().join("list_attr_celeba.txt"));
     std::fs::write(&bbox_path, bbox).unwrap();
     std::fs::write(&attr_path, attr).unwrap();
-    let mut cfg = config(SourceConfig::Celeba {
-        images,
-        bbox: bbox_path,
-        attr: attr_path,
-    });
+    let mut cfg = config(SourceConfig::Celeba { images, bbox: bbox_path, attr: attr_path });
     cfg.channels = 3;
     let source = AnnotatedSource::celeba(&cfg, Split::Train).unwrap();
     assert_eq!(source.name(), "celeba");
@@ -191,15 +157,9 @@ fn jsonl_parser_resolves_paths_and_unknown_smiles() {
 fn jsonl_source_keeps_the_largest_boxes() {
     let dir = tempfile::tempdir().unwrap();
     write_png(&dir.path().join("many.png"), 320, 240, 10);
-    let boxes: Vec<String> = (0..20)
-        .map(|i| format!("[{}, 0, {}, {}]", i * 15, i * 15 + 2 + i, 2 + i))
-        .collect();
+    let boxes: Vec<String> = (0..20).map(|i| format!("[{}, 0, {}, {}]", i * 15, i * 15 + 2 + i, 2 + i)).collect();
     let smiles: Vec<&str> = (0..20).map(|i| if i % 2 == 0 { "false" } else { "true" }).collect();
-    let line = format!(
-        r#"{{"image": "many.png", "boxes": [{}], "smile": [{}]}}"#,
-        boxes.join(","),
-        smiles.join(",")
-    );
+    let line = format!(r#"{{"image": "many.png", "boxes": [{}], "smile": [{}]}}"#, boxes.join(","), smiles.join(","));
     let manifest = dir.path().join("m.jsonl");
     std::fs::write(&manifest, line).unwrap();
     let source = AnnotatedSource::jsonl(&config(SourceConfig::Jsonl { manifest }), Split::Train).unwrap();

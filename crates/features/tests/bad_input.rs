@@ -21,11 +21,7 @@ fn crops_config(root: PathBuf, on_bad: OnBadSample) -> FeatureConfig {
             rotation_deg: 10.0,
             backgrounds: None,
         },
-        split: SplitConfig {
-            train: 1.0,
-            val: 0.0,
-            test: 0.0,
-        },
+        split: SplitConfig { train: 1.0, val: 0.0, test: 0.0 },
         ..FeatureConfig::default()
     }
 }
@@ -36,11 +32,7 @@ fn annotated_config(source: SourceConfig, on_bad: OnBadSample) -> FeatureConfig 
         height: 96,
         on_bad_sample: on_bad,
         source,
-        split: SplitConfig {
-            train: 1.0,
-            val: 0.0,
-            test: 0.0,
-        },
+        split: SplitConfig { train: 1.0, val: 0.0, test: 0.0 },
         ..FeatureConfig::default()
     }
 }
@@ -79,9 +71,7 @@ fn crops_with(bad_name: &str, bad: Option<&[u8]>) -> (tempfile::TempDir, PathBuf
 
 fn expect_bad(result: Result<impl std::fmt::Debug, FeatureError>, kind: BadInputKind, names: &[&str]) {
     let error = result.expect_err("bad input must fail under on_bad_sample = error");
-    let FeatureError::BadInput { kind: got, .. } = &error else {
-        panic!("not a bad-input error: {error}")
-    };
+    let FeatureError::BadInput { kind: got, .. } = &error else { panic!("not a bad-input error: {error}") };
     assert_eq!(*got, kind, "{error}");
     let text = error.to_string();
     for name in names {
@@ -102,11 +92,7 @@ fn assert_crops_case(bad_name: &str, bad: Option<&[u8]>, kind: BadInputKind) {
 
 #[test]
 fn corrupt_image_is_named_or_skipped() {
-    assert_crops_case(
-        "garbage.jpg",
-        Some(b"this is not an image at all"),
-        BadInputKind::CorruptImage,
-    );
+    assert_crops_case("garbage.jpg", Some(b"this is not an image at all"), BadInputKind::CorruptImage);
 }
 
 #[test]
@@ -167,14 +153,7 @@ fn malformed_jsonl_line_is_named_or_skipped() {
     let good = r#"{"image": "a.jpg", "boxes": [[1, 1, 20, 20]], "smile": [true]}"#;
     let text = format!("{good}\n{{\"image\": \"a.jpg\", \"boxes\": [[1, 2, 3]\n{good}\n");
     let manifest = write(dir.path(), "m.jsonl", &text);
-    let cfg = |on_bad| {
-        annotated_config(
-            SourceConfig::Jsonl {
-                manifest: manifest.clone(),
-            },
-            on_bad,
-        )
-    };
+    let cfg = |on_bad| annotated_config(SourceConfig::Jsonl { manifest: manifest.clone() }, on_bad);
     expect_bad(
         AnnotatedSource::jsonl(&cfg(OnBadSample::Error), Split::Train),
         BadInputKind::MalformedAnnotation,
@@ -185,10 +164,8 @@ fn malformed_jsonl_line_is_named_or_skipped() {
     assert_eq!(source.len(), Some(2));
     // A wrong key is malformed too, and named.
     let manifest = write(dir.path(), "k.jsonl", r#"{"image": "a.jpg", "bxoes": []}"#);
-    let error = AnnotatedSource::jsonl(
-        &annotated_config(SourceConfig::Jsonl { manifest }, OnBadSample::Error),
-        Split::Train,
-    );
+    let error =
+        AnnotatedSource::jsonl(&annotated_config(SourceConfig::Jsonl { manifest }, OnBadSample::Error), Split::Train);
     expect_bad(error, BadInputKind::MalformedAnnotation, &["k.jsonl:1", "bxoes"]);
 }
 
@@ -198,52 +175,30 @@ fn malformed_wider_line_is_named_or_skipped() {
     std::fs::write(dir.path().join("a.jpg"), jpeg_bytes()).unwrap();
     let text = "a.jpg\n1\n1 1 10 10 0 0 0 0 0 0\nb.jpg\ntwo\n1 1 5 5 0 0 0 0 0 0\na.jpg\n1\n2 2 x 8 0 0 0 0 0 0\n";
     let gt = write(dir.path(), "wider_gt.txt", text);
-    let cfg = |on_bad| {
-        annotated_config(
-            SourceConfig::Wider {
-                images: dir.path().into(),
-                annotations: gt.clone(),
-            },
-            on_bad,
-        )
-    };
+    let cfg =
+        |on_bad| annotated_config(SourceConfig::Wider { images: dir.path().into(), annotations: gt.clone() }, on_bad);
     expect_bad(
         AnnotatedSource::wider(&cfg(OnBadSample::Error), Split::Train),
         BadInputKind::MalformedAnnotation,
         &["wider_gt.txt:5"],
     );
     let source = AnnotatedSource::wider(&cfg(OnBadSample::Skip), Split::Train).unwrap();
-    assert_eq!(
-        source.load_skips().get(BadInputKind::MalformedAnnotation),
-        2,
-        "count line and box line"
-    );
+    assert_eq!(source.load_skips().get(BadInputKind::MalformedAnnotation), 2, "count line and box line");
     assert_eq!(source.len(), Some(1));
 }
 
 #[test]
 fn malformed_and_truncated_celeba_files_are_named() {
     let dir = tempfile::tempdir().unwrap();
-    let names: Vec<String> = (0..40)
-        .map(|i| if i == 31 { "Smiling".into() } else { format!("A{i}") })
-        .collect();
+    let names: Vec<String> = (0..40).map(|i| if i == 31 { "Smiling".into() } else { format!("A{i}") }).collect();
     let row = |img: &str, v: &str| format!("{img} {}", vec![v; 40].join(" "));
-    let attr_text = format!(
-        "2\n{}\n{}\n{}\n",
-        names.join(" "),
-        row("1.jpg", "1"),
-        row("2.jpg", "-1")
-    );
+    let attr_text = format!("2\n{}\n{}\n{}\n", names.join(" "), row("1.jpg", "1"), row("2.jpg", "-1"));
     let attr = write(dir.path(), "list_attr_celeba.txt", &attr_text);
     let bbox_text = "3\nimage_id x_1 y_1 width height\n1.jpg 1 1 10 10\n2.jpg 1 1 ten 10\n";
     let bbox = write(dir.path(), "list_bbox_celeba.txt", bbox_text);
     let cfg = |on_bad| {
         annotated_config(
-            SourceConfig::Celeba {
-                images: dir.path().into(),
-                bbox: bbox.clone(),
-                attr: attr.clone(),
-            },
+            SourceConfig::Celeba { images: dir.path().into(), bbox: bbox.clone(), attr: attr.clone() },
             on_bad,
         )
     };
@@ -273,34 +228,14 @@ fn zero_size_box_is_named_or_skipped() {
     let text =
         "{\"image\": \"a.jpg\", \"boxes\": [[1, 1, 20, 20]]}\n{\"image\": \"a.jpg\", \"boxes\": [[5, 5, 5, 30]]}\n";
     let manifest = write(dir.path(), "m.jsonl", text);
-    let cfg = |on_bad| {
-        annotated_config(
-            SourceConfig::Jsonl {
-                manifest: manifest.clone(),
-            },
-            on_bad,
-        )
-    };
-    expect_bad(
-        AnnotatedSource::jsonl(&cfg(OnBadSample::Error), Split::Train),
-        BadInputKind::BadBox,
-        &["m.jsonl:2"],
-    );
+    let cfg = |on_bad| annotated_config(SourceConfig::Jsonl { manifest: manifest.clone() }, on_bad);
+    expect_bad(AnnotatedSource::jsonl(&cfg(OnBadSample::Error), Split::Train), BadInputKind::BadBox, &["m.jsonl:2"]);
     let source = AnnotatedSource::jsonl(&cfg(OnBadSample::Skip), Split::Train).unwrap();
     assert_eq!(source.load_skips().get(BadInputKind::BadBox), 1);
     let wider = write(dir.path(), "gt.txt", "a.jpg\n1\n3 3 0 9 0 0 0 0 0 0\n");
-    let cfg = annotated_config(
-        SourceConfig::Wider {
-            images: dir.path().into(),
-            annotations: wider,
-        },
-        OnBadSample::Error,
-    );
-    expect_bad(
-        AnnotatedSource::wider(&cfg, Split::Train),
-        BadInputKind::BadBox,
-        &["gt.txt:3"],
-    );
+    let cfg =
+        annotated_config(SourceConfig::Wider { images: dir.path().into(), annotations: wider }, OnBadSample::Error);
+    expect_bad(AnnotatedSource::wider(&cfg, Split::Train), BadInputKind::BadBox, &["gt.txt:3"]);
 }
 
 #[test]
@@ -309,11 +244,9 @@ fn box_outside_image_names_the_annotation_line() {
     std::fs::write(dir.path().join("a.jpg"), jpeg_bytes()).unwrap();
     let text = "{\"image\": \"a.jpg\", \"boxes\": [[1, 1, 20, 20], [40, 40, 90, 60]]}\n";
     let manifest = write(dir.path(), "m.jsonl", text);
-    let source = AnnotatedSource::jsonl(
-        &annotated_config(SourceConfig::Jsonl { manifest }, OnBadSample::Error),
-        Split::Train,
-    )
-    .unwrap();
+    let source =
+        AnnotatedSource::jsonl(&annotated_config(SourceConfig::Jsonl { manifest }, OnBadSample::Error), Split::Train)
+            .unwrap();
     let error = source.scene(0, &mut SampleRng::seed_from_u64(0));
     expect_bad(error, BadInputKind::BadBox, &["m.jsonl:1", "a.jpg", "64x64"]);
 }
@@ -324,26 +257,15 @@ fn missing_or_corrupt_annotated_image_is_named_at_scene_time() {
     std::fs::write(dir.path().join("bad.jpg"), b"\xFF\xD8\xFF garbage").unwrap();
     let text = "{\"image\": \"gone.jpg\", \"boxes\": []}\n{\"image\": \"bad.jpg\", \"boxes\": []}\n";
     let manifest = write(dir.path(), "m.jsonl", text);
-    let source = AnnotatedSource::jsonl(
-        &annotated_config(SourceConfig::Jsonl { manifest }, OnBadSample::Error),
-        Split::Train,
-    )
-    .unwrap();
+    let source =
+        AnnotatedSource::jsonl(&annotated_config(SourceConfig::Jsonl { manifest }, OnBadSample::Error), Split::Train)
+            .unwrap();
     let mut rng = SampleRng::seed_from_u64(0);
     expect_bad(source.scene(0, &mut rng), BadInputKind::UnreadableFile, &["gone.jpg"]);
     expect_bad(source.scene(1, &mut rng), BadInputKind::CorruptImage, &["bad.jpg"]);
     // A missing annotation file is an unreadable file, named.
-    let cfg = annotated_config(
-        SourceConfig::Jsonl {
-            manifest: dir.path().join("nope.jsonl"),
-        },
-        OnBadSample::Skip,
-    );
-    expect_bad(
-        AnnotatedSource::jsonl(&cfg, Split::Train),
-        BadInputKind::UnreadableFile,
-        &["nope.jsonl"],
-    );
+    let cfg = annotated_config(SourceConfig::Jsonl { manifest: dir.path().join("nope.jsonl") }, OnBadSample::Skip);
+    expect_bad(AnnotatedSource::jsonl(&cfg, Split::Train), BadInputKind::UnreadableFile, &["nope.jsonl"]);
 }
 
 #[test]
@@ -360,12 +282,7 @@ fn scene_time_bad_inputs_are_counted_skips_in_the_pipeline() {
     ]
     .join("\n");
     let manifest = write(dir.path(), "m.jsonl", &text);
-    let cfg = annotated_config(
-        SourceConfig::Jsonl {
-            manifest: manifest.clone(),
-        },
-        OnBadSample::Skip,
-    );
+    let cfg = annotated_config(SourceConfig::Jsonl { manifest: manifest.clone() }, OnBadSample::Skip);
     let pipeline = grin_features::Pipeline::new(&cfg, Split::Train).unwrap();
     for index in 0..20 {
         let s = pipeline.sample(index).unwrap();
@@ -375,10 +292,7 @@ fn scene_time_bad_inputs_are_counted_skips_in_the_pipeline() {
     assert!(pipeline.skips().get(BadInputKind::CorruptImage) >= 5);
     assert!(pipeline.skips().get(BadInputKind::BadBox) >= 5);
     let summary = pipeline.skips().summary().unwrap();
-    assert!(
-        summary.contains("corrupt or truncated image") && summary.contains("box outside"),
-        "{summary}"
-    );
+    assert!(summary.contains("corrupt or truncated image") && summary.contains("box outside"), "{summary}");
     // The same inputs under Error stop at the first bad one, named.
     let cfg = annotated_config(SourceConfig::Jsonl { manifest }, OnBadSample::Error);
     let pipeline = grin_features::Pipeline::new(&cfg, Split::Train).unwrap();

@@ -8,11 +8,7 @@ fn pipeline(targets: [f32; 3], workers: usize) -> Pipeline {
         height: 48,
         seed: 5,
         workers,
-        balance: Some(BalanceConfig {
-            smiling: targets[0],
-            non_smiling: targets[1],
-            face_free: targets[2],
-        }),
+        balance: Some(BalanceConfig { smiling: targets[0], non_smiling: targets[1], face_free: targets[2] }),
         ..FeatureConfig::default()
     };
     Pipeline::new(&cfg, Split::Train).unwrap()
@@ -27,11 +23,7 @@ fn check_targets(targets: [f32; 3]) {
         seen[batch.sample(i).class().index()] += 1;
     }
     let balancer = p.balancer().unwrap();
-    assert_eq!(
-        balancer.counts(),
-        seen.map(|n| n as u64),
-        "the counters must match the output"
-    );
+    assert_eq!(balancer.counts(), seen.map(|n| n as u64), "the counters must match the output");
     let achieved = balancer.achieved();
     for class in SceneClass::ALL {
         let want = (targets[class.index()] / sum) as f64;
@@ -40,10 +32,7 @@ fn check_targets(targets: [f32; 3]) {
         assert!((achieved[class.index()] - got).abs() < 1e-12);
     }
     let report = balancer.report();
-    assert!(
-        report.contains("balance over 2000 samples") && report.contains("face-free"),
-        "{report}"
-    );
+    assert!(report.contains("balance over 2000 samples") && report.contains("face-free"), "{report}");
 }
 
 #[test]
@@ -67,15 +56,7 @@ fn a_zero_target_class_never_appears() {
 
 #[test]
 fn wanted_classes_follow_the_normalised_targets() {
-    let b = Balancer::new(
-        &BalanceConfig {
-            smiling: 2.0,
-            non_smiling: 1.0,
-            face_free: 1.0,
-        },
-        9,
-    )
-    .unwrap();
+    let b = Balancer::new(&BalanceConfig { smiling: 2.0, non_smiling: 1.0, face_free: 1.0 }, 9).unwrap();
     assert_eq!(b.targets(), [0.5, 0.25, 0.25]);
     let mut n = [0usize; 3];
     for i in 0..20000 {
@@ -89,24 +70,8 @@ fn wanted_classes_follow_the_normalised_targets() {
 
 #[test]
 fn bad_targets_are_config_errors() {
-    let err = Balancer::new(
-        &BalanceConfig {
-            smiling: -1.0,
-            non_smiling: 1.0,
-            face_free: 1.0,
-        },
-        0,
-    )
-    .unwrap_err();
+    let err = Balancer::new(&BalanceConfig { smiling: -1.0, non_smiling: 1.0, face_free: 1.0 }, 0).unwrap_err();
     assert!(err.to_string().contains("features.balance.smiling"), "{err}");
-    let err = Balancer::new(
-        &BalanceConfig {
-            smiling: 0.0,
-            non_smiling: 0.0,
-            face_free: 0.0,
-        },
-        0,
-    )
-    .unwrap_err();
+    let err = Balancer::new(&BalanceConfig { smiling: 0.0, non_smiling: 0.0, face_free: 0.0 }, 0).unwrap_err();
     assert!(err.to_string().contains("features.balance"), "{err}");
 }

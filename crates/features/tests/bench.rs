@@ -6,12 +6,7 @@ use grin_features::preview::{colour, contact_sheet};
 use grin_features::{augment, FaceBox, FeatureConfig, Pipeline, Sample, Smile, SourceConfig, Split, SplitConfig};
 
 fn small_config(workers: usize) -> FeatureConfig {
-    FeatureConfig {
-        width: 96,
-        height: 64,
-        workers,
-        ..FeatureConfig::default()
-    }
+    FeatureConfig { width: 96, height: 64, workers, ..FeatureConfig::default() }
 }
 
 #[test]
@@ -36,9 +31,7 @@ fn tg_stages_and_throughput_are_measured() {
     assert_eq!(stages[0].stage, "source:synthetic");
     let names: Vec<&str> = stages[1..].iter().map(|s| s.stage.as_str()).collect();
     assert_eq!(names, augment::STAGES);
-    assert!(stages
-        .iter()
-        .all(|s| s.timing.samples == 10 && s.timing.median_s >= 0.0));
+    assert!(stages.iter().all(|s| s.timing.samples == 10 && s.timing.median_s >= 0.0));
     // Probabilities are the configured ones, reported next to the cost per application.
     let flip = stages.iter().find(|s| s.stage == "flip").unwrap();
     assert_eq!(flip.probability, cfg.augment.flip);
@@ -74,11 +67,7 @@ fn crops_source_is_benchmarked_through_the_pipeline() {
             rotation_deg: 15.0,
             backgrounds: None,
         },
-        split: SplitConfig {
-            train: 1.0,
-            val: 0.0,
-            test: 0.0,
-        },
+        split: SplitConfig { train: 1.0, val: 0.0, test: 0.0 },
         ..FeatureConfig::default()
     };
     let opened = open_source(&cfg, Split::Train).unwrap();
@@ -87,24 +76,14 @@ fn crops_source_is_benchmarked_through_the_pipeline() {
     let tg = measure_tg(&pipeline, 10).unwrap();
     assert!(tg.median_s > 0.0);
     let t = measure_throughput(&pipeline, 16, 4).unwrap();
-    assert!(
-        t.class_fractions[2] < 1.0,
-        "some scenes have faces: {:?}",
-        t.class_fractions
-    );
+    assert!(t.class_fractions[2] < 1.0, "some scenes have faces: {:?}", t.class_fractions);
 }
 
 #[test]
 fn contact_sheet_draws_samples_and_coloured_boxes() {
     let mut samples = Vec::new();
     for (i, smile) in [Smile::Yes, Smile::No, Smile::Unknown].into_iter().enumerate() {
-        let b = FaceBox {
-            x0: 10.0,
-            y0: 8.0,
-            x1: 30.0,
-            y1: 28.0,
-            smile,
-        };
+        let b = FaceBox { x0: 10.0, y0: 8.0, x1: 30.0, y1: 28.0, smile };
         samples.push(Sample {
             width: 40,
             height: 32,

@@ -36,11 +36,7 @@ fn config(root: PathBuf, max_faces: usize, split: SplitConfig) -> FeatureConfig 
 }
 
 fn all_train() -> SplitConfig {
-    SplitConfig {
-        train: 1.0,
-        val: 0.0,
-        test: 0.0,
-    }
+    SplitConfig { train: 1.0, val: 0.0, test: 0.0 }
 }
 
 #[test]
@@ -54,18 +50,12 @@ fn scenes_have_boxes_inside_the_image_labelled_by_folder() {
     for index in 0..200u64 {
         let mut rng = SampleRng::seed_from_u64(index);
         let s = source.scene(index, &mut rng).unwrap();
-        assert_eq!(
-            (s.width, s.height, s.channels, s.pixels.len()),
-            (160, 128, 1, 160 * 128)
-        );
+        assert_eq!((s.width, s.height, s.channels, s.pixels.len()), (160, 128, 1, 160 * 128));
         assert!(s.boxes.len() <= 1);
         for b in &s.boxes {
             assert!(b.x0 >= 0.0 && b.y0 >= 0.0 && b.x1 <= 160.0 && b.y1 <= 128.0, "{b:?}");
             let side = (b.x1 - b.x0).min(b.y1 - b.y0);
-            assert!(
-                (16.0..=80.0 * 1.2).contains(&side),
-                "face side {side} out of range: {b:?}"
-            );
+            assert!((16.0..=80.0 * 1.2).contains(&side), "face side {side} out of range: {b:?}");
             // The centre of a lone face is fully opaque crop.
             let (cx, cy) = (((b.x0 + b.x1) / 2.0) as usize, ((b.y0 + b.y1) / 2.0) as usize);
             let centre = s.pixels[cy * 160 + cx];
@@ -82,10 +72,7 @@ fn scenes_have_boxes_inside_the_image_labelled_by_folder() {
             }
         }
     }
-    assert!(
-        labels[0] > 40 && labels[1] > 40,
-        "both folders are drawn from: {labels:?}"
-    );
+    assert!(labels[0] > 40 && labels[1] > 40, "both folders are drawn from: {labels:?}");
 }
 
 #[test]
@@ -115,11 +102,7 @@ fn scenes_are_deterministic_per_rng_and_faces_do_not_pile_up() {
 fn split_is_deterministic_and_disjoint() {
     let dir = tempfile::tempdir().unwrap();
     write_crops(dir.path(), 50);
-    let ratios = SplitConfig {
-        train: 0.6,
-        val: 0.2,
-        test: 0.2,
-    };
+    let ratios = SplitConfig { train: 0.6, val: 0.2, test: 0.2 };
     let mut total = 0;
     for split in [Split::Train, Split::Val, Split::Test] {
         let a = CropsSource::new(&config(dir.path().into(), 2, ratios.clone()), split).unwrap();
@@ -132,24 +115,14 @@ fn split_is_deterministic_and_disjoint() {
     // Every file lands in exactly one split.
     assert_eq!(total, 100);
     let names: Vec<String> = (0..1000).map(|i| format!("{i}.jpg")).collect();
-    let train = names
-        .iter()
-        .filter(|n| split_of_name(n, &ratios) == Split::Train)
-        .count();
+    let train = names.iter().filter(|n| split_of_name(n, &ratios) == Split::Train).count();
     assert!((540..660).contains(&train), "about 60% train: {train}");
-    assert!(names
-        .iter()
-        .all(|n| split_of_name(n, &ratios) == split_of_name(n, &ratios)));
+    assert!(names.iter().all(|n| split_of_name(n, &ratios) == split_of_name(n, &ratios)));
 }
 
 #[test]
 fn feathered_ellipse_leaves_no_square_border() {
-    let crop = Raster {
-        width: 64,
-        height: 64,
-        channels: 1,
-        pixels: vec![200; 64 * 64],
-    };
+    let crop = Raster { width: 64, height: 64, channels: 1, pixels: vec![200; 64 * 64] };
     let mut canvas = vec![0u8; 100 * 100];
     let p = Placement::new(&crop, 60.0, 0.0);
     paste_face(&mut canvas, 100, 100, 1, &crop, &p, 50.0, 50.0);
@@ -199,9 +172,7 @@ fn background_folder_images_fill_the_scene() {
     write_crops(dir.path(), 2);
     let backgrounds = dir.path().join("backgrounds");
     std::fs::create_dir_all(&backgrounds).unwrap();
-    image::GrayImage::from_pixel(300, 200, image::Luma([77]))
-        .save(backgrounds.join("wall.png"))
-        .unwrap();
+    image::GrayImage::from_pixel(300, 200, image::Luma([77])).save(backgrounds.join("wall.png")).unwrap();
     let mut cfg = config(dir.path().into(), 0, all_train());
     if let SourceConfig::Crops { backgrounds: b, .. } = &mut cfg.source {
         *b = Some(backgrounds.clone());
@@ -209,10 +180,7 @@ fn background_folder_images_fill_the_scene() {
     let source = CropsSource::new(&cfg, Split::Train).unwrap();
     let s = source.scene(0, &mut SampleRng::seed_from_u64(3)).unwrap();
     assert!(s.boxes.is_empty());
-    assert!(
-        s.pixels.iter().all(|p| *p == 77),
-        "a region of the background image, resampled"
-    );
+    assert!(s.pixels.iter().all(|p| *p == 77), "a region of the background image, resampled");
     // An empty background folder is named, or counted and replaced by textures under Skip.
     std::fs::remove_file(backgrounds.join("wall.png")).unwrap();
     let error = CropsSource::new(&cfg, Split::Train).unwrap_err().to_string();

@@ -6,13 +6,7 @@ use grin_features::{
 };
 
 fn small(workers: usize) -> FeatureConfig {
-    FeatureConfig {
-        width: 96,
-        height: 72,
-        workers,
-        seed: 11,
-        ..FeatureConfig::default()
-    }
+    FeatureConfig { width: 96, height: 72, workers, seed: 11, ..FeatureConfig::default() }
 }
 
 fn every_augmentation() -> AugmentConfig {
@@ -54,11 +48,7 @@ fn fill_batch_is_bit_identical_for_any_worker_count() {
         let cfg = |workers| FeatureConfig {
             channels,
             augment: every_augmentation(),
-            balance: Some(grin_features::BalanceConfig {
-                smiling: 1.0,
-                non_smiling: 1.0,
-                face_free: 1.0,
-            }),
+            balance: Some(grin_features::BalanceConfig { smiling: 1.0, non_smiling: 1.0, face_free: 1.0 }),
             ..small(workers)
         };
         let one = Pipeline::new(&cfg(1), Split::Train).unwrap();
@@ -81,14 +71,8 @@ fn fill_batch_is_bit_identical_for_any_worker_count() {
 
 #[test]
 fn only_training_is_augmented() {
-    let cfg = FeatureConfig {
-        augment: AugmentConfig {
-            flip: 1.0,
-            noise: 1.0,
-            ..AugmentConfig::default()
-        },
-        ..small(1)
-    };
+    let cfg =
+        FeatureConfig { augment: AugmentConfig { flip: 1.0, noise: 1.0, ..AugmentConfig::default() }, ..small(1) };
     let val = Pipeline::new(&cfg, Split::Val).unwrap();
     for i in 0..5 {
         let (scene, _) = val.scene(i).unwrap();
@@ -101,15 +85,8 @@ fn only_training_is_augmented() {
 
 #[test]
 fn samples_have_valid_boxes_at_any_worker_count() {
-    let p = Pipeline::new(
-        &FeatureConfig {
-            workers: 0,
-            augment: every_augmentation(),
-            ..small(0)
-        },
-        Split::Train,
-    )
-    .unwrap();
+    let p =
+        Pipeline::new(&FeatureConfig { workers: 0, augment: every_augmentation(), ..small(0) }, Split::Train).unwrap();
     assert!(p.workers() >= 1);
     let batch = p.batch(&(0..200).collect::<Vec<u64>>()).unwrap();
     for i in 0..batch.len {
@@ -139,24 +116,13 @@ impl Source for Flaky {
                 "truncated JPEG",
             ));
         }
-        Ok(Sample {
-            width: 16,
-            height: 16,
-            channels: 1,
-            pixels: vec![(index % 30) as u8; 256],
-            boxes: vec![],
-        })
+        Ok(Sample { width: 16, height: 16, channels: 1, pixels: vec![(index % 30) as u8; 256], boxes: vec![] })
     }
 }
 
 #[test]
 fn bad_samples_are_skipped_deterministically_or_reported() {
-    let cfg = FeatureConfig {
-        width: 16,
-        height: 16,
-        on_bad_sample: OnBadSample::Skip,
-        ..small(2)
-    };
+    let cfg = FeatureConfig { width: 16, height: 16, on_bad_sample: OnBadSample::Skip, ..small(2) };
     let p = Pipeline::from_source(&cfg, Split::Val, Box::new(Flaky)).unwrap();
     let indices: Vec<u64> = (0..30).collect();
     let a = p.batch(&indices).unwrap();
@@ -164,15 +130,7 @@ fn bad_samples_are_skipped_deterministically_or_reported() {
     assert_eq!(p.skips().get(BadInputKind::CorruptImage), p.skips().total());
     assert!(p.skips().total() >= 10, "{:?}", p.skips().summary());
     assert!(p.skips().summary().unwrap().contains("corrupt or truncated image"));
-    let q = Pipeline::from_source(
-        &FeatureConfig {
-            workers: 1,
-            ..cfg.clone()
-        },
-        Split::Val,
-        Box::new(Flaky),
-    )
-    .unwrap();
+    let q = Pipeline::from_source(&FeatureConfig { workers: 1, ..cfg.clone() }, Split::Val, Box::new(Flaky)).unwrap();
     assert_eq!(q.batch(&indices).unwrap(), a);
     assert_eq!(q.skips().total(), p.skips().total());
     // Replacements are good samples, never the bad index itself.
@@ -180,15 +138,9 @@ fn bad_samples_are_skipped_deterministically_or_reported() {
         assert_ne!(a.sample(i).pixels[0] % 3, 0);
     }
 
-    let strict = Pipeline::from_source(
-        &FeatureConfig {
-            on_bad_sample: OnBadSample::Error,
-            ..cfg
-        },
-        Split::Val,
-        Box::new(Flaky),
-    )
-    .unwrap();
+    let strict =
+        Pipeline::from_source(&FeatureConfig { on_bad_sample: OnBadSample::Error, ..cfg }, Split::Val, Box::new(Flaky))
+            .unwrap();
     let err = strict.batch(&[1, 2, 3, 6]).unwrap_err().to_string();
     assert!(err.contains("faces/3.jpg") && err.contains("truncated JPEG"), "{err}");
     assert_eq!(strict.skips().total(), 0);
@@ -196,26 +148,9 @@ fn bad_samples_are_skipped_deterministically_or_reported() {
 
 #[test]
 fn bad_configs_are_rejected_with_the_key() {
-    let err = Pipeline::new(
-        &FeatureConfig {
-            channels: 4,
-            ..small(1)
-        },
-        Split::Train,
-    )
-    .unwrap_err();
+    let err = Pipeline::new(&FeatureConfig { channels: 4, ..small(1) }, Split::Train).unwrap_err();
     assert!(err.to_string().contains("features.channels"), "{err}");
-    let bad_aug = AugmentConfig {
-        noise: -0.1,
-        ..AugmentConfig::default()
-    };
-    let err = Pipeline::new(
-        &FeatureConfig {
-            augment: bad_aug,
-            ..small(1)
-        },
-        Split::Train,
-    )
-    .unwrap_err();
+    let bad_aug = AugmentConfig { noise: -0.1, ..AugmentConfig::default() };
+    let err = Pipeline::new(&FeatureConfig { augment: bad_aug, ..small(1) }, Split::Train).unwrap_err();
     assert!(err.to_string().contains("features.augment.noise"), "{err}");
 }

@@ -39,10 +39,7 @@ fn boxes_are_inside_the_image_large_enough_and_barely_overlapping() {
             assert_eq!(s.pixels.len(), (w * h * c) as usize);
             assert!(s.boxes.len() <= 4);
             for b in &s.boxes {
-                assert!(
-                    b.x0 >= 0.0 && b.y0 >= 0.0 && b.x1 <= w as f32 && b.y1 <= h as f32,
-                    "{b:?} in {w}x{h}"
-                );
+                assert!(b.x0 >= 0.0 && b.y0 >= 0.0 && b.x1 <= w as f32 && b.y1 <= h as f32, "{b:?} in {w}x{h}");
                 // The smallest face is 16 px tall with aspect >= 0.7.
                 assert!(b.x1 - b.x0 >= 10.0 && b.y1 - b.y0 >= 10.0, "{b:?}");
                 assert!(b.smile != Smile::Unknown);
@@ -92,39 +89,25 @@ fn faces_stand_out_from_their_surroundings() {
             }
             v.sort_unstable();
             let spread = v[v.len() * 95 / 100] as i32 - v[v.len() * 5 / 100] as i32;
-            assert!(
-                spread >= 25,
-                "seed {seed}: face {b:?} has a grey spread of only {spread}"
-            );
+            assert!(spread >= 25, "seed {seed}: face {b:?} has a grey spread of only {spread}");
         }
     }
 }
 
 #[test]
 fn config_errors_name_the_key() {
-    let err = SyntheticSource::with_params(160, 120, 2, SyntheticParams::default())
-        .unwrap_err()
-        .to_string();
+    let err = SyntheticSource::with_params(160, 120, 2, SyntheticParams::default()).unwrap_err().to_string();
     assert!(err.contains("features.channels"), "{err}");
-    let p = SyntheticParams {
-        min_face: 40.0,
-        max_face: 20.0,
-        ..SyntheticParams::default()
-    };
+    let p = SyntheticParams { min_face: 40.0, max_face: 20.0, ..SyntheticParams::default() };
     let err = SyntheticSource::with_params(160, 120, 1, p).unwrap_err().to_string();
     assert!(err.contains("features.source.max_face"), "{err}");
-    let err = SyntheticSource::with_params(0, 120, 1, SyntheticParams::default())
-        .unwrap_err()
-        .to_string();
+    let err = SyntheticSource::with_params(0, 120, 1, SyntheticParams::default()).unwrap_err().to_string();
     assert!(err.contains("features.width"), "{err}");
 }
 
 #[test]
 fn no_faces_when_max_faces_is_zero() {
-    let p = SyntheticParams {
-        max_faces: 0,
-        ..SyntheticParams::default()
-    };
+    let p = SyntheticParams { max_faces: 0, ..SyntheticParams::default() };
     let src = SyntheticSource::with_params(96, 72, 3, p).unwrap();
     for seed in 0..50 {
         assert!(src.generate(&mut SampleRng::seed_from_u64(seed)).boxes.is_empty());
@@ -133,11 +116,7 @@ fn no_faces_when_max_faces_is_zero() {
 
 #[test]
 fn splits_see_different_scenes() {
-    let cfg = FeatureConfig {
-        width: 96,
-        height: 72,
-        ..FeatureConfig::default()
-    };
+    let cfg = FeatureConfig { width: 96, height: 72, ..FeatureConfig::default() };
     let train = Pipeline::new(&cfg, Split::Train).unwrap();
     let val = Pipeline::new(&cfg, Split::Val).unwrap();
     let test = Pipeline::new(&cfg, Split::Test).unwrap();

@@ -25,7 +25,13 @@ pub fn summarize(samples: &[Duration]) -> Option<Latency> {
     let median = if n % 2 == 1 { ms[n / 2] } else { (ms[n / 2 - 1] + ms[n / 2]) / 2.0 };
     let p95 = ms[((0.95 * n as f64).ceil() as usize).clamp(1, n) - 1];
     let total: f64 = ms.iter().sum();
-    Some(Latency { iterations: n, median_ms: median, p95_ms: p95, mean_ms: total / n as f64, fps: n as f64 * 1e3 / total })
+    Some(Latency {
+        iterations: n,
+        median_ms: median,
+        p95_ms: p95,
+        mean_ms: total / n as f64,
+        fps: n as f64 * 1e3 / total,
+    })
 }
 
 #[cfg(test)]

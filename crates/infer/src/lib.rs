@@ -2,16 +2,18 @@
 //! binary does on a Raspberry Pi.
 //!
 //! Data flow: an image file is decoded ([`frame::load_image`]), letterboxed
-//! to the run size ([`frame::Frame`]), pushed through the same Burn model
-//! definition that training uses, decoded by `grin_model::decode` (the one
+//! to the run size ([`frame::Frame`]), pushed through the network (a
+//! hand-written CPU pass, [`fast`], or the Burn model definition training
+//! uses; they agree to 1e-4), decoded by `grin_model::decode` (the one
 //! decoder of the project), and the boxes are mapped back to the original
 //! image's pixels. [`report`] rounds them for printing.
 
 pub mod bench;
 pub mod draw;
+pub mod fast;
 pub mod frame;
 pub mod model;
 pub mod report;
 
 pub use frame::{load_image, Frame};
-pub use model::{Detector, ModelSource, DEFAULT_MODEL};
+pub use model::{Detector, Engine, ModelSource, DEFAULT_MODEL};

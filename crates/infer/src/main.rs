@@ -10,7 +10,7 @@ use clap::Parser;
 use grin_infer::bench::{self, Latency};
 use grin_infer::draw;
 use grin_infer::report::ImageReport;
-use grin_infer::{load_image, Detector, ModelSource};
+use grin_infer::{load_image, Detector, Engine, ModelSource};
 use image::DynamicImage;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -39,6 +39,9 @@ struct Cli {
     /// Images are scaled to fit it, keeping their aspect ratio; boxes come back in image pixels.
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     size: Option<(usize, usize)>,
+    /// Forward pass: the hand-written CPU path, or Burn's ndarray backend (the training code).
+    #[arg(long, value_enum, default_value = "fast")]
+    engine: Engine,
     /// Time detection instead of printing it: median and p95 latency, frames/s.
     #[arg(long)]
     bench: bool,
@@ -62,7 +65,7 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", one_line(&e));
             ExitCode::from(2)
         }
     }
@@ -78,6 +81,7 @@ fn run(cli: &Cli) -> Result<bool> {
     }
     let source = cli.model.clone().map_or(ModelSource::Embedded, ModelSource::File);
     let mut detector = Detector::load(source)?;
+    detector.set_engine(cli.engine);
     if let Some((w, h)) = cli.size {
         detector.set_run_size(w, h)?;
     }
@@ -88,8 +92,13 @@ fn run(cli: &Cli) -> Result<bool> {
     }
 }
 
+/// Decoders' messages may end in or contain newlines; an error is one line.
+fn one_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn report_failure(path: &Path, e: &anyhow::Error) {
-    eprintln!("error: {}: {e:#}", path.display());
+    eprintln!("error: {}: {}", path.display(), one_line(e));
 }
 
 fn detect_images(cli: &Cli, detector: &Detector) -> Result<bool> {
@@ -130,6 +139,7 @@ fn detect_images(cli: &Cli, detector: &Detector) -> Result<bool> {
 
 #[derive(Serialize)]
 struct BenchReport {
+    engine: String,
     width: usize,
     height: usize,
     threads: usize,
@@ -172,6 +182,7 @@ fn bench_images(cli: &Cli, detector: &Detector) -> Result<bool> {
     let (width, height) = detector.run_size();
     let budget = detector.budget();
     let report = BenchReport {
+        engine: format!("{:?}", detector.engine()).to_lowercase(),
         width,
         height,
         threads: rayon::current_num_threads(),
@@ -185,8 +196,9 @@ fn bench_images(cli: &Cli, detector: &Detector) -> Result<bool> {
     } else {
         let l = &report.latency;
         println!(
-            "grin-detect bench: {width}x{height} ({} params, {:.1} MFLOPs), {} thread{}, {} iterations over {} image{}: \
+            "grin-detect bench ({} engine): {width}x{height} ({} params, {:.1} MFLOPs), {} thread{}, {} iterations over {} image{}: \
              median {:.3} ms, p95 {:.3} ms, {:.1} frames/s",
+            report.engine,
             report.params,
             report.mflops,
             report.threads,

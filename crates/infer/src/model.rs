@@ -8,6 +8,7 @@
 //! pixel size they have after the image is scaled to the run size, so a run
 //! size far from the training size shifts which face sizes are found.
 
+use crate::fast::{FastDetector, Map};
 use crate::frame::Frame;
 use anyhow::{anyhow, bail, Result};
 use burn::tensor::{Tensor, TensorData};
@@ -42,8 +43,19 @@ impl std::fmt::Display for ModelSource {
     }
 }
 
+/// Which forward pass runs the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    /// The hand-written CPU path (`fast.rs`), checked against Burn by `tests/parity.rs`.
+    Fast,
+    /// Burn's ndarray backend, the same code training runs.
+    Burn,
+}
+
 pub struct Detector {
     spec: DetectorSpec,
+    engine: Engine,
+    fast: FastDetector,
     model: grin_model::Detector<Backend>,
     device: NdArrayDevice,
     params: DecodeParams,
@@ -63,7 +75,11 @@ impl Detector {
         if !matches!(spec.channels, 1 | 3) {
             bail!("{source}: model expects {} channels; images give 1 or 3", spec.channels);
         }
+        let fast =
+            FastDetector::new(&spec, &model).map_err(|e| anyhow!("{source}: weights do not fit the detector: {e}"))?;
         Ok(Detector {
+            engine: Engine::Fast,
+            fast,
             params: spec.model.decode_params(),
             points: spec.points(),
             spec,
@@ -112,20 +128,45 @@ impl Detector {
         Frame::new(image, self.spec.channels, w, h)
     }
 
-    /// Detections in the frame's source-image pixels, best first.
-    pub fn detect(&self, frame: Frame) -> Vec<Detection> {
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    pub fn set_engine(&mut self, engine: Engine) {
+        self.engine = engine;
+    }
+
+    pub fn points(&self) -> &Points {
+        &self.points
+    }
+
+    /// The network's raw output for one frame, `[OUTPUTS, points]` row-major.
+    pub fn raw(&self, frame: Frame) -> Vec<f32> {
         assert_eq!(
             (frame.width, frame.height, frame.channels),
             (self.points.width, self.points.height, self.spec.channels),
             "frame was made for another run size"
         );
+        match self.engine {
+            Engine::Fast => self.fast.forward(Map {
+                channels: frame.channels,
+                height: frame.height,
+                width: frame.width,
+                data: frame.pixels,
+            }),
+            Engine::Burn => {
+                let shape = [1, frame.channels, frame.height, frame.width];
+                let input = Tensor::<Backend, 4>::from_data(TensorData::new(frame.pixels, shape), &self.device);
+                let raw = self.model.forward(input).raw;
+                raw.into_data().convert::<f32>().to_vec::<f32>().expect("f32 output")
+            }
+        }
+    }
+
+    /// Detections in the frame's source-image pixels, best first.
+    pub fn detect(&self, frame: Frame) -> Vec<Detection> {
         let mapping = frame.mapping();
-        let shape = [1, frame.channels, frame.height, frame.width];
-        let input = Tensor::<Backend, 4>::from_data(TensorData::new(frame.pixels, shape), &self.device);
-        grin_model::detect(&self.model, &self.points, input, &self.params)
-            .into_iter()
-            .flatten()
-            .filter_map(|d| mapping.to_source(d))
-            .collect()
+        let raw = self.raw(frame);
+        grin_model::decode(&raw, &self.points, &self.params).into_iter().filter_map(|d| mapping.to_source(d)).collect()
     }
 }

@@ -21,7 +21,15 @@ pub struct ConvBn<B: Backend> {
 }
 
 impl<B: Backend> ConvBn<B> {
-    pub fn new(input: usize, output: usize, kernel: usize, stride: usize, groups: usize, relu: bool, device: &B::Device) -> Self {
+    pub fn new(
+        input: usize,
+        output: usize,
+        kernel: usize,
+        stride: usize,
+        groups: usize,
+        relu: bool,
+        device: &B::Device,
+    ) -> Self {
         let pad = kernel / 2;
         let conv = Conv2dConfig::new([input, output], [kernel, kernel])
             .with_stride([stride, stride])

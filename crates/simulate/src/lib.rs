@@ -19,8 +19,15 @@ pub fn report(r: &SimResult, run: Option<&RunFigures>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "simulated {:.1} s: {} loaders x {:.3}±{:.3} ms per batch, queue {}, step {:.3} ms, seed {}",
-        p.seconds, p.loaders, p.load_ms, p.load_jitter_ms, p.queue, p.step_ms, p.seed
+        "simulated {:.1} s: {} loader{} x {:.3}±{:.3} ms per batch, queue {}, step {:.3} ms, seed {}",
+        p.seconds,
+        p.loaders,
+        if p.loaders == 1 { "" } else { "s" },
+        p.load_ms,
+        p.load_jitter_ms,
+        p.queue,
+        p.step_ms,
+        p.seed
     );
     let _ = writeln!(s, "  batches consumed   {}", r.batches_consumed);
     let _ = writeln!(
@@ -64,17 +71,10 @@ mod tests {
     #[test]
     fn report_shows_prediction_and_measurement() {
         let r = simulate(&SimParams::new(100.0, 0.0, 2, 10.0, 10.0)).unwrap();
-        let run = RunFigures {
-            mode: Some("precomputed".into()),
-            gpu_busy_pct: Some(25.0),
-            ..RunFigures::default()
-        };
+        let run = RunFigures { mode: Some("precomputed".into()), gpu_busy_pct: Some(25.0), ..RunFigures::default() };
         let text = report(&r, Some(&run));
         assert!(text.contains("prediction min(1, N*S/L) = 20.0%"), "{text}");
-        assert!(
-            text.contains("(precomputed): predicted 19.8% vs measured 25.0% GPU busy (-5.2 points)"),
-            "{text}"
-        );
+        assert!(text.contains("(precomputed): predicted 19.8% vs measured 25.0% GPU busy (-5.2 points)"), "{text}");
         assert!(text.contains("batches consumed   198"), "{text}");
     }
 }

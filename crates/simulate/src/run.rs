@@ -24,9 +24,7 @@ pub fn read_run(run_dir: &Path) -> Result<RunFigures> {
     let text = std::fs::read_to_string(&summary)
         .with_context(|| format!("{}: cannot read the run's summary", summary.display()))?;
     let json: Value = serde_json::from_str(&text).with_context(|| format!("{}: not valid JSON", summary.display()))?;
-    let Value::Object(map) = json else {
-        bail!("{}: expected a JSON object", summary.display())
-    };
+    let Value::Object(map) = json else { bail!("{}: expected a JSON object", summary.display()) };
     let number = |key: &str| -> Result<Option<f64>> {
         match map.get(key) {
             None | Some(Value::Null) => Ok(None),
@@ -89,19 +87,10 @@ pub fn resolve(flags: &Flags, run: Option<&RunFigures>) -> Result<SimParams> {
             None => bail!("--{name} is required (or --from-run runs/<name>)"),
         }
     }
-    let load_ms = pick(
-        flags.load_ms,
-        run.and_then(|r| r.load_ms),
-        "load-ms",
-        "load_ms_per_batch",
-        run,
-    )?;
+    let load_ms = pick(flags.load_ms, run.and_then(|r| r.load_ms), "load-ms", "load_ms_per_batch", run)?;
     let loaders = pick(flags.loaders, run.and_then(|r| r.loaders), "loaders", "loaders", run)?;
     let step_ms = pick(flags.step_ms, run.and_then(|r| r.step_ms), "step-ms", "step_ms", run)?;
-    let jitter = flags
-        .load_jitter_ms
-        .or(run.and_then(|r| r.load_jitter_ms))
-        .unwrap_or(0.0);
+    let jitter = flags.load_jitter_ms.or(run.and_then(|r| r.load_jitter_ms)).unwrap_or(0.0);
     let mut params = SimParams::new(load_ms, jitter, loaders, step_ms, flags.seconds);
     if let Some(q) = flags.queue {
         params.queue = q;
@@ -121,11 +110,7 @@ mod tests {
     }
 
     fn flags() -> Flags {
-        Flags {
-            seconds: 10.0,
-            timeline_ms: 1000.0,
-            ..Flags::default()
-        }
+        Flags { seconds: 10.0, timeline_ms: 1000.0, ..Flags::default() }
     }
 
     #[test]
@@ -138,51 +123,27 @@ mod tests {
         );
         let run = read_run(dir.path()).unwrap();
         assert_eq!(run.mode.as_deref(), Some("on-the-fly"));
-        assert_eq!(
-            (run.load_ms, run.load_jitter_ms, run.loaders),
-            (Some(40.5), Some(3.0), Some(4))
-        );
+        assert_eq!((run.load_ms, run.load_jitter_ms, run.loaders), (Some(40.5), Some(3.0), Some(4)));
         assert_eq!((run.step_ms, run.gpu_busy_pct), (Some(12.0), Some(88.0)));
 
         let p = resolve(&flags(), Some(&run)).unwrap();
-        assert_eq!(
-            (p.load_ms, p.load_jitter_ms, p.loaders, p.step_ms, p.queue),
-            (40.5, 3.0, 4, 12.0, 8)
-        );
-        let p = resolve(
-            &Flags {
-                loaders: Some(2),
-                step_ms: Some(5.0),
-                queue: Some(3),
-                ..flags()
-            },
-            Some(&run),
-        )
-        .unwrap();
+        assert_eq!((p.load_ms, p.load_jitter_ms, p.loaders, p.step_ms, p.queue), (40.5, 3.0, 4, 12.0, 8));
+        let p =
+            resolve(&Flags { loaders: Some(2), step_ms: Some(5.0), queue: Some(3), ..flags() }, Some(&run)).unwrap();
         assert_eq!((p.load_ms, p.loaders, p.step_ms, p.queue), (40.5, 2, 5.0, 3));
     }
 
     #[test]
     fn missing_and_wrong_keys_name_file_and_key() {
         let dir = tempfile::tempdir().unwrap();
-        write(
-            dir.path(),
-            r#"{"mode":"in-vram","load_ms_per_batch":null,"loaders":1,"step_ms":4}"#,
-        );
+        write(dir.path(), r#"{"mode":"in-vram","load_ms_per_batch":null,"loaders":1,"step_ms":4}"#);
         let run = read_run(dir.path()).unwrap();
         let err = format!("{:#}", resolve(&flags(), Some(&run)).unwrap_err());
         assert!(
             err.contains("summary.json") && err.contains("load_ms_per_batch") && err.contains("--load-ms"),
             "{err}"
         );
-        assert!(resolve(
-            &Flags {
-                load_ms: Some(0.1),
-                ..flags()
-            },
-            Some(&run)
-        )
-        .is_ok());
+        assert!(resolve(&Flags { load_ms: Some(0.1), ..flags() }, Some(&run)).is_ok());
 
         write(dir.path(), r#"{"loaders":2.5}"#);
         let err = format!("{:#}", read_run(dir.path()).unwrap_err());
@@ -199,17 +160,7 @@ mod tests {
 
     #[test]
     fn without_a_run_the_flags_are_required() {
-        let err = format!(
-            "{:#}",
-            resolve(
-                &Flags {
-                    load_ms: Some(10.0),
-                    ..flags()
-                },
-                None
-            )
-            .unwrap_err()
-        );
+        let err = format!("{:#}", resolve(&Flags { load_ms: Some(10.0), ..flags() }, None).unwrap_err());
         assert!(err.contains("--loaders is required"), "{err}");
     }
 }

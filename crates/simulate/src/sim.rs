@@ -211,12 +211,7 @@ impl Recorder {
             self.blocked_ms += end - start_ms;
         }
         if end > start_ms && self.room(start_ms) {
-            self.timeline.loaders.push(LoaderInterval {
-                loader,
-                state,
-                start_ms,
-                end_ms: end.min(self.window_ms),
-            });
+            self.timeline.loaders.push(LoaderInterval { loader, state, start_ms, end_ms: end.min(self.window_ms) });
         }
     }
 
@@ -261,11 +256,7 @@ struct Sim<'a> {
 impl Sim<'_> {
     fn push(&mut self, at: f64, kind: Kind) {
         self.seq += 1;
-        self.heap.push(Event {
-            at,
-            seq: self.seq,
-            kind,
-        });
+        self.heap.push(Event { at, seq: self.seq, kind });
     }
 
     fn load_time(&mut self) -> f64 {
@@ -312,8 +303,7 @@ impl Sim<'_> {
     }
 
     fn on_load_done(&mut self, loader: usize, now: f64) {
-        self.rec
-            .loader(loader, LoaderState::Busy, self.load_started[loader], now);
+        self.rec.loader(loader, LoaderState::Busy, self.load_started[loader], now);
         if self.queue_len < self.p.queue {
             self.enqueue(now);
             self.start_load(loader, now);
@@ -351,11 +341,7 @@ pub fn simulate(p: &SimParams) -> Result<SimResult> {
             end_ms,
             window_ms,
             max_intervals: p.max_intervals,
-            timeline: Timeline {
-                window_ms,
-                queue: vec![(0.0, 0)],
-                ..Timeline::default()
-            },
+            timeline: Timeline { window_ms, queue: vec![(0.0, 0)], ..Timeline::default() },
             gpu_busy_ms: 0.0,
             blocked_ms: 0.0,
             queue_area: 0.0,
@@ -409,10 +395,7 @@ mod tests {
     use super::*;
 
     fn params(load_ms: f64, jitter: f64, loaders: usize, step_ms: f64) -> SimParams {
-        SimParams {
-            seed: 7,
-            ..SimParams::new(load_ms, jitter, loaders, step_ms, 60.0)
-        }
+        SimParams { seed: 7, ..SimParams::new(load_ms, jitter, loaders, step_ms, 60.0) }
     }
 
     #[test]
@@ -422,18 +405,10 @@ mod tests {
         assert!(r.gpu_busy > 0.99, "busy {}", r.gpu_busy);
         assert_eq!(r.predicted_busy, 1.0);
         // Only the first load (~20 ms) is idle time: 60 s / 10 ms = 6000 steps, minus about two.
-        assert!(
-            (5990..=6000).contains(&r.batches_consumed),
-            "consumed {}",
-            r.batches_consumed
-        );
+        assert!((5990..=6000).contains(&r.batches_consumed), "consumed {}", r.batches_consumed);
         // Surplus loaders spend most of their time waiting for queue room.
         assert!(r.loader_blocked > 0.3, "blocked {}", r.loader_blocked);
-        assert!(
-            r.mean_queue > (r.params.queue as f64) - 1.5,
-            "mean queue {}",
-            r.mean_queue
-        );
+        assert!(r.mean_queue > (r.params.queue as f64) - 1.5, "mean queue {}", r.mean_queue);
     }
 
     #[test]
@@ -450,10 +425,7 @@ mod tests {
     fn without_jitter_the_count_is_exact() {
         // One loader, 30 ms loads, 10 ms steps, 1 s: batches land at 30, 60, ..., 990 ms;
         // the last step finishes at 1000 ms, so all 33 count.
-        let p = SimParams {
-            seconds: 1.0,
-            ..params(30.0, 0.0, 1, 10.0)
-        };
+        let p = SimParams { seconds: 1.0, ..params(30.0, 0.0, 1, 10.0) };
         let r = simulate(&p).unwrap();
         assert_eq!(r.batches_consumed, 33);
         assert!((r.gpu_busy - 0.33).abs() < 1e-9, "busy {}", r.gpu_busy);
@@ -465,21 +437,14 @@ mod tests {
         let a = simulate(&params(40.0, 15.0, 3, 12.0)).unwrap();
         let b = simulate(&params(40.0, 15.0, 3, 12.0)).unwrap();
         assert_eq!(a, b);
-        let c = simulate(&SimParams {
-            seed: 8,
-            ..params(40.0, 15.0, 3, 12.0)
-        })
-        .unwrap();
+        let c = simulate(&SimParams { seed: 8, ..params(40.0, 15.0, 3, 12.0) }).unwrap();
         assert_ne!(a.timeline, c.timeline);
     }
 
     #[test]
     fn queue_never_exceeds_capacity() {
         for (loaders, queue) in [(8, 1), (8, 3), (2, 4)] {
-            let p = SimParams {
-                queue,
-                ..params(5.0, 3.0, loaders, 10.0)
-            };
+            let p = SimParams { queue, ..params(5.0, 3.0, loaders, 10.0) };
             let r = simulate(&p).unwrap();
             assert!(r.max_queue <= queue, "max {} > capacity {}", r.max_queue, queue);
             assert_eq!(r.max_queue, queue, "fast loaders should fill the queue");
@@ -489,19 +454,12 @@ mod tests {
 
     #[test]
     fn intervals_stay_inside_the_window_and_under_the_cap() {
-        let p = SimParams {
-            timeline_ms: 500.0,
-            max_intervals: 100,
-            ..params(20.0, 5.0, 4, 10.0)
-        };
+        let p = SimParams { timeline_ms: 500.0, max_intervals: 100, ..params(20.0, 5.0, 4, 10.0) };
         let r = simulate(&p).unwrap();
         let t = &r.timeline;
         assert!(t.truncated);
         assert!(t.loaders.len() + t.gpu.len() + t.queue.len() <= 100);
-        assert!(t
-            .loaders
-            .iter()
-            .all(|i| i.start_ms < 500.0 && i.end_ms <= 500.0 && i.start_ms < i.end_ms));
+        assert!(t.loaders.iter().all(|i| i.start_ms < 500.0 && i.end_ms <= 500.0 && i.start_ms < i.end_ms));
         assert!(t.gpu.iter().all(|&(s, e)| s < 500.0 && e <= 500.0));
     }
 
@@ -511,26 +469,14 @@ mod tests {
         assert!(simulate(&params(10.0, 0.0, 1, 0.0)).is_err());
         assert!(simulate(&params(-1.0, 0.0, 1, 10.0)).is_err());
         assert!(simulate(&params(f64::NAN, 0.0, 1, 10.0)).is_err());
-        assert!(simulate(&SimParams {
-            queue: 0,
-            ..params(10.0, 0.0, 1, 10.0)
-        })
-        .is_err());
-        assert!(simulate(&SimParams {
-            seconds: 1e9,
-            ..params(10.0, 0.0, 1, 0.001)
-        })
-        .is_err());
+        assert!(simulate(&SimParams { queue: 0, ..params(10.0, 0.0, 1, 10.0) }).is_err());
+        assert!(simulate(&SimParams { seconds: 1e9, ..params(10.0, 0.0, 1, 0.001) }).is_err());
     }
 
     #[test]
     fn instant_loaders_only_fill_the_queue() {
         // In-VRAM runs report ~0 ms per batch: the queue stays full, busy is 100%.
-        let r = simulate(&SimParams {
-            seconds: 1.0,
-            ..params(0.0, 0.0, 2, 10.0)
-        })
-        .unwrap();
+        let r = simulate(&SimParams { seconds: 1.0, ..params(0.0, 0.0, 2, 10.0) }).unwrap();
         assert_eq!(r.batches_consumed, 100);
         assert!((r.gpu_busy - 1.0).abs() < 1e-9);
     }

@@ -52,15 +52,9 @@ fn draw(result: &SimResult, path: &Path) -> Result<(), Box<dyn std::error::Error
         .x_label_area_size(30)
         .y_label_area_size(80)
         .build_cartesian_2d(0f64..window, 0f64..rows as f64 + 3.0)?;
-    let row_names: Vec<String> = std::iter::once("GPU".to_string())
-        .chain((0..drawn).map(|i| format!("loader {i}")))
-        .collect();
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_labels(0)
-        .x_desc("time (ms)")
-        .draw()?;
+    let row_names: Vec<String> =
+        std::iter::once("GPU".to_string()).chain((0..drawn).map(|i| format!("loader {i}"))).collect();
+    chart.configure_mesh().disable_y_mesh().y_labels(0).x_desc("time (ms)").draw()?;
     let row_y = |row: usize| (rows - 1 - row) as f64;
     // A sliver of white between back-to-back bars keeps one batch apart from the next.
     let gap = window / 1500.0;
@@ -80,11 +74,7 @@ fn draw(result: &SimResult, path: &Path) -> Result<(), Box<dyn std::error::Error
     });
     chart.draw_series(loader_bars)?;
     // Legend entries only; the bars above are drawn without labels to keep one entry per kind.
-    for (name, color) in [
-        ("GPU busy", GPU),
-        ("loader busy", BUSY),
-        ("loader blocked (queue full)", BLOCKED),
-    ] {
+    for (name, color) in [("GPU busy", GPU), ("loader busy", BUSY), ("loader blocked (queue full)", BLOCKED)] {
         chart
             .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())?
             .label(name)
@@ -139,11 +129,7 @@ mod tests {
     fn writes_an_svg_with_every_part() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.svg");
-        let p = SimParams {
-            seconds: 2.0,
-            timeline_ms: 300.0,
-            ..SimParams::new(40.0, 5.0, 3, 12.0, 2.0)
-        };
+        let p = SimParams { seconds: 2.0, timeline_ms: 300.0, ..SimParams::new(40.0, 5.0, 3, 12.0, 2.0) };
         let r = simulate(&p).unwrap();
         render_svg(&r, &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
@@ -153,19 +139,13 @@ mod tests {
         }
         // One rect per kept interval at least (plus background and legend).
         let rects = svg.matches("<rect").count();
-        assert!(
-            rects >= r.timeline.gpu.len() + r.timeline.loaders.len(),
-            "{rects} rects"
-        );
+        assert!(rects >= r.timeline.gpu.len() + r.timeline.loaders.len(), "{rects} rects");
     }
 
     #[test]
     fn step_line_holds_each_level() {
         let pts = step_points(&[(0.0, 0), (5.0, 1), (7.0, 0)], 10.0);
-        assert_eq!(
-            pts,
-            vec![(0.0, 0.0), (5.0, 0.0), (5.0, 1.0), (7.0, 1.0), (7.0, 0.0), (10.0, 0.0)]
-        );
+        assert_eq!(pts, vec![(0.0, 0.0), (5.0, 0.0), (5.0, 1.0), (7.0, 1.0), (7.0, 0.0), (10.0, 0.0)]);
     }
 
     #[test]

@@ -31,13 +31,7 @@ impl Throughput {
 
 /// The shuffled batches of one benchmark run.
 pub fn batch_order(store: &Store, batch_size: usize, batches: usize, seed: u64) -> Result<Vec<Vec<u64>>> {
-    let options = LoaderOptions {
-        batch_size,
-        seed,
-        balance: Balance::Off,
-        prefetch: 1,
-        start_batch: 0,
-    };
+    let options = LoaderOptions { batch_size, seed, balance: Balance::Off, prefetch: 1, start_batch: 0 };
     let mut order = BatchOrder::new(store, &options)?;
     Ok((0..batches)
         .map(|_| {
@@ -52,8 +46,7 @@ pub fn batch_order(store: &Store, batch_size: usize, batches: usize, seed: u64) 
 pub fn write_order(path: &Path, order: &[Vec<u64>]) -> Result<()> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| StoreError::io(path, e))?);
     for index in order.iter().flatten() {
-        out.write_all(&index.to_le_bytes())
-            .map_err(|e| StoreError::io(path, e))?;
+        out.write_all(&index.to_le_bytes()).map_err(|e| StoreError::io(path, e))?;
     }
     out.flush().map_err(|e| StoreError::io(path, e))
 }
@@ -83,12 +76,7 @@ fn best(
         pass()?;
         seconds = seconds.min(start.elapsed().as_secs_f64());
     }
-    Ok(Throughput {
-        name: name.into(),
-        samples,
-        bytes,
-        seconds,
-    })
+    Ok(Throughput { name: name.into(), samples, bytes, seconds })
 }
 
 /// (a) memcpy of the same records in record order and in the shuffled
@@ -136,19 +124,11 @@ pub fn run(store: &Store, order: &[Vec<u64>], repeats: usize, seed: u64) -> Resu
         Ok(())
     })?);
 
-    let options = LoaderOptions {
-        batch_size,
-        seed,
-        balance: Balance::Off,
-        prefetch: 4,
-        start_batch: 0,
-    };
+    let options = LoaderOptions { batch_size, seed, balance: Balance::Off, prefetch: 4, start_batch: 0 };
     results.push(best("grin loader (prefetch thread)", samples, bytes, repeats, || {
         let mut loader = BatchLoader::new(store, &options)?;
         for _ in 0..order.len() {
-            let batch = loader
-                .next()
-                .ok_or_else(|| StoreError::Usage("the loader thread stopped".into()))?;
+            let batch = loader.next().ok_or_else(|| StoreError::Usage("the loader thread stopped".into()))?;
             loader.recycle(black_box(batch));
         }
         Ok(())

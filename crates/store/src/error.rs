@@ -22,18 +22,11 @@ pub enum StoreError {
     #[error("{}: cannot merge: {message}", dir.display())]
     Merge { dir: PathBuf, message: String },
     #[error("generating samples {first}..{end}: {source}")]
-    Generate {
-        first: u64,
-        end: u64,
-        source: grin_features::FeatureError,
-    },
+    Generate { first: u64, end: u64, source: grin_features::FeatureError },
     #[error("record {index} is out of range: the dataset has {len} records")]
     Index { index: u64, len: u64 },
     #[error("batch is {got:?} (width, height, channels) but the dataset's records are {expected:?}")]
-    BatchShape {
-        expected: (u32, u32, u32),
-        got: (u32, u32, u32),
-    },
+    BatchShape { expected: (u32, u32, u32), got: (u32, u32, u32) },
     /// A bad argument from the caller (shard range, batch size, fractions).
     #[error("{0}")]
     Usage(String),
@@ -41,17 +34,11 @@ pub enum StoreError {
 
 impl StoreError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        StoreError::Io {
-            path: path.into(),
-            source,
-        }
+        StoreError::Io { path: path.into(), source }
     }
 
     pub fn format(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        StoreError::Format {
-            path: path.into(),
-            message: message.into(),
-        }
+        StoreError::Format { path: path.into(), message: message.into() }
     }
 }
 

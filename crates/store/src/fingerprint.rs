@@ -118,11 +118,7 @@ fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
     match value {
         Value::Object(map) if !map.is_empty() => {
             for (key, child) in map {
-                let path = if prefix.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{prefix}.{key}")
-                };
+                let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
                 flatten(&path, child, out);
             }
         }

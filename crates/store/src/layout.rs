@@ -50,16 +50,10 @@ impl RecordLayout {
     /// Why a layout read from disk cannot be this build's layout, if it cannot.
     pub fn problem(&self) -> Option<String> {
         if self.width == 0 || self.height == 0 || !(self.channels == 1 || self.channels == 3) {
-            return Some(format!(
-                "layout {}x{}x{} is not an image size",
-                self.width, self.height, self.channels
-            ));
+            return Some(format!("layout {}x{}x{} is not an image size", self.width, self.height, self.channels));
         }
         if self.max_boxes as usize != MAX_BOXES {
-            return Some(format!(
-                "layout has max_boxes {}, this build uses {MAX_BOXES}",
-                self.max_boxes
-            ));
+            return Some(format!("layout has max_boxes {}, this build uses {MAX_BOXES}", self.max_boxes));
         }
         let expected = RecordLayout::new(self.width, self.height, self.channels);
         if *self != expected {
@@ -77,11 +71,7 @@ impl RecordLayout {
         for v in &batch.boxes[index * MAX_BOXES * 4..(index + 1) * MAX_BOXES * 4] {
             out.extend_from_slice(&v.to_le_bytes());
         }
-        out.extend(
-            batch.labels[index * MAX_BOXES..(index + 1) * MAX_BOXES]
-                .iter()
-                .map(|&l| l as u8),
-        );
+        out.extend(batch.labels[index * MAX_BOXES..(index + 1) * MAX_BOXES].iter().map(|&l| l as u8));
         out.resize(start + self.record_bytes as usize, 0);
     }
 
@@ -90,11 +80,7 @@ impl RecordLayout {
         let image = self.image_bytes();
         batch.pixels.extend_from_slice(&record[..image]);
         let boxes = &record[self.boxes_offset as usize..self.labels_offset as usize];
-        batch.boxes.extend(
-            boxes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-        );
+        batch.boxes.extend(boxes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
         let labels = &record[self.labels_offset as usize..self.labels_offset as usize + MAX_BOXES];
         batch.labels.extend(labels.iter().map(|&b| b as i8));
         batch.len += 1;

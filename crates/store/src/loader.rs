@@ -75,18 +75,8 @@ impl ClassStream {
 }
 
 enum Kind {
-    Shuffled {
-        len: u64,
-        epoch: u64,
-        pos: u64,
-        perm: Vec<u64>,
-        perm_epoch: Option<u64>,
-    },
-    Balanced {
-        streams: Vec<ClassStream>,
-        fractions: Vec<f64>,
-        drawn: Vec<u64>,
-    },
+    Shuffled { len: u64, epoch: u64, pos: u64, perm: Vec<u64>, perm_epoch: Option<u64> },
+    Balanced { streams: Vec<ClassStream>, fractions: Vec<f64>, drawn: Vec<u64> },
 }
 
 /// The record indices of each batch, deterministic for (seed, options).
@@ -116,21 +106,13 @@ impl BatchOrder {
             Balance::Equal => Some([1.0; 3]),
             Balance::Fractions(f) => {
                 if f.iter().any(|x| !x.is_finite() || *x < 0.0) {
-                    return Err(StoreError::Usage(format!(
-                        "balance fractions {f:?} must be finite and non-negative"
-                    )));
+                    return Err(StoreError::Usage(format!("balance fractions {f:?} must be finite and non-negative")));
                 }
                 Some(f)
             }
         };
         let kind = match targets {
-            None => Kind::Shuffled {
-                len,
-                epoch: 0,
-                pos: 0,
-                perm: Vec::new(),
-                perm_epoch: None,
-            },
+            None => Kind::Shuffled { len, epoch: 0, pos: 0, perm: Vec::new(), perm_epoch: None },
             Some(targets) => {
                 let (mut streams, mut fractions) = (Vec::new(), Vec::new());
                 for (class, records) in classes.into_iter().enumerate() {
@@ -154,19 +136,10 @@ impl BatchOrder {
                 }
                 fractions.iter_mut().for_each(|f| *f /= sum);
                 let drawn = vec![0; streams.len()];
-                Kind::Balanced {
-                    streams,
-                    fractions,
-                    drawn,
-                }
+                Kind::Balanced { streams, fractions, drawn }
             }
         };
-        let mut order = BatchOrder {
-            seed: options.seed,
-            batch_size: options.batch_size,
-            batch: 0,
-            kind,
-        };
+        let mut order = BatchOrder { seed: options.seed, batch_size: options.batch_size, batch: 0, kind };
         order.skip(options.start_batch);
         Ok(order)
     }
@@ -184,11 +157,7 @@ impl BatchOrder {
                 *epoch = at / *len;
                 *pos = at % *len;
             }
-            Kind::Balanced {
-                streams,
-                fractions,
-                drawn,
-            } => {
+            Kind::Balanced { streams, fractions, drawn } => {
                 for k in 0..batches {
                     let quotas = quotas(k, self.batch_size, fractions, drawn);
                     for (stream, q) in streams.iter_mut().zip(quotas) {
@@ -205,13 +174,7 @@ impl BatchOrder {
         out.clear();
         let seed = self.seed;
         match &mut self.kind {
-            Kind::Shuffled {
-                len,
-                epoch,
-                pos,
-                perm,
-                perm_epoch,
-            } => {
+            Kind::Shuffled { len, epoch, pos, perm, perm_epoch } => {
                 while out.len() < self.batch_size {
                     if *perm_epoch != Some(*epoch) {
                         perm.clear();
@@ -228,11 +191,7 @@ impl BatchOrder {
                     }
                 }
             }
-            Kind::Balanced {
-                streams,
-                fractions,
-                drawn,
-            } => {
+            Kind::Balanced { streams, fractions, drawn } => {
                 let quotas = quotas(self.batch, self.batch_size, fractions, drawn);
                 for (stream, q) in streams.iter_mut().zip(quotas) {
                     for _ in 0..q {
@@ -251,10 +210,7 @@ impl BatchOrder {
 /// remaining slots to the classes furthest behind their running target, so
 /// the achieved fractions track the targets batch by batch.
 fn quotas(k: u64, batch_size: usize, fractions: &[f64], drawn: &mut [u64]) -> Vec<usize> {
-    let mut q: Vec<usize> = fractions
-        .iter()
-        .map(|f| (batch_size as f64 * f).floor() as usize)
-        .collect();
+    let mut q: Vec<usize> = fractions.iter().map(|f| (batch_size as f64 * f).floor() as usize).collect();
     let target = |c: usize| (k + 1) as f64 * batch_size as f64 * fractions[c];
     let mut left = batch_size - q.iter().sum::<usize>();
     while left > 0 {
@@ -312,11 +268,7 @@ impl BatchLoader {
                 }
             })
             .map_err(|e| StoreError::Usage(format!("cannot start the loader thread: {e}")))?;
-        Ok(BatchLoader {
-            batches: Some(rx),
-            recycle: recycle_tx,
-            thread: Some(thread),
-        })
+        Ok(BatchLoader { batches: Some(rx), recycle: recycle_tx, thread: Some(thread) })
     }
 
     /// Gives a consumed batch's buffers back to the loader thread.
@@ -350,16 +302,7 @@ impl Store {
     /// (`balanced = false`) or equal shares of each scene class per batch.
     pub fn loader(&self, batch_size: usize, seed: u64, balanced: bool, prefetch: usize) -> Result<BatchLoader> {
         let balance = if balanced { Balance::Equal } else { Balance::Off };
-        BatchLoader::new(
-            self,
-            &LoaderOptions {
-                batch_size,
-                seed,
-                balance,
-                prefetch,
-                start_batch: 0,
-            },
-        )
+        BatchLoader::new(self, &LoaderOptions { batch_size, seed, balance, prefetch, start_batch: 0 })
     }
 
     pub fn loader_with(&self, options: &LoaderOptions) -> Result<BatchLoader> {

@@ -133,10 +133,7 @@ pub fn resolve(dir: &Path, manifest: &Path, name: &str) -> Result<PathBuf> {
         && components.next().is_none()
         && !name.contains(['/', '\\', '\0']);
     if !plain {
-        return Err(StoreError::UnsafePath {
-            manifest: manifest.to_path_buf(),
-            name: name.to_string(),
-        });
+        return Err(StoreError::UnsafePath { manifest: manifest.to_path_buf(), name: name.to_string() });
     }
     Ok(dir.join(name))
 }
@@ -146,36 +143,20 @@ pub fn resolve(dir: &Path, manifest: &Path, name: &str) -> Result<PathBuf> {
 pub fn read_json<T: DeserializeOwned>(path: &Path, format: &str) -> Result<T> {
     let meta = std::fs::metadata(path).map_err(|e| StoreError::io(path, e))?;
     if meta.len() > MAX_JSON_BYTES {
-        return Err(StoreError::format(
-            path,
-            format!("{} bytes: too large to be a {format} file", meta.len()),
-        ));
+        return Err(StoreError::format(path, format!("{} bytes: too large to be a {format} file", meta.len())));
     }
     let bytes = std::fs::read(path).map_err(|e| StoreError::io(path, e))?;
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| StoreError::format(path, format!("not a {format} file: not JSON ({e})")))?;
     match value.get("format").and_then(|f| f.as_str()) {
         Some(f) if f == format => {}
-        Some(other) => {
-            return Err(StoreError::format(
-                path,
-                format!("format is {other:?}, expected {format:?}"),
-            ))
-        }
-        None => {
-            return Err(StoreError::format(
-                path,
-                format!("not a {format} file: no \"format\" field"),
-            ))
-        }
+        Some(other) => return Err(StoreError::format(path, format!("format is {other:?}, expected {format:?}"))),
+        None => return Err(StoreError::format(path, format!("not a {format} file: no \"format\" field"))),
     }
     match value.get("version").and_then(|v| v.as_u64()) {
         Some(v) if v == VERSION as u64 => {}
         Some(v) => {
-            return Err(StoreError::format(
-                path,
-                format!("format version {v}; this grin reads version {VERSION}"),
-            ))
+            return Err(StoreError::format(path, format!("format version {v}; this grin reads version {VERSION}")))
         }
         None => return Err(StoreError::format(path, "no \"version\" field")),
     }
@@ -188,9 +169,7 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_vec_pretty(value).map_err(|e| StoreError::format(path, e.to_string()))?;
     let tmp = tmp_path(path);
     let mut file = std::fs::File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
-    file.write_all(&text)
-        .and_then(|_| file.write_all(b"\n"))
-        .map_err(|e| StoreError::io(&tmp, e))?;
+    file.write_all(&text).and_then(|_| file.write_all(b"\n")).map_err(|e| StoreError::io(&tmp, e))?;
     file.sync_all().map_err(|e| StoreError::io(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| StoreError::io(path, e))?;
     sync_parent(path)
@@ -208,9 +187,7 @@ pub fn sync_parent(path: &Path) -> Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| StoreError::io(dir, e))
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io(dir, e))
 }
 
 impl Manifest {
@@ -259,37 +236,23 @@ impl Manifest {
         }
         let range = match self.part {
             Some([a, b]) if a < b && b <= self.shard_count => a..b,
-            Some([a, b]) => {
-                return bad(format!(
-                    "part range {a}..{b} is empty or beyond {} shards",
-                    self.shard_count
-                ))
-            }
+            Some([a, b]) => return bad(format!("part range {a}..{b} is empty or beyond {} shards", self.shard_count)),
             None => 0..self.shard_count,
         };
         if self.shards.len() as u64 != range.end - range.start {
-            return bad(format!(
-                "{} shard entries for shards {}..{}",
-                self.shards.len(),
-                range.start,
-                range.end
-            ));
+            return bad(format!("{} shard entries for shards {}..{}", self.shards.len(), range.start, range.end));
         }
         let mut counts = ClassCounts::default();
         for (index, shard) in range.zip(&self.shards) {
             resolve(Path::new(""), path, &shard.file)?;
-            self.check_shard(index, shard)
-                .or_else(|m| bad(format!("shard {}: {m}", shard.file)))?;
+            self.check_shard(index, shard).or_else(|m| bad(format!("shard {}: {m}", shard.file)))?;
             let c = ClassCounts::of_classes(&shard.classes);
             for class in SceneClass::ALL {
                 counts.add(class, c.get(class));
             }
         }
         if counts != self.class_counts {
-            return bad(format!(
-                "class_counts {:?} differ from the shards' classes {counts:?}",
-                self.class_counts
-            ));
+            return bad(format!("class_counts {:?} differ from the shards' classes {counts:?}", self.class_counts));
         }
         Ok(())
     }
@@ -298,10 +261,7 @@ impl Manifest {
     pub fn check_shard(&self, index: u64, shard: &ShardEntry) -> std::result::Result<(), String> {
         let records = shard_records(self.samples, self.records_per_shard, index);
         if shard.record_range() != records {
-            return Err(format!(
-                "holds records {:?}, expected {records:?}",
-                shard.record_range()
-            ));
+            return Err(format!("holds records {:?}, expected {records:?}", shard.record_range()));
         }
         if shard.bytes != shard.records * self.layout.record_bytes {
             return Err(format!(

@@ -26,10 +26,7 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
-            .field("dir", &self.inner.dir)
-            .field("records", &self.len())
-            .finish()
+        f.debug_struct("Store").field("dir", &self.inner.dir).field("records", &self.len()).finish()
     }
 }
 
@@ -47,11 +44,7 @@ impl Store {
             let file = std::fs::File::open(&path).map_err(|e| StoreError::io(&path, e))?;
             let actual = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
             if actual != shard.bytes {
-                return Err(StoreError::Size {
-                    path,
-                    expected: shard.bytes,
-                    actual,
-                });
+                return Err(StoreError::Size { path, expected: shard.bytes, actual });
             }
             // SAFETY: the map is read-only and the file's size was checked
             // just above. Shards are never rewritten in place (the writer
@@ -69,14 +62,7 @@ impl Store {
                 by_class[class.index()].push(record);
             }
         }
-        Ok(Store {
-            inner: Arc::new(Inner {
-                dir: dir.to_path_buf(),
-                manifest,
-                maps,
-                by_class,
-            }),
-        })
+        Ok(Store { inner: Arc::new(Inner { dir: dir.to_path_buf(), manifest, maps, by_class }) })
     }
 
     pub fn dir(&self) -> &Path {
@@ -129,10 +115,7 @@ impl Store {
         if batch.len == 0 {
             (batch.width, batch.height, batch.channels) = expected;
         } else if (batch.width, batch.height, batch.channels) != expected {
-            return Err(StoreError::BatchShape {
-                expected,
-                got: (batch.width, batch.height, batch.channels),
-            });
+            return Err(StoreError::BatchShape { expected, got: (batch.width, batch.height, batch.channels) });
         }
         layout.decode_into(record, batch);
         Ok(())

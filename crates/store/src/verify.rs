@@ -21,11 +21,7 @@ pub struct BadShard {
 
 impl std::fmt::Display for BadShard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} (records {}..{}): {}",
-            self.file, self.records.start, self.records.end, self.problem
-        )
+        write!(f, "{} (records {}..{}): {}", self.file, self.records.start, self.records.end, self.problem)
     }
 }
 
@@ -55,11 +51,7 @@ pub fn verify(dir: &Path, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport>
         let path = resolve(dir, &manifest_path, &shard.file)?;
         let whole = shard.record_range();
         let mut report = |problem: String, records: Range<u64>| {
-            bad.push(BadShard {
-                file: shard.file.clone(),
-                records,
-                problem,
-            });
+            bad.push(BadShard { file: shard.file.clone(), records, problem });
         };
         let mut file = match std::fs::File::open(&path) {
             Ok(f) => f,
@@ -70,10 +62,7 @@ pub fn verify(dir: &Path, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport>
         };
         let actual = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
         if actual != shard.bytes {
-            report(
-                format!("{actual} bytes, expected {} (truncated or replaced)", shard.bytes),
-                whole,
-            );
+            report(format!("{actual} bytes, expected {} (truncated or replaced)", shard.bytes), whole);
             continue;
         }
         let record_bytes = manifest.layout.record_bytes as usize;
@@ -110,30 +99,18 @@ pub fn verify(dir: &Path, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport>
         }
         bytes += shard.bytes;
     }
-    Ok(VerifyReport {
-        shards: manifest.shards.len() as u64,
-        manifest,
-        bytes,
-        bad,
-    })
+    Ok(VerifyReport { shards: manifest.shards.len() as u64, manifest, bytes, bad })
 }
 
 /// What is wrong with one record's labels and boxes, if anything.
 fn record_problem(manifest: &Manifest, record: &[u8], expected: Option<grin_features::SceneClass>) -> Option<String> {
     let layout = &manifest.layout;
     let labels = &record[layout.labels_offset as usize..layout.labels_offset as usize + MAX_BOXES];
-    if let Some(l) = labels
-        .iter()
-        .map(|&b| b as i8)
-        .find(|l| !(-1..=1).contains(l) && *l != LABEL_PADDING)
-    {
+    if let Some(l) = labels.iter().map(|&b| b as i8).find(|l| !(-1..=1).contains(l) && *l != LABEL_PADDING) {
         return Some(format!("label {l} is not 0, 1, -1 or padding {LABEL_PADDING}"));
     }
     let boxes = &record[layout.boxes_offset as usize..layout.labels_offset as usize];
-    if boxes
-        .chunks_exact(4)
-        .any(|c| !f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_finite())
-    {
+    if boxes.chunks_exact(4).any(|c| !f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_finite()) {
         return Some("a box coordinate is not a finite number".into());
     }
     let class = layout.class_of(record);

@@ -58,13 +58,7 @@ impl Plan {
         }
         let records_per_shard = (shard_bytes / layout.record_bytes).max(1);
         let shard_count = samples.div_ceil(records_per_shard);
-        Ok(Plan {
-            fingerprint,
-            layout,
-            samples,
-            records_per_shard,
-            shard_count,
-        })
+        Ok(Plan { fingerprint, layout, samples, records_per_shard, shard_count })
     }
 
     /// The plan for `samples` training samples of `features`.
@@ -86,16 +80,8 @@ pub fn parse_shard_range(text: &str, shard_count: u64) -> Result<Range<u64>> {
     let bad = || StoreError::Usage(format!("--shards {text}: expected A..B with A < B <= {shard_count}"));
     let (a, b) = match text.split_once("..") {
         Some((a, b)) => {
-            let a = if a.is_empty() {
-                0
-            } else {
-                a.trim().parse().map_err(|_| bad())?
-            };
-            let b = if b.is_empty() {
-                shard_count
-            } else {
-                b.trim().parse().map_err(|_| bad())?
-            };
+            let a = if a.is_empty() { 0 } else { a.trim().parse().map_err(|_| bad())? };
+            let b = if b.is_empty() { shard_count } else { b.trim().parse().map_err(|_| bad())? };
             (a, b)
         }
         None => {
@@ -113,12 +99,7 @@ pub fn parse_shard_range(text: &str, shard_count: u64) -> Result<Range<u64>> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// Before any generation: finished shards found and records still to make.
-    Plan {
-        reused_shards: u64,
-        reused_records: u64,
-        pending_shards: u64,
-        pending_records: u64,
-    },
+    Plan { reused_shards: u64, reused_records: u64, pending_shards: u64, pending_records: u64 },
     /// A shard present on disk that is rewritten, and why.
     Redo { file: String, reason: String },
     /// More records written.
@@ -151,10 +132,7 @@ impl Writer {
     /// dataset of another config or layout: mixing shards would be silent corruption.
     pub fn create(dir: &Path, plan: Plan) -> Result<Writer> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-        let writer = Writer {
-            dir: dir.to_path_buf(),
-            plan,
-        };
+        let writer = Writer { dir: dir.to_path_buf(), plan };
         writer.check_existing()?;
         Ok(writer)
     }
@@ -174,10 +152,7 @@ impl Writer {
         let manifest_path = self.dir.join(MANIFEST_FILE);
         if manifest_path.exists() {
             let m: Manifest = read_json(&manifest_path, MANIFEST_FORMAT)?;
-            if !self
-                .plan
-                .agrees(&m.fingerprint.hash, &m.layout, m.samples, m.records_per_shard)
-            {
+            if !self.plan.agrees(&m.fingerprint.hash, &m.layout, m.samples, m.records_per_shard) {
                 let keys = m.fingerprint.differing_keys(&self.plan.fingerprint);
                 let what = if keys.is_empty() {
                     "another shard size".to_string()
@@ -242,10 +217,7 @@ impl Writer {
                 }
                 state => {
                     if let ShardState::Redo(reason) = state {
-                        progress(Event::Redo {
-                            file: shard_file_name(index),
-                            reason,
-                        });
+                        progress(Event::Redo { file: shard_file_name(index), reason });
                     }
                     pending_shards += 1;
                     pending_records += self.records(index).end - self.records(index).start;
@@ -254,12 +226,7 @@ impl Writer {
             }
         }
         let reused_shards = range.end - range.start - pending_shards;
-        progress(Event::Plan {
-            reused_shards,
-            reused_records,
-            pending_shards,
-            pending_records,
-        });
+        progress(Event::Plan { reused_shards, reused_records, pending_shards, pending_records });
         let mut done = Vec::with_capacity(entries.len());
         for (index, entry) in range.clone().zip(entries) {
             done.push(match entry {
@@ -268,11 +235,8 @@ impl Writer {
             });
         }
         let manifest = self.manifest(&range, done);
-        let path = if manifest.is_part() {
-            self.dir.join(part_file_name(&range))
-        } else {
-            self.dir.join(MANIFEST_FILE)
-        };
+        let path =
+            if manifest.is_part() { self.dir.join(part_file_name(&range)) } else { self.dir.join(MANIFEST_FILE) };
         manifest.check(&path)?;
         write_json_atomic(&path, &manifest)?;
         Ok(Summary {
@@ -340,10 +304,7 @@ impl Writer {
         }
         let checksum = hash_file(&shard_path)?;
         if checksum != entry.xxh3 {
-            return Ok(ShardState::Redo(format!(
-                "checksum {checksum}, sidecar says {}",
-                entry.xxh3
-            )));
+            return Ok(ShardState::Redo(format!("checksum {checksum}, sidecar says {}", entry.xxh3)));
         }
         Ok(ShardState::Complete(entry))
     }
@@ -374,9 +335,7 @@ impl Writer {
             let end = (first + WRITE_BATCH as u64).min(records.end);
             let indices: Vec<u64> = (first..end).collect();
             batch.clear();
-            source
-                .fill(&indices, &mut batch)
-                .map_err(|source| StoreError::Generate { first, end, source })?;
+            source.fill(&indices, &mut batch).map_err(|source| StoreError::Generate { first, end, source })?;
             let shape = (batch.width, batch.height, batch.channels);
             if batch.len != indices.len() || shape != (layout.width, layout.height, layout.channels) {
                 return Err(StoreError::Usage(format!(
@@ -444,10 +403,7 @@ pub fn hash_file(path: &Path) -> Result<String> {
 /// they describe one dataset: same fingerprint and layout, every shard
 /// exactly once, every shard file present at its size.
 pub fn merge(dir: &Path) -> Result<Manifest> {
-    let fail = |message: String| StoreError::Merge {
-        dir: dir.to_path_buf(),
-        message,
-    };
+    let fail = |message: String| StoreError::Merge { dir: dir.to_path_buf(), message };
     let entries = std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))?;
     let mut part_paths = Vec::new();
     for entry in entries {
@@ -459,18 +415,13 @@ pub fn merge(dir: &Path) -> Result<Manifest> {
     }
     part_paths.sort();
     if part_paths.is_empty() {
-        return Err(fail(
-            "no part-*.json files: run `grin precompute --shards A..B` first".into(),
-        ));
+        return Err(fail("no part-*.json files: run `grin precompute --shards A..B` first".into()));
     }
     let mut parts = Vec::new();
     for path in &part_paths {
         let part: Manifest = read_json(path, PART_FORMAT)?;
         part.check(path)?;
-        parts.push((
-            path.file_name().unwrap_or_default().to_string_lossy().into_owned(),
-            part,
-        ));
+        parts.push((path.file_name().unwrap_or_default().to_string_lossy().into_owned(), part));
     }
     let (first_name, first) = &parts[0];
     let mut owner: Vec<Option<(usize, ShardEntry)>> = vec![None; first.shard_count as usize];
@@ -481,14 +432,8 @@ pub fn merge(dir: &Path) -> Result<Manifest> {
             && part.records_per_shard == first.records_per_shard;
         if !same {
             let keys = first.fingerprint.differing_keys(&part.fingerprint);
-            let detail = if keys.is_empty() {
-                "layout, samples or shard size".into()
-            } else {
-                keys.join(", ")
-            };
-            return Err(fail(format!(
-                "{name} and {first_name} were made from different settings ({detail} differ)"
-            )));
+            let detail = if keys.is_empty() { "layout, samples or shard size".into() } else { keys.join(", ") };
+            return Err(fail(format!("{name} and {first_name} were made from different settings ({detail} differ)")));
         }
         let [a, _] = part.part.expect("part manifests carry their range");
         for (index, shard) in (a..).zip(&part.shards) {
@@ -511,11 +456,7 @@ pub fn merge(dir: &Path) -> Result<Manifest> {
         let path = dir.join(&shard.file);
         let actual = std::fs::metadata(&path).map_err(|e| StoreError::io(&path, e))?.len();
         if actual != shard.bytes {
-            return Err(StoreError::Size {
-                path,
-                expected: shard.bytes,
-                actual,
-            });
+            return Err(StoreError::Size { path, expected: shard.bytes, actual });
         }
     }
     let mut class_counts = ClassCounts::default();
@@ -524,13 +465,7 @@ pub fn merge(dir: &Path) -> Result<Manifest> {
             class_counts.add(class, part.class_counts.get(class));
         }
     }
-    let manifest = Manifest {
-        format: MANIFEST_FORMAT.into(),
-        part: None,
-        class_counts,
-        shards,
-        ..first.clone()
-    };
+    let manifest = Manifest { format: MANIFEST_FORMAT.into(), part: None, class_counts, shards, ..first.clone() };
     let path = dir.join(MANIFEST_FILE);
     manifest.check(&path)?;
     write_json_atomic(&path, &manifest)?;

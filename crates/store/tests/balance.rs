@@ -16,10 +16,7 @@ fn fractions(store: &Store, batches: &[Vec<u64>]) -> [f64; 3] {
     let mut total = 0;
     for batch in batches {
         for &i in batch {
-            let class = SceneClass::ALL
-                .into_iter()
-                .find(|c| store.class_index(*c).contains(&i))
-                .unwrap();
+            let class = SceneClass::ALL.into_iter().find(|c| store.class_index(*c).contains(&i)).unwrap();
             counts[class.index()] += 1;
             total += 1;
         }
@@ -43,20 +40,12 @@ fn balanced_batches_hit_the_target_fractions() {
     let dir = tempfile::tempdir().unwrap();
     let store = thirds(dir.path());
     let target = [0.6f32, 0.3, 0.1];
-    let options = LoaderOptions {
-        batch_size: 32,
-        seed: 4,
-        balance: Balance::Fractions(target),
-        prefetch: 2,
-        start_batch: 0,
-    };
+    let options =
+        LoaderOptions { batch_size: 32, seed: 4, balance: Balance::Fractions(target), prefetch: 2, start_batch: 0 };
     let drawn = batches(&store, &options, 200);
     let achieved = fractions(&store, &drawn);
     for c in 0..3 {
-        assert!(
-            (achieved[c] - target[c] as f64).abs() < 0.002,
-            "class {c}: {achieved:?} vs {target:?}"
-        );
+        assert!((achieved[c] - target[c] as f64).abs() < 0.002, "class {c}: {achieved:?} vs {target:?}");
     }
     // Every single batch is within one record of its share.
     for batch in &drawn {
@@ -70,14 +59,7 @@ fn balanced_batches_hit_the_target_fractions() {
     assert_eq!(face_free.len(), 100);
 
     // Resuming at batch 50 continues the same sequence.
-    let resumed = batches(
-        &store,
-        &LoaderOptions {
-            start_batch: 50,
-            ..options.clone()
-        },
-        10,
-    );
+    let resumed = batches(&store, &LoaderOptions { start_batch: 50, ..options.clone() }, 10);
     assert_eq!(resumed, drawn[50..60]);
 }
 
@@ -101,23 +83,11 @@ fn equal_balance_through_the_loader_thread() {
 fn unbalanced_order_follows_the_dataset_mix() {
     let dir = tempfile::tempdir().unwrap();
     let store = thirds(dir.path());
-    let options = LoaderOptions {
-        batch_size: 30,
-        seed: 2,
-        balance: Balance::Off,
-        prefetch: 1,
-        start_batch: 0,
-    };
+    let options = LoaderOptions { batch_size: 30, seed: 2, balance: Balance::Off, prefetch: 1, start_batch: 0 };
     let f = fractions(&store, &batches(&store, &options, 10));
     assert_eq!(f, [1.0 / 3.0; 3], "one epoch holds each record once");
-    let bad = LoaderOptions {
-        balance: Balance::Fractions([0.0, 0.0, 0.0]),
-        ..options.clone()
-    };
+    let bad = LoaderOptions { balance: Balance::Fractions([0.0, 0.0, 0.0]), ..options.clone() };
     assert!(BatchOrder::new(&store, &bad).is_err());
-    let bad = LoaderOptions {
-        balance: Balance::Fractions([f32::NAN, 1.0, 0.0]),
-        ..options
-    };
+    let bad = LoaderOptions { balance: Balance::Fractions([f32::NAN, 1.0, 0.0]), ..options };
     assert!(BatchOrder::new(&store, &bad).is_err());
 }

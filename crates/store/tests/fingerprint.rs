@@ -14,11 +14,7 @@ fn matching_config_passes_and_workers_do_not_matter() {
     assert_eq!(store.check_fingerprint(&features(), 30), Ok(()));
     let mut more_workers = features();
     more_workers.workers = 7;
-    assert_eq!(
-        store.check_fingerprint(&more_workers, 30),
-        Ok(()),
-        "worker count never changes a sample"
-    );
+    assert_eq!(store.check_fingerprint(&more_workers, 30), Ok(()), "worker count never changes a sample");
 }
 
 #[test]
@@ -31,33 +27,15 @@ fn stale_fingerprint_lists_the_differing_keys() {
     changed.augment.crop_scale = (0.5, 1.0);
     changed.seed = 3;
     let keys = store.check_fingerprint(&changed, 31).unwrap_err();
-    assert_eq!(
-        keys,
-        [
-            "features.augment.crop_scale",
-            "features.augment.flip",
-            "features.seed",
-            "samples"
-        ]
-    );
+    assert_eq!(keys, ["features.augment.crop_scale", "features.augment.flip", "features.seed", "samples"]);
 
     let mut other_source = features();
-    other_source.source = SourceConfig::Synthetic {
-        max_faces: 2,
-        min_face: 16.0,
-        max_face: 160.0,
-        hard_negatives: 1.0,
-    };
-    assert_eq!(
-        store.check_fingerprint(&other_source, 30).unwrap_err(),
-        ["features.source.max_faces"]
-    );
+    other_source.source =
+        SourceConfig::Synthetic { max_faces: 2, min_face: 16.0, max_face: 160.0, hard_negatives: 1.0 };
+    assert_eq!(store.check_fingerprint(&other_source, 30).unwrap_err(), ["features.source.max_faces"]);
 
     let message = format_stale(&keys);
-    assert!(
-        message.contains("features.augment.flip, features.seed, samples differ"),
-        "{message}"
-    );
+    assert!(message.contains("features.augment.flip, features.seed, samples differ"), "{message}");
     assert!(message.contains("--allow-stale"), "{message}");
     assert!(format_stale(&["samples".to_string()]).contains("samples differs"));
 }
@@ -81,28 +59,17 @@ fn source_files_are_part_of_the_fingerprint() {
     let stored = Fingerprint::new(&config, 100).unwrap();
     assert_eq!(stored.config["source_files"]["root"]["files"], 3);
     assert_eq!(stored.config["source_files"]["root"]["bytes"], 150);
-    assert_eq!(
-        stored,
-        Fingerprint::new(&config, 100).unwrap(),
-        "stable for unchanged files"
-    );
+    assert_eq!(stored, Fingerprint::new(&config, 100).unwrap(), "stable for unchanged files");
 
     // A file added, then one rewritten with a new mtime: both are noticed.
     std::fs::write(data.path().join("smile/d.jpg"), b"new").unwrap();
     let now = Fingerprint::new(&config, 100).unwrap();
     assert_eq!(
         stored.differing_keys(&now),
-        [
-            "source_files.root.bytes",
-            "source_files.root.files",
-            "source_files.root.hash"
-        ]
+        ["source_files.root.bytes", "source_files.root.files", "source_files.root.hash"]
     );
     std::fs::remove_file(data.path().join("smile/d.jpg")).unwrap();
-    let file = std::fs::File::options()
-        .write(true)
-        .open(data.path().join("smile/a.jpg"))
-        .unwrap();
+    let file = std::fs::File::options().write(true).open(data.path().join("smile/a.jpg")).unwrap();
     file.set_modified(SystemTime::now() + Duration::from_secs(60)).unwrap();
     let now = Fingerprint::new(&config, 100).unwrap();
     assert_eq!(stored.differing_keys(&now), ["source_files.root.hash"]);
@@ -124,9 +91,6 @@ fn the_hash_is_of_canonical_json() {
     let a = Fingerprint::from_config(serde_json::json!({"b": 1, "a": {"y": [1, 2], "x": 0.5}}));
     let b = Fingerprint::from_config(serde_json::json!({"a": {"x": 0.5, "y": [1, 2]}, "b": 1}));
     assert_eq!(a.hash, b.hash);
-    assert_eq!(
-        grin_store::fingerprint::canonical(&a.config),
-        r#"{"a":{"x":0.5,"y":[1,2]},"b":1}"#
-    );
+    assert_eq!(grin_store::fingerprint::canonical(&a.config), r#"{"a":{"x":0.5,"y":[1,2]},"b":1}"#);
     assert_eq!(a.hash.len(), 16);
 }

@@ -16,10 +16,7 @@ fn shard_ranges_merge_into_the_same_dataset_as_one_run() {
     let dir = tempfile::tempdir().unwrap();
     let part = write_range(dir.path(), 4..10);
     assert_eq!(part.file_name().unwrap(), "part-00004-00010.json");
-    assert!(
-        !dir.path().join("manifest.json").exists(),
-        "a part alone is not a dataset"
-    );
+    assert!(!dir.path().join("manifest.json").exists(), "a part alone is not a dataset");
     assert!(Store::open(dir.path()).is_err());
     write_range(dir.path(), 0..4);
     let merged = merge(dir.path()).unwrap();
@@ -39,18 +36,12 @@ fn missing_overlapping_and_disagreeing_parts_are_refused() {
     write_range(dir.path(), 5..8);
     let err = merge(dir.path()).unwrap_err();
     assert!(matches!(err, StoreError::Merge { .. }));
-    assert!(
-        err.to_string().contains("shards 3..5, 8..10 are in no part manifest"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("shards 3..5, 8..10 are in no part manifest"), "{err}");
 
     write_range(dir.path(), 2..5);
     write_range(dir.path(), 8..10);
     let err = merge(dir.path()).unwrap_err().to_string();
-    assert!(
-        err.contains("shard 2 is in both part-00000-00003.json and part-00002-00005.json"),
-        "{err}"
-    );
+    assert!(err.contains("shard 2 is in both part-00000-00003.json and part-00002-00005.json"), "{err}");
     std::fs::remove_file(dir.path().join("part-00002-00005.json")).unwrap();
     write_range(dir.path(), 3..5);
 
@@ -59,30 +50,15 @@ fn missing_overlapping_and_disagreeing_parts_are_refused() {
     features.augment.noise = 0.0;
     let other = tempfile::tempdir().unwrap();
     let plan = grin_store::Plan::for_features(&features, 100, 10 * RECORD_BYTES).unwrap();
-    Writer::create(other.path(), plan)
-        .unwrap()
-        .run(9..10, &fill, &mut |_| {})
-        .unwrap();
-    std::fs::copy(
-        other.path().join("part-00009-00010.json"),
-        dir.path().join("part-00009-00010.json"),
-    )
-    .unwrap();
+    Writer::create(other.path(), plan).unwrap().run(9..10, &fill, &mut |_| {}).unwrap();
+    std::fs::copy(other.path().join("part-00009-00010.json"), dir.path().join("part-00009-00010.json")).unwrap();
     let err = merge(dir.path()).unwrap_err().to_string();
-    assert!(
-        err.contains("part-00009-00010.json") && err.contains("features.augment.noise"),
-        "{err}"
-    );
+    assert!(err.contains("part-00009-00010.json") && err.contains("features.augment.noise"), "{err}");
     std::fs::remove_file(dir.path().join("part-00009-00010.json")).unwrap();
 
     // A shard file cut short after its part was written.
     let shard = dir.path().join("shard-00006.bin");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&shard)
-        .unwrap()
-        .set_len(10)
-        .unwrap();
+    std::fs::OpenOptions::new().write(true).open(&shard).unwrap().set_len(10).unwrap();
     let err = merge(dir.path()).unwrap_err().to_string();
     assert!(err.contains("shard-00006.bin: 10 bytes"), "{err}");
     std::fs::remove_file(dir.path().join("part-00005-00008.json")).unwrap();

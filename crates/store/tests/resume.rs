@@ -10,12 +10,7 @@ use grin_store::{Event, StoreError, Writer};
 fn failing_at(limit: u64) -> impl Fn(&[u64], &mut HostBatch) -> Result<(), FeatureError> + Sync {
     move |indices: &[u64], out: &mut HostBatch| {
         if indices.iter().any(|&i| i >= limit) {
-            return Err(FeatureError::bad(
-                "interrupted.jpg",
-                None,
-                BadInputKind::UnreadableFile,
-                "simulated crash",
-            ));
+            return Err(FeatureError::bad("interrupted.jpg", None, BadInputKind::UnreadableFile, "simulated crash"));
         }
         fill(indices, out)
     }
@@ -32,10 +27,7 @@ fn interrupted_write_resumes_to_identical_shards() {
     let err = writer.run(0..10, &failing_at(45), &mut |_| {}).unwrap_err();
     assert!(matches!(err, StoreError::Generate { first: 40, end: 50, .. }), "{err}");
     assert!(err.to_string().contains("interrupted.jpg"), "{err}");
-    assert!(
-        dir.path().join("shard-00004.bin.tmp").exists(),
-        "the unfinished shard stays under its temporary name"
-    );
+    assert!(dir.path().join("shard-00004.bin.tmp").exists(), "the unfinished shard stays under its temporary name");
     assert!(!dir.path().join("shard-00004.bin").exists());
     assert!(!dir.path().join("manifest.json").exists());
 
@@ -44,18 +36,11 @@ fn interrupted_write_resumes_to_identical_shards() {
     std::fs::remove_file(dir.path().join("shard-00001.json")).unwrap();
     let shard2 = dir.path().join("shard-00002.bin");
     let len = std::fs::metadata(&shard2).unwrap().len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&shard2)
-        .unwrap()
-        .set_len(len - 100)
-        .unwrap();
+    std::fs::OpenOptions::new().write(true).open(&shard2).unwrap().set_len(len - 100).unwrap();
 
     let mut events = Vec::new();
-    let summary = Writer::create(dir.path(), plan(100, 10))
-        .unwrap()
-        .run(0..10, &fill, &mut |e| events.push(e))
-        .unwrap();
+    let summary =
+        Writer::create(dir.path(), plan(100, 10)).unwrap().run(0..10, &fill, &mut |e| events.push(e)).unwrap();
     assert_eq!(summary.reused_shards, 2, "shards 0 and 3 are reused");
     assert_eq!(summary.written_shards, 8);
     let redone: Vec<String> = events
@@ -84,10 +69,7 @@ fn interrupted_write_resumes_to_identical_shards() {
     assert!(!dir.path().join("shard-00004.bin.tmp").exists());
 
     // A complete dataset rerun touches nothing.
-    let again = Writer::create(dir.path(), plan(100, 10))
-        .unwrap()
-        .run(0..10, &fill, &mut |_| {})
-        .unwrap();
+    let again = Writer::create(dir.path(), plan(100, 10)).unwrap().run(0..10, &fill, &mut |_| {}).unwrap();
     assert_eq!((again.reused_shards, again.written_shards), (10, 0));
 }
 
@@ -102,10 +84,7 @@ fn a_folder_of_another_config_is_refused() {
     let err = Writer::create(dir.path(), other).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, StoreError::Conflict { .. }), "{text}");
-    assert!(
-        text.contains("features.augment.flip") && text.contains("features.seed"),
-        "{text}"
-    );
+    assert!(text.contains("features.augment.flip") && text.contains("features.seed"), "{text}");
     assert!(text.contains(&dir.path().display().to_string()), "{text}");
 
     // Only sidecars left (manifest gone): still refused, naming the sidecar.

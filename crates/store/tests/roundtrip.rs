@@ -29,18 +29,9 @@ fn every_record_reads_back_as_written() {
     for (slot, i) in [49u64, 0, 8, 7, 33].into_iter().enumerate() {
         assert_eq!(batch.sample(slot), sample(i), "record {i}");
     }
-    assert!(matches!(
-        store.read_into(50, &mut batch),
-        Err(grin_store::StoreError::Index { index: 50, len: 50 })
-    ));
+    assert!(matches!(store.read_into(50, &mut batch), Err(grin_store::StoreError::Index { index: 50, len: 50 })));
     let mut other = HostBatch::with_capacity(1, 64, 64, 1);
-    other.push(&grin_features::Sample {
-        width: 64,
-        height: 64,
-        channels: 1,
-        pixels: vec![0; 4096],
-        boxes: vec![],
-    });
+    other.push(&grin_features::Sample { width: 64, height: 64, channels: 1, pixels: vec![0; 4096], boxes: vec![] });
     let err = store.read_into(0, &mut other).unwrap_err();
     assert!(err.to_string().contains("(64, 64, 1)"), "{err}");
 }
@@ -72,13 +63,7 @@ fn each_epoch_is_a_fresh_permutation_of_every_record() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), 40, 9);
     let store = Store::open(dir.path()).unwrap();
-    let options = LoaderOptions {
-        batch_size: 8,
-        seed: 5,
-        balance: Balance::Off,
-        prefetch: 2,
-        start_batch: 0,
-    };
+    let options = LoaderOptions { batch_size: 8, seed: 5, balance: Balance::Off, prefetch: 2, start_batch: 0 };
     let mut order = BatchOrder::new(&store, &options).unwrap();
     let mut epochs: Vec<Vec<u64>> = Vec::new();
     let mut indices = Vec::new();
@@ -88,11 +73,7 @@ fn each_epoch_is_a_fresh_permutation_of_every_record() {
             order.next_batch(&mut indices);
             epoch.extend_from_slice(&indices);
         }
-        assert_eq!(
-            epoch.iter().copied().collect::<BTreeSet<_>>().len(),
-            40,
-            "every record once per epoch"
-        );
+        assert_eq!(epoch.iter().copied().collect::<BTreeSet<_>>().len(), 40, "every record once per epoch");
         epochs.push(epoch);
     }
     assert_ne!(epochs[0], epochs[1]);
@@ -112,25 +93,11 @@ fn each_epoch_is_a_fresh_permutation_of_every_record() {
     }
 
     // Another seed, another order; a resumed order continues where it stopped.
-    let other = BatchOrder::new(
-        &store,
-        &LoaderOptions {
-            seed: 6,
-            ..options.clone()
-        },
-    )
-    .unwrap();
+    let other = BatchOrder::new(&store, &LoaderOptions { seed: 6, ..options.clone() }).unwrap();
     let mut other = other;
     other.next_batch(&mut indices);
     assert_ne!(indices, flat[..8]);
-    let mut resumed = BatchOrder::new(
-        &store,
-        &LoaderOptions {
-            start_batch: 7,
-            ..options.clone()
-        },
-    )
-    .unwrap();
+    let mut resumed = BatchOrder::new(&store, &LoaderOptions { start_batch: 7, ..options.clone() }).unwrap();
     resumed.next_batch(&mut indices);
     assert_eq!(indices, flat[56..64]);
 }
@@ -140,13 +107,7 @@ fn batches_span_epoch_boundaries_when_the_size_does_not_divide() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), 10, 4);
     let store = Store::open(dir.path()).unwrap();
-    let options = LoaderOptions {
-        batch_size: 4,
-        seed: 1,
-        balance: Balance::Off,
-        prefetch: 1,
-        start_batch: 0,
-    };
+    let options = LoaderOptions { batch_size: 4, seed: 1, balance: Balance::Off, prefetch: 1, start_batch: 0 };
     let mut order = BatchOrder::new(&store, &options).unwrap();
     let mut all = Vec::new();
     let mut indices = Vec::new();
@@ -157,14 +118,7 @@ fn batches_span_epoch_boundaries_when_the_size_does_not_divide() {
     }
     assert_eq!(all[..10].iter().copied().collect::<BTreeSet<_>>().len(), 10);
     assert_eq!(all[10..20].iter().copied().collect::<BTreeSet<_>>().len(), 10);
-    let mut resumed = BatchOrder::new(
-        &store,
-        &LoaderOptions {
-            start_batch: 3,
-            ..options
-        },
-    )
-    .unwrap();
+    let mut resumed = BatchOrder::new(&store, &LoaderOptions { start_batch: 3, ..options }).unwrap();
     resumed.next_batch(&mut indices);
     assert_eq!(indices, all[12..16]);
 }

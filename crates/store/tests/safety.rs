@@ -26,10 +26,7 @@ fn verify_passes_a_good_dataset() {
     let mut seen = 0;
     let report = verify(dir.path(), &mut |b| seen += b).unwrap();
     assert!(report.ok(), "{:?}", report.bad);
-    assert_eq!(
-        (report.shards, report.bytes, seen),
-        (4, 40 * RECORD_BYTES, 40 * RECORD_BYTES)
-    );
+    assert_eq!((report.shards, report.bytes, seen), (4, 40 * RECORD_BYTES, 40 * RECORD_BYTES));
 }
 
 #[test]
@@ -44,11 +41,7 @@ fn flipped_bytes_are_named_by_shard_and_record_range() {
     assert_eq!(report.bad.len(), 3, "{lines:#?}");
     assert_eq!(report.bad[0].file, "shard-00001.bin");
     assert_eq!(report.bad[0].records, 10..20);
-    assert!(
-        lines[0].starts_with("shard-00001.bin (records 10..20): checksum "),
-        "{}",
-        lines[0]
-    );
+    assert!(lines[0].starts_with("shard-00001.bin (records 10..20): checksum "), "{}", lines[0]);
     // The damaged label also pins the exact record.
     assert_eq!(report.bad[1].file, "shard-00003.bin");
     assert_eq!(report.bad[1].records, 36..37);
@@ -62,29 +55,15 @@ fn truncated_shard_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), 40, 10);
     let shard = dir.path().join("shard-00002.bin");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&shard)
-        .unwrap()
-        .set_len(5000)
-        .unwrap();
+    std::fs::OpenOptions::new().write(true).open(&shard).unwrap().set_len(5000).unwrap();
     let err = Store::open(dir.path()).unwrap_err();
-    assert!(
-        matches!(err, StoreError::Size { expected, actual: 5000, .. } if expected == 10 * RECORD_BYTES),
-        "{err}"
-    );
-    assert!(
-        err.to_string().contains("shard-00002.bin") && err.to_string().contains("truncated"),
-        "{err}"
-    );
+    assert!(matches!(err, StoreError::Size { expected, actual: 5000, .. } if expected == 10 * RECORD_BYTES), "{err}");
+    assert!(err.to_string().contains("shard-00002.bin") && err.to_string().contains("truncated"), "{err}");
     let report = verify(dir.path(), &mut |_| {}).unwrap();
     assert_eq!(report.bad.len(), 1);
     assert_eq!(
         report.bad[0].to_string(),
-        format!(
-            "shard-00002.bin (records 20..30): 5000 bytes, expected {} (truncated or replaced)",
-            10 * RECORD_BYTES
-        )
+        format!("shard-00002.bin (records 20..30): 5000 bytes, expected {} (truncated or replaced)", 10 * RECORD_BYTES)
     );
 
     std::fs::remove_file(&shard).unwrap();
@@ -107,23 +86,14 @@ fn foreign_or_damaged_manifests_are_clear_errors() {
             b"{\"format\": \"grin-store-part\", \"version\": 1}",
             "format is \"grin-store-part\", expected \"grin-store\"",
         ),
-        (
-            b"{\"format\": \"grin-store\", \"version\": 7}",
-            "format version 7; this grin reads version 1",
-        ),
-        (
-            b"{\"format\": \"grin-store\", \"version\": 1}",
-            "bad grin-store file: missing field",
-        ),
+        (b"{\"format\": \"grin-store\", \"version\": 7}", "format version 7; this grin reads version 1"),
+        (b"{\"format\": \"grin-store\", \"version\": 1}", "bad grin-store file: missing field"),
         (b"", "not JSON"),
     ];
     for (bytes, expected) in cases {
         std::fs::write(dir.path().join("manifest.json"), bytes).unwrap();
         let err = Store::open(dir.path()).unwrap_err().to_string();
-        assert!(
-            err.contains("manifest.json") && err.contains(expected),
-            "{err} (wanted {expected})"
-        );
+        assert!(err.contains("manifest.json") && err.contains(expected), "{err} (wanted {expected})");
         let err = verify(dir.path(), &mut |_| {}).unwrap_err().to_string();
         assert!(err.contains(expected), "{err}");
     }
@@ -135,40 +105,19 @@ type Edit = Box<dyn Fn(&mut serde_json::Value)>;
 fn inconsistent_manifests_are_refused() {
     let cases: Vec<(Edit, &str)> = vec![
         (Box::new(|m| m["layout"]["record_bytes"] = 100.into()), "record layout"),
-        (
-            Box::new(|m| m["samples"] = 41.into()),
-            "shard_count 4 does not fit 41 samples",
-        ),
-        (
-            Box::new(|m| m["shards"][1]["first_record"] = 11.into()),
-            "holds records 11..21, expected 10..20",
-        ),
-        (
-            Box::new(|m| m["shards"][0]["classes"] = "ssssssssss".into()),
-            "class_counts",
-        ),
-        (
-            Box::new(|m| m["shards"][0]["xxh3"] = "zz".into()),
-            "is not 16 hex digits",
-        ),
-        (
-            Box::new(|m| m["fingerprint"]["config"]["samples"] = 1.into()),
-            "fingerprint hash",
-        ),
-        (
-            Box::new(|m| m["shards"].as_array_mut().unwrap().pop().map(|_| ()).unwrap()),
-            "3 shard entries",
-        ),
+        (Box::new(|m| m["samples"] = 41.into()), "shard_count 4 does not fit 41 samples"),
+        (Box::new(|m| m["shards"][1]["first_record"] = 11.into()), "holds records 11..21, expected 10..20"),
+        (Box::new(|m| m["shards"][0]["classes"] = "ssssssssss".into()), "class_counts"),
+        (Box::new(|m| m["shards"][0]["xxh3"] = "zz".into()), "is not 16 hex digits"),
+        (Box::new(|m| m["fingerprint"]["config"]["samples"] = 1.into()), "fingerprint hash"),
+        (Box::new(|m| m["shards"].as_array_mut().unwrap().pop().map(|_| ()).unwrap()), "3 shard entries"),
     ];
     for (edit, expected) in cases {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), 40, 10);
         edit_manifest(dir.path(), edit);
         let err = Store::open(dir.path()).unwrap_err().to_string();
-        assert!(
-            err.contains("manifest.json") && err.contains(expected),
-            "{err} (wanted {expected})"
-        );
+        assert!(err.contains("manifest.json") && err.contains(expected), "{err} (wanted {expected})");
     }
 }
 
@@ -176,14 +125,7 @@ fn inconsistent_manifests_are_refused() {
 fn manifest_paths_cannot_leave_the_dataset_folder() {
     let outside = tempfile::tempdir().unwrap();
     write(outside.path(), 40, 10);
-    for name in [
-        "../shard-00000.bin",
-        "/etc/passwd",
-        "sub/shard-00000.bin",
-        "..",
-        ".",
-        "",
-    ] {
+    for name in ["../shard-00000.bin", "/etc/passwd", "sub/shard-00000.bin", "..", ".", ""] {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), 40, 10);
         edit_manifest(dir.path(), |m| m["shards"][0]["file"] = name.into());

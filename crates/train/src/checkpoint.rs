@@ -54,14 +54,14 @@ pub fn load(path: &Path) -> Result<Checkpoint> {
             .get(at..at + 8)
             .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize)
             .with_context(|| format!("{}: truncated checkpoint", path.display()))?;
-        let part = bytes
-            .get(at + 8..at + 8 + len)
-            .with_context(|| format!("{}: truncated checkpoint", path.display()))?;
+        let part =
+            bytes.get(at + 8..at + 8 + len).with_context(|| format!("{}: truncated checkpoint", path.display()))?;
         parts.push(part.to_vec());
         at += 8 + len;
     }
     let optimizer = parts.pop().expect("three parts");
     let model = parts.pop().expect("three parts");
-    let state = serde_json::from_slice(&parts[0]).with_context(|| format!("{}: malformed checkpoint state", path.display()))?;
+    let state =
+        serde_json::from_slice(&parts[0]).with_context(|| format!("{}: malformed checkpoint state", path.display()))?;
     Ok(Checkpoint { state, model, optimizer })
 }

@@ -96,9 +96,13 @@ impl<B: Backend> DeviceDataset<B> {
         boxes = boxes * (m3.ones_like() - m3.clone()) + flipped * m3;
 
         // Per-sample brightness and contrast.
-        let contrast =
-            Tensor::<B, 1>::random([n], Distribution::Uniform(1.0 - aug.contrast as f64, 1.0 + aug.contrast as f64), &device);
-        let bright = Tensor::<B, 1>::random([n], Distribution::Uniform(-aug.brightness as f64, aug.brightness as f64), &device);
+        let contrast = Tensor::<B, 1>::random(
+            [n],
+            Distribution::Uniform(1.0 - aug.contrast as f64, 1.0 + aug.contrast as f64),
+            &device,
+        );
+        let bright =
+            Tensor::<B, 1>::random([n], Distribution::Uniform(-aug.brightness as f64, aug.brightness as f64), &device);
         images = ((images - 0.5) * contrast.reshape([n, 1, 1, 1]) + 0.5 + bright.reshape([n, 1, 1, 1])).clamp(0.0, 1.0);
 
         // Whole-batch translation with zero fill.
@@ -121,7 +125,10 @@ impl<B: Backend> DeviceDataset<B> {
 }
 
 /// One upload per array; pixels travel as u8 (4x fewer bytes than f32).
-fn upload_raw<B: Backend>(batch: &HostBatch, device: &B::Device) -> (Tensor<B, 4, Int>, Tensor<B, 3>, Tensor<B, 2, Int>) {
+fn upload_raw<B: Backend>(
+    batch: &HostBatch,
+    device: &B::Device,
+) -> (Tensor<B, 4, Int>, Tensor<B, 3>, Tensor<B, 2, Int>) {
     let (n, h, w, c) = (batch.len, batch.height as usize, batch.width as usize, batch.channels as usize);
     (
         Tensor::from_data(TensorData::new(batch.pixels.clone(), [n, h, w, c]), (device, DType::U8)),

@@ -63,7 +63,13 @@ impl<B: Backend> Feed<B> {
         Feed::Host { queue: rx, producer: Some(producer), device }
     }
 
-    pub fn in_device(data: DeviceDataset<B>, batch_size: usize, seed: u64, augment: DeviceAugment, device: B::Device) -> Self {
+    pub fn in_device(
+        data: DeviceDataset<B>,
+        batch_size: usize,
+        seed: u64,
+        augment: DeviceAugment,
+        device: B::Device,
+    ) -> Self {
         Feed::Device { data, batch_size, seed, augment, epoch: None, device }
     }
 
@@ -91,7 +97,11 @@ impl<B: Backend> Feed<B> {
                 B::seed(device, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step as u64);
                 let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(*seed ^ (step as u64).rotate_left(17));
                 let t = augment.translate as i64;
-                let shift = if t > 0 { (rand::Rng::random_range(&mut rng, -t..=t), rand::Rng::random_range(&mut rng, -t..=t)) } else { (0, 0) };
+                let shift = if t > 0 {
+                    (rand::Rng::random_range(&mut rng, -t..=t), rand::Rng::random_range(&mut rng, -t..=t))
+                } else {
+                    (0, 0)
+                };
                 Ok((data.batch(indices, augment, shift), FeedTiming::default()))
             }
         }

@@ -5,12 +5,14 @@
 //! in VRAM the first three collapse into a `DeviceDataset`.
 
 pub mod backend;
+pub mod balance;
 pub mod checkpoint;
 pub mod config;
 pub mod device_batch;
 pub mod eval;
 pub mod feed;
 pub mod metrics;
+pub mod modes;
 pub mod sources;
 pub mod trainer;
 

@@ -58,6 +58,9 @@ pub fn write_csv(path: &Path, rows: &[MetricRow]) -> Result<()> {
     Ok(())
 }
 
+/// A panel: its title, the value it plots, its colour.
+type Series = (&'static str, fn(&MetricRow) -> f64, RGBColor);
+
 /// `training.svg`: loss, GPU-busy % and throughput against the step.
 pub fn plot(path: &Path, rows: &[MetricRow]) -> Result<()> {
     if rows.is_empty() {
@@ -67,10 +70,10 @@ pub fn plot(path: &Path, rows: &[MetricRow]) -> Result<()> {
     root.fill(&WHITE)?;
     let panels = root.split_evenly((3, 1));
     let last = rows.last().map(|r| r.step).unwrap_or(1).max(1) as f64;
-    let series: [(&str, Box<dyn Fn(&MetricRow) -> f64>, RGBColor); 3] = [
-        ("loss", Box::new(|r: &MetricRow| r.loss as f64), BLUE),
-        ("GPU busy %", Box::new(|r: &MetricRow| r.gpu_busy_pct), RED),
-        ("samples/s", Box::new(|r: &MetricRow| r.samples_per_s), GREEN),
+    let series: [Series; 3] = [
+        ("loss", |r| r.loss as f64, BLUE),
+        ("GPU busy %", |r| r.gpu_busy_pct, RED),
+        ("samples/s", |r| r.samples_per_s, GREEN),
     ];
     for (panel, (name, value, color)) in panels.iter().zip(series) {
         let top = rows.iter().map(&value).fold(0.0f64, f64::max).max(1e-9) * 1.1;

@@ -31,3 +31,40 @@ impl HostSource for Generated {
         Ok(batch)
     }
 }
+
+/// Precomputed: the store's own loader (memory-mapped, shuffled per epoch,
+/// prefetching), resumed at batch `start`.
+pub struct StoreBatches {
+    loader: grin_store::BatchLoader,
+}
+
+impl StoreBatches {
+    pub fn new(
+        store: &grin_store::Store,
+        batch_size: usize,
+        seed: u64,
+        balance: grin_store::Balance,
+        prefetch: usize,
+        start_batch: usize,
+    ) -> Result<Self> {
+        let options =
+            grin_store::LoaderOptions { batch_size, seed, balance, prefetch, start_batch: start_batch as u64 };
+        Ok(StoreBatches { loader: store.loader_with(&options)? })
+    }
+}
+
+impl HostSource for StoreBatches {
+    fn next_batch(&mut self) -> Result<HostBatch> {
+        self.loader.next().ok_or_else(|| anyhow::anyhow!("store loader stopped"))
+    }
+}
+
+impl Drop for Generated {
+    /// A run that skipped bad inputs says so when its data stream ends.
+    fn drop(&mut self) {
+        let loaded = self.pipeline.source().load_skips().and_then(|s| s.summary());
+        for line in [loaded, self.pipeline.skips().summary()].into_iter().flatten() {
+            eprintln!("{line}");
+        }
+    }
+}

@@ -11,9 +11,11 @@ use crate::feed::{Feed, FeedTiming};
 use crate::metrics::{self, MetricRow};
 use anyhow::{bail, Context, Result};
 use burn::module::AutodiffModule;
-use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
+use burn::module::Module;
+use burn::optim::{AdamWConfig, GradientsParams, MultiGradientsParams, Optimizer};
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
 use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::backend::DeviceOps;
 use burn::tensor::ElementConversion;
 use grin_features::FeatureConfig;
 use grin_model::{assign, file, loss, Detector, DetectorSpec, LossWeights, ModelConfig, PointTensors};
@@ -109,7 +111,21 @@ pub fn train<B: AutodiffBackend>(
     device: &B::Device,
     feed_for: impl FnOnce(usize) -> Result<Feed<B>>,
 ) -> Result<Summary> {
-    std::fs::create_dir_all(&run.run_dir).with_context(|| format!("{}: cannot create run folder", run.run_dir.display()))?;
+    train_parallel(run, std::slice::from_ref(device), feed_for)
+}
+
+/// Data-parallel over `devices` (the first one holds the master weights and
+/// the feed): each device runs forward and backward on its slice of the
+/// batch, and Burn's `step_multi` sums the gradients where each parameter
+/// lives. With one device this is the plain training step.
+pub fn train_parallel<B: AutodiffBackend>(
+    run: &RunSpec,
+    devices: &[B::Device],
+    feed_for: impl FnOnce(usize) -> Result<Feed<B>>,
+) -> Result<Summary> {
+    let device = devices.first().context("no device to train on")?;
+    std::fs::create_dir_all(&run.run_dir)
+        .with_context(|| format!("{}: cannot create run folder", run.run_dir.display()))?;
     let (ckpt_path, model_path, csv_path) = run_paths(&run.run_dir);
     let config_json = serde_json::to_string(&(&run.features, &run.model, &run.train))?;
     let spec = run.detector_spec();
@@ -128,8 +144,8 @@ pub fn train<B: AutodiffBackend>(
         if ck.state.config_json != config_json {
             bail!("{}: checkpoint was written with a different config; start a new run name", ckpt_path.display());
         }
-        let (_, loaded) = file::from_bytes::<B>(&ck.model, device)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", ckpt_path.display()))?;
+        let (_, loaded) =
+            file::from_bytes::<B>(&ck.model, device).map_err(|e| anyhow::anyhow!("{}: {e}", ckpt_path.display()))?;
         model = loaded;
         let record = BinBytesRecorder::<FullPrecisionSettings>::default()
             .load(ck.optimizer, device)
@@ -158,7 +174,6 @@ pub fn train<B: AutodiffBackend>(
     let mut interval_wait = Duration::ZERO;
     let mut interval_steps = 0usize;
     let mut produce_ms: Vec<f64> = Vec::new();
-    let mut last_loss = None;
     let run_started = Instant::now();
     let wall_before = state.wall_s;
 
@@ -168,20 +183,26 @@ pub fn train<B: AutodiffBackend>(
         produce_ms.push(timing.produce.as_secs_f64() * 1e3);
 
         let lr = learning_rate(cfg, step);
-        let output = model.forward(batch.images);
-        let targets = assign(&points, batch.boxes, batch.labels);
-        let parts = loss(&output, &targets, &points, weights);
-        let grads = GradientsParams::from_grads(parts.total.backward(), &model);
-        model = optim.step(lr, model, grads);
-        last_loss = Some(parts);
+        let parts = if devices.len() == 1 {
+            let output = model.forward(batch.images);
+            let targets = assign(&points, batch.boxes, batch.labels);
+            let parts = loss(&output, &targets, &points, weights);
+            let grads = GradientsParams::from_grads(parts.total.backward(), &model);
+            model = optim.step(lr, model, grads);
+            parts
+        } else {
+            let (next, parts) = parallel_step(model, &mut optim, lr, batch, devices, weights, &spec)?;
+            model = next;
+            parts
+        };
         interval_steps += 1;
 
         let done = step + 1;
         if done % cfg.log_every == 0 || done == cfg.steps {
             // The only sync of the interval: reading the loss waits for the device.
             B::sync(device).map_err(|e| anyhow::anyhow!("device sync failed: {e:?}"))?;
-            let parts = last_loss.as_ref().expect("a step ran");
             let scalar = |t: &burn::tensor::Tensor<B, 1>| t.clone().into_scalar().elem::<f32>();
+            let parts = &parts;
             let wall = interval_start.elapsed().as_secs_f64();
             let wait = interval_wait.as_secs_f64().min(wall);
             let row = MetricRow {
@@ -228,7 +249,8 @@ pub fn train<B: AutodiffBackend>(
     state.wall_s = wall_before + run_started.elapsed().as_secs_f64();
 
     let inference: Detector<B::InnerBackend> = model.valid();
-    file::save_model(&model_path, &spec, &inference).with_context(|| format!("{}: cannot write", model_path.display()))?;
+    file::save_model(&model_path, &spec, &inference)
+        .with_context(|| format!("{}: cannot write", model_path.display()))?;
 
     let report: Option<EvalReport> = if run.evaluate && cfg.eval_samples > 0 {
         Some(evaluate(&inference, &spec, &run.features, cfg.eval_samples, device)?)
@@ -239,6 +261,41 @@ pub fn train<B: AutodiffBackend>(
     std::fs::write(run.run_dir.join("summary.json"), serde_json::to_string_pretty(&summary)?)?;
     metrics::plot(&run.run_dir.join("training.svg"), &state.history)?;
     Ok(summary)
+}
+
+/// One data-parallel step: split the batch, forward/backward per device,
+/// then one optimizer step over all devices' gradients.
+fn parallel_step<B: AutodiffBackend, O: Optimizer<Detector<B>, B>>(
+    model: Detector<B>,
+    optim: &mut O,
+    lr: f64,
+    batch: crate::device_batch::DeviceBatch<B>,
+    devices: &[B::Device],
+    weights: LossWeights,
+    spec: &DetectorSpec,
+) -> Result<(Detector<B>, grin_model::LossParts<B>)> {
+    let n = batch.images.dims()[0];
+    let share = n.div_ceil(devices.len());
+    let mut grads = MultiGradientsParams { grads: Vec::with_capacity(devices.len()) };
+    let mut first_parts = None;
+    for (i, d) in devices.iter().enumerate() {
+        let (start, len) = (i * share, share.min(n.saturating_sub(i * share)));
+        if len == 0 {
+            break;
+        }
+        let replica = model.clone().fork(d);
+        let points = PointTensors::<B>::new(&spec.points(), d);
+        let images = batch.images.clone().narrow(0, start, len).to_device(d);
+        let boxes = batch.boxes.clone().narrow(0, start, len).to_device(d);
+        let labels = batch.labels.clone().narrow(0, start, len).to_device(d);
+        let parts = loss(&replica.forward(images), &assign(&points, boxes, labels), &points, weights);
+        // Gradients are summed across devices: weight each by its share.
+        let scaled = parts.total.clone() * (len as f32 / n as f32);
+        grads.grads.push((GradientsParams::from_grads(scaled.backward(), &replica), d.id()));
+        first_parts.get_or_insert(parts);
+    }
+    let model = optim.step_multi(lr, model, grads);
+    Ok((model, first_parts.context("empty batch")?))
 }
 
 fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>) -> Summary {

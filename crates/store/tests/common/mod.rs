@@ -9,40 +9,21 @@ pub const W: u32 = 32;
 pub const H: u32 = 32;
 
 pub fn features() -> FeatureConfig {
-    FeatureConfig {
-        width: W,
-        height: H,
-        channels: 1,
-        ..FeatureConfig::default()
-    }
+    FeatureConfig { width: W, height: H, channels: 1, ..FeatureConfig::default() }
 }
 
 /// A deterministic sample: the class cycles smiling, non-smiling, face-free,
 /// and pixels/boxes depend on the index so that every record is distinct.
 pub fn sample(index: u64) -> Sample {
-    let pixels = (0..W * H)
-        .map(|p| (index.wrapping_mul(31).wrapping_add(p as u64 * 7) % 251) as u8)
-        .collect();
+    let pixels = (0..W * H).map(|p| (index.wrapping_mul(31).wrapping_add(p as u64 * 7) % 251) as u8).collect();
     let x = (index % 8) as f32;
-    let face = |smile| FaceBox {
-        x0: x,
-        y0: 1.0,
-        x1: x + 10.5,
-        y1: 12.25,
-        smile,
-    };
+    let face = |smile| FaceBox { x0: x, y0: 1.0, x1: x + 10.5, y1: 12.25, smile };
     let boxes = match index % 3 {
         0 => vec![face(Smile::Yes), face(Smile::No)],
         1 => vec![face(Smile::No), face(Smile::Unknown)],
         _ => vec![],
     };
-    Sample {
-        width: W,
-        height: H,
-        channels: 1,
-        pixels,
-        boxes,
-    }
+    Sample { width: W, height: H, channels: 1, pixels, boxes }
 }
 
 pub fn fill(indices: &[u64], out: &mut HostBatch) -> Result<(), FeatureError> {
@@ -67,10 +48,5 @@ pub fn write(dir: &Path, samples: u64, per_shard: u64) -> Summary {
 }
 
 pub fn checksums(dir: &Path) -> Vec<String> {
-    grin_store::Manifest::load(dir)
-        .expect("manifest")
-        .shards
-        .iter()
-        .map(|s| s.xxh3.clone())
-        .collect()
+    grin_store::Manifest::load(dir).expect("manifest").shards.iter().map(|s| s.xxh3.clone()).collect()
 }

@@ -1,0 +1,71 @@
+//! The hand-written CPU path against the Burn model it replaces: the same raw
+//! outputs and the same detections (boxes and scores within 1e-4, relative
+//! for boxes above 1 px), for the shipped model and for a random 3-channel
+//! model of another width, at the training size and at other run sizes.
+
+use grin_infer::{load_image, Detector, Engine, ModelSource};
+use grin_model::{DecodeParams, DetectorSpec, ModelConfig};
+use std::path::Path;
+
+const TOLERANCE: f32 = 1e-4;
+
+fn close(a: f32, b: f32) -> bool {
+    (a - b).abs() <= TOLERANCE * a.abs().max(1.0)
+}
+
+fn check(detector: &mut Detector, image: &image::DynamicImage, sizes: &[(usize, usize)]) {
+    // A threshold below the untrained prior (0.01), so that many detections
+    // are compared, not only the confident few.
+    let params = DecodeParams { score_threshold: 0.005, nms_iou: 0.4, max_detections: 100 };
+    for &(w, h) in sizes {
+        detector.set_run_size(w, h).unwrap();
+        let mut raw = Vec::new();
+        for engine in [Engine::Fast, Engine::Burn] {
+            detector.set_engine(engine);
+            raw.push(detector.raw(detector.frame(image)));
+        }
+        assert_eq!(raw[0].len(), raw[1].len());
+        let worst = raw[0].iter().zip(&raw[1]).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(worst <= TOLERANCE, "{w}x{h}: raw outputs differ by {worst}");
+        let fast = grin_model::decode(&raw[0], detector.points(), &params);
+        let burn = grin_model::decode(&raw[1], detector.points(), &params);
+        assert!(!burn.is_empty(), "{w}x{h}: nothing to compare");
+        assert_eq!(fast.len(), burn.len(), "{w}x{h}");
+        for f in &fast {
+            let same = |b: &grin_model::Detection| {
+                [(f.x0, b.x0), (f.y0, b.y0), (f.x1, b.x1), (f.y1, b.y1), (f.score, b.score), (f.smile, b.smile)]
+                    .iter()
+                    .all(|&(x, y)| close(x, y))
+            };
+            assert!(burn.iter().any(same), "{w}x{h}: {f:?} has no Burn counterpart");
+        }
+    }
+}
+
+fn scene() -> image::DynamicImage {
+    load_image(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png")).unwrap()
+}
+
+#[test]
+fn fast_path_matches_burn_on_the_shipped_model() {
+    let mut detector = Detector::load(ModelSource::Embedded).unwrap();
+    let (w, h) = detector.run_size();
+    check(&mut detector, &scene(), &[(w, h), (320, 240), (173, 97)]);
+}
+
+#[test]
+fn fast_path_matches_burn_on_a_random_rgb_model() {
+    let spec = DetectorSpec {
+        model: ModelConfig { width_mult: 0.5, ..ModelConfig::default() },
+        width: 96,
+        height: 64,
+        channels: 3,
+    };
+    let device = Default::default();
+    let model = spec.init::<grin_infer::model::Backend>(&device);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("random.grin");
+    grin_model::file::save_model(&path, &spec, &model).unwrap();
+    let mut detector = Detector::load(ModelSource::File(path)).unwrap();
+    check(&mut detector, &scene(), &[(96, 64), (130, 90)]);
+}

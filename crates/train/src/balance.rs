@@ -1,0 +1,197 @@
+//! The balance check: measure T_g, T_i, T_s and the feeding overheads, then
+//! predict each mode's device-busy share before a single training step.
+//!
+//! A host-fed run is data-bound when producing a batch, T_g/C*B, takes longer
+//! than the step T_s. Queues only absorb jitter; the slower side sets the pace.
+
+use crate::config::Mode;
+use crate::device_batch::{upload, DeviceAugment, DeviceDataset};
+use anyhow::Result;
+use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{Int, Tensor, TensorData};
+use grin_features::{bench::measure_tg, pipeline::Pipeline, FeatureConfig, HostBatch, Split};
+use grin_model::{assign, loss, DetectorSpec, LossWeights, PointTensors};
+use serde::Serialize;
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Figures {
+    /// Per-sample feature time, one core (median).
+    pub tg_s: f64,
+    pub workers: usize,
+    pub batch: usize,
+    /// Forward time of one batch.
+    pub ti_s: f64,
+    /// Forward + backward + optimizer step.
+    pub ts_s: f64,
+    /// Host-to-device upload of one batch.
+    pub tu_s: f64,
+    /// Cutting and augmenting one batch from a device-resident dataset.
+    pub tc_s: f64,
+    /// Reading one batch from the store (measured when a store was given).
+    pub tr_s: Option<f64>,
+}
+
+const WARMUP: usize = 2;
+const REPEATS: usize = 5;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Times `f` with a device sync inside each timed region, warm-up excluded.
+fn timed<B: Backend>(device: &B::Device, mut f: impl FnMut()) -> f64 {
+    let mut times = Vec::with_capacity(REPEATS);
+    for i in 0..WARMUP + REPEATS {
+        let _ = B::sync(device);
+        let t = Instant::now();
+        f();
+        let _ = B::sync(device);
+        if i >= WARMUP {
+            times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    median(times)
+}
+
+pub fn measure<B: AutodiffBackend>(
+    features: &FeatureConfig,
+    spec: &DetectorSpec,
+    batch: usize,
+    weights: LossWeights,
+    store: Option<&grin_store::Store>,
+    device: &B::Device,
+) -> Result<Figures> {
+    let pipeline = Pipeline::new(features, Split::Train)?;
+    let tg = measure_tg(&pipeline, 64.max(batch))?;
+    let host: HostBatch = pipeline.batch(&(0..batch as u64).collect::<Vec<_>>())?;
+
+    let points = PointTensors::<B>::new(&spec.points(), device);
+    let mut model = spec.init::<B>(device);
+    let mut optim = AdamWConfig::new().init::<B, grin_model::Detector<B>>();
+    let on_device = upload::<B>(&host, device);
+
+    let tu_s = timed::<B>(device, || {
+        let _ = upload::<B>(&host, device);
+    });
+    let ti_s = timed::<B>(device, || {
+        let _ = model.forward(on_device.images.clone());
+    });
+    let ts_s = timed::<B>(device, || {
+        let out = model.forward(on_device.images.clone());
+        let targets = assign(&points, on_device.boxes.clone(), on_device.labels.clone());
+        let parts = loss(&out, &targets, &points, weights);
+        let grads = GradientsParams::from_grads(parts.total.backward(), &model);
+        model = optim.step(1e-4, model.clone(), grads);
+    });
+    let resident = DeviceDataset::<B>::upload(&host, device);
+    let indices =
+        Tensor::<B, 1, Int>::from_data(TensorData::new((0..batch as i32).collect::<Vec<_>>(), [batch]), device);
+    let tc_s = timed::<B>(device, || {
+        let _ = resident.batch(indices.clone(), &DeviceAugment::default(), (2, -2));
+    });
+    let tr_s = match store {
+        Some(store) if !store.is_empty() => {
+            let mut b = HostBatch::default();
+            let n = store.len();
+            let t = timed::<B>(device, || {
+                b.clear();
+                for i in 0..batch as u64 {
+                    // A stride that visits records out of order, like a shuffle.
+                    let _ = store.read_into((i * 7919) % n, &mut b);
+                }
+            });
+            Some(t)
+        }
+        _ => None,
+    };
+    Ok(Figures { tg_s: tg.median_s, workers: pipeline.workers(), batch, ti_s, ts_s, tu_s, tc_s, tr_s })
+}
+
+/// Store read time per batch when none was measured: records are copied
+/// once from page cache, a few GB/s on any machine.
+fn estimated_read_s(f: &Figures, record_bytes: f64) -> f64 {
+    f.batch as f64 * record_bytes / 3e9
+}
+
+impl Figures {
+    /// Time to produce one batch on the host with C workers.
+    pub fn produce_s(&self) -> f64 {
+        self.tg_s / self.workers as f64 * self.batch as f64
+    }
+
+    /// Predicted share of wall time the device computes, per mode. Host modes
+    /// pay the upload on the training thread; a slower producer sets the pace.
+    pub fn predicted_busy(&self, record_bytes: f64) -> [(Mode, f64); 3] {
+        let fed = self.ts_s + self.tu_s;
+        let read = self.tr_s.unwrap_or_else(|| estimated_read_s(self, record_bytes));
+        [
+            (Mode::OnTheFly, 100.0 * self.ts_s / fed.max(self.produce_s())),
+            (Mode::Precomputed, 100.0 * self.ts_s / fed.max(read)),
+            // Cutting a batch is device work too: nothing waits on the host.
+            (Mode::InVram, 100.0),
+        ]
+    }
+
+    pub fn recommend(&self, record_bytes: f64, fits_in_device: bool) -> (Mode, String) {
+        let busy = self.predicted_busy(record_bytes);
+        if busy[0].1 >= 95.0 {
+            return (
+                Mode::OnTheFly,
+                "on-the-fly keeps the device fed; precompute only to reuse features across runs".into(),
+            );
+        }
+        if fits_in_device {
+            return (
+                Mode::InVram,
+                format!(
+                    "generation is the bottleneck (device busy {:.0}% on-the-fly): precompute once and train in VRAM",
+                    busy[0].1
+                ),
+            );
+        }
+        (Mode::Precomputed, "the dataset does not fit in device memory: precompute and stream from the store".into())
+    }
+
+    pub fn report(&self, backend: &str, record_bytes: f64, fits_in_device: bool) -> String {
+        let ms = |s: f64| s * 1e3;
+        let produce = self.produce_s();
+        let bound =
+            if produce > self.ts_s { "DATA-BOUND: the device waits" } else { "device-bound: the host keeps up" };
+        let busy = self.predicted_busy(record_bytes);
+        let read = match self.tr_s {
+            Some(t) => format!("{:.3} ms (measured)", ms(t)),
+            None => format!("{:.3} ms (estimated at 3 GB/s)", ms(estimated_read_s(self, record_bytes))),
+        };
+        let (_, why) = self.recommend(record_bytes, fits_in_device);
+        format!(
+            "balance check on {backend}\n\
+             \x20 T_g  feature time per sample (median, 1 core)   {:>9.3} ms\n\
+             \x20 C    generation workers                         {:>9}\n\
+             \x20 B    batch size                                 {:>9}\n\
+             \x20 T_i  forward                                    {:>9.3} ms\n\
+             \x20 T_s  forward + backward + optimizer step        {:>9.3} ms   (seed form 2*T_i = {:.3} ms)\n\
+             \x20 T_u  upload of one batch                        {:>9.3} ms\n\
+             \x20 T_c  cut + augment one batch in device memory   {:>9.3} ms\n\
+             \x20 T_r  store read of one batch                    {read}\n\
+             \x20 T_g/C*B = {:.3} ms  vs  T_s = {:.3} ms  ->  {bound}\n\
+             \x20 predicted device busy: on-the-fly {:.0}%, precomputed {:.0}%, in-vram {:.0}%\n\
+             \x20 recommendation: {why}",
+            ms(self.tg_s),
+            self.workers,
+            self.batch,
+            ms(self.ti_s),
+            ms(self.ts_s),
+            2.0 * ms(self.ti_s),
+            ms(self.tu_s),
+            ms(self.tc_s),
+            ms(produce),
+            ms(self.ts_s),
+            busy[0].1,
+            busy[1].1,
+            busy[2].1,
+        )
+    }
+}
