@@ -21,10 +21,11 @@ TARGET=${CARGO_TARGET_DIR:-target}
 VENV=.venv-detect
 MODEL_FLAGS=("$@")
 
-if [ ! -x "$VENV/bin/python" ]; then
+# OpenCV 5 moved the Haar cascades out of the main package: pin 4.x.
+if ! "$VENV/bin/python" -c 'import cv2; cv2.CascadeClassifier' 2>/dev/null; then
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install --quiet --upgrade pip
-    "$VENV/bin/pip" install --quiet opencv-python-headless numpy
+    "$VENV/bin/pip" install --quiet "opencv-python-headless>=4.8,<5" numpy
 fi
 
 cargo build --locked --release -p grin-infer --bin grin-detect --example export_scenes

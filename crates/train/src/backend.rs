@@ -37,6 +37,10 @@ pub fn resolve(requested: Option<BackendChoice>) -> Result<(BackendChoice, Strin
         Some(BackendChoice::Cuda) if !CUDA_COMPILED => {
             bail!("--backend cuda: this grin was built without CUDA; rebuild with `cargo build --release --features cuda`")
         }
+        // cudarc panics when it cannot load libcuda: refuse here, in words.
+        Some(BackendChoice::Cuda) if !gpu_present() => {
+            bail!("--backend cuda: no NVIDIA GPU is visible (no /dev/nvidiactl); use --backend cpu")
+        }
         Some(choice) => Ok((choice, format!("backend {} (asked for)", choice.name()))),
         None if CUDA_COMPILED && gpu_present() => Ok((BackendChoice::Cuda, "backend cuda (GPU found)".into())),
         None if CUDA_COMPILED => Ok((BackendChoice::Cpu, "backend cpu (built with CUDA, but no GPU found)".into())),
