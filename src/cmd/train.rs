@@ -11,6 +11,28 @@ use grin_train::trainer::{self, RunSpec, Summary};
 use grin_train::Mode;
 use std::path::{Path, PathBuf};
 
+/// Runs `$body` with `$B` naming the chosen backend's type and `$device`
+/// its first device: one generic code path, monomorphised per backend.
+macro_rules! on_backend {
+    ($choice:expr, $B:ident, $device:ident => $body:expr) => {
+        match $choice {
+            BackendChoice::Cpu => {
+                type $B = backend::Cpu;
+                let $device = Default::default();
+                $body
+            }
+            #[cfg(feature = "cuda")]
+            BackendChoice::Cuda => {
+                type $B = backend::Gpu;
+                let $device = burn_cuda::CudaDevice::new(0);
+                $body
+            }
+            #[cfg(not(feature = "cuda"))]
+            BackendChoice::Cuda => unreachable!("backend::resolve refuses cuda in a build without it"),
+        }
+    };
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ModeArg {
     OnTheFly,
@@ -178,20 +200,7 @@ fn plan_feed<B: AutodiffBackend>(
     let dir = store_dir(c);
     let mut mode = c.train.mode;
     if mode == Mode::Auto {
-        let store = if dir.join("manifest.json").exists() {
-            Some(modes::open_store(&dir, &c.features, args.allow_stale)?)
-        } else {
-            None
-        };
-        let figures = grin_train::balance::measure::<B>(
-            &c.features,
-            &detector_spec(c),
-            c.train.batch_size,
-            weights(c),
-            store.as_ref(),
-            device,
-        )?;
-        let fits = store.as_ref().map(|s| modes::fits_in_device(s, choice, args.devices[0]).0).unwrap_or(true);
+        let (figures, fits, _) = balance_check::<B>(c, choice, args.devices[0], args.allow_stale, device)?;
         eprintln!("{}", figures.report(choice.name(), record_bytes(c), fits));
         mode = figures.recommend(record_bytes(c), fits).0;
         eprintln!("auto: chose {}", trainer::mode_name(mode));
@@ -406,29 +415,33 @@ pub fn balance(args: BalanceArgs) -> Result<()> {
     let loaded = args.config.load()?;
     let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
     eprintln!("{why}");
-    match choice {
-        BackendChoice::Cpu => balance_on::<backend::Cpu>(&loaded, choice, &Default::default()),
-        BackendChoice::Cuda => balance_cuda(&loaded, choice),
-    }
-}
-
-#[cfg(feature = "cuda")]
-fn balance_cuda(loaded: &LoadedConfig, choice: BackendChoice) -> Result<()> {
-    balance_on::<backend::Gpu>(loaded, choice, &burn_cuda::CudaDevice::new(0))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn balance_cuda(_: &LoadedConfig, _: BackendChoice) -> Result<()> {
-    unreachable!("backend::resolve refuses cuda in a build without it")
+    on_backend!(choice, B, device => balance_on::<B>(&loaded, choice, &device))
 }
 
 fn balance_on<B: AutodiffBackend>(loaded: &LoadedConfig, choice: BackendChoice, device: &B::Device) -> Result<()> {
     let c = &loaded.config;
+    let (figures, fits, _) = balance_check::<B>(c, choice, 0, true, device)?;
+    println!("{}", figures.report(choice.name(), record_bytes(c), fits));
+    Ok(())
+}
+
+/// Measures the balance figures, with the store's read time and the
+/// in-device fit when a precomputed dataset exists.
+fn balance_check<B: AutodiffBackend>(
+    c: &GrinConfig,
+    choice: BackendChoice,
+    device_index: usize,
+    allow_stale: bool,
+    device: &B::Device,
+) -> Result<(grin_train::balance::Figures, bool, Option<grin_store::Store>)> {
     let dir = store_dir(c);
-    let store =
-        if dir.join("manifest.json").exists() { Some(modes::open_store(&dir, &c.features, true)?) } else { None };
-    let fits = store.as_ref().map(|s| modes::fits_in_device(s, choice, 0).0).unwrap_or(true);
-    let f = grin_train::balance::measure::<B>(
+    let store = if dir.join("manifest.json").exists() {
+        Some(modes::open_store(&dir, &c.features, allow_stale)?)
+    } else {
+        None
+    };
+    let fits = store.as_ref().map(|s| modes::fits_in_device(s, choice, device_index).0).unwrap_or(true);
+    let figures = grin_train::balance::measure::<B>(
         &c.features,
         &detector_spec(c),
         c.train.batch_size,
@@ -436,8 +449,7 @@ fn balance_on<B: AutodiffBackend>(loaded: &LoadedConfig, choice: BackendChoice, 
         store.as_ref(),
         device,
     )?;
-    println!("{}", f.report(choice.name(), record_bytes(c), fits));
-    Ok(())
+    Ok((figures, fits, store))
 }
 
 #[derive(Subcommand)]
@@ -466,20 +478,7 @@ pub fn bench(command: BenchCommand) -> Result<()> {
     let BenchCommand::Modes(args) = command;
     let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
     eprintln!("{why}");
-    match choice {
-        BackendChoice::Cpu => bench_modes::<backend::Cpu>(&args, choice, &Default::default()),
-        BackendChoice::Cuda => bench_cuda(&args, choice),
-    }
-}
-
-#[cfg(feature = "cuda")]
-fn bench_cuda(args: &BenchModesArgs, choice: BackendChoice) -> Result<()> {
-    bench_modes::<backend::Gpu>(args, choice, &burn_cuda::CudaDevice::new(0))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn bench_cuda(_: &BenchModesArgs, _: BackendChoice) -> Result<()> {
-    unreachable!("backend::resolve refuses cuda in a build without it")
+    on_backend!(choice, B, device => bench_modes::<B>(&args, choice, &device))
 }
 
 fn bench_modes<B: AutodiffBackend>(args: &BenchModesArgs, choice: BackendChoice, device: &B::Device) -> Result<()> {
