@@ -4,7 +4,7 @@ use crate::config::{self, GrinConfig, LoadedConfig};
 use anyhow::{Context, Result};
 use burn::tensor::backend::AutodiffBackend;
 use clap::{Args, Subcommand, ValueEnum};
-use grin_model::{budget, file, DetectorSpec, LossWeights};
+use grin_model::{budget, file, DetectorSpec};
 use grin_train::backend::{self, BackendChoice};
 use grin_train::modes::{self, FeedPlan};
 use grin_train::trainer::{self, RunSpec, Summary};
@@ -184,8 +184,9 @@ pub fn store_dir(c: &GrinConfig) -> PathBuf {
     c.train.store.clone().unwrap_or_else(|| PathBuf::from("data").join(&c.name))
 }
 
+/// Bytes of one stored record for this config: the store's own layout.
 fn record_bytes(c: &GrinConfig) -> f64 {
-    (c.features.width * c.features.height * c.features.channels) as f64 + 16.0 * 17.0
+    grin_store::RecordLayout::new(c.features.width, c.features.height, c.features.channels).record_bytes as f64
 }
 
 /// Resolves `auto` and the in-VRAM fit check into the mode that will run,
@@ -264,16 +265,6 @@ fn detector_spec(c: &GrinConfig) -> DetectorSpec {
         width: c.features.width as usize,
         height: c.features.height as usize,
         channels: c.features.channels as usize,
-    }
-}
-
-fn weights(c: &GrinConfig) -> LossWeights {
-    let l = &c.train.loss;
-    LossWeights {
-        focal_alpha: l.focal_alpha,
-        focal_gamma: l.focal_gamma,
-        box_weight: l.box_weight,
-        smile_weight: l.smile_weight,
     }
 }
 
@@ -366,12 +357,7 @@ pub fn model_info(args: ModelInfoArgs) -> Result<()> {
         Some(path) => config::load(path, &args.sets)?.config,
         None => GrinConfig::default(),
     };
-    let spec = DetectorSpec {
-        model: c.model.clone(),
-        width: c.features.width as usize,
-        height: c.features.height as usize,
-        channels: c.features.channels as usize,
-    };
+    let spec = detector_spec(&c);
     let model = spec.init::<burn_ndarray::NdArray<f32>>(&Default::default());
     let b = budget(&spec, &model);
     let points = spec.points();
@@ -445,7 +431,7 @@ fn balance_check<B: AutodiffBackend>(
         &c.features,
         &detector_spec(c),
         c.train.batch_size,
-        weights(c),
+        c.train.loss.weights(),
         store.as_ref(),
         device,
     )?;

@@ -6,6 +6,7 @@
 
 use crate::config::Mode;
 use crate::device_batch::{upload, DeviceAugment, DeviceDataset};
+use crate::trainer::median;
 use anyhow::Result;
 use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::{AutodiffBackend, Backend};
@@ -36,11 +37,6 @@ pub struct Figures {
 const WARMUP: usize = 2;
 const REPEATS: usize = 5;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// Times `f` with a device sync inside each timed region, warm-up excluded.
 fn timed<B: Backend>(device: &B::Device, mut f: impl FnMut()) -> f64 {
     let mut times = Vec::with_capacity(REPEATS);
@@ -53,7 +49,7 @@ fn timed<B: Backend>(device: &B::Device, mut f: impl FnMut()) -> f64 {
             times.push(t.elapsed().as_secs_f64());
         }
     }
-    median(times)
+    median(&mut times)
 }
 
 pub fn measure<B: AutodiffBackend>(

@@ -70,3 +70,14 @@ impl Default for LossConfig {
         LossConfig { focal_alpha: 0.25, focal_gamma: 2.0, box_weight: 2.0, smile_weight: 1.0 }
     }
 }
+
+impl LossConfig {
+    pub fn weights(&self) -> grin_model::LossWeights {
+        grin_model::LossWeights {
+            focal_alpha: self.focal_alpha,
+            focal_gamma: self.focal_gamma,
+            box_weight: self.box_weight,
+            smile_weight: self.smile_weight,
+        }
+    }
+}

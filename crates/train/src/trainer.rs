@@ -91,7 +91,8 @@ fn learning_rate(cfg: &TrainConfig, step: usize) -> f64 {
     cfg.lr * (0.05 + 0.95 * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos()))
 }
 
-fn median(values: &mut [f64]) -> f64 {
+/// Middle value (upper median for even counts); 0 for none.
+pub fn median(values: &mut [f64]) -> f64 {
     if values.is_empty() {
         return 0.0;
     }
@@ -157,12 +158,13 @@ pub fn train_parallel<B: AutodiffBackend>(
     std::fs::write(run.run_dir.join("config.toml"), &run.config_toml)?;
 
     let points = PointTensors::<B>::new(&spec.points(), device);
-    let weights = LossWeights {
-        focal_alpha: cfg.loss.focal_alpha,
-        focal_gamma: cfg.loss.focal_gamma,
-        box_weight: cfg.loss.box_weight,
-        smile_weight: cfg.loss.smile_weight,
+    // Each device's point table, built once rather than every step.
+    let device_points: Vec<PointTensors<B>> = if devices.len() > 1 {
+        devices.iter().map(|d| PointTensors::<B>::new(&spec.points(), d)).collect()
+    } else {
+        vec![]
     };
+    let weights = cfg.loss.weights();
     let mut feed = feed_for(state.step)?;
 
     let bar = if run.show_progress { ProgressBar::new(cfg.steps as u64) } else { ProgressBar::hidden() };
@@ -191,7 +193,7 @@ pub fn train_parallel<B: AutodiffBackend>(
             model = optim.step(lr, model, grads);
             parts
         } else {
-            let (next, parts) = parallel_step(model, &mut optim, lr, batch, devices, weights, &spec)?;
+            let (next, parts) = parallel_step(model, &mut optim, lr, batch, devices, &device_points, weights)?;
             model = next;
             parts
         };
@@ -271,8 +273,8 @@ fn parallel_step<B: AutodiffBackend, O: Optimizer<Detector<B>, B>>(
     lr: f64,
     batch: crate::device_batch::DeviceBatch<B>,
     devices: &[B::Device],
+    device_points: &[PointTensors<B>],
     weights: LossWeights,
-    spec: &DetectorSpec,
 ) -> Result<(Detector<B>, grin_model::LossParts<B>)> {
     let n = batch.images.dims()[0];
     let share = n.div_ceil(devices.len());
@@ -284,11 +286,11 @@ fn parallel_step<B: AutodiffBackend, O: Optimizer<Detector<B>, B>>(
             break;
         }
         let replica = model.clone().fork(d);
-        let points = PointTensors::<B>::new(&spec.points(), d);
+        let points = &device_points[i];
         let images = batch.images.clone().narrow(0, start, len).to_device(d);
         let boxes = batch.boxes.clone().narrow(0, start, len).to_device(d);
         let labels = batch.labels.clone().narrow(0, start, len).to_device(d);
-        let parts = loss(&replica.forward(images), &assign(&points, boxes, labels), &points, weights);
+        let parts = loss(&replica.forward(images), &assign(points, boxes, labels), points, weights);
         // Gradients are summed across devices: weight each by its share.
         let scaled = parts.total.clone() * (len as f32 / n as f32);
         grads.grads.push((GradientsParams::from_grads(scaled.backward(), &replica), d.id()));
