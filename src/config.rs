@@ -108,3 +108,53 @@ pub fn validate(c: &GrinConfig) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::load;
+
+    fn write(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    fn error(path: &std::path::Path, sets: &[&str]) -> String {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        format!("{:#}", load(path, &sets).unwrap_err())
+    }
+
+    #[test]
+    fn unknown_key_is_named_with_its_file() {
+        let (_dir, path) = write("[train]\nlrr = 0.1\n");
+        let e = error(&path, &[]);
+        assert!(e.contains("c.toml") && e.contains("train") && e.contains("`lrr`"), "{e}");
+        let (_dir, path) = write("name = \"x\"\n");
+        assert!(error(&path, &["model.widht_mult=2"]).contains("`widht_mult`"));
+    }
+
+    #[test]
+    fn bad_values_name_the_dotted_key() {
+        let (_dir, path) = write("[features]\nwidth = -5\n");
+        let e = error(&path, &[]);
+        assert!(e.contains("features.width") && !e.contains('\n'), "{e}");
+        let (_dir, path) = write("name = \"x\"\n");
+        assert!(error(&path, &["train.lr=-1"]).contains("train.lr"));
+        assert!(error(&path, &["features.height=8"]).contains("features.height"));
+    }
+
+    #[test]
+    fn missing_file_is_named() {
+        let e = error(std::path::Path::new("/no/such/grin.toml"), &[]);
+        assert!(e.contains("/no/such/grin.toml") && e.contains("cannot read"), "{e}");
+    }
+
+    #[test]
+    fn overrides_apply() {
+        let (_dir, path) = write("name = \"x\"\n[train]\nlr = 0.1\n");
+        let c = load(&path, &["train.lr=0.5".into(), "train.mode=in-vram".into()]).unwrap().config;
+        assert_eq!(c.train.lr, 0.5);
+        assert_eq!(c.train.mode, grin_train::Mode::InVram);
+    }
+}
