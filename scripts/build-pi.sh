@@ -3,13 +3,16 @@
 # with the workspace's `pi` profile (release + fat LTO, one codegen unit,
 # panic = abort, stripped) and prints the binary's path and size.
 #
-# Toolchain, first that works:
-#   1. rustup's aarch64-unknown-linux-gnu target when installed (or when
-#      `rustup target add` can install it), linked by Debian's aarch64 gcc;
-#   2. Debian's own Rust (rustc-web/cargo-web + libstd-rust-web-dev:arm64).
-# Only the grin-infer package is built: no CUDA crate is needed.
+# Toolchain (PI_TOOLCHAIN=auto, the default, takes the first that works):
+#   rustup: rustup's aarch64-unknown-linux-gnu target, when installed;
+#   debian: Debian's own Rust (rustc-web/cargo-web + libstd-rust-web-dev:arm64,
+#           installed here), when its rustc is new enough for burn 0.21;
+#   rustup-add: `rustup target add` as a last resort (needs the network).
+# Every route links with Debian's aarch64 gcc. Only the grin-infer package is
+# built: no CUDA crate is needed.
 #
-# Usage: scripts/build-pi.sh   (env: PI_TARGET_DIR, default target/pi)
+# Usage: scripts/build-pi.sh
+#   env: PI_TARGET_DIR (default target/pi), PI_TOOLCHAIN (auto|rustup|debian)
 # Last line of output: the binary's path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,26 +54,57 @@ rustup_has_target() {
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 start=$(date +%s)
 
-if rustup_has_target || { command -v rustup >/dev/null 2>&1 && rustup target add "$TARGET" >&2 && rustup_has_target; }; then
+PI_TOOLCHAIN=${PI_TOOLCHAIN:-auto}
+
+use_rustup() {
     echo "build-pi: rustup target $TARGET ($(rustc --version))" >&2
     apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross
     CARGO=cargo
-else
-    echo "build-pi: no rustup target; using Debian's Rust" >&2
+}
+
+# Returns non-zero (after saying why) when Debian's rustc is too old.
+use_debian() {
+    echo "build-pi: Debian's Rust (rustc-web)" >&2
     if ! dpkg --print-foreign-architectures | grep -qx arm64; then
         $SUDO dpkg --add-architecture arm64
         $SUDO apt-get update -qq
     fi
     apt_install rustc-web cargo-web libstd-rust-web-dev:arm64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+    local have
+    have=$(/usr/bin/rustc --version | awk '{print $2}')
+    if ! version_at_least "${have%%+*}" "$MIN_RUSTC"; then
+        echo "build-pi: Debian's rustc $have is older than $MIN_RUSTC, which burn 0.21 needs" >&2
+        return 1
+    fi
     export RUSTC=/usr/bin/rustc
     CARGO=/usr/bin/cargo
-    have=$($RUSTC --version | awk '{print $2}')
-    if ! version_at_least "${have%%+*}" "$MIN_RUSTC"; then
-        echo "build-pi: error: Debian's rustc $have is older than $MIN_RUSTC, which burn 0.21 needs;" \
-            "install rustup's target instead: rustup target add $TARGET" >&2
+}
+
+case $PI_TOOLCHAIN in
+rustup)
+    rustup_has_target || rustup target add "$TARGET" >&2
+    use_rustup
+    ;;
+debian)
+    use_debian || exit 1
+    ;;
+auto)
+    if rustup_has_target; then
+        use_rustup
+    elif use_debian; then
+        :
+    elif command -v rustup >/dev/null 2>&1 && rustup target add "$TARGET" >&2; then
+        use_rustup
+    else
+        echo "build-pi: error: no aarch64 Rust toolchain; run: rustup target add $TARGET" >&2
         exit 1
     fi
-fi
+    ;;
+*)
+    echo "build-pi: error: PI_TOOLCHAIN must be auto, rustup or debian, got '$PI_TOOLCHAIN'" >&2
+    exit 1
+    ;;
+esac
 
 CARGO_TARGET_DIR=$PI_TARGET_DIR $CARGO build --locked --target "$TARGET" -p grin-infer --bin grin-detect --profile pi >&2
 
