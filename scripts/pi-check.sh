@@ -36,14 +36,24 @@ pi=$(scripts/build-pi.sh | tail -n1)
 t2=$(date +%s)
 echo "pi-check: x86 build $((t1 - t0)) s, aarch64 build $((t2 - t1)) s" >&2
 
+# The loader and libc must come from the same package. Debian's Rust route
+# installs libc6:arm64 into /lib/aarch64-linux-gnu, which the cross loader in
+# /usr/aarch64-linux-gnu would otherwise pick up: a mismatched pair that spins
+# forever at start-up. Pinning the library path keeps the pair together.
+QEMU=(qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib)
+
 status=0
 for size in "" 320x240; do
     flags=(--json)
     [ -z "$size" ] || flags+=(--size "$size")
-    "$x86" "${flags[@]}" "${IMAGES[@]}" >"$WORK/x86.json"
-    qemu-aarch64 -L /usr/aarch64-linux-gnu "$pi" "${flags[@]}" "${IMAGES[@]}" >"$WORK/aarch64.json"
-    faces=$(grep -o '"box"' "$WORK/x86.json" | wc -l)
     label="size ${size:-model default}"
+    "$x86" "${flags[@]}" "${IMAGES[@]}" >"$WORK/x86.json"
+    if ! timeout 300 "${QEMU[@]}" "$pi" "${flags[@]}" "${IMAGES[@]}" >"$WORK/aarch64.json"; then
+        echo "pi-check: $label: the aarch64 binary failed or took over 300 s under qemu" >&2
+        status=1
+        continue
+    fi
+    faces=$(grep -o '"box"' "$WORK/x86.json" | wc -l)
     if diff -u "$WORK/x86.json" "$WORK/aarch64.json"; then
         echo "pi-check: $label: aarch64 JSON equals x86 JSON ($faces detections)"
     else

@@ -271,13 +271,15 @@ fn detector_spec(c: &GrinConfig) -> DetectorSpec {
 fn print_summary(s: &Summary) {
     let pct = |v: Option<f32>| v.map(|v| format!("{:.3}", v)).unwrap_or_else(|| "n/a".into());
     println!(
-        "{}: {} steps in {:.1}s on {} ({}), {:.2} steps/s, GPU busy {:.0}%, final loss {:.4}",
+        "{}: {} steps in {:.1}s on {} ({}), {:.2} steps/s, {} busy {:.0}%, final loss {:.4}",
         s.name,
         s.steps,
         s.wall_s,
         s.backend,
         trainer::mode_name(s.mode),
         s.steps_per_s,
+        // On the CPU backend the "device" shares cores with the feature workers.
+        if s.backend == "cuda" { "GPU" } else { "device" },
         s.gpu_busy_pct,
         s.final_loss
     );

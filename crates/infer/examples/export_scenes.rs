@@ -1,6 +1,7 @@
-//! Writes held-out synthetic scenes (the test split of the project's own
-//! generator) as PNGs plus their ground truth, for the latency/AP benchmark
-//! and the committed test image:
+//! Writes held-out scenes (the test split) as PNGs plus their ground truth,
+//! for the latency/AP benchmark and the committed test image: synthetic
+//! scenes from the project's own generator, or, with `--crops ROOT`,
+//! SMILEsmileD crops composited into scenes (crops of the test split only).
 //!
 //! `cargo run --release -p grin-infer --example export_scenes -- --out DIR --count 50 --width 320 --height 240`
 //!
@@ -37,6 +38,13 @@ struct Args {
     max_face: f32,
     #[arg(long, default_value_t = 1.0)]
     hard_negatives: f32,
+    /// Composite crops from this `smile/` + `no_smile/` folder instead of
+    /// drawing synthetic faces.
+    #[arg(long)]
+    crops: Option<PathBuf>,
+    /// Rotation range of composited crops, in degrees.
+    #[arg(long, default_value_t = 15.0)]
+    rotation_deg: f32,
     /// First sample index, so disjoint sets can be drawn.
     #[arg(long, default_value_t = 0)]
     start: u64,
@@ -64,11 +72,21 @@ fn main() -> Result<()> {
         height: args.height,
         channels: args.channels,
         seed: args.seed,
-        source: SourceConfig::Synthetic {
-            max_faces: args.max_faces,
-            min_face: args.min_face,
-            max_face: args.max_face,
-            hard_negatives: args.hard_negatives,
+        source: match &args.crops {
+            Some(root) => SourceConfig::Crops {
+                root: root.clone(),
+                max_faces: args.max_faces,
+                min_face: args.min_face,
+                max_face: args.max_face,
+                rotation_deg: args.rotation_deg,
+                backgrounds: None,
+            },
+            None => SourceConfig::Synthetic {
+                max_faces: args.max_faces,
+                min_face: args.min_face,
+                max_face: args.max_face,
+                hard_negatives: args.hard_negatives,
+            },
         },
         ..FeatureConfig::default()
     };
