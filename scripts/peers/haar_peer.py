@@ -202,10 +202,16 @@ def table(path):
         )
         print("| " + " | ".join(cells) + " |")
     print(f"({rows[0]['scenes']} scenes per size; speed-up = Haar median / grin median)")
-    failed = [f"{r.get('scenes_kind', 'synthetic')} {r['size']}" for r in rows if not (r["grin_median_ms"] < r["haar_median_ms"]
-                                               and r["grin_ap"] > max(r["haar_ap_weights"], r["haar_ap_plain"]))]
-    print("target (faster than Haar with better AP at every size): " + ("met" if not failed else
-                                                                         "NOT met at " + ", ".join(failed)))
+    # The target: faster than Haar at every size, with better AP on
+    # held-out scenes (composite or synthetic): judged per kind of scene.
+    kinds = {}
+    for r in rows:
+        ok = r["grin_median_ms"] < r["haar_median_ms"] and r["grin_ap"] > max(r["haar_ap_weights"], r["haar_ap_plain"])
+        kinds.setdefault(r.get("scenes_kind", "synthetic"), []).append((r["size"], ok))
+    for kind, results in kinds.items():
+        failed = [size for size, ok in results if not ok]
+        print(f"target on {kind} scenes (faster than Haar with better AP at every size): "
+              + ("met" if not failed else "NOT met at " + ", ".join(failed)))
 
 
 def main():
