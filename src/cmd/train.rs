@@ -2,9 +2,8 @@
 
 use crate::config::{self, GrinConfig, LoadedConfig};
 use anyhow::{Context, Result};
-use burn::tensor::backend::AutodiffBackend;
 use clap::{Args, Subcommand, ValueEnum};
-use grin_model::{budget, file, DetectorSpec};
+use grin_model::{budget, file, DetectorSpec, TrainBackend};
 use grin_train::backend::{self, BackendChoice};
 use grin_train::modes::{self, FeedPlan};
 use grin_train::trainer::{self, RunSpec, Summary};
@@ -143,7 +142,7 @@ fn train_cuda(_: &TrainArgs, _: &LoadedConfig, _: BackendChoice) -> Result<Summa
     unreachable!("backend::resolve refuses cuda in a build without it")
 }
 
-fn train_on<B: AutodiffBackend>(
+fn train_on<B: TrainBackend>(
     args: &TrainArgs,
     loaded: &LoadedConfig,
     choice: BackendChoice,
@@ -191,7 +190,7 @@ fn record_bytes(c: &GrinConfig) -> f64 {
 
 /// Resolves `auto` and the in-VRAM fit check into the mode that will run,
 /// building the precomputed dataset first when the chosen mode needs one.
-fn plan_feed<B: AutodiffBackend>(
+fn plan_feed<B: TrainBackend>(
     args: &TrainArgs,
     loaded: &LoadedConfig,
     choice: BackendChoice,
@@ -406,7 +405,7 @@ pub fn balance(args: BalanceArgs) -> Result<()> {
     on_backend!(choice, B, device => balance_on::<B>(&loaded, choice, &device))
 }
 
-fn balance_on<B: AutodiffBackend>(loaded: &LoadedConfig, choice: BackendChoice, device: &B::Device) -> Result<()> {
+fn balance_on<B: TrainBackend>(loaded: &LoadedConfig, choice: BackendChoice, device: &B::Device) -> Result<()> {
     let c = &loaded.config;
     let (figures, fits, _) = balance_check::<B>(c, choice, 0, true, device)?;
     println!("{}", figures.report(choice.name(), record_bytes(c), fits));
@@ -415,7 +414,7 @@ fn balance_on<B: AutodiffBackend>(loaded: &LoadedConfig, choice: BackendChoice, 
 
 /// Measures the balance figures, with the store's read time and the
 /// in-device fit when a precomputed dataset exists.
-fn balance_check<B: AutodiffBackend>(
+fn balance_check<B: TrainBackend>(
     c: &GrinConfig,
     choice: BackendChoice,
     device_index: usize,
@@ -469,7 +468,7 @@ pub fn bench(command: BenchCommand) -> Result<()> {
     on_backend!(choice, B, device => bench_modes::<B>(&args, choice, &device))
 }
 
-fn bench_modes<B: AutodiffBackend>(args: &BenchModesArgs, choice: BackendChoice, device: &B::Device) -> Result<()> {
+fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, device: &B::Device) -> Result<()> {
     let loaded = args.config.load()?;
     let mut c = loaded.config.clone();
     c.train.steps = args.steps;

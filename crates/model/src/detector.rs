@@ -2,8 +2,9 @@
 //! 32, with one small head per level. Every output location predicts a face
 //! logit, four box distances and a smile logit.
 
+use crate::backend::DetectorBackend;
 use crate::config::ModelConfig;
-use crate::layers::{ConvBn, DwSep};
+use crate::layers::{conv, ConvBn, DwSep, FeatureMap};
 use crate::points::{Points, STRIDES};
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
@@ -67,14 +68,17 @@ impl<B: Backend> Head<B> {
         Head { mix: DwSep::new(channels, channels, 1, device), out }
     }
 
-    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        crate::layers::pointwise_or_conv(&self.out, self.mix.forward(x))
-    }
-
     fn macs(&self, h: usize, w: usize) -> u64 {
         let (mix, h, w) = self.mix.macs(h, w);
         let [o, i, kh, kw] = self.out.weight.dims();
         mix + (h * w * o * i * kh * kw) as u64
+    }
+}
+
+impl<B: DetectorBackend> Head<B> {
+    /// `[batch, OUTPUTS, points of this level]`.
+    fn forward(&self, x: FeatureMap<B>) -> Tensor<B, 3> {
+        conv(&self.out, self.mix.forward(x)).values
     }
 }
 
@@ -109,30 +113,23 @@ impl<B: Backend> DetectorOutput<B> {
     }
 }
 
-impl<B: Backend> Detector<B> {
+impl<B: DetectorBackend> Detector<B> {
     /// `x`: `[batch, channels, height, width]`, values in 0..1.
     pub fn forward(&self, x: Tensor<B, 4>) -> DetectorOutput<B> {
-        let mut x = self.stem.forward(x);
-        let mut taps = Vec::with_capacity(3);
+        let mut x = self.stem.forward(FeatureMap::from_image(x));
+        let mut levels = Vec::with_capacity(self.heads.len());
         for (i, block) in self.blocks.iter().enumerate() {
             x = block.forward(x);
             // Blocks come in (stride-2, stride-1) pairs; stages 2..4 are tapped.
             if i % 2 == 1 && i >= 3 {
-                taps.push(x.clone());
+                levels.push(self.heads[levels.len()].forward(x.clone()));
             }
         }
-        let levels = taps
-            .into_iter()
-            .zip(&self.heads)
-            .map(|(tap, head)| {
-                let out = head.forward(tap);
-                let [b, c, h, w] = out.dims();
-                out.reshape([b, c, h * w])
-            })
-            .collect::<Vec<_>>();
         DetectorOutput { raw: Tensor::cat(levels, 2) }
     }
+}
 
+impl<B: Backend> Detector<B> {
     /// Multiply-adds of one forward pass at `h x w`, from the real layers.
     pub fn macs(&self, h: usize, w: usize) -> u64 {
         let (mut total, mut h, mut w) = self.stem.macs(h, w);

@@ -4,17 +4,22 @@
 //! levels; during training `targets::assign` + `loss::loss` turn labelled
 //! boxes into a loss; at inference `decode::decode` turns one image's raw
 //! outputs into detections, and `metrics::Evaluation` scores them.
+//! The model runs on any [`DetectorBackend`]: Burn's backend plus the two
+//! ops (depthwise conv, training BatchNorm) that grin supplies itself.
 
+pub mod backend;
 pub mod config;
 pub mod decode;
 pub mod detector;
 pub mod file;
+mod kernels;
 pub mod layers;
 pub mod loss;
 pub mod metrics;
 pub mod points;
 pub mod targets;
 
+pub use backend::{DetectorBackend, TrainBackend};
 pub use config::ModelConfig;
 pub use decode::{decode, DecodeParams, Detection};
 pub use detector::{Detector, DetectorOutput, DetectorSpec};
@@ -50,7 +55,7 @@ impl ModelConfig {
 }
 
 /// Runs the detector on a batch `[B, C, H, W]` (0..1) and decodes each image.
-pub fn detect<B: Backend>(
+pub fn detect<B: DetectorBackend>(
     model: &Detector<B>,
     points: &Points,
     images: burn::tensor::Tensor<B, 4>,

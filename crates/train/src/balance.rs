@@ -9,10 +9,10 @@ use crate::device_batch::{upload, DeviceAugment, DeviceDataset};
 use crate::trainer::median;
 use anyhow::Result;
 use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
-use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use grin_features::{bench::measure_tg, pipeline::Pipeline, FeatureConfig, HostBatch, Split};
-use grin_model::{assign, loss, DetectorSpec, LossWeights, PointTensors};
+use grin_model::{assign, loss, DetectorSpec, LossWeights, PointTensors, TrainBackend};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -52,7 +52,7 @@ fn timed<B: Backend>(device: &B::Device, mut f: impl FnMut()) -> f64 {
     median(&mut times)
 }
 
-pub fn measure<B: AutodiffBackend>(
+pub fn measure<B: TrainBackend>(
     features: &FeatureConfig,
     spec: &DetectorSpec,
     batch: usize,

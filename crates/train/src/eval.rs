@@ -2,9 +2,8 @@
 
 use crate::device_batch::upload;
 use anyhow::Result;
-use burn::tensor::backend::Backend;
 use grin_features::{pipeline::Pipeline, FeatureConfig, HostBatch, Smile, Split};
-use grin_model::{detect, DecodeParams, Detector, DetectorSpec, Evaluation, GroundTruth};
+use grin_model::{detect, DecodeParams, Detector, DetectorBackend, DetectorSpec, Evaluation, GroundTruth};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -20,7 +19,7 @@ pub struct EvalReport {
 /// to a low score rather than the deployment threshold.
 const AP_SCORE_FLOOR: f32 = 0.05;
 
-pub fn evaluate<B: Backend>(
+pub fn evaluate<B: DetectorBackend>(
     model: &Detector<B>,
     spec: &DetectorSpec,
     features: &FeatureConfig,

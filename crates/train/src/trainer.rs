@@ -14,11 +14,10 @@ use burn::module::AutodiffModule;
 use burn::module::Module;
 use burn::optim::{AdamWConfig, GradientsParams, MultiGradientsParams, Optimizer};
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
-use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::backend::DeviceOps;
 use burn::tensor::ElementConversion;
 use grin_features::FeatureConfig;
-use grin_model::{assign, file, loss, Detector, DetectorSpec, LossWeights, ModelConfig, PointTensors};
+use grin_model::{assign, file, loss, Detector, DetectorSpec, LossWeights, ModelConfig, PointTensors, TrainBackend};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -107,7 +106,7 @@ fn style() -> ProgressStyle {
 }
 
 /// Trains from `feed_for(start_step)` and writes everything under `run.run_dir`.
-pub fn train<B: AutodiffBackend>(
+pub fn train<B: TrainBackend>(
     run: &RunSpec,
     device: &B::Device,
     feed_for: impl FnOnce(usize) -> Result<Feed<B>>,
@@ -119,7 +118,7 @@ pub fn train<B: AutodiffBackend>(
 /// the feed): each device runs forward and backward on its slice of the
 /// batch, and Burn's `step_multi` sums the gradients where each parameter
 /// lives. With one device this is the plain training step.
-pub fn train_parallel<B: AutodiffBackend>(
+pub fn train_parallel<B: TrainBackend>(
     run: &RunSpec,
     devices: &[B::Device],
     feed_for: impl FnOnce(usize) -> Result<Feed<B>>,
@@ -267,7 +266,7 @@ pub fn train_parallel<B: AutodiffBackend>(
 
 /// One data-parallel step: split the batch, forward/backward per device,
 /// then one optimizer step over all devices' gradients.
-fn parallel_step<B: AutodiffBackend, O: Optimizer<Detector<B>, B>>(
+fn parallel_step<B: TrainBackend, O: Optimizer<Detector<B>, B>>(
     model: Detector<B>,
     optim: &mut O,
     lr: f64,

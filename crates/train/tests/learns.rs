@@ -23,7 +23,7 @@ fn loss_falls_and_ap_rises() {
     let dir = tempfile::tempdir().unwrap();
     let features = tiny_features();
     let train_cfg = TrainConfig {
-        steps: 600,
+        steps: 1000,
         batch_size: 8,
         lr: 4e-3,
         warmup_steps: 20,
@@ -51,10 +51,10 @@ fn loss_falls_and_ap_rises() {
 
     let csv = std::fs::read_to_string(run.run_dir.join("metrics.csv")).unwrap();
     let losses: Vec<f32> = csv.lines().skip(1).map(|l| l.split(',').nth(1).unwrap().parse().unwrap()).collect();
-    assert_eq!(losses.len(), 24, "one row per 25 steps");
+    assert_eq!(losses.len(), 40, "one row per 25 steps");
     let first = losses[0];
     // Batches of 8 make single rows noisy; CPU Burn is not bit-deterministic
-    // either, so the bounds leave room (measured: last/first 0.53-0.57, AP 0.74-0.79).
+    // either, so the bounds leave room (measured over 4 runs: last/first 0.54-0.56, AP 0.75-0.84).
     let last = losses[losses.len() - 4..].iter().sum::<f32>() / 4.0;
     assert!(last < 0.7 * first, "loss should fall: first {first}, last {last}");
 
@@ -62,6 +62,8 @@ fn loss_falls_and_ap_rises() {
     let untrained = spec.init::<burn_ndarray::NdArray<f32>>(&device);
     let before = evaluate(&untrained, &spec, &features, 96, &device).unwrap();
     let after = summary.face_ap.expect("evaluated");
+    // Printed so that a failure in CI shows how far off it was.
+    eprintln!("loss last/first {:.3}, AP {after:.3} (untrained {:.3})", last / first, before.face_ap);
     assert!(
         after > before.face_ap + 0.3 && after > 0.4,
         "AP {} should rise well above untrained {}",

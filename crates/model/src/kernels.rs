@@ -1,0 +1,5 @@
+//! CPU loops behind the CPU backend's [`crate::backend::DetectorBackend`]
+//! ops: plain `f32` slices in, `Vec<f32>` out, parallel on rayon's pool.
+
+pub mod batch_norm;
+pub mod depthwise;

@@ -1,0 +1,124 @@
+//! The detector's own ops (the CPU kernels, recorded on the autodiff graph)
+//! against Burn's conv and BatchNorm: outputs, gradients, running averages.
+
+use burn::backend::{Autodiff, NdArray};
+use burn::module::Module;
+use burn::nn::{BatchNorm, BatchNormConfig};
+use burn::tensor::activation::relu;
+use burn::tensor::module::conv2d;
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::TensorPrimitive;
+use burn::tensor::{Distribution, Tensor};
+use grin_model::backend::{burn_ops, DetectorBackend, NormSettings};
+use grin_model::layers::{batch_norm, depthwise3x3};
+
+type B = Autodiff<NdArray<f32>>;
+
+fn max_abs_diff<const D: usize>(a: Tensor<NdArray<f32>, D>, b: Tensor<NdArray<f32>, D>) -> f32 {
+    assert_eq!(a.dims(), b.dims());
+    (a - b).abs().max().into_scalar()
+}
+
+#[test]
+fn depthwise_gradients_equal_burns_conv_gradients() {
+    let device = Default::default();
+    for (channels, height, width, stride) in
+        [(4usize, 13usize, 17usize, 1usize), (4, 13, 17, 2), (8, 12, 16, 2), (3, 1, 5, 1), (5, 2, 2, 2)]
+    {
+        let x = Tensor::<B, 4>::random([3, channels, height, width], Distribution::Normal(0.0, 1.0), &device);
+        let w = Tensor::<B, 4>::random([channels, 1, 3, 3], Distribution::Normal(0.0, 1.0), &device);
+        let (oh, ow) = (height.div_ceil(stride), width.div_ceil(stride));
+        // A non-uniform upstream gradient, so every tap's weight matters.
+        let upstream = Tensor::<B, 4>::random([3, channels, oh, ow], Distribution::Normal(0.0, 1.0), &device);
+
+        let (x1, w1) = (x.clone().require_grad(), w.clone().require_grad());
+        let flat = x1.clone().reshape([3, channels, height * width]);
+        let ours = depthwise3x3(flat, w1.clone(), height, width, stride).reshape([3, channels, oh, ow]);
+        let grads = (ours.clone() * upstream.clone()).sum().backward();
+        let (dx1, dw1) = (x1.grad(&grads).unwrap(), w1.grad(&grads).unwrap());
+
+        let (x2, w2) = (x.require_grad(), w.require_grad());
+        let options = ConvOptions::new([stride, stride], [1, 1], [1, 1], channels);
+        let burns = conv2d(x2.clone(), w2.clone(), None, options);
+        let grads = (burns.clone() * upstream).sum().backward();
+        let (dx2, dw2) = (x2.grad(&grads).unwrap(), w2.grad(&grads).unwrap());
+
+        let shape = (channels, height, width, stride);
+        assert!(max_abs_diff(ours.inner(), burns.inner()) < 1e-5, "forward {shape:?}");
+        assert!(max_abs_diff(dx1, dx2) < 1e-4, "input gradient {shape:?}");
+        assert!(max_abs_diff(dw1, dw2) < 1e-3, "weight gradient {shape:?}");
+    }
+}
+
+fn random<const D: usize>(shape: [usize; D], device: &burn::backend::ndarray::NdArrayDevice) -> Tensor<B, D> {
+    Tensor::random(shape, Distribution::Normal(0.5, 2.0), device)
+}
+
+#[test]
+fn batch_norm_equals_burns_batch_norm_in_training() {
+    let device = Default::default();
+    for relu_after in [false, true] {
+        let (batch, channels, points) = (4, 6, 45);
+        let norm: BatchNorm<B> = BatchNormConfig::new(channels).init(&device);
+        // Not the initial 1 and 0, so a swapped gamma and beta would show.
+        let norm = norm.load_record(burn::nn::BatchNormRecord {
+            gamma: burn::module::Param::from_tensor(random([channels], &device)),
+            beta: burn::module::Param::from_tensor(random([channels], &device)),
+            ..BatchNormConfig::new(channels).init::<B>(&device).into_record()
+        });
+        let ours_norm = norm.clone();
+        let x = random([batch, channels, points], &device);
+        let upstream = random([batch, channels, points], &device);
+
+        let x1 = x.clone().require_grad();
+        let ours = batch_norm(&ours_norm, x1.clone(), relu_after);
+        let grads = (ours.clone() * upstream.clone()).sum().backward();
+        let (dx1, dg1, db1) =
+            (x1.grad(&grads).unwrap(), ours_norm.gamma.grad(&grads).unwrap(), ours_norm.beta.grad(&grads).unwrap());
+
+        let x2 = x.require_grad();
+        let burns = norm.forward(x2.clone());
+        let burns = if relu_after { relu(burns) } else { burns };
+        let grads = (burns.clone() * upstream).sum().backward();
+        let (dx2, dg2, db2) =
+            (x2.grad(&grads).unwrap(), norm.gamma.grad(&grads).unwrap(), norm.beta.grad(&grads).unwrap());
+
+        assert!(max_abs_diff(ours.inner(), burns.inner()) < 1e-4, "output, relu {relu_after}");
+        assert!(max_abs_diff(dx1, dx2) < 1e-3, "input gradient, relu {relu_after}");
+        assert!(max_abs_diff(dg1, dg2) < 1e-2, "gamma gradient, relu {relu_after}");
+        assert!(max_abs_diff(db1, db2) < 1e-2, "beta gradient, relu {relu_after}");
+        let running = |n: &BatchNorm<B>| (n.running_mean.value().inner(), n.running_var.value().inner());
+        let ((m1, v1), (m2, v2)) = (running(&ours_norm), running(&norm));
+        assert!(max_abs_diff(m1, m2) < 1e-5 && max_abs_diff(v1, v2) < 1e-4, "running averages");
+    }
+}
+
+#[test]
+fn cpu_batch_norm_kernels_equal_the_burn_ops_version() {
+    type N = NdArray<f32>;
+    let device = Default::default();
+    let float = |t: Tensor<N, 3>| t.into_primitive().tensor();
+    let back = |t| Tensor::<N, 3>::from_primitive(TensorPrimitive::Float(t));
+    let back1 = |t| Tensor::<N, 1>::from_primitive(TensorPrimitive::Float(t));
+    for relu in [false, true] {
+        let settings = NormSettings { epsilon: 1e-5, relu };
+        let x = Tensor::<N, 3>::random([3, 5, 29], Distribution::Normal(1.0, 3.0), &device);
+        let grad = Tensor::<N, 3>::random([3, 5, 29], Distribution::Normal(0.0, 1.0), &device);
+        let gamma = Tensor::<N, 1>::random([5], Distribution::Normal(1.0, 0.5), &device).into_primitive().tensor();
+        let beta = Tensor::<N, 1>::random([5], Distribution::Normal(0.0, 0.5), &device).into_primitive().tensor();
+
+        let ours = N::batch_norm_train(float(x.clone()), gamma.clone(), beta.clone(), settings);
+        let reference = burn_ops::batch_norm_train::<N>(float(x.clone()), gamma.clone(), beta.clone(), settings);
+        assert!(max_abs_diff(back(ours.output.clone()), back(reference.output.clone())) < 1e-4, "output");
+        assert!(max_abs_diff(back1(ours.mean.clone()), back1(reference.mean.clone())) < 1e-4, "mean");
+        assert!(max_abs_diff(back1(ours.var.clone()), back1(reference.var.clone())) < 1e-3, "variance");
+
+        let (dx1, dg1, db1) =
+            N::batch_norm_train_backward(float(x.clone()), gamma.clone(), ours, float(grad.clone()), settings);
+        let (dx2, dg2, db2) =
+            burn_ops::batch_norm_train_backward::<N>(float(x), gamma, reference, float(grad), settings);
+        assert!(max_abs_diff(back(dx1), back(dx2)) < 1e-4, "input gradient, relu {relu}");
+        assert!(max_abs_diff(back1(dg1), back1(dg2)) < 1e-3, "gamma gradient, relu {relu}");
+        assert!(max_abs_diff(back1(db1), back1(db2)) < 1e-3, "beta gradient, relu {relu}");
+    }
+}
