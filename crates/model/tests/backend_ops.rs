@@ -122,3 +122,35 @@ fn cpu_batch_norm_kernels_equal_the_burn_ops_version() {
         assert!(max_abs_diff(back1(db1), back1(db2)) < 1e-3, "beta gradient, relu {relu}");
     }
 }
+
+/// What CUDA runs (Burn's ops behind the trait's defaults) equals what the
+/// CPU kernels compute, so the GPU path's logic is tested without a GPU.
+#[test]
+fn cpu_depthwise_kernels_equal_the_burn_ops_version() {
+    use grin_model::backend::Geometry;
+    type N = NdArray<f32>;
+    let device = Default::default();
+    let back = |t| Tensor::<N, 3>::from_primitive(TensorPrimitive::Float(t));
+    for (channels, height, width, stride) in [(4usize, 13usize, 17usize, 1usize), (6, 12, 16, 2), (3, 7, 5, 2)] {
+        let geometry = Geometry { height, width, stride };
+        let points = height.div_ceil(stride) * width.div_ceil(stride);
+        let x = Tensor::<N, 3>::random([2, channels, height * width], Distribution::Normal(0.0, 1.0), &device);
+        let w = Tensor::<N, 4>::random([channels, 1, 3, 3], Distribution::Normal(0.0, 1.0), &device);
+        let grad = Tensor::<N, 3>::random([2, channels, points], Distribution::Normal(0.0, 1.0), &device);
+        let (x, w, grad) = (x.into_primitive().tensor(), w.into_primitive().tensor(), grad.into_primitive().tensor());
+        let shape = (channels, height, width, stride);
+
+        let ours = N::depthwise3x3(x.clone(), w.clone(), geometry);
+        let reference = burn_ops::depthwise3x3::<N>(x.clone(), w.clone(), geometry);
+        assert!(max_abs_diff(back(ours), back(reference)) < 1e-5, "forward {shape:?}");
+
+        let ours = N::depthwise3x3_x_backward(x.clone(), w.clone(), grad.clone(), geometry);
+        let reference = burn_ops::depthwise3x3_x_backward::<N>(x.clone(), w.clone(), grad.clone(), geometry);
+        assert!(max_abs_diff(back(ours), back(reference)) < 1e-4, "input gradient {shape:?}");
+
+        let ours = N::depthwise3x3_weight_backward(x.clone(), w.clone(), grad.clone(), geometry);
+        let reference = burn_ops::depthwise3x3_weight_backward::<N>(x, w, grad, geometry);
+        let as4 = |t| Tensor::<N, 4>::from_primitive(TensorPrimitive::Float(t));
+        assert!(max_abs_diff(as4(ours), as4(reference)) < 1e-3, "weight gradient {shape:?}");
+    }
+}
