@@ -106,6 +106,14 @@ pub fn validate(c: &GrinConfig) -> Result<()> {
     if t.log_every == 0 {
         bail!("key `train.log_every`: must be at least 1");
     }
+    if let Some([w, h]) = t.run_size {
+        if !(32..=4096).contains(&w) || !(32..=4096).contains(&h) {
+            bail!("key `train.run_size`: [{w}, {h}] must be between 32 and 4096 pixels a side");
+        }
+    }
+    if !(t.eval_min_face.is_finite() && (0.0..=4096.0).contains(&t.eval_min_face)) {
+        bail!("key `train.eval_min_face`: {} must be within 0..=4096", t.eval_min_face);
+    }
     Ok(())
 }
 

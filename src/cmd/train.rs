@@ -8,7 +8,7 @@ use grin_train::backend::{self, BackendChoice};
 use grin_train::modes::{self, FeedPlan};
 use grin_train::trainer::{self, RunSpec, Summary};
 use grin_train::Mode;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Runs `$body` with `$B` naming the chosen backend's type and `$device`
 /// its first device: one generic code path, monomorphised per backend.
@@ -282,7 +282,10 @@ fn print_summary(s: &Summary) {
         s.gpu_busy_pct,
         s.final_loss
     );
-    println!("face AP@0.5 {}  smile accuracy {}", pct(s.face_ap), pct(s.smile_accuracy));
+    println!("held-out scenes: face AP@0.5 {}  smile accuracy {}", pct(s.face_ap), pct(s.smile_accuracy));
+    for report in &s.photos {
+        println!("held-out photos: {}", grin_train::photo_eval::describe(report));
+    }
 }
 
 #[derive(Args)]
@@ -297,9 +300,15 @@ pub struct EvalArgs {
     pub config: Option<PathBuf>,
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// Held-out samples to score (default: `train.eval_samples`).
+    /// Held-out scenes to score (default: `train.eval_samples`; 0 skips them).
     #[arg(long)]
     pub samples: Option<usize>,
+    /// Held-out real photos to score per source (default: `train.eval_photos`; 0 skips them).
+    #[arg(long)]
+    pub photos: Option<usize>,
+    /// Folder for `pr_curve.svg` and `photos.json`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 pub fn eval(args: EvalArgs) -> Result<()> {
@@ -309,33 +318,51 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         _ => anyhow::bail!("give --run runs/<name>, or --model FILE --config FILE"),
     };
     let loaded = config::load(&config_path, &args.sets)?;
+    let c = &loaded.config;
     let device = Default::default();
-    let (spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
-    check_input_matches(&spec, &loaded.config, &model_path)?;
-    let samples = args.samples.unwrap_or(loaded.config.train.eval_samples);
-    let r = grin_train::eval::evaluate(&model, &spec, &loaded.config.features, samples, &device)?;
-    println!("held-out {} images, {} faces", r.images, r.faces);
-    println!(
-        "face AP@0.5 {:.3}  smile accuracy {}",
-        r.face_ap,
-        r.smile_accuracy.map(|a| format!("{a:.3}")).unwrap_or_else(|| "n/a (no labelled smiles matched)".into())
-    );
-    Ok(())
-}
-
-fn check_input_matches(spec: &DetectorSpec, c: &GrinConfig, model_path: &Path) -> Result<()> {
-    let want = (c.features.width as usize, c.features.height as usize, c.features.channels as usize);
-    if (spec.width, spec.height, spec.channels) != want {
+    let (run_spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
+    if run_spec.channels != c.features.channels as usize {
         anyhow::bail!(
-            "{}: model takes {}x{}x{}, the config's features are {}x{}x{}",
+            "{}: model takes {} channel(s), the config's features have {}",
             model_path.display(),
-            spec.width,
-            spec.height,
-            spec.channels,
-            want.0,
-            want.1,
-            want.2
+            run_spec.channels,
+            c.features.channels
         );
+    }
+    // Scenes are scored at the features' size, photos at the size the model runs at.
+    let scene_spec =
+        DetectorSpec { width: c.features.width as usize, height: c.features.height as usize, ..run_spec.clone() };
+    let samples = args.samples.unwrap_or(c.train.eval_samples);
+    if samples > 0 {
+        let r = grin_train::eval::evaluate(&model, &scene_spec, &c.features, samples, &device)?;
+        let ap = r.face_ap.map(|a| format!("{a:.3}")).unwrap_or_else(|| "undefined (no faces in the split)".into());
+        let smile =
+            r.smile_accuracy.map(|a| format!("{a:.3}")).unwrap_or_else(|| "n/a (no labelled smiles matched)".into());
+        println!("held-out scenes: {} images, {} faces: face AP@0.5 {ap}  smile accuracy {smile}", r.images, r.faces);
+    }
+    let photos = args.photos.unwrap_or(c.train.eval_photos);
+    if photos > 0 {
+        let (w, h) = (run_spec.width, run_spec.height);
+        let reports = grin_train::photo_eval::evaluate_photos(
+            &model,
+            &run_spec,
+            &c.features,
+            photos,
+            c.train.eval_min_face,
+            &device,
+        )?;
+        if reports.is_empty() {
+            println!("held-out photos: none (the config's source has no real photos)");
+        }
+        for r in &reports {
+            println!("held-out photos at {w}x{h}: {}", grin_train::photo_eval::describe(r));
+        }
+        if let Some(out) = &args.out {
+            std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
+            grin_train::photo_eval::plot_pr(&out.join("pr_curve.svg"), &reports)?;
+            std::fs::write(out.join("photos.json"), serde_json::to_string_pretty(&reports)?)?;
+            println!("wrote {}/pr_curve.svg and photos.json", out.display());
+        }
     }
     Ok(())
 }

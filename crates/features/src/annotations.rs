@@ -142,7 +142,7 @@ fn wrong_kind(kind: &str) -> FeatureError {
     FeatureError::Config(format!("this source needs `features.source.kind = \"{kind}\"`"))
 }
 
-fn read_text(path: &Path) -> Result<String, FeatureError> {
+pub(crate) fn read_text(path: &Path) -> Result<String, FeatureError> {
     std::fs::read_to_string(path)
         .map_err(|e| FeatureError::bad(path, None, BadInputKind::UnreadableFile, format!("cannot read: {e}")))
 }
@@ -210,7 +210,7 @@ pub fn letterbox(image: &Raster, faces: &[Annotated], width: u32, height: u32) -
 }
 
 /// Area-aware (triangle filter) resize, so big photos do not alias when shrunk.
-fn resize(image: &Raster, width: u32, height: u32) -> Vec<u8> {
+pub(crate) fn resize(image: &Raster, width: u32, height: u32) -> Vec<u8> {
     use image::imageops::{resize, FilterType};
     if (image.width, image.height) == (width, height) {
         return image.pixels.clone();
@@ -227,22 +227,22 @@ fn resize(image: &Raster, width: u32, height: u32) -> Vec<u8> {
 
 /// Collects parse problems: the first is the error under `Error`; under
 /// `Skip` each bad image is counted once and left out.
-struct Problems<'a> {
-    on_bad: OnBadSample,
-    skips: &'a SkipCounts,
+pub(crate) struct Problems<'a> {
+    pub(crate) on_bad: OnBadSample,
+    pub(crate) skips: &'a SkipCounts,
 }
 
 impl Problems<'_> {
-    fn report(&self, error: FeatureError) -> Result<(), FeatureError> {
+    pub(crate) fn report(&self, error: FeatureError) -> Result<(), FeatureError> {
         skip_or_fail(self.on_bad, self.skips, error)
     }
 }
 
-fn malformed(path: &Path, line: usize, message: impl Into<String>) -> FeatureError {
+pub(crate) fn malformed(path: &Path, line: usize, message: impl Into<String>) -> FeatureError {
     FeatureError::bad(path, Some(line), BadInputKind::MalformedAnnotation, message)
 }
 
-fn bad_box(path: &Path, line: usize, message: impl Into<String>) -> FeatureError {
+pub(crate) fn bad_box(path: &Path, line: usize, message: impl Into<String>) -> FeatureError {
     FeatureError::bad(path, Some(line), BadInputKind::BadBox, message)
 }
 
@@ -411,7 +411,11 @@ pub fn parse_celeba(
     Ok(entries)
 }
 
-fn parse_celeba_attr(text: &str, path: &Path, problems: &Problems) -> Result<HashMap<String, Smile>, FeatureError> {
+pub(crate) fn parse_celeba_attr(
+    text: &str,
+    path: &Path,
+    problems: &Problems,
+) -> Result<HashMap<String, Smile>, FeatureError> {
     let mut lines = numbered(text);
     let declared = header_count(&mut lines, path)?;
     let (header_line, header) = lines.next().ok_or_else(|| malformed(path, 2, "missing attribute names line"))?;
@@ -450,11 +454,14 @@ fn parse_celeba_attr(text: &str, path: &Path, problems: &Problems) -> Result<Has
 }
 
 /// Non-empty lines with their 1-based numbers.
-fn numbered(text: &str) -> impl Iterator<Item = (usize, &str)> {
+pub(crate) fn numbered(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty())
 }
 
-fn header_count<'a>(lines: &mut impl Iterator<Item = (usize, &'a str)>, path: &Path) -> Result<usize, FeatureError> {
+pub(crate) fn header_count<'a>(
+    lines: &mut impl Iterator<Item = (usize, &'a str)>,
+    path: &Path,
+) -> Result<usize, FeatureError> {
     let (line, text) = lines.next().ok_or_else(|| malformed(path, 1, "empty file"))?;
     text.parse().map_err(|_| malformed(path, line, format!("expected the row count, found {text:?}")))
 }

@@ -2,15 +2,12 @@
 //! per stage, and throughput with C workers. Plain structs out; callers
 //! (`grin features bench`, the trainer's balance check) format them.
 
-use crate::annotations::AnnotatedSource;
 use crate::augment;
-use crate::config::{AugmentConfig, FeatureConfig, SourceConfig, Split};
-use crate::crops::CropsSource;
-use crate::error::{BadInputKind, FeatureError, SkipCounts};
+use crate::config::{AugmentConfig, FeatureConfig, Split};
+use crate::error::{FeatureError, SkipCounts};
 use crate::pipeline::Pipeline;
 use crate::sample::{HostBatch, SceneClass};
 use crate::source::{SampleRng, Source};
-use crate::synthetic::SyntheticSource;
 use rand::SeedableRng;
 use std::time::Instant;
 
@@ -105,30 +102,12 @@ pub struct OpenedSource {
 /// The source `cfg.source` names, for timing it apart from augmentation and
 /// for [`Pipeline::from_source`].
 pub fn open_source(cfg: &FeatureConfig, split: Split) -> Result<OpenedSource, FeatureError> {
-    let copy = |counts: &SkipCounts| {
-        let out = SkipCounts::default();
-        for kind in BadInputKind::ALL {
-            (0..counts.get(kind)).for_each(|_| out.record(kind));
-        }
-        out
-    };
-    Ok(match &cfg.source {
-        SourceConfig::Synthetic { .. } => {
-            OpenedSource { source: Box::new(SyntheticSource::new(cfg)?), load_skips: SkipCounts::default() }
-        }
-        SourceConfig::Crops { .. } => {
-            let s = CropsSource::new(cfg, split)?;
-            OpenedSource { load_skips: copy(s.load_skips()), source: Box::new(s) }
-        }
-        SourceConfig::Wider { .. } | SourceConfig::Celeba { .. } | SourceConfig::Jsonl { .. } => {
-            let s = match &cfg.source {
-                SourceConfig::Wider { .. } => AnnotatedSource::wider(cfg, split)?,
-                SourceConfig::Celeba { .. } => AnnotatedSource::celeba(cfg, split)?,
-                _ => AnnotatedSource::jsonl(cfg, split)?,
-            };
-            OpenedSource { load_skips: copy(s.load_skips()), source: Box::new(s) }
-        }
-    })
+    let source = crate::pipeline::build_source(cfg, split)?;
+    let load_skips = SkipCounts::default();
+    if let Some(skips) = source.load_skips() {
+        load_skips.absorb(skips);
+    }
+    Ok(OpenedSource { source, load_skips })
 }
 
 /// Per-stage timing, one thread: the source's scene, then each augmentation

@@ -83,6 +83,55 @@ pub enum SourceConfig {
     Celeba { images: PathBuf, bbox: PathBuf, attr: PathBuf },
     /// One JSON object a line: `{"image": ..., "boxes": [[x0,y0,x1,y1],..], "smile": [true,false,null,..]}`.
     Jsonl { manifest: PathBuf },
+    /// Caltech 10,000 Web Faces: `root/images/` and `root/WebFaces_GroundThruth.txt`
+    /// (five landmarks a face, boxes by [`crate::photos::landmarks_to_box`]).
+    /// Scenes are random crops of the photos around their faces.
+    Caltech {
+        root: PathBuf,
+        #[serde(default)]
+        crops: PhotoCrops,
+    },
+    /// CelebA's aligned portraits and its attribute file (`Smiling`); the
+    /// face box comes from the alignment. Scenes are random crops.
+    CelebaAligned {
+        images: PathBuf,
+        attr: PathBuf,
+        #[serde(default)]
+        crops: PhotoCrops,
+    },
+    /// Several sources: each scene is drawn from one part, with these weights.
+    Mix { weights: Vec<f32>, parts: Vec<SourceConfig> },
+}
+
+/// How random crops of real photos are cut (the SSD / YuNet way): pick a
+/// face, draw its size in the output, and place a window around it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PhotoCrops {
+    /// Side of the chosen face in the output, drawn log-uniformly (px).
+    pub min_face: f32,
+    pub max_face: f32,
+    /// Largest enlargement of a photo; past it the face comes out smaller.
+    pub max_upscale: f32,
+    /// A face with less of its box inside the crop becomes an ignore region.
+    pub min_visible: f32,
+    /// A face smaller than this (px, in the output) becomes an ignore region.
+    pub min_learnable: f32,
+    /// Photos are shrunk on load so that their longer side is at most this (px).
+    pub max_side: u32,
+}
+
+impl Default for PhotoCrops {
+    fn default() -> Self {
+        PhotoCrops {
+            min_face: 10.0,
+            max_face: 110.0,
+            max_upscale: 3.0,
+            min_visible: 0.6,
+            min_learnable: 8.0,
+            max_side: 1024,
+        }
+    }
 }
 
 fn default_max_faces() -> usize {

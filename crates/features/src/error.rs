@@ -65,6 +65,13 @@ impl SkipCounts {
         self.counts[i].load(Ordering::Relaxed)
     }
 
+    /// Adds `other`'s counts to these (a mix reports its parts' skips as one).
+    pub fn absorb(&self, other: &SkipCounts) {
+        for (mine, theirs) in self.counts.iter().zip(&other.counts) {
+            mine.fetch_add(theirs.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+
     pub fn total(&self) -> u64 {
         self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
     }

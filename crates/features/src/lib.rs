@@ -2,8 +2,10 @@
 pub mod config;
 pub mod sample;
 
-pub use config::{AugmentConfig, BalanceConfig, FeatureConfig, OnBadSample, SourceConfig, Split, SplitConfig};
-pub use sample::{FaceBox, HostBatch, Sample, SceneClass, Smile, LABEL_PADDING, MAX_BOXES};
+pub use config::{
+    AugmentConfig, BalanceConfig, FeatureConfig, OnBadSample, PhotoCrops, SourceConfig, Split, SplitConfig,
+};
+pub use sample::{FaceBox, HostBatch, Sample, SceneClass, Smile, LABEL_IGNORE, LABEL_PADDING, MAX_BOXES};
 pub mod error;
 pub mod source;
 pub use error::{BadInputKind, FeatureError, SkipCounts};
@@ -14,6 +16,10 @@ pub mod annotations;
 pub mod crops;
 pub use annotations::AnnotatedSource;
 pub use crops::CropsSource;
+pub mod mix;
+pub mod photos;
+pub use mix::MixSource;
+pub use photos::{held_out_photos, HeldOutPhotos, PhotoSource};
 pub mod augment;
 pub mod balance;
 pub mod pipeline;

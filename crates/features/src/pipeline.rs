@@ -11,11 +11,34 @@ use crate::balance::Balancer;
 use crate::config::{FeatureConfig, OnBadSample, SourceConfig, Split};
 use crate::crops::CropsSource;
 use crate::error::{FeatureError, SkipCounts};
+use crate::mix::{check_weights, MixSource};
+use crate::photos::PhotoSource;
 use crate::sample::{HostBatch, Sample};
 use crate::source::{SampleRng, Source};
 use crate::synthetic::{check_size, SyntheticSource};
 use rand::SeedableRng;
 use rayon::prelude::*;
+
+/// The source `cfg.source` names, for `split`; a mix builds each part with
+/// the rest of `cfg` unchanged.
+pub fn build_source(cfg: &FeatureConfig, split: Split) -> Result<Box<dyn Source>, FeatureError> {
+    Ok(match &cfg.source {
+        SourceConfig::Synthetic { .. } => Box::new(SyntheticSource::new(cfg)?),
+        SourceConfig::Crops { .. } => Box::new(CropsSource::new(cfg, split)?),
+        SourceConfig::Wider { .. } => Box::new(AnnotatedSource::wider(cfg, split)?),
+        SourceConfig::Celeba { .. } => Box::new(AnnotatedSource::celeba(cfg, split)?),
+        SourceConfig::Jsonl { .. } => Box::new(AnnotatedSource::jsonl(cfg, split)?),
+        SourceConfig::Caltech { .. } | SourceConfig::CelebaAligned { .. } => Box::new(PhotoSource::new(cfg, split)?),
+        SourceConfig::Mix { weights, parts } => {
+            check_weights(weights, parts.len())?;
+            let built = parts
+                .iter()
+                .map(|part| build_source(&FeatureConfig { source: part.clone(), ..cfg.clone() }, split))
+                .collect::<Result<Vec<_>, _>>()?;
+            Box::new(MixSource::new(built, weights)?)
+        }
+    })
+}
 
 /// Replacement candidates tried for one sample under `on_bad_sample = "skip"`
 /// before giving up with the last error.
@@ -44,14 +67,7 @@ impl Pipeline {
     /// Builds the source named by `cfg.source` for `split`.
     pub fn new(cfg: &FeatureConfig, split: Split) -> Result<Pipeline, FeatureError> {
         check_size(cfg.width, cfg.height, cfg.channels)?;
-        let source: Box<dyn Source> = match &cfg.source {
-            SourceConfig::Synthetic { .. } => Box::new(SyntheticSource::new(cfg)?),
-            SourceConfig::Crops { .. } => Box::new(CropsSource::new(cfg, split)?),
-            SourceConfig::Wider { .. } => Box::new(AnnotatedSource::wider(cfg, split)?),
-            SourceConfig::Celeba { .. } => Box::new(AnnotatedSource::celeba(cfg, split)?),
-            SourceConfig::Jsonl { .. } => Box::new(AnnotatedSource::jsonl(cfg, split)?),
-        };
-        Self::from_source(cfg, split, source)
+        Self::from_source(cfg, split, build_source(cfg, split)?)
     }
 
     /// A pipeline over any source (tests, benches, custom sources).

@@ -1,6 +1,6 @@
 //! A contact sheet of samples with their boxes drawn, so a person can see
 //! what the model will see: green = smiling, red = not smiling, yellow =
-//! unknown, each box tagged with a tiny `S` / `N` / `?`.
+//! unknown, grey = ignore region, each box tagged with a tiny `S` / `N` / `?` / `x`.
 
 use crate::sample::{Sample, Smile};
 use image::{Rgb, RgbImage};
@@ -13,6 +13,7 @@ pub fn colour(smile: Smile) -> Rgb<u8> {
         Smile::Yes => Rgb([0, 230, 0]),
         Smile::No => Rgb([240, 30, 30]),
         Smile::Unknown => Rgb([250, 220, 0]),
+        Smile::Ignore => Rgb([150, 150, 150]),
     }
 }
 
@@ -78,6 +79,7 @@ fn put(img: &mut RgbImage, x: i64, y: i64, colour: Rgb<u8>, (cx0, cy0, cx1, cy1)
 const GLYPH_S: [u8; 5] = [0b111, 0b100, 0b111, 0b001, 0b111];
 const GLYPH_N: [u8; 5] = [0b101, 0b111, 0b111, 0b111, 0b101];
 const GLYPH_Q: [u8; 5] = [0b111, 0b001, 0b011, 0b000, 0b010];
+const GLYPH_X: [u8; 5] = [0b101, 0b101, 0b010, 0b101, 0b101];
 
 /// The smile letter on a dark plate, so it reads on any background.
 fn tag(img: &mut RgbImage, x: i64, y: i64, smile: Smile, colour: Rgb<u8>, clip: (u32, u32, u32, u32)) {
@@ -85,6 +87,7 @@ fn tag(img: &mut RgbImage, x: i64, y: i64, smile: Smile, colour: Rgb<u8>, clip: 
         Smile::Yes => GLYPH_S,
         Smile::No => GLYPH_N,
         Smile::Unknown => GLYPH_Q,
+        Smile::Ignore => GLYPH_X,
     };
     for dy in -1..6 {
         for dx in -1..4 {

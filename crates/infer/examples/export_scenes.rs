@@ -5,11 +5,19 @@
 //!
 //! `cargo run --release -p grin-infer --example export_scenes -- --out DIR --count 50 --width 320 --height 240`
 //!
-//! `DIR/truth.json`: `{"width", "height", "seed", "scenes": [{"image", "boxes": [[x0,y0,x1,y1], ...], "smile": [true|false|null, ...]}]}`.
+//! With `--caltech ROOT` and/or `--celeba-images DIR --celeba-attr FILE` it
+//! writes held-out real photos instead (the test split by file name, the
+//! split every grin config uses), each letterboxed to the given size, so
+//! grin-detect and a peer see identical pixels.
+//!
+//! `DIR/truth.json`: `{"width", "height", "seed", "scenes": [{"image", "boxes": [[x0,y0,x1,y1], ...],
+//! "smile": [true|false|null, ...], "ignore": [[x0,y0,x1,y1], ...], "source", "portrait"}]}`;
+//! `ignore` holds faces under `--min-face` px (and cut-off faces): a detection
+//! on one is neither a hit nor a false positive.
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use grin_features::{FeatureConfig, Pipeline, Smile, SourceConfig, Split};
+use grin_features::{held_out_photos, FeatureConfig, PhotoCrops, Pipeline, Sample, SourceConfig, Split};
 use image::{GrayImage, RgbImage};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -48,6 +56,15 @@ struct Args {
     /// First sample index, so disjoint sets can be drawn.
     #[arg(long, default_value_t = 0)]
     start: u64,
+    /// Held-out Caltech WebFaces photos from this folder.
+    #[arg(long)]
+    caltech: Option<PathBuf>,
+    /// Held-out CelebA aligned portraits from this folder ...
+    #[arg(long, requires = "celeba_attr")]
+    celeba_images: Option<PathBuf>,
+    /// ... with this attribute file.
+    #[arg(long, requires = "celeba_images")]
+    celeba_attr: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -55,6 +72,9 @@ struct Scene {
     image: String,
     boxes: Vec<[f32; 4]>,
     smile: Vec<Option<bool>>,
+    ignore: Vec<[f32; 4]>,
+    source: String,
+    portrait: bool,
 }
 
 #[derive(Serialize)]
@@ -67,6 +87,10 @@ struct Truth {
 
 fn main() -> Result<()> {
     let args = Args::parse();
+    std::fs::create_dir_all(&args.out).with_context(|| format!("{}: cannot create", args.out.display()))?;
+    if args.caltech.is_some() || args.celeba_images.is_some() {
+        return export_photos(&args);
+    }
     let cfg = FeatureConfig {
         width: args.width,
         height: args.height,
@@ -91,34 +115,72 @@ fn main() -> Result<()> {
         ..FeatureConfig::default()
     };
     let pipeline = Pipeline::new(&cfg, Split::Test)?;
-    std::fs::create_dir_all(&args.out).with_context(|| format!("{}: cannot create", args.out.display()))?;
     let mut scenes = Vec::new();
     for index in args.start..args.start + args.count {
         let s = pipeline.sample(index)?;
         let name = format!("scene-{index:04}.png");
         let path = args.out.join(&name);
-        let saved = match s.channels {
-            1 => GrayImage::from_raw(s.width, s.height, s.pixels).map(|i| i.save(&path)),
-            _ => RgbImage::from_raw(s.width, s.height, s.pixels).map(|i| i.save(&path)),
-        };
-        saved.context("sample size does not match its pixels")?.with_context(|| format!("{}", path.display()))?;
-        scenes.push(Scene {
-            image: name,
-            boxes: s.boxes.iter().map(|b| [b.x0, b.y0, b.x1, b.y1]).collect(),
-            smile: s
-                .boxes
-                .iter()
-                .map(|b| match b.smile {
-                    Smile::Yes => Some(true),
-                    Smile::No => Some(false),
-                    Smile::Unknown => None,
-                })
-                .collect(),
-        });
+        save(&s, &path)?;
+        scenes.push(scene(name, &s, 0.0, pipeline.source().name(), false));
     }
     let truth = Truth { width: args.width, height: args.height, seed: args.seed, scenes };
     let path = args.out.join("truth.json");
     std::fs::write(&path, serde_json::to_string_pretty(&truth)?).with_context(|| format!("{}", path.display()))?;
     println!("wrote {} scenes and {}", truth.scenes.len(), path.display());
+    Ok(())
+}
+
+fn save(s: &Sample, path: &std::path::Path) -> Result<()> {
+    let saved = match s.channels {
+        1 => GrayImage::from_raw(s.width, s.height, s.pixels.clone()).map(|i| i.save(path)),
+        _ => RgbImage::from_raw(s.width, s.height, s.pixels.clone()).map(|i| i.save(path)),
+    };
+    saved.context("sample size does not match its pixels")?.with_context(|| format!("{}", path.display()))
+}
+
+/// Faces of at least `min_face` px are scored; the rest are ignore regions.
+fn scene(image: String, s: &Sample, min_face: f32, source: &str, portrait: bool) -> Scene {
+    let scored = |b: &&grin_features::FaceBox| b.smile.is_face() && (b.x1 - b.x0).max(b.y1 - b.y0) >= min_face;
+    Scene {
+        image,
+        boxes: s.boxes.iter().filter(scored).map(|b| [b.x0, b.y0, b.x1, b.y1]).collect(),
+        smile: s.boxes.iter().filter(scored).map(|b| b.smile.smiling()).collect(),
+        ignore: s.boxes.iter().filter(|b| !scored(b)).map(|b| [b.x0, b.y0, b.x1, b.y1]).collect(),
+        source: source.into(),
+        portrait,
+    }
+}
+
+/// Held-out real photos, `--count` per source, letterboxed to the size.
+fn export_photos(args: &Args) -> Result<()> {
+    let mut parts = Vec::new();
+    if let Some(root) = &args.caltech {
+        parts.push(SourceConfig::Caltech { root: root.clone(), crops: PhotoCrops::default() });
+    }
+    if let (Some(images), Some(attr)) = (&args.celeba_images, &args.celeba_attr) {
+        parts.push(SourceConfig::CelebaAligned {
+            images: images.clone(),
+            attr: attr.clone(),
+            crops: PhotoCrops::default(),
+        });
+    }
+    let cfg = FeatureConfig {
+        channels: args.channels,
+        source: SourceConfig::Mix { weights: vec![1.0; parts.len()], parts },
+        ..FeatureConfig::default()
+    };
+    let mut scenes = Vec::new();
+    for set in held_out_photos(&cfg, args.count as usize)? {
+        for i in 0..set.len() {
+            let s = set.letterboxed(i, args.width, args.height, args.channels)?;
+            let name = format!("{}-{i:04}.png", set.name);
+            save(&s, &args.out.join(&name))?;
+            scenes.push(scene(name, &s, args.min_face, set.name, set.portraits));
+        }
+    }
+    let truth = Truth { width: args.width, height: args.height, seed: args.seed, scenes };
+    let path = args.out.join("truth.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&truth)?).with_context(|| format!("{}", path.display()))?;
+    println!("wrote {} held-out photos and {}", truth.scenes.len(), path.display());
     Ok(())
 }

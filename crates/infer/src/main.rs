@@ -39,6 +39,10 @@ struct Cli {
     /// Images are scaled to fit it, keeping their aspect ratio; boxes come back in image pixels.
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     size: Option<(usize, usize)>,
+    /// Face score a detection needs (default: the model's own, from training).
+    /// Lower it to see the whole precision-recall trade-off, e.g. for AP.
+    #[arg(long, value_parser = parse_threshold)]
+    threshold: Option<f32>,
     /// Forward pass: the hand-written CPU path, or Burn's ndarray backend (the training code).
     #[arg(long, value_enum, default_value = "fast")]
     engine: Engine,
@@ -51,6 +55,13 @@ struct Cli {
     /// Untimed runs before timing with `--bench`.
     #[arg(long, default_value_t = 10, requires = "bench")]
     warmup: u32,
+}
+
+fn parse_threshold(s: &str) -> Result<f32, String> {
+    match s.trim().parse::<f32>() {
+        Ok(t) if (0.0..=1.0).contains(&t) => Ok(t),
+        _ => Err(format!("`{s}` is not a score in 0..=1")),
+    }
 }
 
 fn parse_size(s: &str) -> Result<(usize, usize), String> {
@@ -84,6 +95,9 @@ fn run(cli: &Cli) -> Result<bool> {
     detector.set_engine(cli.engine);
     if let Some((w, h)) = cli.size {
         detector.set_run_size(w, h)?;
+    }
+    if let Some(t) = cli.threshold {
+        detector.set_score_threshold(t);
     }
     if cli.bench {
         bench_images(cli, &detector)

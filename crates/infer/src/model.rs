@@ -122,6 +122,10 @@ impl Detector {
         &self.params
     }
 
+    pub fn set_score_threshold(&mut self, threshold: f32) {
+        self.params.score_threshold = threshold;
+    }
+
     /// Scales `image` into a frame of the run size and channel count.
     pub fn frame(&self, image: &image::DynamicImage) -> Frame {
         let (w, h) = self.run_size();

@@ -25,7 +25,7 @@ pub use decode::{decode, DecodeParams, Detection};
 pub use detector::{Detector, DetectorOutput, DetectorSpec};
 pub use file::{load_model, save_model};
 pub use loss::{loss, LossParts, LossWeights};
-pub use metrics::{Evaluation, GroundTruth};
+pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint};
 pub use points::Points;
 pub use targets::{assign, PointTensors, Targets};
 

@@ -38,7 +38,8 @@ pub fn loss<B: Backend>(
     let p = sigmoid(logits.clone());
     let y = targets.positive.clone();
     let pos_term = y.clone() * (p.ones_like() - p.clone()).powf_scalar(w.focal_gamma) * log_sigmoid(logits.clone());
-    let neg_term = (y.ones_like() - y.clone()) * p.powf_scalar(w.focal_gamma) * log_sigmoid(logits.neg());
+    let background = (y.ones_like() - y.clone()) * (y.ones_like() - targets.ignore.clone());
+    let neg_term = background * p.powf_scalar(w.focal_gamma) * log_sigmoid(logits.neg());
     let face = -(pos_term * w.focal_alpha + neg_term * (1.0 - w.focal_alpha)).sum() / positives.clone();
 
     let pred = output.distances(points.strides_row.clone());

@@ -21,63 +21,92 @@ pub struct Evaluation {
 
 pub const MATCH_IOU: f32 = 0.5;
 
+/// What happened to one labelled face in [`Evaluation::add`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FaceMatch {
+    /// Score and smile probability of the detection that matched it.
+    pub detection: Option<(f32, f32)>,
+}
+
 impl Evaluation {
     /// Greedy matching, highest score first; each face matches at most once.
-    pub fn add(&mut self, detections: &[Detection], faces: &[GroundTruth]) {
+    pub fn add(&mut self, detections: &[Detection], faces: &[GroundTruth]) -> Vec<FaceMatch> {
+        self.add_ignoring(detections, faces, &[])
+    }
+
+    /// As [`Evaluation::add`], with ignore regions: a detection that matches
+    /// no face but overlaps an ignore box (IoU >= 0.5, or centre inside it)
+    /// is neither a true nor a false positive, and the boxes are not faces.
+    pub fn add_ignoring(
+        &mut self,
+        detections: &[Detection],
+        faces: &[GroundTruth],
+        ignore: &[[f32; 4]],
+    ) -> Vec<FaceMatch> {
         let mut order: Vec<usize> = (0..detections.len()).collect();
         order.sort_by(|&a, &b| detections[b].score.total_cmp(&detections[a].score));
-        let mut taken = vec![false; faces.len()];
+        let mut matches = vec![FaceMatch { detection: None }; faces.len()];
         for i in order {
             let d = &detections[i];
             let best = faces
                 .iter()
                 .enumerate()
-                .filter(|(j, _)| !taken[*j])
+                .filter(|(j, _)| matches[*j].detection.is_none())
                 .map(|(j, f)| (j, iou([d.x0, d.y0, d.x1, d.y1], f.bbox)))
                 .filter(|(_, o)| *o >= MATCH_IOU)
                 .max_by(|a, b| a.1.total_cmp(&b.1));
             match best {
                 Some((j, _)) => {
-                    taken[j] = true;
+                    matches[j].detection = Some((d.score, d.smile));
                     self.scored.push((d.score, true));
                     if let Some(smiling) = faces[j].smile {
                         self.smile_total += 1;
                         self.smile_correct += usize::from((d.smile >= 0.5) == smiling);
                     }
                 }
+                None if ignore.iter().any(|b| covers(b, d)) => {}
                 None => self.scored.push((d.score, false)),
             }
         }
         self.faces += faces.len();
+        matches
     }
 
     /// Area under the precision-recall curve with precision made monotone
-    /// (all-point interpolation, as in PASCAL VOC 2010+).
-    pub fn average_precision(&self) -> f32 {
+    /// (all-point interpolation, as in PASCAL VOC 2010+); `None` when there
+    /// was no face to find, where AP is undefined.
+    pub fn average_precision(&self) -> Option<f32> {
         if self.faces == 0 {
-            return if self.scored.iter().any(|s| !s.1) { 0.0 } else { 1.0 };
+            return None;
         }
+        let curve = self.precision_recall();
+        let mut ap = 0.0;
+        let mut best_precision = 0.0f32;
+        let mut previous_recall = curve.last().map(|c| c.recall).unwrap_or(0.0);
+        for point in curve.iter().rev() {
+            ap += (previous_recall - point.recall) * best_precision;
+            best_precision = best_precision.max(point.precision);
+            previous_recall = point.recall;
+        }
+        Some(ap + previous_recall * best_precision)
+    }
+
+    /// The precision-recall curve, one point per detection in score order.
+    pub fn precision_recall(&self) -> Vec<PrPoint> {
         let mut scored = self.scored.clone();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         let (mut tp, mut fp) = (0usize, 0usize);
-        let mut curve = Vec::with_capacity(scored.len());
-        for (_, hit) in &scored {
-            if *hit {
-                tp += 1
-            } else {
-                fp += 1
-            }
-            curve.push((tp as f32 / self.faces as f32, tp as f32 / (tp + fp) as f32));
-        }
-        let mut ap = 0.0;
-        let mut best_precision = 0.0f32;
-        let mut previous_recall = curve.last().map(|c| c.0).unwrap_or(0.0);
-        for &(recall, precision) in curve.iter().rev() {
-            ap += (previous_recall - recall) * best_precision;
-            best_precision = best_precision.max(precision);
-            previous_recall = recall;
-        }
-        ap + previous_recall * best_precision
+        scored
+            .iter()
+            .map(|&(score, hit)| {
+                if hit {
+                    tp += 1
+                } else {
+                    fp += 1
+                }
+                PrPoint { score, recall: tp as f32 / self.faces.max(1) as f32, precision: tp as f32 / (tp + fp) as f32 }
+            })
+            .collect()
     }
 
     /// Share of matched faces with a known label whose smile was right;
@@ -92,5 +121,82 @@ impl Evaluation {
 
     pub fn smile_matches(&self) -> usize {
         self.smile_total
+    }
+}
+
+/// One point of a precision-recall curve: the figures at score >= `score`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct PrPoint {
+    pub score: f32,
+    pub recall: f32,
+    pub precision: f32,
+}
+
+/// A detection lies on an ignore box: IoU >= 0.5, or its centre inside.
+fn covers(region: &[f32; 4], d: &Detection) -> bool {
+    let (cx, cy) = ((d.x0 + d.x1) / 2.0, (d.y0 + d.y1) / 2.0);
+    let inside = (region[0]..=region[2]).contains(&cx) && (region[1]..=region[3]).contains(&cy);
+    inside || iou([d.x0, d.y0, d.x1, d.y1], *region) >= MATCH_IOU
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn det(b: [f32; 4], score: f32, smile: f32) -> Detection {
+        Detection { x0: b[0], y0: b[1], x1: b[2], y1: b[3], score, smile }
+    }
+
+    fn face(b: [f32; 4], smile: Option<bool>) -> GroundTruth {
+        GroundTruth { bbox: b, smile }
+    }
+
+    #[test]
+    fn perfect_detections_score_ap_one_and_misses_lower_it() {
+        let mut e = Evaluation::default();
+        let m = e.add(&[det([0.0, 0.0, 10.0, 10.0], 0.9, 0.8)], &[face([0.0, 0.0, 10.0, 10.0], Some(true))]);
+        assert_eq!(m[0].detection, Some((0.9, 0.8)));
+        assert_eq!(e.average_precision(), Some(1.0));
+        assert_eq!(e.smile_accuracy(), Some(1.0));
+        // A second image: one face missed, one false positive above it.
+        e.add(&[det([50.0, 50.0, 60.0, 60.0], 0.95, 0.1)], &[face([0.0, 0.0, 10.0, 10.0], None)]);
+        let ap = e.average_precision().unwrap();
+        // Ranked: FP (0.95), TP (0.9): precision 0.5 at recall 0.5 -> AP 0.25.
+        assert!((ap - 0.25).abs() < 1e-6, "{ap}");
+        let curve = e.precision_recall();
+        assert_eq!(curve.len(), 2);
+        assert_eq!((curve[1].recall, curve[1].precision), (0.5, 0.5));
+    }
+
+    #[test]
+    fn ap_is_undefined_without_faces() {
+        let mut e = Evaluation::default();
+        e.add(&[], &[]);
+        assert_eq!(e.average_precision(), None, "no faces: no AP, not a perfect one");
+        e.add(&[det([0.0, 0.0, 5.0, 5.0], 0.9, 0.5)], &[]);
+        assert_eq!(e.average_precision(), None);
+    }
+
+    #[test]
+    fn each_face_matches_once_and_wrong_smiles_count() {
+        let mut e = Evaluation::default();
+        let dets = [det([0.0, 0.0, 10.0, 10.0], 0.9, 0.2), det([1.0, 0.0, 11.0, 10.0], 0.8, 0.9)];
+        let m = e.add(&dets, &[face([0.0, 0.0, 10.0, 10.0], Some(true))]);
+        assert_eq!(m[0].detection, Some((0.9, 0.2)), "the highest score matches");
+        assert_eq!(e.smile_accuracy(), Some(0.0));
+        assert_eq!(e.smile_matches(), 1);
+        // The duplicate is a false positive: AP stays 1 (it ranks below the hit).
+        assert_eq!(e.average_precision(), Some(1.0));
+        assert_eq!(e.precision_recall().last().unwrap().precision, 0.5);
+    }
+
+    #[test]
+    fn detections_on_ignore_regions_are_neither_hits_nor_false_positives() {
+        let mut e = Evaluation::default();
+        let dets = [det([100.0, 100.0, 108.0, 108.0], 0.99, 0.5), det([0.0, 0.0, 10.0, 10.0], 0.5, 0.5)];
+        e.add_ignoring(&dets, &[face([0.0, 0.0, 10.0, 10.0], None)], &[[98.0, 98.0, 110.0, 110.0]]);
+        assert_eq!(e.average_precision(), Some(1.0), "the ignore-region detection does not count");
+        assert_eq!(e.faces(), 1, "ignore regions are not faces");
+        assert_eq!(e.precision_recall().len(), 1);
     }
 }

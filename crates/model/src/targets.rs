@@ -52,12 +52,18 @@ pub struct Targets<B: Backend> {
     pub smile: Tensor<B, 2>,
     /// `[B, N]`: 1 at positives whose smile label is known.
     pub smile_known: Tensor<B, 2>,
+    /// `[B, N]`: 1 at points inside an ignore region: left out of the
+    /// negative (background) term of the face loss.
+    pub ignore: Tensor<B, 2>,
 }
+
+/// Label of an ignore region (`grin_features::LABEL_IGNORE`).
+pub const LABEL_IGNORE: f32 = -3.0;
 
 const NOT_A_CANDIDATE: f32 = 1e12;
 
 /// `boxes`: `[B, K, 4]` (x0, y0, x1, y1 pixels); `labels`: `[B, K]` with
-/// 0/1 smile, -1 unknown smile, -2 empty slot.
+/// 0/1 smile, -1 unknown smile, -2 empty slot, -3 ignore region.
 pub fn assign<B: Backend>(points: &PointTensors<B>, boxes: Tensor<B, 3>, labels: Tensor<B, 2, Int>) -> Targets<B> {
     let [batch, slots, _] = boxes.dims();
     let n = points.len;
@@ -70,6 +76,8 @@ pub fn assign<B: Backend>(points: &PointTensors<B>, boxes: Tensor<B, 3>, labels:
     let right = x1.clone() - points.cx.clone();
     let bottom = y1.clone() - points.cy.clone();
     let inside = left.clone().min_pair(top.clone()).min_pair(right.clone().min_pair(bottom.clone())).greater_elem(0.0);
+    let ignore_slot = labels.clone().float().equal_elem(LABEL_IGNORE).float().unsqueeze_dim::<3>(1);
+    let ignore = (inside.clone().float() * ignore_slot).max_dim(2).reshape([batch, n]);
 
     let radius = points.stride.clone() * CENTER_RADIUS;
     let near_x = (points.cx.clone() - (x0.clone() + x1.clone()) * 0.5).abs().lower(radius.clone());
@@ -93,5 +101,71 @@ pub fn assign<B: Backend>(points: &PointTensors<B>, boxes: Tensor<B, 3>, labels:
     let label = pick(label).reshape([batch, n]);
     let smile = label.clone().equal_elem(1.0).float();
     let smile_known = label.greater_equal_elem(0.0).float() * positive.clone();
-    Targets { positive, distances, smile, smile_known }
+    Targets { positive, distances, smile, smile_known, ignore }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::NdArray;
+
+    type B = NdArray<f32>;
+
+    fn run(boxes: &[[f32; 4]], labels: &[i64]) -> (Points, Targets<B>) {
+        let device = Default::default();
+        let points = Points::new(64, 64);
+        let table = PointTensors::<B>::new(&points, &device);
+        let k = boxes.len();
+        let flat: Vec<f32> = boxes.iter().flatten().copied().collect();
+        let boxes = Tensor::<B, 3>::from_data(TensorData::new(flat, [1, k, 4]), &device);
+        let labels = Tensor::<B, 2, Int>::from_data(TensorData::new(labels.to_vec(), [1, k]), &device);
+        (points, assign(&table, boxes, labels))
+    }
+
+    fn values(t: Tensor<B, 2>) -> Vec<f32> {
+        t.into_data().to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn a_face_claims_the_points_near_its_centre_on_its_level() {
+        // A 24 px face centred at (32, 32): stride-8 level (sizes up to 48).
+        let (points, t) = run(&[[20.0, 20.0, 44.0, 44.0]], &[1]);
+        let positive = values(t.positive);
+        let hits: Vec<usize> = (0..points.len()).filter(|&i| positive[i] > 0.5).collect();
+        assert!(!hits.is_empty());
+        for &i in &hits {
+            assert_eq!(points.stride[i], 8.0, "only the level whose size range holds the face");
+            assert!((points.cx[i] - 32.0).abs() < 8.0 * crate::points::CENTER_RADIUS);
+        }
+        let smile = values(t.smile);
+        let known = values(t.smile_known);
+        assert!(hits.iter().all(|&i| smile[i] == 1.0 && known[i] == 1.0));
+        // Distances of a positive point reach the box's sides.
+        let d = t.distances.into_data().to_vec::<f32>().unwrap();
+        let n = points.len();
+        let i = hits[0];
+        let (l, top, r, b) = (d[i], d[n + i], d[2 * n + i], d[3 * n + i]);
+        assert!((points.cx[i] - l - 20.0).abs() < 1e-4 && (points.cy[i] - top - 20.0).abs() < 1e-4);
+        assert!((points.cx[i] + r - 44.0).abs() < 1e-4 && (points.cy[i] + b - 44.0).abs() < 1e-4);
+    }
+
+    #[test]
+    fn unknown_smiles_are_not_smile_targets_and_padding_is_nothing() {
+        let (_, t) = run(&[[20.0, 20.0, 44.0, 44.0], [0.0, 0.0, 64.0, 64.0]], &[-1, -2]);
+        let positive = values(t.positive);
+        assert!(positive.iter().any(|&p| p > 0.5));
+        assert!(values(t.smile_known).iter().all(|&k| k == 0.0), "unknown smile: no smile target");
+        // The padded slot spans the image but claims nothing and ignores nothing.
+        assert!(values(t.ignore).iter().all(|&v| v == 0.0));
+    }
+
+    #[test]
+    fn ignore_regions_mask_background_but_claim_no_point() {
+        let (points, t) = run(&[[0.0, 0.0, 30.0, 30.0]], &[-3]);
+        assert!(values(t.positive).iter().all(|&p| p == 0.0), "an ignore region is never a positive");
+        for (i, v) in values(t.ignore).into_iter().enumerate() {
+            let inside = points.cx[i] < 30.0 && points.cy[i] < 30.0;
+            assert_eq!(v > 0.5, inside, "point {i} at ({}, {})", points.cx[i], points.cy[i]);
+        }
+    }
 }

@@ -130,8 +130,11 @@ fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
     }
 }
 
-/// The file trees a source reads, by config key.
-fn source_paths(source: &SourceConfig) -> Vec<(&'static str, &Path)> {
+/// The file trees a source reads, by config key (`parts.<i>.<key>` inside a mix).
+fn source_paths(source: &SourceConfig) -> Vec<(String, &Path)> {
+    fn named<'a>(pairs: Vec<(&str, &'a Path)>) -> Vec<(String, &'a Path)> {
+        pairs.into_iter().map(|(k, p)| (k.to_string(), p)).collect()
+    }
     match source {
         SourceConfig::Synthetic { .. } => vec![],
         SourceConfig::Crops { root, backgrounds, .. } => {
@@ -139,11 +142,18 @@ fn source_paths(source: &SourceConfig) -> Vec<(&'static str, &Path)> {
             if let Some(b) = backgrounds {
                 paths.push(("backgrounds", b.as_path()));
             }
-            paths
+            named(paths)
         }
-        SourceConfig::Wider { images, annotations } => vec![("images", images), ("annotations", annotations)],
-        SourceConfig::Celeba { images, bbox, attr } => vec![("images", images), ("bbox", bbox), ("attr", attr)],
-        SourceConfig::Jsonl { manifest } => vec![("manifest", manifest)],
+        SourceConfig::Wider { images, annotations } => named(vec![("images", images), ("annotations", annotations)]),
+        SourceConfig::Celeba { images, bbox, attr } => named(vec![("images", images), ("bbox", bbox), ("attr", attr)]),
+        SourceConfig::Jsonl { manifest } => named(vec![("manifest", manifest)]),
+        SourceConfig::Caltech { root, .. } => named(vec![("root", root)]),
+        SourceConfig::CelebaAligned { images, attr, .. } => named(vec![("images", images), ("attr", attr)]),
+        SourceConfig::Mix { parts, .. } => parts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, part)| source_paths(part).into_iter().map(move |(k, p)| (format!("parts.{i}.{k}"), p)))
+            .collect(),
     }
 }
 
@@ -153,7 +163,7 @@ fn source_paths(source: &SourceConfig) -> Vec<(&'static str, &Path)> {
 fn source_files(source: &SourceConfig) -> Value {
     let mut map = Map::new();
     for (key, path) in source_paths(source) {
-        map.insert(key.into(), tree_identity(path));
+        map.insert(key, tree_identity(path));
     }
     Value::Object(map)
 }

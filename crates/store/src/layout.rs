@@ -1,6 +1,6 @@
 //! One record's byte layout, and the copies between records and batches.
 
-use grin_features::{HostBatch, SceneClass, LABEL_PADDING, MAX_BOXES};
+use grin_features::{HostBatch, SceneClass, LABEL_IGNORE, LABEL_PADDING, MAX_BOXES};
 use serde::{Deserialize, Serialize};
 
 /// Records start on this boundary so that every record's image begins
@@ -99,7 +99,7 @@ pub fn class_of_labels(labels: impl IntoIterator<Item = i8>) -> SceneClass {
         if label == 1 {
             return SceneClass::Smiling;
         }
-        faces |= label != LABEL_PADDING;
+        faces |= label != LABEL_PADDING && label != LABEL_IGNORE;
     }
     if faces {
         SceneClass::NonSmiling

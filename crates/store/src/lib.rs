@@ -22,7 +22,7 @@
 //! |-----------------|------------------------------|-----------------------------------------------|
 //! | `pixels_offset` (0) | `u8 [height][width][channels]` | the image, row-major, channels interleaved |
 //! | `boxes_offset`  | `f32 [max_boxes][4]`         | x0, y0, x1, y1 in pixels; zeros in empty slots |
-//! | `labels_offset` | `i8 [max_boxes]`             | smile 0 / 1, -1 unknown, -2 empty slot         |
+//! | `labels_offset` | `i8 [max_boxes]`             | smile 0 / 1, -1 unknown, -2 empty, -3 ignore   |
 //! | … `record_bytes`| zero bytes                   | padding to a multiple of 64                    |
 //!
 //! `boxes_offset` is the image size rounded up to 8, `labels_offset =

@@ -27,6 +27,17 @@ pub struct TrainConfig {
     pub checkpoint_every: usize,
     /// Held-out samples scored at the end of a run.
     pub eval_samples: usize,
+    /// Held-out real photos scored per real source at the end of a run
+    /// (whole photos letterboxed to `run_size`); 0 scores none.
+    pub eval_photos: usize,
+    /// Faces smaller than this (px at the run size) are ignore regions when
+    /// photos are scored.
+    pub eval_min_face: f32,
+    /// `[width, height]` the trained model runs at: written into `model.grin`
+    /// (what `grin-detect` uses) and used to score photos. The detector is
+    /// fully convolutional, so it can train on small crops and run larger.
+    /// Default: the features' size.
+    pub run_size: Option<[u32; 2]>,
     /// Batches the loader may run ahead of the trainer.
     pub prefetch: usize,
     /// Precomputed dataset directory (`grin precompute --out`).
@@ -48,6 +59,9 @@ impl Default for TrainConfig {
             log_every: 50,
             checkpoint_every: 500,
             eval_samples: 500,
+            eval_photos: 500,
+            eval_min_face: 10.0,
+            run_size: None,
             prefetch: 4,
             store: None,
             store_samples: 20_000,

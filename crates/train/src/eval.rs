@@ -2,7 +2,7 @@
 
 use crate::device_batch::upload;
 use anyhow::Result;
-use grin_features::{pipeline::Pipeline, FeatureConfig, HostBatch, Smile, Split};
+use grin_features::{pipeline::Pipeline, FaceBox, FeatureConfig, HostBatch, Split};
 use grin_model::{detect, DecodeParams, Detector, DetectorBackend, DetectorSpec, Evaluation, GroundTruth};
 use serde::Serialize;
 
@@ -10,7 +10,8 @@ use serde::Serialize;
 pub struct EvalReport {
     pub images: usize,
     pub faces: usize,
-    pub face_ap: f32,
+    /// `None` when the held-out scenes hold no face (AP is undefined there).
+    pub face_ap: Option<f32>,
     /// `None` when no face with a known smile label was matched.
     pub smile_accuracy: Option<f32>,
 }
@@ -38,20 +39,14 @@ pub fn evaluate<B: DetectorBackend>(
         let on_device = upload::<B>(&batch, device);
         let detections = detect(model, &points, on_device.images, &params);
         for (i, found) in detections.iter().enumerate() {
-            let faces: Vec<GroundTruth> = batch
-                .sample(i)
-                .boxes
+            let sample = batch.sample(i);
+            let (faces, ignore): (Vec<&FaceBox>, Vec<&FaceBox>) = sample.boxes.iter().partition(|b| b.smile.is_face());
+            let regions: Vec<[f32; 4]> = ignore.iter().map(|b| [b.x0, b.y0, b.x1, b.y1]).collect();
+            let faces: Vec<GroundTruth> = faces
                 .iter()
-                .map(|b| GroundTruth {
-                    bbox: [b.x0, b.y0, b.x1, b.y1],
-                    smile: match b.smile {
-                        Smile::Yes => Some(true),
-                        Smile::No => Some(false),
-                        Smile::Unknown => None,
-                    },
-                })
+                .map(|b| GroundTruth { bbox: [b.x0, b.y0, b.x1, b.y1], smile: b.smile.smiling() })
                 .collect();
-            evaluation.add(found, &faces);
+            evaluation.add_ignoring(found, &faces, &regions);
         }
     }
     Ok(EvalReport {

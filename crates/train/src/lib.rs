@@ -13,6 +13,7 @@ pub mod eval;
 pub mod feed;
 pub mod metrics;
 pub mod modes;
+pub mod photo_eval;
 pub mod sources;
 pub mod trainer;
 

@@ -9,6 +9,7 @@ use crate::config::{Mode, TrainConfig};
 use crate::eval::{evaluate, EvalReport};
 use crate::feed::{Feed, FeedTiming};
 use crate::metrics::{self, MetricRow};
+use crate::photo_eval::{evaluate_photos, plot_pr, PhotoReport};
 use anyhow::{bail, Context, Result};
 use burn::module::AutodiffModule;
 use burn::module::Module;
@@ -43,12 +44,22 @@ pub struct RunSpec {
 }
 
 impl RunSpec {
+    /// The detector as it trains: at the features' size.
     pub fn detector_spec(&self) -> DetectorSpec {
         DetectorSpec {
             model: self.model.clone(),
             width: self.features.width as usize,
             height: self.features.height as usize,
             channels: self.features.channels as usize,
+        }
+    }
+
+    /// The detector as it ships: at `train.run_size` when set.
+    pub fn run_spec(&self) -> DetectorSpec {
+        let spec = self.detector_spec();
+        match self.train.run_size {
+            Some([width, height]) => DetectorSpec { width: width as usize, height: height as usize, ..spec },
+            None => spec,
         }
     }
 }
@@ -74,6 +85,9 @@ pub struct Summary {
     pub loaders: usize,
     /// Median compute time of one step.
     pub step_ms: f64,
+    /// Scores on held-out real photos, one entry per real source.
+    #[serde(default)]
+    pub photos: Vec<PhotoReport>,
 }
 
 pub fn run_paths(run_dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
@@ -250,7 +264,8 @@ pub fn train_parallel<B: TrainBackend>(
     state.wall_s = wall_before + run_started.elapsed().as_secs_f64();
 
     let inference: Detector<B::InnerBackend> = model.valid();
-    file::save_model(&model_path, &spec, &inference)
+    let run_spec = run.run_spec();
+    file::save_model(&model_path, &run_spec, &inference)
         .with_context(|| format!("{}: cannot write", model_path.display()))?;
 
     let report: Option<EvalReport> = if run.evaluate && cfg.eval_samples > 0 {
@@ -258,7 +273,14 @@ pub fn train_parallel<B: TrainBackend>(
     } else {
         None
     };
-    let summary = summarise(run, &state, report);
+    let photos = if run.evaluate && cfg.eval_photos > 0 {
+        evaluate_photos(&inference, &run_spec, &run.features, cfg.eval_photos, cfg.eval_min_face, device)?
+    } else {
+        vec![]
+    };
+    plot_pr(&run.run_dir.join("pr_curve.svg"), &photos)?;
+    let mut summary = summarise(run, &state, report);
+    summary.photos = photos;
     std::fs::write(run.run_dir.join("summary.json"), serde_json::to_string_pretty(&summary)?)?;
     metrics::plot(&run.run_dir.join("training.svg"), &state.history)?;
     Ok(summary)
@@ -319,7 +341,7 @@ fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>) -> Su
         backend: run.backend.clone(),
         steps: state.step,
         batch_size: run.train.batch_size,
-        face_ap: report.map(|r| r.face_ap),
+        face_ap: report.and_then(|r| r.face_ap),
         smile_accuracy: report.and_then(|r| r.smile_accuracy),
         steps_per_s: samples_per_s / run.train.batch_size as f64,
         samples_per_s,
@@ -330,6 +352,7 @@ fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>) -> Su
         load_jitter_ms: jitter,
         loaders: 1,
         step_ms: median(&mut step_ms),
+        photos: vec![],
     }
 }
 

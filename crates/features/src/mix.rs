@@ -1,0 +1,86 @@
+//! Several sources as one: each scene comes from one part, drawn with the
+//! config's weights (real multi-face scenes, portraits for smiles, ...).
+
+use crate::error::{FeatureError, SkipCounts};
+use crate::sample::Sample;
+use crate::source::{SampleRng, Source};
+use rand::Rng;
+
+pub struct MixSource {
+    parts: Vec<Box<dyn Source>>,
+    /// Running sums of the normalised weights; the last is 1.
+    cumulative: Vec<f32>,
+    load_skips: SkipCounts,
+}
+
+impl std::fmt::Debug for MixSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.parts.iter().map(|p| p.name()).collect();
+        f.debug_struct("MixSource").field("parts", &names).field("cumulative", &self.cumulative).finish()
+    }
+}
+
+impl MixSource {
+    pub fn new(parts: Vec<Box<dyn Source>>, weights: &[f32]) -> Result<MixSource, FeatureError> {
+        check_weights(weights, parts.len())?;
+        let total: f32 = weights.iter().sum();
+        let mut sum = 0.0;
+        let cumulative = weights
+            .iter()
+            .map(|w| {
+                sum += w / total;
+                sum
+            })
+            .collect();
+        let load_skips = SkipCounts::default();
+        for part in &parts {
+            if let Some(skips) = part.load_skips() {
+                load_skips.absorb(skips);
+            }
+        }
+        Ok(MixSource { parts, cumulative, load_skips })
+    }
+
+    pub fn parts(&self) -> &[Box<dyn Source>] {
+        &self.parts
+    }
+}
+
+/// One weight a part, each finite and non-negative, with a positive sum.
+pub fn check_weights(weights: &[f32], parts: usize) -> Result<(), FeatureError> {
+    if parts == 0 {
+        return Err(FeatureError::Config("key `features.source.parts`: a mix needs at least one part".into()));
+    }
+    if weights.len() != parts {
+        return Err(FeatureError::Config(format!(
+            "key `features.source.weights`: {} weights for {parts} parts",
+            weights.len()
+        )));
+    }
+    if weights.iter().any(|w| !w.is_finite() || *w < 0.0) || weights.iter().sum::<f32>() <= 0.0 {
+        return Err(FeatureError::Config(format!(
+            "key `features.source.weights`: {weights:?} must be non-negative with a positive sum"
+        )));
+    }
+    Ok(())
+}
+
+impl Source for MixSource {
+    fn name(&self) -> &'static str {
+        "mix"
+    }
+
+    fn len(&self) -> Option<usize> {
+        None
+    }
+
+    fn scene(&self, index: u64, rng: &mut SampleRng) -> Result<Sample, FeatureError> {
+        let u: f32 = rng.random();
+        let part = self.cumulative.iter().position(|&c| u < c).unwrap_or(self.parts.len() - 1);
+        self.parts[part].scene(index, rng)
+    }
+
+    fn load_skips(&self) -> Option<&SkipCounts> {
+        Some(&self.load_skips)
+    }
+}

@@ -1,0 +1,293 @@
+//! Real-photo sources: the Caltech landmark rule and parser, CelebA's
+//! aligned box, random crops around faces, ignore regions, the mix, and a
+//! deterministic held-out split. Fixtures are written by the tests; the last
+//! test reads the real data in `../shared/data` and skips when it is absent.
+
+use grin_features::photos::{celeba_aligned_box, crop_scene, landmarks_to_box, parse_caltech};
+use grin_features::pipeline::build_source;
+use grin_features::{
+    held_out_photos, FaceBox, FeatureConfig, FeatureError, OnBadSample, PhotoCrops, SampleRng, SkipCounts, Smile,
+    SourceConfig, Split, SplitConfig, MAX_BOXES,
+};
+use rand::SeedableRng;
+use std::path::{Path, PathBuf};
+
+#[test]
+fn landmark_rule_is_a_square_of_2_2_eye_distances() {
+    // Eyes 20 px apart at y 20, mouth at y 40: centre (20, 30), side 44.
+    let b = landmarks_to_box([10.0, 20.0], [30.0, 20.0], [20.0, 40.0]);
+    assert_eq!(b, [-2.0, 8.0, 42.0, 52.0]);
+    // A tilted pair of eyes: the distance, not its x component, sets the side.
+    let t = landmarks_to_box([0.0, 0.0], [30.0, 40.0], [10.0, 60.0]);
+    assert!(((t[2] - t[0]) - 110.0).abs() < 1e-4, "side {}", t[2] - t[0]);
+    assert!(((t[3] - t[1]) - 110.0).abs() < 1e-4);
+}
+
+#[test]
+fn celeba_aligned_box_sits_on_the_face_of_an_89x109_portrait() {
+    let [x0, y0, x1, y1] = celeba_aligned_box(89, 109);
+    // Eyes 19.5 px apart at half size: a 43 px square around (44, 66).
+    assert!((x1 - x0 - 42.9).abs() < 0.5 && (y1 - y0 - 42.9).abs() < 0.5, "{x0} {y0} {x1} {y1}");
+    assert!(((x0 + x1) / 2.0 - 44.25).abs() < 0.5 && ((y0 + y1) / 2.0 - 65.75).abs() < 0.5);
+    assert!(x0 > 0.0 && y0 > 0.0 && x1 < 89.0 && y1 < 109.0, "inside the portrait");
+}
+
+const CALTECH: &str = "\
+a.jpg 10 20 30 20 20 30 20 40
+a.jpg 60 20 70 20 65 25 65 30
+b.jpg 5 5 15 5 10 10 10 15
+";
+
+#[test]
+fn caltech_parser_groups_faces_by_image() {
+    let skips = SkipCounts::default();
+    let entries = parse_caltech(CALTECH, Path::new("gt.txt"), Path::new("/imgs"), OnBadSample::Error, &skips).unwrap();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[0].image, PathBuf::from("/imgs/a.jpg"));
+    assert_eq!(entries[0].faces.len(), 2);
+    assert_eq!(entries[0].faces[0].face.x0, -2.0);
+    assert_eq!(entries[0].faces[1].line, 2);
+    assert!(entries.iter().flat_map(|e| &e.faces).all(|f| f.face.smile == Smile::Unknown));
+    assert_eq!(entries[1].faces.len(), 1);
+}
+
+#[test]
+fn caltech_bad_lines_name_file_and_line_or_drop_the_whole_image() {
+    for (text, needle) in [
+        ("a.jpg 10 20 30 20 20 30 20 40\nb.jpg 1 2 3\n", "8 landmark"),
+        ("a.jpg 10 20 30 20 20 30 20 40\nb.jpg 1 2 3 4 5 6 7 x\n", "not a finite number"),
+        ("a.jpg 10 20 30 20 20 30 20 40\nb.jpg 1 2 3 4 5 6 7 NaN\n", "not a finite number"),
+        ("a.jpg 10 20 30 20 20 30 20 40\nb.jpg 5 5 5 5 5 5 5 9\n", "eyes"),
+    ] {
+        let skips = SkipCounts::default();
+        let e = parse_caltech(text, Path::new("gt.txt"), Path::new("/i"), OnBadSample::Error, &skips).unwrap_err();
+        let message = e.to_string();
+        assert!(message.starts_with("gt.txt:2:") && message.contains(needle), "{message}");
+    }
+    // Under skip, the image with a bad line is left out whole: keeping its
+    // other faces would teach the dropped one as background.
+    let text = "a.jpg 10 20 30 20 20 30 20 40\nb.jpg 5 5 15 5 10 10 10 15\nb.jpg 1 2\n";
+    let skips = SkipCounts::default();
+    let entries = parse_caltech(text, Path::new("gt.txt"), Path::new("/i"), OnBadSample::Skip, &skips).unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].image, PathBuf::from("/i/a.jpg"));
+    assert_eq!(skips.total(), 1);
+}
+
+fn face(x0: f32, y0: f32, x1: f32, y1: f32) -> FaceBox {
+    FaceBox { x0, y0, x1, y1, smile: Smile::Yes }
+}
+
+fn gradient(width: u32, height: u32) -> grin_features::crops::Raster {
+    let pixels = (0..width * height).map(|i| ((i % width) * 255 / width) as u8).collect();
+    grin_features::crops::Raster { width, height, channels: 1, pixels }
+}
+
+#[test]
+fn crops_hold_the_chosen_face_at_a_drawn_size() {
+    let image = gradient(400, 300);
+    let faces = [face(100.0, 100.0, 160.0, 160.0)];
+    let crops = PhotoCrops { min_face: 12.0, max_face: 80.0, ..PhotoCrops::default() };
+    for seed in 0..200 {
+        let mut rng = SampleRng::seed_from_u64(seed);
+        let s = crop_scene(&image, &faces, 160, 120, &crops, &mut rng);
+        assert_eq!((s.width, s.height, s.pixels.len()), (160, 120, 160 * 120));
+        assert_eq!(s.boxes.len(), 1, "seed {seed}: the chosen face is always in the crop");
+        let b = s.boxes[0];
+        assert_eq!(b.smile, Smile::Yes);
+        let side = (b.x1 - b.x0).max(b.y1 - b.y0);
+        assert!((11.5..=80.5).contains(&side), "seed {seed}: side {side}");
+        assert!(b.x0 >= 0.0 && b.y0 >= 0.0 && b.x1 <= 160.0 && b.y1 <= 120.0);
+    }
+}
+
+#[test]
+fn cut_off_and_tiny_faces_become_ignore_regions() {
+    let image = gradient(400, 300);
+    // A big face, a tiny one (4 px) and one at the far edge.
+    let faces = [face(150.0, 100.0, 250.0, 200.0), face(20.0, 20.0, 24.0, 24.0), face(340.0, 100.0, 400.0, 160.0)];
+    let crops = PhotoCrops { min_face: 60.0, max_face: 60.0, max_upscale: 3.0, ..PhotoCrops::default() };
+    let mut ignored = 0;
+    for seed in 0..100 {
+        let mut rng = SampleRng::seed_from_u64(seed);
+        let s = crop_scene(&image, &faces, 160, 120, &crops, &mut rng);
+        for b in &s.boxes {
+            let side = (b.x1 - b.x0).max(b.y1 - b.y0);
+            match b.smile {
+                Smile::Ignore => ignored += 1,
+                _ => assert!(side >= crops.min_learnable, "a learnable face of {side} px"),
+            }
+        }
+        assert!(s.boxes.iter().filter(|b| b.smile.is_face()).count() >= 1);
+        assert!(s.boxes.len() <= MAX_BOXES);
+    }
+    assert!(ignored > 0, "the tiny face shows up as an ignore region");
+}
+
+#[test]
+fn letterbox_grey_fills_what_lies_outside_the_photo() {
+    // A 40x30 photo with a face that must come out 60 px: the photo is
+    // enlarged at most 3x (120x90), so grey bars surround it.
+    let image = grin_features::crops::Raster { width: 40, height: 30, channels: 1, pixels: vec![0; 1200] };
+    let faces = [face(10.0, 5.0, 30.0, 25.0)];
+    let crops = PhotoCrops { min_face: 100.0, max_face: 100.0, max_upscale: 3.0, ..PhotoCrops::default() };
+    let mut rng = SampleRng::seed_from_u64(1);
+    let s = crop_scene(&image, &faces, 160, 120, &crops, &mut rng);
+    let fill = grin_features::annotations::LETTERBOX_FILL;
+    assert_eq!(s.pixels.iter().filter(|&&p| p == 0).count(), 120 * 90, "the photo at 3x");
+    assert_eq!(s.pixels.iter().filter(|&&p| p == fill).count(), 160 * 120 - 120 * 90);
+    let side = s.boxes[0].x1 - s.boxes[0].x0;
+    assert!((side - 60.0).abs() < 0.01, "face capped by max_upscale: {side}");
+}
+
+/// A Caltech-style folder of `count` grey photos, two faces each.
+fn caltech_fixture(dir: &Path, count: usize) -> PathBuf {
+    let images = dir.join("images");
+    std::fs::create_dir_all(&images).unwrap();
+    let mut gt = String::new();
+    for i in 0..count {
+        let name = format!("pic{i:05}.jpg");
+        image::GrayImage::from_fn(200, 150, |x, y| image::Luma([((x + y + i as u32) % 256) as u8]))
+            .save(images.join(&name))
+            .unwrap();
+        gt += &format!("{name} 40 50 60 50 50 60 50 70\n{name} 120 40 150 40 135 55 135 70\n");
+    }
+    std::fs::write(dir.join("WebFaces_GroundThruth.txt"), gt).unwrap();
+    dir.to_path_buf()
+}
+
+fn photo_config(source: SourceConfig) -> FeatureConfig {
+    FeatureConfig { width: 160, height: 120, source, ..FeatureConfig::default() }
+}
+
+#[test]
+fn caltech_source_cuts_scenes_from_its_split_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = caltech_fixture(dir.path(), 40);
+    let cfg = photo_config(SourceConfig::Caltech { root, crops: PhotoCrops::default() });
+    let train = build_source(&cfg, Split::Train).unwrap();
+    assert_eq!(train.name(), "caltech");
+    let n_train = train.len().unwrap();
+    let held = held_out_photos(&cfg, 0).unwrap();
+    assert_eq!(held.len(), 1);
+    let n_test = held[0].len();
+    let n_val = build_source(&cfg, Split::Val).map(|s| s.len().unwrap()).unwrap_or(0);
+    assert_eq!(n_train + n_val + n_test, 40, "each photo in exactly one split");
+    assert!(n_test > 0 && n_train > n_test);
+    let mut rng = SampleRng::seed_from_u64(3);
+    for i in 0..30 {
+        let s = train.scene(i, &mut rng).unwrap();
+        assert!(s.boxes.iter().any(|b| b.smile == Smile::Unknown), "Caltech faces have no smile label");
+    }
+}
+
+#[test]
+fn held_out_split_is_deterministic_and_letterboxed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = caltech_fixture(dir.path(), 40);
+    let cfg = photo_config(SourceConfig::Caltech { root, crops: PhotoCrops::default() });
+    let names = |sets: Vec<grin_features::HeldOutPhotos>| -> Vec<PathBuf> {
+        sets.iter().flat_map(|s| (0..s.len()).map(|i| s.image_path(i).to_path_buf())).collect()
+    };
+    let first = names(held_out_photos(&cfg, 0).unwrap());
+    assert_eq!(first, names(held_out_photos(&cfg, 0).unwrap()));
+    // Another seed does not move photos between splits: the split is by file name.
+    let reseeded = FeatureConfig { seed: 99, ..cfg.clone() };
+    assert_eq!(first, names(held_out_photos(&reseeded, 0).unwrap()));
+    let set = &held_out_photos(&cfg, 2).unwrap()[0];
+    assert_eq!(set.len(), 2, "the limit caps the count");
+    let s = set.letterboxed(0, 320, 240, 1).unwrap();
+    assert_eq!((s.width, s.height), (320, 240));
+    // 200x150 scales by 1.6 exactly: the first face (44 px) becomes 70.4 px.
+    let b = s.boxes[0];
+    assert!(((b.x1 - b.x0) - 70.4).abs() < 0.1, "{b:?}");
+}
+
+#[test]
+fn mix_draws_parts_by_weight_and_checks_its_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = caltech_fixture(dir.path(), 30);
+    let caltech = SourceConfig::Caltech { root, crops: PhotoCrops::default() };
+    let synthetic = SourceConfig::default();
+    let cfg =
+        photo_config(SourceConfig::Mix { weights: vec![3.0, 1.0], parts: vec![caltech.clone(), synthetic.clone()] });
+    let mix = build_source(&cfg, Split::Train).unwrap();
+    let mut from_photos = 0;
+    for i in 0..400u64 {
+        let mut rng = SampleRng::seed_from_u64(i);
+        let s = mix.scene(i, &mut rng).unwrap();
+        // Photo crops carry unknown smiles; synthetic faces are labelled.
+        from_photos += usize::from(s.boxes.iter().any(|b| b.smile == Smile::Unknown));
+    }
+    assert!((250..=350).contains(&from_photos), "3:1 weights drew {from_photos} of 400 from the photos");
+
+    for (weights, needle) in
+        [(vec![1.0], "1 weights for 2 parts"), (vec![1.0, -1.0], "non-negative"), (vec![0.0, 0.0], "positive sum")]
+    {
+        let bad = photo_config(SourceConfig::Mix { weights, parts: vec![caltech.clone(), synthetic.clone()] });
+        let Err(e) = build_source(&bad, Split::Train) else { panic!("accepted {bad:?}") };
+        assert!(matches!(e, FeatureError::Config(_)) && e.to_string().contains(needle), "{e}");
+    }
+}
+
+#[test]
+fn a_missing_annotation_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = photo_config(SourceConfig::Caltech { root: dir.path().to_path_buf(), crops: PhotoCrops::default() });
+    let Err(e) = build_source(&cfg, Split::Train) else { panic!("accepted") };
+    let e = e.to_string();
+    assert!(e.contains("WebFaces_GroundThruth.txt") && e.contains("cannot read"), "{e}");
+    let bad_crops = PhotoCrops { min_face: 50.0, max_face: 20.0, ..PhotoCrops::default() };
+    let root = caltech_fixture(dir.path(), 5);
+    let cfg = photo_config(SourceConfig::Caltech { root, crops: bad_crops });
+    let Err(e) = build_source(&cfg, Split::Train) else { panic!("accepted") };
+    let e = e.to_string();
+    assert!(e.contains("features.source.crops.min_face"), "{e}");
+}
+
+/// `../shared/data` beside the repository, when this machine has it.
+fn shared_data() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
+    let ok = dir.join("caltech-webfaces/WebFaces_GroundThruth.txt").exists()
+        && dir.join("celeba-smile-10k/list_attr_celeba_000001-010000.txt").exists();
+    if !ok {
+        eprintln!("SKIPPED: no ../shared/data (caltech-webfaces, celeba-smile-10k) beside the repository");
+    }
+    ok.then_some(dir)
+}
+
+#[test]
+fn real_caltech_and_celeba_scenes() {
+    let Some(data) = shared_data() else { return };
+    let celeba = data.join("celeba-smile-10k");
+    let cfg = FeatureConfig {
+        split: SplitConfig::default(),
+        ..photo_config(SourceConfig::Mix {
+            weights: vec![1.0, 1.0],
+            parts: vec![
+                SourceConfig::Caltech { root: data.join("caltech-webfaces"), crops: PhotoCrops::default() },
+                SourceConfig::CelebaAligned {
+                    images: celeba.join("images"),
+                    attr: celeba.join("list_attr_celeba_000001-010000.txt"),
+                    crops: PhotoCrops::default(),
+                },
+            ],
+        })
+    };
+    let mix = build_source(&cfg, Split::Train).unwrap();
+    let (mut smiles, mut unknown) = (0, 0);
+    for i in 0..200u64 {
+        let mut rng = SampleRng::seed_from_u64(i);
+        let s = mix.scene(i, &mut rng).unwrap();
+        assert!(s.boxes.iter().any(|b| b.smile.is_face()), "every real crop holds a face");
+        smiles += s.boxes.iter().filter(|b| b.smile.smiling().is_some()).count();
+        unknown += s.boxes.iter().filter(|b| b.smile == Smile::Unknown).count();
+    }
+    assert!(smiles > 50 && unknown > 50, "both parts drawn: {smiles} labelled, {unknown} unknown");
+    let held = held_out_photos(&cfg, 0).unwrap();
+    let sizes: Vec<(&str, usize)> = held.iter().map(|s| (s.name, s.len())).collect();
+    // About a tenth of each set, by file name.
+    assert!(sizes[0].0 == "caltech" && (500..900).contains(&sizes[0].1), "{sizes:?}");
+    assert!(sizes[1].0 == "celeba-aligned" && (800..1200).contains(&sizes[1].1), "{sizes:?}");
+    assert!(held[1].portraits && !held[0].portraits);
+}
