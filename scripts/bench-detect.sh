@@ -6,13 +6,27 @@
 # split) and, when the data is there, SMILEsmileD composites (crops of the
 # test split only, never seen in training).
 #
+# Then, when the data is there, held-out real photos (the test split by file
+# name: Caltech WebFaces photos, CelebA aligned portraits), letterboxed to
+# 320x240 grey, faces under 10 px ignored: per source, grin against Haar's
+# face + smile cascades on AP@0.5, recall by face size, detections per
+# image, share of portraits found, smile accuracy (CelebA labels) and
+# latency of faces + smiles; how each is measured is in
+# scripts/peers/haar_peer.py. The photo rows also go to $WORK/photos.jsonl.
+#
 # Usage: scripts/bench-detect.sh [--model PATH]
-#   env: SCENES (per size, default 100), ITERATIONS (default 300),
+#   env: SCENES (per size, default 100), ITERATIONS (default 300; on photos
+#        at least one timed run per photo),
 #        CROPS (SMILEsmileD root, default ../shared/data/smilesmiled; the
 #        composite rows are left out with a message when it is absent),
 #        FACES_320 / FACES_160 ("min:max:count" face sizes of the scenes;
 #        default 16:160:4, the generator's defaults at 320x240, and 16:80:3,
-#        the demo config's at 160x120), WORK (default target/bench-detect)
+#        the demo config's at 160x120), WORK (default target/bench-detect),
+#        PHOTOS (held-out photos per source, default 300), CALTECH (default
+#        ../shared/data/caltech-webfaces), CELEBA (default
+#        ../shared/data/celeba-smile-10k, with images/ and
+#        list_attr_celeba_000001-010000.txt; a source whose data is absent
+#        is left out with a message), PHOTOS_ONLY=1 (skip the scenes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,9 +35,14 @@ ITERATIONS=${ITERATIONS:-300}
 FACES_320=${FACES_320:-16:160:4}
 FACES_160=${FACES_160:-16:80:3}
 WORK=${WORK:-target/bench-detect}
+PHOTOS=${PHOTOS:-300}
+PHOTOS_ONLY=${PHOTOS_ONLY:-0}
+CALTECH=${CALTECH:-../shared/data/caltech-webfaces}
+CELEBA=${CELEBA:-../shared/data/celeba-smile-10k}
 TARGET=${CARGO_TARGET_DIR:-target}
 VENV=.venv-detect
 MODEL_FLAGS=("$@")
+MODEL_LABEL=${MODEL_FLAGS[*]:-embedded}
 
 # OpenCV 5 moved the Haar cascades out of the main package: pin 4.x.
 if ! "$VENV/bin/python" -c 'import cv2; cv2.CascadeClassifier' 2>/dev/null; then
@@ -39,11 +58,15 @@ EXPORT=$TARGET/release/examples/export_scenes
 rm -rf "$WORK"
 mkdir -p "$WORK"
 RESULTS=$WORK/results.jsonl
+PHOTO_RESULTS=$WORK/photos.jsonl
 CROPS=${CROPS:-../shared/data/smilesmiled}
-KINDS=(synthetic)
-if [ -d "$CROPS/smile" ] && [ -d "$CROPS/no_smile" ]; then
-    KINDS+=(composite)
+KINDS=()
+if [ "$PHOTOS_ONLY" = 1 ]; then
+    echo "bench-detect: PHOTOS_ONLY=1: synthetic and composite scenes skipped" >&2
+elif [ -d "$CROPS/smile" ] && [ -d "$CROPS/no_smile" ]; then
+    KINDS=(synthetic composite)
 else
+    KINDS=(synthetic)
     echo "bench-detect: no SMILEsmileD crops at $CROPS (set CROPS): synthetic scenes only" >&2
 fi
 for kind in "${KINDS[@]}"; do
@@ -67,4 +90,43 @@ for size in 320x240 160x120; do
         --iterations "$ITERATIONS" --results "$RESULTS" --kind "$kind"
 done
 done
-"$VENV/bin/python" scripts/peers/haar_peer.py --table "$RESULTS"
+
+# Held-out real photos, one set of rows per source whose data is here.
+PHOTO_SOURCES=()
+PHOTO_FLAGS=()
+if [ -d "$CALTECH" ]; then
+    PHOTO_SOURCES+=(caltech)
+    PHOTO_FLAGS+=(--caltech "$CALTECH")
+else
+    echo "bench-detect: no Caltech WebFaces at $CALTECH (set CALTECH): no caltech photo rows" >&2
+fi
+CELEBA_ATTR=$CELEBA/list_attr_celeba_000001-010000.txt
+if [ -d "$CELEBA/images" ] && [ -f "$CELEBA_ATTR" ]; then
+    PHOTO_SOURCES+=(celeba-aligned)
+    PHOTO_FLAGS+=(--celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR")
+else
+    echo "bench-detect: no CelebA images/ and attributes at $CELEBA (set CELEBA): no celeba-aligned photo rows" >&2
+fi
+if [ ${#PHOTO_SOURCES[@]} -gt 0 ]; then
+    dir=$WORK/photos-320x240
+    "$EXPORT" --out "$dir" --count "$PHOTOS" --width 320 --height 240 --min-face 10 "${PHOTO_FLAGS[@]}"
+    for source in "${PHOTO_SOURCES[@]}"; do
+        images=("$dir/$source"-*.png)
+        iterations=$((ITERATIONS > ${#images[@]} ? ITERATIONS : ${#images[@]}))
+        # Detections down to 0.05 for AP, at the model's own threshold for
+        # the rest, then timing.
+        "$DETECT" "${MODEL_FLAGS[@]}" --json --size 320x240 --threshold 0.05 "${images[@]}" >"$dir/$source-grin-ap.jsonl"
+        "$DETECT" "${MODEL_FLAGS[@]}" --json --size 320x240 "${images[@]}" >"$dir/$source-grin.jsonl"
+        "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --size 320x240 --iterations "$iterations" \
+            "${images[@]}" >"$dir/$source-grin-bench.json"
+        "$VENV/bin/python" scripts/peers/haar_peer.py --photos "$dir" --source "$source" \
+            --grin-detections "$dir/$source-grin-ap.jsonl" --grin-deployed "$dir/$source-grin.jsonl" \
+            --grin-bench "$dir/$source-grin-bench.json" --grin-model "$MODEL_LABEL" \
+            --iterations "$iterations" --results "$PHOTO_RESULTS"
+    done
+else
+    echo "bench-detect: no held-out real photos (set CALTECH / CELEBA): photo comparison skipped" >&2
+fi
+
+[ ! -s "$RESULTS" ] || "$VENV/bin/python" scripts/peers/haar_peer.py --table "$RESULTS"
+[ ! -s "$PHOTO_RESULTS" ] || "$VENV/bin/python" scripts/peers/haar_peer.py --photo-table "$PHOTO_RESULTS"

@@ -39,8 +39,12 @@ pub struct LoadedConfig {
     pub config: GrinConfig,
 }
 
+/// Largest config file read: a config is a page of TOML, and a path like
+/// `/dev/zero` must not be read forever.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 pub fn load(path: &Path, sets: &[String]) -> Result<LoadedConfig> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read config", path.display()))?;
+    let text = read_capped(path)?;
     let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
         let line = e.span().map(|s| text[..s.start].lines().count().max(1)).unwrap_or(0);
         anyhow::anyhow!("{}:{}: {}", path.display(), line, e.message())
@@ -54,6 +58,19 @@ pub fn load(path: &Path, sets: &[String]) -> Result<LoadedConfig> {
     })?;
     validate(&config).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(LoadedConfig { path: path.to_path_buf(), config })
+}
+
+fn read_capped(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).with_context(|| format!("{}: cannot read config", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{}: cannot read config", path.display()))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        bail!("{}: config is larger than {} KiB; is it the right file?", path.display(), MAX_CONFIG_BYTES / 1024);
+    }
+    String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{}: config is not UTF-8 text: {e}", path.display()))
 }
 
 /// `a.b.c=value`: the value is read as TOML (`0.01`, `true`, `"x"`,
@@ -93,12 +110,28 @@ pub fn validate(c: &GrinConfig) -> Result<()> {
     if c.name.is_empty() || c.name.contains(['/', '\\']) || c.name == ".." {
         bail!("key `name`: {:?} must be a plain folder name", c.name);
     }
-    if c.model.width_mult <= 0.0 || !c.model.width_mult.is_finite() {
-        bail!("key `model.width_mult`: {} must be positive", c.model.width_mult);
+    let m = c.model.width_mult;
+    if !(m.is_finite() && m > 0.0 && m <= grin_model::config::MAX_WIDTH_MULT) {
+        bail!("key `model.width_mult`: {m} must be in (0, {}]", grin_model::config::MAX_WIDTH_MULT);
+    }
+    if !(1..=1000).contains(&c.model.max_detections) {
+        bail!("key `model.max_detections`: {} must be within 1..=1000", c.model.max_detections);
     }
     let t = &c.train;
-    if t.batch_size == 0 {
-        bail!("key `train.batch_size`: must be at least 1");
+    // Bounds keep a typo from allocating gigabytes or looping for days.
+    let counts = [
+        ("train.steps", t.steps, 1, 100_000_000),
+        ("train.batch_size", t.batch_size, 1, 4096),
+        ("train.eval_samples", t.eval_samples, 0, 1_000_000),
+        ("train.eval_photos", t.eval_photos, 0, 1_000_000),
+        ("train.prefetch", t.prefetch, 0, 1024),
+        ("train.store_samples", t.store_samples, 0, 1_000_000_000),
+        ("features.workers", f.workers, 0, 1024),
+    ];
+    for (key, v, lo, hi) in counts {
+        if !(lo..=hi).contains(&v) {
+            bail!("key `{key}`: {v} must be within {lo}..={hi}");
+        }
     }
     if t.lr <= 0.0 || !t.lr.is_finite() {
         bail!("key `train.lr`: {} must be positive", t.lr);

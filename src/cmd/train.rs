@@ -104,6 +104,9 @@ pub struct TrainArgs {
     /// Continue from `<run>/checkpoint.ckpt` with the same data order and optimizer state.
     #[arg(long)]
     pub resume: bool,
+    /// Start afresh even if `runs/<name>` holds an interrupted run's checkpoint (it is replaced).
+    #[arg(long, conflicts_with = "resume")]
+    pub overwrite: bool,
     /// Train on a precomputed dataset even if its fingerprint differs from the config.
     #[arg(long)]
     pub allow_stale: bool,
@@ -164,6 +167,7 @@ fn train_on<B: TrainBackend>(
         mode,
         backend: choice.name().into(),
         resume: args.resume,
+        overwrite: args.overwrite,
         config_toml: toml::to_string(c)?,
         show_progress: !args.quiet,
         evaluate: true,
@@ -533,6 +537,8 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
             mode,
             backend: choice.name().into(),
             resume: false,
+            // Benchmark runs are scratch: each one replaces the last.
+            overwrite: true,
             config_toml: toml::to_string(&c)?,
             show_progress: false,
             evaluate: false,

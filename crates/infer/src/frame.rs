@@ -16,13 +16,32 @@ const PAD: f32 = 0.5;
 
 /// Decodes an image file by its content (the extension is only a fallback).
 /// The error does not repeat the path: callers prefix it.
+///
+/// A JPEG without its end-of-image marker is refused: the decoder would fill
+/// the missing scan with grey and report faces on half a picture. (Training
+/// refuses the same files.) A JPEG whose scan data is scrambled but whose
+/// end marker is intact decodes to noise in both; nothing in the format
+/// tells it apart from a real picture.
 pub fn load_image(path: &Path) -> Result<DynamicImage> {
-    let reader = ImageReader::open(path).map_err(|e| anyhow!("cannot open: {e}"))?;
-    let reader = reader.with_guessed_format().map_err(|e| anyhow!("cannot read: {e}"))?;
+    let bytes = std::fs::read(path).map_err(|e| anyhow!("cannot open: {e}"))?;
+    let reader = ImageReader::new(std::io::Cursor::new(&bytes));
+    let mut reader = reader.with_guessed_format().map_err(|e| anyhow!("cannot read: {e}"))?;
     if reader.format().is_none() {
-        bail!("not an image (unrecognised content and extension)");
+        reader.set_format(
+            image::ImageFormat::from_path(path)
+                .map_err(|_| anyhow!("not an image (unrecognised content and extension)"))?,
+        );
+    }
+    if reader.format() == Some(image::ImageFormat::Jpeg) && !ends_with_jpeg_eoi(&bytes) {
+        bail!("truncated JPEG: no end-of-image marker");
     }
     reader.decode().map_err(|e| anyhow!("cannot decode image: {e}"))
+}
+
+/// EOI (FF D9) among the last bytes: encoders may pad after it, never before.
+fn ends_with_jpeg_eoi(bytes: &[u8]) -> bool {
+    let tail = &bytes[bytes.len().saturating_sub(64)..];
+    tail.windows(2).any(|w| w == [0xFF, 0xD9])
 }
 
 /// One network input, `[channels, height, width]` values in 0..1.

@@ -100,11 +100,15 @@ fn bad_inputs_get_one_error_line_each_and_the_rest_still_run() {
     image::open(scene()).unwrap().write_to(&mut std::io::Cursor::new(&mut jpeg), ImageFormat::Jpeg).unwrap();
     let truncated = dir.path().join("truncated.jpg");
     std::fs::write(&truncated, &jpeg[..100]).unwrap();
+    // The same JPEG cut inside its scan data: the decoder alone would fill
+    // the rest with grey and report faces on half a picture.
+    let cut_scan = dir.path().join("cut-scan.jpg");
+    std::fs::write(&cut_scan, &jpeg[..jpeg.len() * 2 / 3]).unwrap();
     let missing = dir.path().join("missing.png");
 
-    let bad = [&notes, &fake_png, &corrupt, &truncated, &missing];
+    let bad = [&notes, &fake_png, &corrupt, &truncated, &cut_scan, &missing];
     let scene = scene();
-    let args = [s(&notes), s(&good), s(&fake_png), s(&corrupt), s(&truncated), s(&missing), s(&scene)];
+    let args = [s(&notes), s(&good), s(&fake_png), s(&corrupt), s(&truncated), s(&cut_scan), s(&missing), s(&scene)];
     let out = grin_detect(&[&["--json"][..], &args[..]].concat());
     assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
     let reports = json_lines(&out);
@@ -117,7 +121,26 @@ fn bad_inputs_get_one_error_line_each_and_the_rest_still_run() {
         assert!(line.starts_with(&format!("error: {}: ", path.display())), "{line}");
     }
     assert!(lines[0].contains("not an image"), "{}", lines[0]);
-    assert!(lines[4].contains("No such file"), "{}", lines[4]);
+    assert!(lines[4].contains("truncated JPEG"), "{}", lines[4]);
+    assert!(lines[5].contains("No such file"), "{}", lines[5]);
+}
+
+/// A `GRINMDL2` model file rewritten as `GRINMDL1` (no header checksum).
+fn as_v1(model: &[u8]) -> Vec<u8> {
+    if &model[..8] == b"GRINMDL1" {
+        return model.to_vec();
+    }
+    let end = 12 + u32::from_le_bytes(model[8..12].try_into().unwrap()) as usize;
+    [&b"GRINMDL1"[..], &model[8..end], &model[end + 8..]].concat()
+}
+
+/// A `GRINMDL1` file whose header claims another run width.
+fn with_header_width(v1: &[u8], width: &str) -> Vec<u8> {
+    let end = 12 + u32::from_le_bytes(v1[8..12].try_into().unwrap()) as usize;
+    let mut header: Value = serde_json::from_slice(&v1[12..end]).unwrap();
+    header["spec"]["width"] = serde_json::from_str(width).unwrap();
+    let json = serde_json::to_vec(&header).unwrap();
+    [&b"GRINMDL1"[..], &(json.len() as u32).to_le_bytes()[..], &json, &v1[end..]].concat()
 }
 
 #[test]
@@ -126,11 +149,23 @@ fn unusable_model_files_are_refused_with_one_line_naming_them() {
     let good = dir.path().join("good.png");
     write_plain_png(&good);
 
-    let mut other = DEFAULT_MODEL.to_vec();
+    // Header edits go through the older, unsealed format so that the checks
+    // behind the header checksum are reached.
+    let mut other = as_v1(DEFAULT_MODEL);
     let at = other.windows(16).position(|w| w == b"grin-detector-v1").expect("architecture in the header");
     other[at..at + 16].copy_from_slice(b"grin-detector-v9");
     let other_arch = dir.path().join("other-arch.grin");
     std::fs::write(&other_arch, &other).unwrap();
+
+    let zero_width = dir.path().join("zero-width.grin");
+    std::fs::write(&zero_width, with_header_width(&as_v1(DEFAULT_MODEL), "0")).unwrap();
+    let huge_width = dir.path().join("huge-width.grin");
+    std::fs::write(&huge_width, with_header_width(&as_v1(DEFAULT_MODEL), "100000")).unwrap();
+
+    let mut header_flip = DEFAULT_MODEL.to_vec();
+    header_flip[20] ^= 0x01;
+    let header_flip_path = dir.path().join("header-flip.grin");
+    std::fs::write(&header_flip_path, &header_flip).unwrap();
 
     let mut damaged = DEFAULT_MODEL.to_vec();
     let last = damaged.len() - 1;
@@ -140,6 +175,9 @@ fn unusable_model_files_are_refused_with_one_line_naming_them() {
 
     let cases = [
         (other_arch, "architecture `grin-detector-v9`"),
+        (zero_width, "sides must be 32..=4096"),
+        (huge_width, "sides must be 32..=4096"),
+        (header_flip_path, "header"),
         (damaged_path, "checksum"),
         (good.clone(), "not a grin model file"),
         (dir.path().join("absent.grin"), "cannot read model"),

@@ -16,6 +16,10 @@ pub struct ModelConfig {
     pub max_detections: usize,
 }
 
+/// Widest network a config or model file may ask for: 4x the default is
+/// already ~1.2M parameters, far past what this detector is for.
+pub const MAX_WIDTH_MULT: f32 = 4.0;
+
 impl Default for ModelConfig {
     fn default() -> Self {
         ModelConfig { width_mult: 1.0, score_threshold: 0.3, nms_iou: 0.4, max_detections: 50 }

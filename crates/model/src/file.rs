@@ -1,10 +1,13 @@
 //! The `.grin` model file: a JSON header that says what the weights are,
 //! then Burn's binary record.
 //!
-//! Layout: `GRINMDL1` magic, u32 LE header length, header JSON, record bytes.
-//! The header carries the detector spec, every parameter's shape and an
-//! xxh3 checksum of the record, so a file from another architecture or a
-//! damaged file is refused with a message before Burn ever decodes it.
+//! Layout: `GRINMDL2` magic, u32 LE header length, header JSON, u64 LE xxh3
+//! of the header JSON, record bytes. The header carries the detector spec,
+//! every parameter's shape and an xxh3 checksum of the record, so a file
+//! from another architecture or a damaged file is refused with a message
+//! before Burn ever decodes it; its sizes are checked against
+//! [`MAX_SIDE`] before anything is allocated. `GRINMDL1` files (no header
+//! checksum) still load, with the same size checks.
 
 use crate::detector::{Detector, DetectorSpec};
 use burn::module::{Module, ModuleVisitor, Param};
@@ -14,7 +17,10 @@ use burn::tensor::Tensor;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8; 8] = b"GRINMDL1";
+const MAGIC: &[u8; 8] = b"GRINMDL2";
+const MAGIC_V1: &[u8; 8] = b"GRINMDL1";
+/// Largest run size side a model file may name (the config's own bound).
+pub const MAX_SIDE: usize = 4096;
 const ARCHITECTURE: &str = "grin-detector-v1";
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -66,10 +72,11 @@ pub fn to_bytes<B: Backend>(spec: &DetectorSpec, model: &Detector<B>) -> Vec<u8>
         record_xxh3: xxhash_rust::xxh3::xxh3_64(&record),
     };
     let json = serde_json::to_vec(&header).expect("header serialises");
-    let mut out = Vec::with_capacity(12 + json.len() + record.len());
+    let mut out = Vec::with_capacity(20 + json.len() + record.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(json.len() as u32).to_le_bytes());
     out.extend_from_slice(&json);
+    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&json).to_le_bytes());
     out.extend_from_slice(&record);
     out
 }
@@ -89,17 +96,30 @@ pub fn load_model<B: Backend>(path: &Path, device: &B::Device) -> Result<(Detect
 }
 
 pub fn from_bytes<B: Backend>(bytes: &[u8], device: &B::Device) -> Result<(DetectorSpec, Detector<B>), String> {
-    if bytes.len() < 12 || &bytes[..8] != MAGIC {
-        return Err("not a grin model file (bad magic)".into());
-    }
-    let header_len = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize;
+    let checked = match bytes.get(..8) {
+        Some(m) if m == MAGIC => true,
+        Some(m) if m == MAGIC_V1 => false,
+        _ => return Err("not a grin model file (bad magic)".into()),
+    };
+    let header_len = bytes.get(8..12).ok_or("truncated model header")?;
+    let header_len = u32::from_le_bytes(header_len.try_into().expect("4 bytes")) as usize;
     let header_end = 12usize.checked_add(header_len).filter(|&e| e <= bytes.len()).ok_or("truncated model header")?;
-    let header: Header =
-        serde_json::from_slice(&bytes[12..header_end]).map_err(|e| format!("malformed model header: {e}"))?;
+    let json = &bytes[12..header_end];
+    let record_start = if checked {
+        let sum = bytes.get(header_end..header_end + 8).ok_or("truncated model header")?;
+        if u64::from_le_bytes(sum.try_into().expect("8 bytes")) != xxhash_rust::xxh3::xxh3_64(json) {
+            return Err("header checksum mismatch (file damaged)".into());
+        }
+        header_end + 8
+    } else {
+        header_end
+    };
+    let header: Header = serde_json::from_slice(json).map_err(|e| format!("malformed model header: {e}"))?;
     if header.architecture != ARCHITECTURE {
         return Err(format!("model architecture `{}`, this build runs `{ARCHITECTURE}`", header.architecture));
     }
-    let record = &bytes[header_end..];
+    check_spec(&header.spec)?;
+    let record = &bytes[record_start..];
     if record.len() as u64 != header.record_bytes {
         return Err(format!("truncated weights: {} of {} bytes", record.len(), header.record_bytes));
     }
@@ -114,4 +134,21 @@ pub fn from_bytes<B: Backend>(bytes: &[u8], device: &B::Device) -> Result<(Detec
         .load(record.to_vec(), device)
         .map_err(|e| format!("cannot decode weights: {e}"))?;
     Ok((header.spec, model.load_record(record)))
+}
+
+/// Sizes a header may name: anything else would panic or allocate without
+/// bound before the weights are even read.
+fn check_spec(spec: &DetectorSpec) -> Result<(), String> {
+    let (w, h, c) = (spec.width, spec.height, spec.channels);
+    if !(32..=MAX_SIDE).contains(&w) || !(32..=MAX_SIDE).contains(&h) {
+        return Err(format!("header says the model runs at {w}x{h}; sides must be 32..={MAX_SIDE}"));
+    }
+    if c != 1 && c != 3 {
+        return Err(format!("header says {c} channels; must be 1 or 3"));
+    }
+    let m = spec.model.width_mult;
+    if !(m.is_finite() && m > 0.0 && m <= crate::config::MAX_WIDTH_MULT) {
+        return Err(format!("header says width_mult {m}; must be in (0, {}]", crate::config::MAX_WIDTH_MULT));
+    }
+    Ok(())
 }

@@ -1,12 +1,17 @@
 //! Crash-safe checkpoints: model, optimizer state and loop position in one
 //! file, written to a temporary name, synced, then renamed over the old one.
+//!
+//! Layout: `GRINCKP2`, then three parts (state JSON, model file, optimizer
+//! record), each as u64 LE length, bytes, u64 LE xxh3 of the bytes: a
+//! damaged part is refused by name instead of resuming from it.
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
 
-const MAGIC: &[u8; 8] = b"GRINCKP1";
+const MAGIC: &[u8; 8] = b"GRINCKP2";
+const PARTS: [&str; 3] = ["loop state", "model", "optimizer state"];
 
 /// Where the loop stands; enough to continue with the same data order.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -26,38 +31,50 @@ pub struct Checkpoint {
     pub optimizer: Vec<u8>,
 }
 
+/// Writes `checkpoint` atomically. On failure (a full disk, say) the error
+/// names the file and the partial temporary file is removed.
 pub fn save(path: &Path, checkpoint: &Checkpoint) -> Result<()> {
     let state = serde_json::to_vec(&checkpoint.state)?;
     let tmp = path.with_extension("tmp");
-    {
-        let mut f = std::fs::File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
-        f.write_all(MAGIC)?;
-        for part in [&state, &checkpoint.model, &checkpoint.optimizer] {
-            f.write_all(&(part.len() as u64).to_le_bytes())?;
-            f.write_all(part)?;
-        }
-        f.sync_all()?;
+    let written = write_parts(&tmp, &[&state, &checkpoint.model, &checkpoint.optimizer]);
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("{}: cannot write checkpoint", tmp.display()));
     }
     std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot rename into place", path.display()))?;
     Ok(())
 }
 
+fn write_parts(tmp: &Path, parts: &[&Vec<u8>]) -> std::io::Result<()> {
+    let mut f = std::fs::File::create(tmp)?;
+    f.write_all(MAGIC)?;
+    for part in parts {
+        f.write_all(&(part.len() as u64).to_le_bytes())?;
+        f.write_all(part)?;
+        f.write_all(&xxhash_rust::xxh3::xxh3_64(part).to_le_bytes())?;
+    }
+    f.sync_all()
+}
+
 pub fn load(path: &Path) -> Result<Checkpoint> {
     let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read checkpoint", path.display()))?;
     if bytes.len() < 8 || &bytes[..8] != MAGIC {
-        bail!("{}: not a grin checkpoint", path.display());
+        bail!("{}: not a grin checkpoint (or one from an older grin)", path.display());
     }
     let mut parts = Vec::with_capacity(3);
     let mut at = 8usize;
-    for _ in 0..3 {
-        let len = bytes
-            .get(at..at + 8)
-            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize)
-            .with_context(|| format!("{}: truncated checkpoint", path.display()))?;
-        let part =
-            bytes.get(at + 8..at + 8 + len).with_context(|| format!("{}: truncated checkpoint", path.display()))?;
+    let word = |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+    for name in PARTS {
+        let truncated = || format!("{}: truncated checkpoint ({name})", path.display());
+        let len = word(at).with_context(truncated)? as usize;
+        let end = (at + 8).checked_add(len).with_context(truncated)?;
+        let part = bytes.get(at + 8..end).with_context(truncated)?;
+        let sum = word(end).with_context(truncated)?;
+        if sum != xxhash_rust::xxh3::xxh3_64(part) {
+            bail!("{}: checkpoint {name} is damaged (checksum mismatch); it cannot be resumed", path.display());
+        }
         parts.push(part.to_vec());
-        at += 8 + len;
+        at = end + 8;
     }
     let optimizer = parts.pop().expect("three parts");
     let model = parts.pop().expect("three parts");

@@ -17,6 +17,20 @@ use std::sync::Arc;
 /// feature settings, unless the user said `--allow-stale`.
 pub fn open_store(dir: &Path, features: &FeatureConfig, allow_stale: bool) -> Result<Store> {
     let store = Store::open(dir).with_context(|| format!("{}: cannot open precomputed dataset", dir.display()))?;
+    // --allow-stale may waive a changed recipe, never records this model cannot take.
+    let l = store.layout();
+    if (l.width, l.height, l.channels) != (features.width, features.height, features.channels) {
+        bail!(
+            "{}: records are {}x{}x{}, the config's features are {}x{}x{}; rebuild it with `grin precompute` (--allow-stale cannot waive a size)",
+            dir.display(),
+            l.width,
+            l.height,
+            l.channels,
+            features.width,
+            features.height,
+            features.channels
+        );
+    }
     // The sample count is the store's business: any size may train.
     if let Err(keys) = store.check_fingerprint(features, store.len()) {
         let why = format_stale(&keys);

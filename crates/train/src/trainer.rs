@@ -36,6 +36,8 @@ pub struct RunSpec {
     pub mode: Mode,
     pub backend: String,
     pub resume: bool,
+    /// Start afresh even when `run_dir` holds an interrupted run's checkpoint.
+    pub overwrite: bool,
     /// The resolved config as TOML, saved as `config.toml`.
     pub config_toml: String,
     pub show_progress: bool,
@@ -138,6 +140,9 @@ pub fn train_parallel<B: TrainBackend>(
     feed_for: impl FnOnce(usize) -> Result<Feed<B>>,
 ) -> Result<Summary> {
     let device = devices.first().context("no device to train on")?;
+    if run.train.steps == 0 {
+        bail!("key `train.steps`: 0 trains nothing, so no model would be written; give at least 1");
+    }
     std::fs::create_dir_all(&run.run_dir)
         .with_context(|| format!("{}: cannot create run folder", run.run_dir.display()))?;
     let (ckpt_path, model_path, csv_path) = run_paths(&run.run_dir);
@@ -153,7 +158,20 @@ pub fn train_parallel<B: TrainBackend>(
         .init::<B, Detector<B>>();
     let mut state = LoopState { step: 0, config_json: config_json.clone(), history: vec![], wall_s: 0.0 };
 
-    if run.resume && ckpt_path.exists() {
+    if run.resume && !ckpt_path.exists() {
+        let finished = if model_path.exists() { " (the run finished: model.grin is there)" } else { "" };
+        bail!("--resume: {} does not exist{finished}; nothing to resume", ckpt_path.display());
+    }
+    if !run.resume && !run.overwrite && ckpt_path.exists() {
+        let step = checkpoint::load(&ckpt_path)
+            .map(|c| format!("at step {}", c.state.step))
+            .unwrap_or_else(|e| format!("({e:#})"));
+        bail!(
+            "{} holds an interrupted run's checkpoint {step}: add --resume to continue it, or --overwrite to start again",
+            run.run_dir.display()
+        );
+    }
+    if run.resume {
         let ck = checkpoint::load(&ckpt_path)?;
         if ck.state.config_json != config_json {
             bail!("{}: checkpoint was written with a different config; start a new run name", ckpt_path.display());
@@ -283,6 +301,11 @@ pub fn train_parallel<B: TrainBackend>(
     summary.photos = photos;
     std::fs::write(run.run_dir.join("summary.json"), serde_json::to_string_pretty(&summary)?)?;
     metrics::plot(&run.run_dir.join("training.svg"), &state.history)?;
+    // The run is complete and its model written: the checkpoint would only
+    // make a rerun of this config refuse to start.
+    std::fs::remove_file(&ckpt_path)
+        .or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })
+        .with_context(|| format!("{}: cannot remove the finished run's checkpoint", ckpt_path.display()))?;
     Ok(summary)
 }
 

@@ -41,6 +41,7 @@ fn loss_falls_and_ap_rises() {
         mode: Mode::OnTheFly,
         backend: "cpu".into(),
         resume: false,
+        overwrite: false,
         config_toml: String::new(),
         show_progress: false,
         evaluate: true,

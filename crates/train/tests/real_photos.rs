@@ -64,6 +64,7 @@ fn short_run_on_real_crops_learns_and_scores_whole_photos() {
         mode: Mode::OnTheFly,
         backend: "cpu".into(),
         resume: false,
+        overwrite: false,
         config_toml: String::new(),
         show_progress: false,
         evaluate: true,

@@ -1,0 +1,156 @@
+//! Bad input and interrupted work through the real `grin` binary: no panic,
+//! no silent loss. Each test names the issue item it covers.
+
+use grin_train::checkpoint::{self, Checkpoint, LoopState};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const GRIN: &str = env!("CARGO_BIN_EXE_grin");
+
+fn write_config(dir: &Path, extra: &str) -> PathBuf {
+    let path = dir.join("tiny.toml");
+    let text = format!(
+        "name = \"tiny\"\n[features]\nwidth = 64\nheight = 64\nseed = 5\n[features.source]\nkind = \"synthetic\"\n\
+         max_faces = 2\nmin_face = 18\nmax_face = 40\n[model]\nwidth_mult = 0.5\n[train]\nsteps = 6\nbatch_size = 2\n\
+         log_every = 2\ncheckpoint_every = 2\neval_samples = 2\n{extra}"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn grin(args: &[&str], config: &Path, runs: &Path) -> Output {
+    Command::new(GRIN).args(args).arg("--config").arg(config).arg("--runs-dir").arg(runs).output().expect("run grin")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn fake_checkpoint(run_dir: &Path, step: usize) {
+    std::fs::create_dir_all(run_dir).unwrap();
+    let state = LoopState { step, config_json: "{}".into(), history: vec![], wall_s: 1.0 };
+    let ck = Checkpoint { state, model: vec![1, 2, 3], optimizer: vec![4, 5, 6, 7] };
+    checkpoint::save(&run_dir.join("checkpoint.ckpt"), &ck).unwrap();
+}
+
+#[test]
+fn a_rerun_never_replaces_an_interrupted_run_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let runs = dir.path().join("runs");
+    fake_checkpoint(&runs.join("tiny"), 7);
+    let out = grin(&["train", "--backend", "cpu", "--quiet"], &config, &runs);
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(e.contains("interrupted run's checkpoint at step 7") && e.contains("--overwrite"), "{e}");
+    assert!(runs.join("tiny/checkpoint.ckpt").exists(), "the checkpoint is untouched");
+
+    let out = grin(&["train", "--backend", "cpu", "--quiet", "--overwrite"], &config, &runs);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(runs.join("tiny/model.grin").exists());
+    assert!(!runs.join("tiny/checkpoint.ckpt").exists(), "a finished run keeps no checkpoint");
+}
+
+#[test]
+fn resume_without_a_checkpoint_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let runs = dir.path().join("runs");
+    let out = grin(&["train", "--backend", "cpu", "--quiet", "--resume"], &config, &runs);
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(e.contains("--resume") && e.contains("checkpoint.ckpt does not exist"), "{e}");
+    assert!(!runs.join("tiny/metrics.csv").exists(), "nothing was started");
+}
+
+#[test]
+fn zero_steps_and_unbounded_sizes_are_refused_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    for (set, key) in [("train.steps=0", "train.steps"), ("train.batch_size=100000000", "train.batch_size")] {
+        let config = write_config(dir.path(), "");
+        let out = grin(&["train", "--backend", "cpu", "--quiet", "--set", set], &config, &runs);
+        assert!(!out.status.success());
+        let e = stderr(&out);
+        assert!(e.contains(&format!("key `{key}`")), "{e}");
+        assert!(!runs.join("tiny/model.grin").exists(), "no untrained model is written");
+    }
+    let config = write_config(dir.path(), "");
+    let out = grin(&["train", "--backend", "cpu", "--quiet", "--set", "model.width_mult=1000"], &config, &runs);
+    assert!(stderr(&out).contains("key `model.width_mult`"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_endless_config_file_is_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let out = grin(&["train", "--backend", "cpu", "--quiet"], Path::new("/dev/zero"), &runs);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("/dev/zero: config is larger than 1024 KiB"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_damaged_checkpoint_part_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_checkpoint(dir.path(), 3);
+    let path = dir.path().join("checkpoint.ckpt");
+    let mut bytes = std::fs::read(&path).unwrap();
+    // The optimizer part is last: its bytes sit just before the final checksum.
+    let at = bytes.len() - 8 - 2;
+    bytes[at] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+    let e = checkpoint::load(&path).err().expect("a flipped byte is caught").to_string();
+    assert!(e.contains("optimizer state is damaged"), "{e}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_at_checkpoint_time_names_the_file_and_leaves_no_temporary() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("checkpoint.ckpt");
+    // Writes to /dev/full fail with ENOSPC, as on a full disk.
+    std::os::unix::fs::symlink("/dev/full", dir.path().join("checkpoint.tmp")).unwrap();
+    let state = LoopState { step: 1, config_json: "{}".into(), history: vec![], wall_s: 0.0 };
+    let ck = Checkpoint { state, model: vec![0; 1 << 16], optimizer: vec![0; 16] };
+    let e = format!("{:#}", checkpoint::save(&path, &ck).unwrap_err());
+    assert!(e.contains("checkpoint.tmp: cannot write checkpoint") && e.contains("No space left"), "{e}");
+    assert!(!dir.path().join("checkpoint.tmp").exists(), "the partial file is removed");
+    assert!(!path.exists());
+}
+
+#[test]
+fn allow_stale_never_feeds_records_of_another_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let store = dir.path().join("store64");
+    let out = Command::new(GRIN)
+        .args(["precompute", "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(&store)
+        .args(["--samples", "8"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = dir.path().join("runs");
+    for mode in ["precomputed", "in-vram"] {
+        let store_set = format!("train.store={:?}", store.display().to_string());
+        let args = [
+            "train",
+            "--backend",
+            "cpu",
+            "--quiet",
+            "--allow-stale",
+            "--mode",
+            mode,
+            "--set",
+            "features.width=96",
+            "--set",
+            &store_set,
+        ];
+        let out = grin(&args, &config, &runs);
+        assert_eq!(out.status.code(), Some(2), "a refusal (exit 2), not a panic (101): {}", stderr(&out));
+        let e = stderr(&out);
+        assert!(e.contains("records are 64x64x1, the config's features are 96x64x1"), "{mode}: {e}");
+    }
+}
