@@ -1,12 +1,14 @@
 //! `scripts/sweep` end to end with the real `grin`: a 3-trial sweep of tiny
 //! CPU runs on one precomputed dataset, its results.csv, ranking and
-//! best.toml, a resume that reruns nothing, a failing trial, and the SLURM
-//! scripts. Skipped (passing, with a message) where python3 is missing.
+//! best.toml, a resume that reruns nothing, a failing trial, the SLURM
+//! scripts, and sweep files refused up front (not UTF-8, a huge trial count,
+//! a grid mixing numbers and strings, bad ranges). Skipped (passing, with a
+//! message) where python3 is missing.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::SystemTime;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime};
 
 const BASE: &str = r#"name = "tiny"
 [features]
@@ -44,6 +46,44 @@ fn sweep(dir: &Path, args: &[&str]) -> Output {
         .current_dir(dir)
         .output()
         .expect("run python3 scripts/sweep")
+}
+
+/// `sweep`, but killed (and the test failed) if it runs past `limit`, so a
+/// hang fails the test instead of stalling it. For short outputs only: the
+/// pipes are read after the script exits.
+fn sweep_within(dir: &Path, args: &[&str], limit: Duration) -> Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/sweep");
+    let mut child = Command::new("python3")
+        .arg(script)
+        .args(args)
+        .args(["--grin", env!("CARGO_BIN_EXE_grin"), "--runs-dir", "runs"])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run python3 scripts/sweep");
+    let started = Instant::now();
+    while child.try_wait().expect("wait for scripts/sweep").is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("scripts/sweep {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("collect scripts/sweep output")
+}
+
+/// The sweep file was refused: exit 2, a one-line error naming the file and
+/// containing `what` (the key), and nothing made under runs/ (no dataset, no
+/// trial). Returns stderr.
+fn assert_refused(dir: &Path, out: &Output, what: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{}", text(out));
+    assert!(stderr.starts_with("error: configs/sweep.toml: ") && stderr.contains(what), "wanted {what:?}: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line, no traceback: {stderr}");
+    assert!(!dir.join("runs").exists(), "nothing made for a refused sweep: {}", text(out));
+    stderr
 }
 
 fn text(out: &Output) -> String {
@@ -254,4 +294,103 @@ base = "base.toml"
     assert!(std::fs::read_to_string(root.join("merge.slurm")).unwrap().contains("--merge"));
     assert!(msg.contains("--dependency=afterok:$pre") && msg.contains("--dependency=afterany:$arr"), "{msg}");
     assert!(!root.join("trials").read_dir().unwrap().any(|_| true), "--slurm runs no trial");
+}
+
+#[test]
+fn a_sweep_file_that_is_not_utf8_is_refused_in_one_line() {
+    if !python_ok() {
+        return;
+    }
+    let dir = setup("");
+    // A Latin-1 "café" in an otherwise good sweep file.
+    let bytes: &[u8] =
+        b"name = \"latin\"\nbase = \"base.toml\"\nmode = \"on-the-fly\"\n[params]\n\"train.lr\" = [0.01]\n# caf\xe9\n";
+    std::fs::write(dir.path().join("configs/sweep.toml"), bytes).unwrap();
+    let out = sweep(dir.path(), &["configs/sweep.toml"]);
+    assert_refused(dir.path(), &out, "not UTF-8");
+}
+
+#[test]
+fn a_huge_trial_count_is_refused_quickly_even_for_list() {
+    if !python_ok() {
+        return;
+    }
+    let dir = setup(
+        r#"name = "huge"
+base = "base.toml"
+trials = 1000000000000
+[params]
+"train.lr" = { min = 1e-4, max = 1e-2, log = true }
+"#,
+    );
+    let out = sweep_within(dir.path(), &["configs/sweep.toml", "--list"], Duration::from_secs(30));
+    let msg = assert_refused(dir.path(), &out, "key `trials`");
+    assert!(msg.contains("100000"), "the limit is named: {msg}");
+
+    // A grid of 10^8 points: refused without `trials`, and with it --list
+    // prints the first points without building the product.
+    let grid = (b'a'..=b'h')
+        .map(|c| format!("\"train.{}\" = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n", c as char))
+        .collect::<String>();
+    std::fs::write(
+        dir.path().join("configs/sweep.toml"),
+        format!("name = \"grid\"\nbase = \"base.toml\"\n[params]\n{grid}"),
+    )
+    .unwrap();
+    let out = sweep_within(dir.path(), &["configs/sweep.toml", "--list"], Duration::from_secs(30));
+    assert_refused(dir.path(), &out, "key `trials`");
+    std::fs::write(
+        dir.path().join("configs/sweep.toml"),
+        format!("name = \"grid\"\nbase = \"base.toml\"\ntrials = 3\n[params]\n{grid}"),
+    )
+    .unwrap();
+    let out = sweep_within(dir.path(), &["configs/sweep.toml", "--list"], Duration::from_secs(30));
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(listed.lines().count(), 3, "{listed}");
+    assert!(listed.lines().nth(2).unwrap().ends_with("train.g=0  train.h=2"), "last key varies fastest: {listed}");
+    assert!(!dir.path().join("runs").exists(), "--list runs nothing");
+}
+
+#[test]
+fn a_grid_mixing_numbers_and_strings_is_refused_before_any_trial() {
+    if !python_ok() {
+        return;
+    }
+    let dir = setup(
+        r#"name = "mixed"
+base = "base.toml"
+mode = "on-the-fly"
+[params]
+"train.lr" = [0.01, "fast"]
+"#,
+    );
+    let out = sweep(dir.path(), &["configs/sweep.toml"]);
+    let msg = assert_refused(dir.path(), &out, "param `train.lr`");
+    assert!(msg.contains("\"fast\""), "the bad value is named: {msg}");
+}
+
+#[test]
+fn bad_counts_ranges_and_grid_values_are_refused_before_any_trial() {
+    if !python_ok() {
+        return;
+    }
+    let dir = setup("");
+    let cases = [
+        ("trials = 0\n[params]\n\"train.lr\" = [0.01]\n", "key `trials`"),
+        ("trials = -3\n[params]\n\"train.lr\" = [0.01]\n", "key `trials`"),
+        ("trials = 2.5\n[params]\n\"train.lr\" = [0.01]\n", "key `trials`"),
+        ("[params]\n\"train.lr\" = { min = 0.1, max = 0.01 }\n", "param `train.lr`: min"),
+        ("[params]\n\"train.lr\" = { min = 0.0, max = 0.1, log = true }\n", "param `train.lr`: a log range"),
+        ("[params]\n\"train.lr\" = { min = -1.0, max = 0.1, log = true }\n", "param `train.lr`: a log range"),
+        ("[params]\n\"model.width_mult\" = [1, 0.5]\n", "param `model.width_mult`: grid mixes"),
+        ("[params]\n\"train.lr\" = [0.01, nan]\n", "param `train.lr`: grid value 2"),
+        ("[params]\n\"train.lr\" = [[0.01, 0.1]]\n", "param `train.lr`: grid value 1"),
+    ];
+    for (body, what) in cases {
+        let sweep_toml = format!("name = \"bad\"\nbase = \"base.toml\"\nmode = \"on-the-fly\"\n{body}");
+        std::fs::write(dir.path().join("configs/sweep.toml"), &sweep_toml).unwrap();
+        let out = sweep(dir.path(), &["configs/sweep.toml"]);
+        assert_refused(dir.path(), &out, what);
+    }
 }

@@ -113,12 +113,21 @@ pub struct PhotoCrops {
     pub max_face: f32,
     /// Largest enlargement of a photo; past it the face comes out smaller.
     pub max_upscale: f32,
+    /// Most a photo is shrunk below the size that just fills the output
+    /// (1 = never smaller than filling it): a robot's frame has no grey
+    /// bars, so small faces should come from photos that hold small faces,
+    /// not from big faces in a tiny photo amid grey. Past it the face comes
+    /// out larger.
+    pub max_zoom_out: f32,
     /// A face with less of its box inside the crop becomes an ignore region.
     pub min_visible: f32,
     /// A face smaller than this (px, in the output) becomes an ignore region.
     pub min_learnable: f32,
     /// Photos are shrunk on load so that their longer side is at most this (px).
     pub max_side: u32,
+    /// Share of crops cut clear of every annotated face (face-free scenes of
+    /// real backgrounds), from photos with at most two annotated faces.
+    pub background: f32,
 }
 
 impl Default for PhotoCrops {
@@ -127,9 +136,11 @@ impl Default for PhotoCrops {
             min_face: 10.0,
             max_face: 110.0,
             max_upscale: 3.0,
+            max_zoom_out: 1.0,
             min_visible: 0.6,
             min_learnable: 8.0,
             max_side: 1024,
+            background: 0.0,
         }
     }
 }

@@ -10,10 +10,11 @@
 //! regions ([`Smile::Ignore`]) rather than background.
 //!
 //! Un-annotated faces: Caltech does not annotate every small or background
-//! face. Every crop is therefore centred on an annotated face (no face-free
-//! crops are cut from these photos), which keeps most of each crop near the
-//! people the annotators looked at; face-free scenes come from other parts
-//! of a mix.
+//! face. Crops are therefore centred on an annotated face, which keeps most
+//! of each crop near the people the annotators looked at. Face-free crops
+//! (`crops.background`, off by default) are cut only from photos with at most
+//! two annotated faces, and keep clear of those faces by half a face: group
+//! photos, where faces go un-annotated, never give background.
 
 use crate::annotations::{
     bad_box, letterbox, malformed, numbered, parse_celeba_attr, read_text, resize, Annotated, AnnotatedSource, Entry,
@@ -270,11 +271,17 @@ fn check_crops(c: &PhotoCrops) -> Result<(), FeatureError> {
     if !(c.max_upscale.is_finite() && (0.1..=16.0).contains(&c.max_upscale)) {
         return Err(bad("max_upscale", format!("{} must be within 0.1..=16", c.max_upscale)));
     }
+    if !(c.max_zoom_out.is_finite() && (1.0..=64.0).contains(&c.max_zoom_out)) {
+        return Err(bad("max_zoom_out", format!("{} must be within 1..=64", c.max_zoom_out)));
+    }
     if !(0.0..=1.0).contains(&c.min_visible) {
         return Err(bad("min_visible", format!("{} must be within 0..=1", c.min_visible)));
     }
     if !(c.min_learnable.is_finite() && (0.0..=1024.0).contains(&c.min_learnable)) {
         return Err(bad("min_learnable", format!("{} must be within 0..=1024", c.min_learnable)));
+    }
+    if !(0.0..=1.0).contains(&c.background) {
+        return Err(bad("background", format!("{} must be a probability in 0..=1", c.background)));
     }
     if !(64..=16384).contains(&c.max_side) {
         return Err(bad("max_side", format!("{} must be within 64..=16384", c.max_side)));
@@ -349,6 +356,14 @@ pub fn crop_scene(
     rng: &mut SampleRng,
 ) -> Sample {
     let (iw, ih) = (image.width as f32, image.height as f32);
+    if crops.background > 0.0 && rng.random::<f32>() < crops.background {
+        if let Some(window) = background_window(image, faces, width, height, crops, rng) {
+            let scale = width as f32 / window[2];
+            let pixels = render_window(image, window, width, height);
+            let boxes = crop_boxes(faces, [window[0], window[1]], scale, width, height, crops);
+            return Sample { width, height, channels: image.channels, pixels, boxes };
+        }
+    }
     let learnable: Vec<&FaceBox> = faces.iter().filter(|f| f.smile.is_face()).collect();
     // The scale that gives the chosen face its drawn size; a photo with no
     // face is shown whole at a random size.
@@ -356,7 +371,9 @@ pub fn crop_scene(
         Some(face) => {
             let side = (face.x1 - face.x0).max(face.y1 - face.y0).max(1.0);
             let want = log_uniform(rng, crops.min_face, crops.max_face);
-            ((want / side).min(crops.max_upscale), Some(**face))
+            let fill = (width as f32 / iw).min(height as f32 / ih);
+            let scale = (want / side).max(fill / crops.max_zoom_out).min(crops.max_upscale);
+            (scale, Some(**face))
         }
         None => ((width as f32 / iw).min(height as f32 / ih) * (0.5 + 0.5 * rng.random::<f32>()), None),
     };
@@ -366,6 +383,44 @@ pub fn crop_scene(
     let pixels = render_window(image, [wx, wy, ww, wh], width, height);
     let boxes = crop_boxes(faces, [wx, wy], scale, width, height, crops);
     Sample { width, height, channels: image.channels, pixels, boxes }
+}
+
+/// Most annotated faces a photo may have for a face-free crop to be cut from
+/// it: group photos are where faces go un-annotated.
+const BACKGROUND_MAX_FACES: usize = 2;
+
+/// A window of the output's aspect inside the photo that keeps well clear of
+/// every annotated face (each grown by half its side), or `None`.
+fn background_window(
+    image: &Raster,
+    faces: &[FaceBox],
+    width: u32,
+    height: u32,
+    crops: &PhotoCrops,
+    rng: &mut SampleRng,
+) -> Option<[f32; 4]> {
+    if faces.len() > BACKGROUND_MAX_FACES {
+        return None;
+    }
+    let (iw, ih) = (image.width as f32, image.height as f32);
+    let aspect = width as f32 / height as f32;
+    let (full_w, full_h) = if iw / ih > aspect { (ih * aspect, ih) } else { (iw, iw / aspect) };
+    for _ in 0..8 {
+        let f = 0.2 + 0.6 * rng.random::<f32>();
+        let (ww, wh) = (full_w * f, full_h * f);
+        if width as f32 / ww > crops.max_upscale {
+            continue;
+        }
+        let (wx, wy) = (rng.random::<f32>() * (iw - ww), rng.random::<f32>() * (ih - wh));
+        let clear = faces.iter().all(|b| {
+            let grow = 0.5 * (b.x1 - b.x0).max(b.y1 - b.y0);
+            b.x1 + grow <= wx || b.x0 - grow >= wx + ww || b.y1 + grow <= wy || b.y0 - grow >= wy + wh
+        });
+        if clear {
+            return Some([wx, wy, ww, wh]);
+        }
+    }
+    None
 }
 
 /// Where a window of length `window` starts on an axis of length `extent`:

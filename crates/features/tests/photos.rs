@@ -87,7 +87,7 @@ fn gradient(width: u32, height: u32) -> grin_features::crops::Raster {
 fn crops_hold_the_chosen_face_at_a_drawn_size() {
     let image = gradient(400, 300);
     let faces = [face(100.0, 100.0, 160.0, 160.0)];
-    let crops = PhotoCrops { min_face: 12.0, max_face: 80.0, ..PhotoCrops::default() };
+    let crops = PhotoCrops { min_face: 12.0, max_face: 80.0, max_zoom_out: 8.0, ..PhotoCrops::default() };
     for seed in 0..200 {
         let mut rng = SampleRng::seed_from_u64(seed);
         let s = crop_scene(&image, &faces, 160, 120, &crops, &mut rng);
@@ -102,11 +102,29 @@ fn crops_hold_the_chosen_face_at_a_drawn_size() {
 }
 
 #[test]
+fn photos_shrink_no_further_than_filling_the_output() {
+    // 400x300 into 160x120 fills at scale 0.4: the 60 px face is never under 24 px.
+    let image = grin_features::crops::Raster { width: 400, height: 300, channels: 1, pixels: vec![0; 120_000] };
+    let faces = [face(100.0, 100.0, 160.0, 160.0)];
+    let crops = PhotoCrops { min_face: 8.0, max_face: 80.0, ..PhotoCrops::default() };
+    let mut smallest = f32::MAX;
+    for seed in 0..200 {
+        let mut rng = SampleRng::seed_from_u64(seed);
+        let s = crop_scene(&image, &faces, 160, 120, &crops, &mut rng);
+        smallest = smallest.min(s.boxes[0].x1 - s.boxes[0].x0);
+        let fill = grin_features::annotations::LETTERBOX_FILL;
+        assert!(s.pixels.iter().filter(|&&p| p == fill).count() < 160, "seed {seed}: no grey field around the photo");
+    }
+    assert!((23.9..30.0).contains(&smallest), "smallest face {smallest}");
+}
+
+#[test]
 fn cut_off_and_tiny_faces_become_ignore_regions() {
     let image = gradient(400, 300);
     // A big face, a tiny one (4 px) and one at the far edge.
     let faces = [face(150.0, 100.0, 250.0, 200.0), face(20.0, 20.0, 24.0, 24.0), face(340.0, 100.0, 400.0, 160.0)];
-    let crops = PhotoCrops { min_face: 60.0, max_face: 60.0, max_upscale: 3.0, ..PhotoCrops::default() };
+    let crops =
+        PhotoCrops { min_face: 60.0, max_face: 60.0, max_upscale: 3.0, max_zoom_out: 8.0, ..PhotoCrops::default() };
     let mut ignored = 0;
     for seed in 0..100 {
         let mut rng = SampleRng::seed_from_u64(seed);
@@ -130,7 +148,8 @@ fn letterbox_grey_fills_what_lies_outside_the_photo() {
     // enlarged at most 3x (120x90), so grey bars surround it.
     let image = grin_features::crops::Raster { width: 40, height: 30, channels: 1, pixels: vec![0; 1200] };
     let faces = [face(10.0, 5.0, 30.0, 25.0)];
-    let crops = PhotoCrops { min_face: 100.0, max_face: 100.0, max_upscale: 3.0, ..PhotoCrops::default() };
+    let crops =
+        PhotoCrops { min_face: 100.0, max_face: 100.0, max_upscale: 3.0, max_zoom_out: 8.0, ..PhotoCrops::default() };
     let mut rng = SampleRng::seed_from_u64(1);
     let s = crop_scene(&image, &faces, 160, 120, &crops, &mut rng);
     let fill = grin_features::annotations::LETTERBOX_FILL;
@@ -290,4 +309,28 @@ fn real_caltech_and_celeba_scenes() {
     assert!(sizes[0].0 == "caltech" && (500..900).contains(&sizes[0].1), "{sizes:?}");
     assert!(sizes[1].0 == "celeba-aligned" && (800..1200).contains(&sizes[1].1), "{sizes:?}");
     assert!(held[1].portraits && !held[0].portraits);
+}
+
+#[test]
+fn background_crops_keep_clear_of_faces() {
+    let image = gradient(400, 300);
+    let faces = [face(20.0, 20.0, 60.0, 60.0)];
+    let crops = PhotoCrops { background: 1.0, ..PhotoCrops::default() };
+    let mut face_free = 0;
+    for seed in 0..100 {
+        let mut rng = SampleRng::seed_from_u64(seed);
+        let s = crop_scene(&image, &faces, 160, 120, &crops, &mut rng);
+        if s.boxes.is_empty() {
+            face_free += 1;
+        } else {
+            assert!(s.boxes.iter().any(|b| b.smile.is_face()), "a fallback crop holds its face");
+        }
+    }
+    assert!(face_free > 80, "{face_free} of 100 crops were face-free");
+    // A group photo never gives background: its faces may not all be labelled.
+    let group = [face(20.0, 20.0, 40.0, 40.0), face(100.0, 20.0, 120.0, 40.0), face(200.0, 20.0, 220.0, 40.0)];
+    for seed in 0..50 {
+        let mut rng = SampleRng::seed_from_u64(seed);
+        assert!(!crop_scene(&image, &group, 160, 120, &crops, &mut rng).boxes.is_empty());
+    }
 }

@@ -4,8 +4,10 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    // `error`, not `source`: as a source the OS message would print twice
+    // in a chain ("path: No space left on device: No space left on device").
+    #[error("{}: {error}", path.display())]
+    Io { path: PathBuf, error: std::io::Error },
     /// The file is not what the store expects: not JSON, another program's
     /// file, a newer format version, or fields that contradict each other.
     #[error("{}: {message}", path.display())]
@@ -21,8 +23,11 @@ pub enum StoreError {
     /// `--merge` found parts that do not make one dataset.
     #[error("{}: cannot merge: {message}", dir.display())]
     Merge { dir: PathBuf, message: String },
-    #[error("generating samples {first}..{end}: {source}")]
-    Generate { first: u64, end: u64, source: grin_features::FeatureError },
+    #[error("generating samples {first}..{end}: {error}")]
+    Generate { first: u64, end: u64, error: grin_features::FeatureError },
+    /// A record whose labels or boxes no model may train on.
+    #[error("{}: record {index}: {message} (run `grin verify`)", path.display())]
+    BadRecord { path: PathBuf, index: u64, message: String },
     #[error("record {index} is out of range: the dataset has {len} records")]
     Index { index: u64, len: u64 },
     #[error("batch is {got:?} (width, height, channels) but the dataset's records are {expected:?}")]
@@ -33,8 +38,8 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        StoreError::Io { path: path.into(), source }
+    pub fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
+        StoreError::Io { path: path.into(), error }
     }
 
     pub fn format(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {

@@ -86,6 +86,21 @@ impl RecordLayout {
         batch.len += 1;
     }
 
+    /// What makes a record unusable for training, if anything: a label
+    /// outside the known values, or a box coordinate that is not finite.
+    pub fn record_problem(&self, record: &[u8]) -> Option<String> {
+        let labels = &record[self.labels_offset as usize..self.labels_offset as usize + MAX_BOXES];
+        let valid = |l: &i8| (-1..=1).contains(l) || *l == LABEL_PADDING || *l == LABEL_IGNORE;
+        if let Some(l) = labels.iter().map(|&b| b as i8).find(|l| !valid(l)) {
+            return Some(format!("label {l} is not 0, 1, -1, ignore {LABEL_IGNORE} or padding {LABEL_PADDING}"));
+        }
+        let boxes = &record[self.boxes_offset as usize..self.labels_offset as usize];
+        if boxes.chunks_exact(4).any(|c| !f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_finite()) {
+            return Some("a box coordinate is not a finite number".into());
+        }
+        None
+    }
+
     /// The scene class of a record, read from its labels alone (same rule as `Sample::class`).
     pub fn class_of(&self, record: &[u8]) -> SceneClass {
         let labels = &record[self.labels_offset as usize..self.labels_offset as usize + MAX_BOXES];

@@ -7,6 +7,7 @@ use grin_features::{HostBatch, SceneClass};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// How batches are drawn.
@@ -237,6 +238,7 @@ pub struct BatchLoader {
     batches: Option<Receiver<HostBatch>>,
     recycle: Sender<HostBatch>,
     thread: Option<JoinHandle<()>>,
+    failure: Arc<Mutex<Option<StoreError>>>,
 }
 
 impl BatchLoader {
@@ -246,6 +248,8 @@ impl BatchLoader {
         let (recycle_tx, recycle_rx) = mpsc::channel::<HostBatch>();
         let store = store.clone();
         let batch_size = options.batch_size;
+        let failure: Arc<Mutex<Option<StoreError>>> = Arc::default();
+        let failed = failure.clone();
         let thread = std::thread::Builder::new()
             .name("grin-store-loader".into())
             .spawn(move || {
@@ -257,10 +261,11 @@ impl BatchLoader {
                         HostBatch::with_capacity(batch_size, layout.width, layout.height, layout.channels)
                     });
                     batch.clear();
-                    for &index in &indices {
-                        store
-                            .read_into(index, &mut batch)
-                            .expect("batch order yields indices below the store's length");
+                    // A bad record stops the loader; the consumer sees the
+                    // end of the batches and asks `error()` why.
+                    if let Err(e) = indices.iter().try_for_each(|&index| store.read_into(index, &mut batch)) {
+                        *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        break;
                     }
                     if tx.send(batch).is_err() {
                         break;
@@ -268,7 +273,12 @@ impl BatchLoader {
                 }
             })
             .map_err(|e| StoreError::Usage(format!("cannot start the loader thread: {e}")))?;
-        Ok(BatchLoader { batches: Some(rx), recycle: recycle_tx, thread: Some(thread) })
+        Ok(BatchLoader { batches: Some(rx), recycle: recycle_tx, thread: Some(thread), failure })
+    }
+
+    /// Why the loader stopped, once `next()` has returned `None`.
+    pub fn error(&self) -> Option<String> {
+        self.failure.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|e| e.to_string())
     }
 
     /// Gives a consumed batch's buffers back to the loader thread.

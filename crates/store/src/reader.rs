@@ -107,10 +107,16 @@ impl Store {
     }
 
     /// Appends record `index` to `batch`. An empty batch takes the
-    /// dataset's image size; a non-empty one must already have it.
+    /// dataset's image size; a non-empty one must already have it. A record
+    /// with a non-finite box or an unknown label is an error naming its
+    /// shard and index (a loss that turns NaN would name nothing).
     pub fn read_into(&self, index: u64, batch: &mut HostBatch) -> Result<()> {
         let record = self.record(index)?;
         let layout = self.layout();
+        if let Some(message) = layout.record_problem(record) {
+            let shard = &self.inner.manifest.shards[(index / self.inner.manifest.records_per_shard) as usize];
+            return Err(StoreError::BadRecord { path: self.inner.dir.join(&shard.file), index, message });
+        }
         let expected = (layout.width, layout.height, layout.channels);
         if batch.len == 0 {
             (batch.width, batch.height, batch.channels) = expected;

@@ -4,7 +4,6 @@
 use crate::error::{Result, StoreError};
 use crate::layout::class_from_letter;
 use crate::manifest::{resolve, Manifest, MANIFEST_FILE};
-use grin_features::{LABEL_IGNORE, LABEL_PADDING, MAX_BOXES};
 use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
@@ -105,14 +104,8 @@ pub fn verify(dir: &Path, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport>
 /// What is wrong with one record's labels and boxes, if anything.
 fn record_problem(manifest: &Manifest, record: &[u8], expected: Option<grin_features::SceneClass>) -> Option<String> {
     let layout = &manifest.layout;
-    let labels = &record[layout.labels_offset as usize..layout.labels_offset as usize + MAX_BOXES];
-    let valid = |l: &i8| (-1..=1).contains(l) || *l == LABEL_PADDING || *l == LABEL_IGNORE;
-    if let Some(l) = labels.iter().map(|&b| b as i8).find(|l| !valid(l)) {
-        return Some(format!("label {l} is not 0, 1, -1, ignore {LABEL_IGNORE} or padding {LABEL_PADDING}"));
-    }
-    let boxes = &record[layout.boxes_offset as usize..layout.labels_offset as usize];
-    if boxes.chunks_exact(4).any(|c| !f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_finite()) {
-        return Some("a box coordinate is not a finite number".into());
+    if let Some(problem) = layout.record_problem(record) {
+        return Some(problem);
     }
     let class = layout.class_of(record);
     if expected != Some(class) {

@@ -335,7 +335,7 @@ impl Writer {
             let end = (first + WRITE_BATCH as u64).min(records.end);
             let indices: Vec<u64> = (first..end).collect();
             batch.clear();
-            source.fill(&indices, &mut batch).map_err(|source| StoreError::Generate { first, end, source })?;
+            source.fill(&indices, &mut batch).map_err(|error| StoreError::Generate { first, end, error })?;
             let shape = (batch.width, batch.height, batch.channels);
             if batch.len != indices.len() || shape != (layout.width, layout.height, layout.channels) {
                 return Err(StoreError::Usage(format!(

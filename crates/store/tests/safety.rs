@@ -136,3 +136,38 @@ fn manifest_paths_cannot_leave_the_dataset_folder() {
         assert!(matches!(err, StoreError::UnsafePath { .. }), "{name}: {err}");
     }
 }
+
+#[test]
+fn a_non_finite_box_is_named_by_record_when_read_and_when_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), 40, 10);
+    // Record 13 (shard 1, slot 3): its first box's x0 becomes NaN.
+    let shard = dir.path().join("shard-00001.bin");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let at = (3 * RECORD_BYTES + 1024) as usize;
+    bytes[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    std::fs::write(&shard, bytes).unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let mut batch = grin_features::HostBatch::default();
+    let err = store.read_into(13, &mut batch).unwrap_err().to_string();
+    assert!(err.contains("shard-00001.bin: record 13: a box coordinate is not a finite number"), "{err}");
+    // The prefetching loader stops at it and says why, instead of panicking.
+    let mut loader = store.loader(40, 1, false, 2).unwrap();
+    assert!(loader.next().is_none(), "every epoch holds record 13");
+    let why = loader.error().expect("the loader kept its error");
+    assert!(why.contains("record 13"), "{why}");
+}
+
+#[test]
+fn io_errors_name_the_file_once() {
+    let err = StoreError::io("/data/shard-00000.bin", std::io::Error::from(std::io::ErrorKind::StorageFull));
+    // What `anyhow`'s `{:#}` prints: the error, then each source in turn.
+    let mut chain = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(s) = source {
+        chain += &format!(": {s}");
+        source = s.source();
+    }
+    assert_eq!(chain.matches("no storage space").count(), 1, "{chain}");
+    assert!(chain.starts_with("/data/shard-00000.bin: "), "{chain}");
+}

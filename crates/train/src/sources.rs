@@ -55,7 +55,9 @@ impl StoreBatches {
 
 impl HostSource for StoreBatches {
     fn next_batch(&mut self) -> Result<HostBatch> {
-        self.loader.next().ok_or_else(|| anyhow::anyhow!("store loader stopped"))
+        self.loader
+            .next()
+            .ok_or_else(|| anyhow::anyhow!(self.loader.error().unwrap_or_else(|| "store loader stopped".into())))
     }
 }
 
