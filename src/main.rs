@@ -18,6 +18,8 @@ enum Command {
     Train(cmd::train::TrainArgs),
     /// Score a checkpoint on the held-out split: face AP@0.5 and smile accuracy.
     Eval(cmd::train::EvalArgs),
+    /// Choose a model's deployment threshold on the validation photos and write it into model.grin.
+    Calibrate(cmd::train::CalibrateArgs),
     /// Print the detector's parameter count and MFLOPs per frame.
     ModelInfo(cmd::train::ModelInfoArgs),
     /// Measure T_g, T_i, T_s and say whether the run would starve the GPU.
@@ -44,6 +46,7 @@ fn main() {
     let result = match cli.command {
         Command::Train(args) => cmd::train::train(args),
         Command::Eval(args) => cmd::train::eval(args),
+        Command::Calibrate(args) => cmd::train::calibrate(args),
         Command::ModelInfo(args) => cmd::train::model_info(args),
         Command::Balance(args) => cmd::train::balance(args),
         Command::Bench(command) => cmd::train::bench(command),

@@ -372,6 +372,67 @@ pub fn eval(args: EvalArgs) -> Result<()> {
 }
 
 #[derive(Args)]
+pub struct CalibrateArgs {
+    /// A run folder (`runs/<name>`): its model.grin is rewritten with the chosen threshold.
+    #[arg(long)]
+    pub run: PathBuf,
+    /// Validation photos per real source (default: all of them).
+    #[arg(long, default_value_t = 0)]
+    pub photos: usize,
+}
+
+/// Picks the face-score threshold with the best mean F1 over the real
+/// sources' *validation* photos (the test split stays unseen, so the
+/// reported figures are not tuned on), and writes it into model.grin.
+pub fn calibrate(args: CalibrateArgs) -> Result<()> {
+    use grin_train::photo_eval::{at_threshold, best_threshold, evaluate_split};
+    let model_path = args.run.join("model.grin");
+    let loaded = config::load(&args.run.join("config.toml"), &[])?;
+    let c = &loaded.config;
+    let device = Default::default();
+    let (mut spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
+    let reports = evaluate_split(
+        &model,
+        &spec,
+        &c.features,
+        grin_features::Split::Val,
+        args.photos,
+        c.train.eval_min_face,
+        &device,
+    )?;
+    let Some((threshold, f1)) = best_threshold(&reports) else {
+        anyhow::bail!("{}: the config's source has no real photos to calibrate on", args.run.display());
+    };
+    println!("validation photos at {}x{}:", spec.width, spec.height);
+    for r in &reports {
+        println!("  {}", grin_train::photo_eval::describe(r));
+    }
+    println!(
+        "threshold  {}",
+        reports.iter().map(|r| format!("{:>26}", format!("{} P / R / F1", r.source))).collect::<String>()
+    );
+    for k in (2..19).step_by(2) {
+        let t = k as f32 * 0.05;
+        let cells: String = reports
+            .iter()
+            .map(|r| {
+                let (p, rc, f) = at_threshold(&r.curve, t);
+                format!("{:>26}", format!("{p:.3} / {rc:.3} / {f:.3}"))
+            })
+            .collect();
+        println!("{t:>9.2}  {cells}");
+    }
+    let before = spec.model.score_threshold;
+    spec.model.score_threshold = threshold;
+    file::save_model(&model_path, &spec, &model).with_context(|| format!("{}: cannot write", model_path.display()))?;
+    println!(
+        "{}: score_threshold {before:.2} -> {threshold:.2} (mean F1 {f1:.3} on validation photos)",
+        model_path.display()
+    );
+    Ok(())
+}
+
+#[derive(Args)]
 pub struct ModelInfoArgs {
     /// Config to read `[model]` and the input size from (default: the built-in defaults, 320x240x1).
     #[arg(long)]

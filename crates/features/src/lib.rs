@@ -19,7 +19,7 @@ pub use crops::CropsSource;
 pub mod mix;
 pub mod photos;
 pub use mix::MixSource;
-pub use photos::{held_out_photos, HeldOutPhotos, PhotoSource};
+pub use photos::{held_out_photos, photos_of_split, HeldOutPhotos, PhotoSource};
 pub mod augment;
 pub mod balance;
 pub mod pipeline;

@@ -576,16 +576,24 @@ impl HeldOutPhotos {
 }
 
 /// The held-out photos of every real-photo source in `cfg.source` (looking
-/// inside a mix), at most `limit` per source (0 = all), in a fixed order.
+/// inside a mix), at most `limit` per source (0 = all), in a fixed order:
+/// the test split, which reports are made on.
 pub fn held_out_photos(cfg: &FeatureConfig, limit: usize) -> Result<Vec<HeldOutPhotos>, FeatureError> {
+    photos_of_split(cfg, Split::Test, limit)
+}
+
+/// As [`held_out_photos`], for any split (the validation split is where a
+/// deployment threshold is chosen, so the test split stays unseen).
+pub fn photos_of_split(cfg: &FeatureConfig, split: Split, limit: usize) -> Result<Vec<HeldOutPhotos>, FeatureError> {
     let mut out = Vec::new();
-    collect_held_out(&cfg.source, cfg, limit, &mut out)?;
+    collect_held_out(&cfg.source, cfg, split, limit, &mut out)?;
     Ok(out)
 }
 
 fn collect_held_out(
     source: &SourceConfig,
     cfg: &FeatureConfig,
+    split: Split,
     limit: usize,
     out: &mut Vec<HeldOutPhotos>,
 ) -> Result<(), FeatureError> {
@@ -593,24 +601,22 @@ fn collect_held_out(
     let (name, annotations, entries, rule, portraits) = match source {
         SourceConfig::Mix { parts, .. } => {
             for part in parts {
-                collect_held_out(part, cfg, limit, out)?;
+                collect_held_out(part, cfg, split, limit, out)?;
             }
             return Ok(());
         }
         SourceConfig::Caltech { .. } | SourceConfig::CelebaAligned { .. } => {
             let (name, annotations, entries, rule, _) = parse_source(source, cfg, &skips)?;
             let portraits = rule == BoxRule::CelebaAligned;
-            let entries = entries.into_iter().filter(|e| split_of_path(&e.image, &cfg.split) == Split::Test).collect();
+            let entries = entries.into_iter().filter(|e| split_of_path(&e.image, &cfg.split) == split).collect();
             (name, annotations, entries, rule, portraits)
         }
         SourceConfig::Wider { .. } | SourceConfig::Celeba { .. } | SourceConfig::Jsonl { .. } => {
             let part = FeatureConfig { source: source.clone(), ..cfg.clone() };
             let annotated = match source {
-                SourceConfig::Wider { annotations, .. } => {
-                    (AnnotatedSource::wider(&part, Split::Test)?, annotations.clone())
-                }
-                SourceConfig::Celeba { bbox, .. } => (AnnotatedSource::celeba(&part, Split::Test)?, bbox.clone()),
-                SourceConfig::Jsonl { manifest } => (AnnotatedSource::jsonl(&part, Split::Test)?, manifest.clone()),
+                SourceConfig::Wider { annotations, .. } => (AnnotatedSource::wider(&part, split)?, annotations.clone()),
+                SourceConfig::Celeba { bbox, .. } => (AnnotatedSource::celeba(&part, split)?, bbox.clone()),
+                SourceConfig::Jsonl { manifest } => (AnnotatedSource::jsonl(&part, split)?, manifest.clone()),
                 _ => unreachable!("matched above"),
             };
             let (src, annotations) = annotated;

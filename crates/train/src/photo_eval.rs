@@ -10,7 +10,7 @@
 
 use crate::device_batch::upload;
 use anyhow::{Context, Result};
-use grin_features::{held_out_photos, FaceBox, FeatureConfig, HeldOutPhotos, HostBatch, OnBadSample, Sample};
+use grin_features::{photos_of_split, FaceBox, FeatureConfig, HeldOutPhotos, HostBatch, OnBadSample, Sample, Split};
 use grin_model::{detect, DecodeParams, Detector, DetectorBackend, DetectorSpec, Evaluation, GroundTruth, PrPoint};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -65,7 +65,20 @@ pub fn evaluate_photos<B: DetectorBackend>(
     min_face: f32,
     device: &B::Device,
 ) -> Result<Vec<PhotoReport>> {
-    let sets = held_out_photos(features, limit)?;
+    evaluate_split(model, run_spec, features, Split::Test, limit, min_face, device)
+}
+
+/// As [`evaluate_photos`], on any split's photos.
+pub fn evaluate_split<B: DetectorBackend>(
+    model: &Detector<B>,
+    run_spec: &DetectorSpec,
+    features: &FeatureConfig,
+    split: Split,
+    limit: usize,
+    min_face: f32,
+    device: &B::Device,
+) -> Result<Vec<PhotoReport>> {
+    let sets = photos_of_split(features, split, limit)?;
     sets.iter().map(|set| score_set(model, run_spec, features, set, min_face, device)).collect()
 }
 
@@ -160,6 +173,41 @@ fn score_set<B: DetectorBackend>(
 
 fn side(b: &FaceBox) -> f32 {
     (b.x1 - b.x0).max(b.y1 - b.y0)
+}
+
+/// Precision, recall and F1 of detections scoring at least `threshold`,
+/// read off a precision-recall curve.
+pub fn at_threshold(curve: &[PrPoint], threshold: f32) -> (f32, f32, f32) {
+    match curve.iter().take_while(|p| p.score >= threshold).last() {
+        Some(p) => {
+            let f1 = if p.precision + p.recall > 0.0 {
+                2.0 * p.precision * p.recall / (p.precision + p.recall)
+            } else {
+                0.0
+            };
+            (p.precision, p.recall, f1)
+        }
+        None => (1.0, 0.0, 0.0),
+    }
+}
+
+/// The deployment threshold with the best F1, averaged over the sources
+/// (each source counts once, whatever its size), from 0.05 to 0.95 in
+/// steps of 0.05. Ties go to the higher threshold (fewer detections).
+pub fn best_threshold(reports: &[PhotoReport]) -> Option<(f32, f32)> {
+    if reports.is_empty() {
+        return None;
+    }
+    (1..20)
+        .map(|k| k as f32 * 0.05)
+        .map(|t| {
+            let mean = reports.iter().map(|r| at_threshold(&r.curve, t).2).sum::<f32>() / reports.len() as f32;
+            (t, mean)
+        })
+        .fold(None, |best: Option<(f32, f32)>, (t, f)| match best {
+            Some((_, bf)) if bf > f => best,
+            _ => Some((t, f)),
+        })
 }
 
 /// One line per source: `caltech  200 photos, 310 faces: AP 0.912 | recall ...`.
