@@ -31,8 +31,10 @@ impl Default for GrinConfig {
     }
 }
 
-/// A loaded config and where it came from (relative paths inside it are
-/// resolved against the config file's folder).
+/// A loaded config and where it came from. Relative data paths inside it
+/// are taken as they are, relative to the working directory (grin runs from
+/// the repository root): a run's saved `config.toml` then names the same
+/// files as the config it was trained from.
 #[derive(Debug, Clone)]
 pub struct LoadedConfig {
     pub path: PathBuf,
