@@ -238,6 +238,12 @@ pub fn describe(r: &PhotoReport) -> String {
     line
 }
 
+/// At most about 500 points of a curve (it has one per detection), the last one always kept.
+fn thinned(curve: &[PrPoint]) -> impl Iterator<Item = &PrPoint> {
+    let step = curve.len().div_ceil(500).max(1);
+    curve.iter().enumerate().filter(move |(i, _)| i % step == 0 || i + 1 == curve.len()).map(|(_, p)| p)
+}
+
 /// `pr_curve.svg`: precision against recall, one line per source.
 pub fn plot_pr(path: &Path, reports: &[PhotoReport]) -> Result<()> {
     if reports.is_empty() {
@@ -257,7 +263,7 @@ pub fn plot_pr(path: &Path, reports: &[PhotoReport]) -> Result<()> {
         let label =
             format!("{} (AP {})", r.source, r.face_ap.map(|a| format!("{a:.3}")).unwrap_or_else(|| "n/a".into()));
         chart
-            .draw_series(LineSeries::new(r.curve.iter().map(|p| (p.recall, p.precision)), colour.stroke_width(2)))?
+            .draw_series(LineSeries::new(thinned(&r.curve).map(|p| (p.recall, p.precision)), colour.stroke_width(2)))?
             .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
     }
