@@ -226,10 +226,10 @@ impl Source for PhotoSource {
         Some(self.entries.len())
     }
 
-    fn scene(&self, index: u64, rng: &mut SampleRng) -> Result<Sample, FeatureError> {
-        // Indices are drawn at random so that every worker sees every photo
-        // early (the cache fills evenly) and a run of steps is not one photo's.
-        let _ = index;
+    fn scene(&self, _index: u64, rng: &mut SampleRng) -> Result<Sample, FeatureError> {
+        // Photos are drawn at random, not by index, so that every worker sees
+        // every photo early (the cache fills evenly) and a run of steps is
+        // not one photo's.
         let pick = rng.random_range(0..self.entries.len());
         let photo = self.photo(pick)?;
         Ok(crop_scene(&photo.image, &photo.faces, self.width, self.height, &self.crops, rng))

@@ -18,7 +18,19 @@ pub struct EvalReport {
 
 /// AP needs the whole precision-recall curve, so detections are kept down
 /// to a low score rather than the deployment threshold.
-const AP_SCORE_FLOOR: f32 = 0.05;
+pub(crate) const AP_SCORE_FLOOR: f32 = 0.05;
+
+/// A sample's boxes split for scoring: the faces (at least `min_face` px on
+/// their longer side) with their ground truth, and the ignore regions
+/// (`Smile::Ignore` boxes and smaller faces).
+pub(crate) fn truth(boxes: &[FaceBox], min_face: f32) -> (Vec<&FaceBox>, Vec<GroundTruth>, Vec<[f32; 4]>) {
+    let (faces, ignore): (Vec<&FaceBox>, Vec<&FaceBox>) =
+        boxes.iter().partition(|b| b.smile.is_face() && (b.x1 - b.x0).max(b.y1 - b.y0) >= min_face);
+    let truth =
+        faces.iter().map(|b| GroundTruth { bbox: [b.x0, b.y0, b.x1, b.y1], smile: b.smile.smiling() }).collect();
+    let regions = ignore.iter().map(|b| [b.x0, b.y0, b.x1, b.y1]).collect();
+    (faces, truth, regions)
+}
 
 pub fn evaluate<B: DetectorBackend>(
     model: &Detector<B>,
@@ -40,12 +52,7 @@ pub fn evaluate<B: DetectorBackend>(
         let detections = detect(model, &points, on_device.images, &params);
         for (i, found) in detections.iter().enumerate() {
             let sample = batch.sample(i);
-            let (faces, ignore): (Vec<&FaceBox>, Vec<&FaceBox>) = sample.boxes.iter().partition(|b| b.smile.is_face());
-            let regions: Vec<[f32; 4]> = ignore.iter().map(|b| [b.x0, b.y0, b.x1, b.y1]).collect();
-            let faces: Vec<GroundTruth> = faces
-                .iter()
-                .map(|b| GroundTruth { bbox: [b.x0, b.y0, b.x1, b.y1], smile: b.smile.smiling() })
-                .collect();
+            let (_, faces, regions) = truth(&sample.boxes, 0.0);
             evaluation.add_ignoring(found, &faces, &regions);
         }
     }

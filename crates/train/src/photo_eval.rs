@@ -9,9 +9,10 @@
 //! evaluation does for faces too small to label reliably.
 
 use crate::device_batch::upload;
+use crate::eval::{truth, AP_SCORE_FLOOR};
 use anyhow::{Context, Result};
 use grin_features::{photos_of_split, FaceBox, FeatureConfig, HeldOutPhotos, HostBatch, OnBadSample, Sample, Split};
-use grin_model::{detect, DecodeParams, Detector, DetectorBackend, DetectorSpec, Evaluation, GroundTruth, PrPoint};
+use grin_model::{detect, DecodeParams, Detector, DetectorBackend, DetectorSpec, Evaluation, PrPoint};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -20,8 +21,6 @@ use std::path::Path;
 pub const SIZE_BUCKETS: [(&str, f32, f32); 3] =
     [("small", 0.0, 24.0), ("medium", 24.0, 64.0), ("large", 64.0, f32::INFINITY)];
 
-/// AP needs the whole curve, so detections are kept down to this score.
-const AP_SCORE_FLOOR: f32 = 0.05;
 const BATCH: usize = 16;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -99,8 +98,9 @@ fn score_set<B: DetectorBackend>(
     let mut by_size = [(0usize, 0usize); 3];
     let (mut portraits_found, mut portraits) = (0usize, 0usize);
     let indices: Vec<usize> = (0..set.len()).collect();
+    let mut batch = HostBatch::with_capacity(BATCH, w, h, c);
     for chunk in indices.chunks(BATCH) {
-        let mut batch = HostBatch::with_capacity(chunk.len(), w, h, c);
+        batch.clear();
         let mut samples: Vec<Sample> = Vec::with_capacity(chunk.len());
         for &i in chunk {
             match set.letterboxed(i, w, h, c) {
@@ -122,15 +122,9 @@ fn score_set<B: DetectorBackend>(
         let detections = detect(model, &points, on_device.images, &params);
         for (sample, found) in samples.iter().zip(&detections) {
             images += 1;
-            let (faces, ignore): (Vec<&FaceBox>, Vec<&FaceBox>) =
-                sample.boxes.iter().partition(|b| b.smile.is_face() && side(b) >= min_face);
-            ignored += ignore.len();
-            let truth: Vec<GroundTruth> = faces
-                .iter()
-                .map(|b| GroundTruth { bbox: [b.x0, b.y0, b.x1, b.y1], smile: b.smile.smiling() })
-                .collect();
-            let regions: Vec<[f32; 4]> = ignore.iter().map(|b| [b.x0, b.y0, b.x1, b.y1]).collect();
-            let matches = evaluation.add_ignoring(found, &truth, &regions);
+            let (faces, ground, regions) = truth(&sample.boxes, min_face);
+            ignored += regions.len();
+            let matches = evaluation.add_ignoring(found, &ground, &regions);
             shown += found.iter().filter(|d| d.score >= deploy.score_threshold).count();
             let hit = |m: &grin_model::FaceMatch| m.detection.is_some_and(|(s, _)| s >= deploy.score_threshold);
             for (face, m) in faces.iter().zip(&matches) {
