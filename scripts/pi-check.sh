@@ -9,6 +9,10 @@
 #       --out /tmp/scene --count 1 --start 3 --width 320 --height 240
 #   (then scene-0003.png copied to assets/test-scene.png)
 # It is checked at the model's own size (a downscale) and at 320x240.
+# Then the camera loop: a short yuv420 stream made from the same image by
+# examples/make_stream (frames panned 4 px each) goes through
+# `grin-detect --stream --no-clock` on both builds, tracks and smile events
+# included, and the two outputs must be equal too.
 #
 # Usage: scripts/pi-check.sh [IMAGE...]
 set -euo pipefail
@@ -29,7 +33,7 @@ if ! dpkg -s qemu-user >/dev/null 2>&1; then
 fi
 
 t0=$(date +%s)
-cargo build --locked --release -p grin-infer --bin grin-detect >&2
+cargo build --locked --release -p grin-infer --bin grin-detect --example make_stream >&2
 x86=$X86_TARGET/release/grin-detect
 t1=$(date +%s)
 pi=$(scripts/build-pi.sh | tail -n1)
@@ -61,5 +65,21 @@ for size in "" 320x240; do
         status=1
     fi
 done
+"$X86_TARGET/release/examples/make_stream" --format yuv420 --size 320x240 --frames 12 --pan 4 "${IMAGES[0]}" \
+    >"$WORK/stream.yuv"
+stream_flags=(--stream "$WORK/stream.yuv" --input-format yuv420 --input-size 320x240 --no-clock --smile-hold 2)
+"$x86" "${stream_flags[@]}" >"$WORK/x86-stream.json" 2>/dev/null
+if ! timeout 300 "${QEMU[@]}" "$pi" "${stream_flags[@]}" >"$WORK/aarch64-stream.json" 2>"$WORK/aarch64-stream.err"; then
+    echo "pi-check: stream: the aarch64 binary failed or took over 300 s under qemu" >&2
+    cat "$WORK/aarch64-stream.err" >&2
+    status=1
+elif diff -u "$WORK/x86-stream.json" "$WORK/aarch64-stream.json"; then
+    frames=$(grep -c '"faces"' "$WORK/x86-stream.json" || true)
+    events=$(grep -c '"event"' "$WORK/x86-stream.json" || true)
+    echo "pi-check: stream: aarch64 JSON equals x86 JSON ($frames yuv420 frames, $events smile events)"
+else
+    echo "pi-check: stream: aarch64 JSON differs from x86 JSON" >&2
+    status=1
+fi
 echo "pi-check: aarch64 binary $(stat -c %s "$pi") bytes"
 exit $status

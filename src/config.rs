@@ -146,6 +146,17 @@ pub fn validate(c: &GrinConfig) -> Result<()> {
             bail!("key `train.run_size`: [{w}, {h}] must be between 32 and 4096 pixels a side");
         }
     }
+    let d = &t.device_augment;
+    for (key, v, hi) in [
+        ("flip", d.flip, 1.0),
+        ("contrast", d.contrast, 1.0),
+        ("brightness", d.brightness, 1.0),
+        ("translate", d.translate as f32, 64.0),
+    ] {
+        if !(v.is_finite() && (0.0..=hi).contains(&v)) {
+            bail!("key `train.device_augment.{key}`: {v} must be within 0..={hi}");
+        }
+    }
     if !(t.eval_min_face.is_finite() && (0.0..=4096.0).contains(&t.eval_min_face)) {
         bail!("key `train.eval_min_face`: {} must be within 0..=4096", t.eval_min_face);
     }

@@ -39,6 +39,8 @@ enum Command {
     Store(cmd::store::StoreCommand),
     /// Discrete-event simulation of loaders, queue and GPU.
     Simulate(cmd::simulate::SimulateArgs),
+    /// Print a config as resolved (defaults filled in, `--set` applied), one value, or every key.
+    Config(cmd::config::ConfigCmdArgs),
 }
 
 fn main() {
@@ -55,6 +57,7 @@ fn main() {
         Command::Verify(args) => cmd::store::verify(args),
         Command::Store(command) => cmd::store::run(command),
         Command::Simulate(args) => cmd::simulate::run(args),
+        Command::Config(args) => cmd::config::run(args),
     };
     if let Err(error) = result {
         // One line, outermost context first: "file: key: problem".

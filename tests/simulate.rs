@@ -28,11 +28,11 @@ fn flags_give_the_steady_state_and_a_timeline() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(stdout.contains("prediction min(1, N*S/L) = 20.0%"), "{stdout}");
-    let busy = figure(&stdout, "GPU busy");
+    let busy = figure(&stdout, "device busy");
     assert!((busy - 20.0).abs() < 3.0, "busy {busy}%\n{stdout}");
     assert!(figure(&stdout, "batches consumed") > 1000.0, "{stdout}");
     let svg = std::fs::read_to_string(dir.path().join("pics/t.svg")).unwrap();
-    assert!(svg.contains("<svg") && svg.contains("loader 1") && svg.contains("GPU busy"));
+    assert!(svg.contains("<svg") && svg.contains("loader 1") && svg.contains("device busy"));
 
     // Same seed, same figures.
     let again = grin(&[&args[..], &["--seconds", "60", "--seed", "3", "--out", "t2.svg"]].concat(), dir.path());
@@ -56,7 +56,7 @@ fn from_run_uses_the_measured_figures_and_flags_override() {
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(stdout.contains("2 loaders x 40.000±2.000 ms per batch, queue 4, step 10.000 ms"), "{stdout}");
     assert!(stdout.contains("prediction min(1, N*S/L) = 50.0%"), "{stdout}");
-    assert!(stdout.contains("(on-the-fly): predicted") && stdout.contains("vs measured 47.5% GPU busy"), "{stdout}");
+    assert!(stdout.contains("(on-the-fly): predicted") && stdout.contains("vs measured 47.5% device busy"), "{stdout}");
     assert!(dir.path().join("timeline.svg").is_file());
 
     let out = grin(&["simulate", "--from-run", "runs/r1", "--loaders", "8", "--seconds", "5"], dir.path());

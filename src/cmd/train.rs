@@ -187,11 +187,6 @@ pub fn store_dir(c: &GrinConfig) -> PathBuf {
     c.train.store.clone().unwrap_or_else(|| PathBuf::from("data").join(&c.name))
 }
 
-/// Bytes of one stored record for this config: the store's own layout.
-fn record_bytes(c: &GrinConfig) -> f64 {
-    grin_store::RecordLayout::new(c.features.width, c.features.height, c.features.channels).record_bytes as f64
-}
-
 /// Resolves `auto` and the in-VRAM fit check into the mode that will run,
 /// building the precomputed dataset first when the chosen mode needs one.
 fn plan_feed<B: TrainBackend>(
@@ -205,18 +200,12 @@ fn plan_feed<B: TrainBackend>(
     let mut mode = c.train.mode;
     if mode == Mode::Auto {
         let (figures, fits, _) = balance_check::<B>(c, choice, args.devices[0], args.allow_stale, device)?;
-        eprintln!("{}", figures.report(choice.name(), record_bytes(c), fits));
-        mode = figures.recommend(record_bytes(c), fits).0;
+        eprintln!("{}", figures.report(choice.name(), fits));
+        mode = figures.recommend(fits).0;
         eprintln!("auto: chose {}", trainer::mode_name(mode));
     }
     if mode == Mode::OnTheFly {
-        return Ok(FeedPlan {
-            mode,
-            features: c.features.clone(),
-            batch_size: c.train.batch_size,
-            prefetch: c.train.prefetch,
-            store: None,
-        });
+        return Ok(FeedPlan::new(mode, &c.features, &c.train, None));
     }
     if !dir.join("manifest.json").exists() {
         if c.train.mode != Mode::Auto {
@@ -253,13 +242,7 @@ fn plan_feed<B: TrainBackend>(
             eprintln!("in-vram: uploading {} samples ({:.1} MB) once", store.len(), need as f64 / 1e6);
         }
     }
-    Ok(FeedPlan {
-        mode,
-        features: c.features.clone(),
-        batch_size: c.train.batch_size,
-        prefetch: c.train.prefetch,
-        store: Some(store),
-    })
+    Ok(FeedPlan::new(mode, &c.features, &c.train, Some(store)))
 }
 
 fn detector_spec(c: &GrinConfig) -> DetectorSpec {
@@ -313,6 +296,20 @@ pub struct EvalArgs {
     /// Folder for `pr_curve.svg` and `photos.json`.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Score photos at this size instead of the model's run size (e.g. `480x360`).
+    #[arg(long, value_name = "WxH", value_parser = parse_size)]
+    pub run_size: Option<(usize, usize)>,
+}
+
+/// `WxH` as two pixel counts (the bounds `train.run_size` has).
+fn parse_size(text: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("`{text}`: expected WxH, for example 320x240");
+    let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
+    let (w, h): (usize, usize) = (w.trim().parse().map_err(|_| bad())?, h.trim().parse().map_err(|_| bad())?);
+    if !(32..=4096).contains(&w) || !(32..=4096).contains(&h) {
+        return Err(format!("`{text}`: each side must be between 32 and 4096 pixels"));
+    }
+    Ok((w, h))
 }
 
 pub fn eval(args: EvalArgs) -> Result<()> {
@@ -324,7 +321,10 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     let loaded = config::load(&config_path, &args.sets)?;
     let c = &loaded.config;
     let device = Default::default();
-    let (run_spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
+    let (mut run_spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
+    if let Some((w, h)) = args.run_size {
+        (run_spec.width, run_spec.height) = (w, h);
+    }
     if run_spec.channels != c.features.channels as usize {
         anyhow::bail!(
             "{}: model takes {} channel(s), the config's features have {}",
@@ -500,7 +500,7 @@ pub fn balance(args: BalanceArgs) -> Result<()> {
 fn balance_on<B: TrainBackend>(loaded: &LoadedConfig, choice: BackendChoice, device: &B::Device) -> Result<()> {
     let c = &loaded.config;
     let (figures, fits, _) = balance_check::<B>(c, choice, 0, true, device)?;
-    println!("{}", figures.report(choice.name(), record_bytes(c), fits));
+    println!("{}", figures.report(choice.name(), fits));
     Ok(())
 }
 
@@ -526,6 +526,7 @@ fn balance_check<B: TrainBackend>(
         c.train.batch_size,
         c.train.loss.weights(),
         store.as_ref(),
+        &c.train.device_augment,
         device,
     )?;
     Ok((figures, fits, store))
@@ -533,7 +534,7 @@ fn balance_check<B: TrainBackend>(
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
-    /// Train the same model on the same data once per mode; compare steps/s and GPU-busy %.
+    /// Train the same model on the same data once per mode; compare steps/s and device-busy %, measured and predicted.
     Modes(BenchModesArgs),
 }
 
@@ -551,6 +552,12 @@ pub struct BenchModesArgs {
     pub samples: u64,
     #[arg(long, default_value = "runs/bench-modes")]
     pub runs_dir: PathBuf,
+    /// Modes to run, in order (default: all three).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub modes: Vec<ModeArg>,
+    /// Also write the rows (and the balance figures) as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 pub fn bench(command: BenchCommand) -> Result<()> {
@@ -558,6 +565,25 @@ pub fn bench(command: BenchCommand) -> Result<()> {
     let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
     eprintln!("{why}");
     on_backend!(choice, B, device => bench_modes::<B>(&args, choice, &device))
+}
+
+/// One mode's measured and predicted figures.
+#[derive(serde::Serialize)]
+struct ModeRow {
+    mode: &'static str,
+    steps_per_s: f64,
+    samples_per_s: f64,
+    wait_ms_per_step: f64,
+    step_ms: f64,
+    busy_pct: f64,
+    /// `grin balance`'s prediction from the measured T_g, T_s, T_u, T_c, T_r.
+    balance_busy_pct: f64,
+    /// `grin simulate --from-run` on this run (host modes), or the serial
+    /// closed form step / (step + cut) in VRAM.
+    simulated_busy_pct: f64,
+    loaders: usize,
+    load_ms_per_batch: f64,
+    run_dir: PathBuf,
 }
 
 fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, device: &B::Device) -> Result<()> {
@@ -580,15 +606,24 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
         })?;
     }
     let store = modes::open_store(&dir, &c.features, false)?;
+    let figures = grin_train::balance::measure::<B>(
+        &c.features,
+        &detector_spec(&c),
+        c.train.batch_size,
+        c.train.loss.weights(),
+        Some(&store),
+        &c.train.device_augment,
+        device,
+    )?;
+    let predicted = figures.predicted_busy();
+    let chosen: Vec<Mode> = if args.modes.is_empty() {
+        vec![Mode::OnTheFly, Mode::Precomputed, Mode::InVram]
+    } else {
+        args.modes.iter().map(|&m| m.into()).filter(|m| *m != Mode::Auto).collect()
+    };
     let mut rows = Vec::new();
-    for mode in [Mode::OnTheFly, Mode::Precomputed, Mode::InVram] {
-        let plan = FeedPlan {
-            mode,
-            features: c.features.clone(),
-            batch_size: c.train.batch_size,
-            prefetch: c.train.prefetch,
-            store: (mode != Mode::OnTheFly).then(|| store.clone()),
-        };
+    for mode in chosen {
+        let plan = FeedPlan::new(mode, &c.features, &c.train, (mode != Mode::OnTheFly).then(|| store.clone()));
         let run = RunSpec {
             name: trainer::mode_name(mode).into(),
             run_dir: args.runs_dir.join(trainer::mode_name(mode)),
@@ -606,27 +641,67 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
         };
         eprintln!("bench: {} for {} steps", trainer::mode_name(mode), args.steps);
         let s = trainer::train::<B>(&run, device, |start| modes::build_feed::<B>(&plan, device, start))?;
-        rows.push(s);
+        let simulated = if s.loaders == 0 {
+            100.0 * s.step_ms / (s.step_ms + s.load_ms_per_batch).max(1e-9)
+        } else {
+            let figures = grin_simulate::read_run(&run.run_dir)?;
+            let flags = grin_simulate::Flags { seconds: 60.0, timeline_ms: 0.0, ..Default::default() };
+            let params = grin_simulate::resolve(&flags, Some(&figures))?;
+            100.0 * grin_simulate::simulate(&params)?.gpu_busy
+        };
+        rows.push(ModeRow {
+            mode: trainer::mode_name(mode),
+            steps_per_s: s.steps_per_s,
+            samples_per_s: s.samples_per_s,
+            wait_ms_per_step: s.wait_ms_per_step,
+            step_ms: s.step_ms,
+            busy_pct: s.gpu_busy_pct,
+            balance_busy_pct: predicted.iter().find(|(m, _)| *m == mode).map(|p| p.1).unwrap_or(f64::NAN),
+            simulated_busy_pct: simulated,
+            loaders: s.loaders,
+            load_ms_per_batch: s.load_ms_per_batch,
+            run_dir: run.run_dir.clone(),
+        });
     }
-    let base = rows[0].steps_per_s;
-    let device_name = if choice == BackendChoice::Cpu { "in-device-memory" } else { "in-vram" };
+    let base = rows.iter().find(|r| r.mode == "on-the-fly").map(|r| r.steps_per_s);
     println!(
-        "bench modes on {} (batch {}, {} steps each, first log interval excluded)",
+        "bench modes on {} (batch {}, {} steps each, first log interval excluded; busy = share of wall time not waiting on data)",
         choice.name(),
         c.train.batch_size,
         args.steps
     );
-    println!("{:<18} {:>10} {:>12} {:>14} {:>12}", "mode", "steps/s", "GPU busy %", "vs on-the-fly", "step ms");
-    for s in &rows {
-        let name = if s.mode == Mode::InVram { device_name } else { trainer::mode_name(s.mode) };
+    println!(
+        "{:<12} {:>9} {:>10} {:>9} {:>9} {:>8} {:>10} {:>10} {:>8} {:>7}",
+        "mode", "steps/s", "samples/s", "wait ms", "step ms", "busy %", "balance %", "simulate %", "loaders", "vs otf"
+    );
+    for r in &rows {
+        let ratio = base.map(|b| format!("{:.2}x", r.steps_per_s / b)).unwrap_or_else(|| "-".into());
         println!(
-            "{:<18} {:>10.2} {:>12.1} {:>13.2}x {:>12.1}",
-            name,
-            s.steps_per_s,
-            s.gpu_busy_pct,
-            s.steps_per_s / base,
-            s.step_ms
+            "{:<12} {:>9.2} {:>10.1} {:>9.2} {:>9.2} {:>8.1} {:>10.1} {:>10.1} {:>8} {:>7}",
+            r.mode,
+            r.steps_per_s,
+            r.samples_per_s,
+            r.wait_ms_per_step,
+            r.step_ms,
+            r.busy_pct,
+            r.balance_busy_pct,
+            r.simulated_busy_pct,
+            r.loaders,
+            ratio
         );
+    }
+    if let Some(path) = &args.json {
+        let json = serde_json::json!({
+            "backend": choice.name(),
+            "batch_size": c.train.batch_size,
+            "steps": args.steps,
+            "width": c.features.width,
+            "height": c.features.height,
+            "balance": figures,
+            "rows": rows,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&json)?)
+            .with_context(|| format!("{}: cannot write", path.display()))?;
     }
     Ok(())
 }

@@ -3,26 +3,66 @@
 //! Exit status: 0 when every image was processed, 1 when any image failed
 //! (each failure is one `error: <file>: ...` line on stderr, and the other
 //! images are still processed), 2 when nothing could run (bad flags, a model
-//! file that cannot be used).
+//! file that cannot be used). A `--stream` exits 0 at its end (or on Ctrl-C):
+//! its bad frames are counted in the summary, not failures.
 
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use grin_infer::bench::{self, Latency};
 use grin_infer::draw;
 use grin_infer::report::ImageReport;
+use grin_infer::stream::input::InputFormat;
+use grin_infer::stream::track::TrackerConfig;
+use grin_infer::stream::{self, StreamOptions};
 use grin_infer::{load_image, Detector, Engine, ModelSource};
 use image::DynamicImage;
 use serde::Serialize;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Parser)]
 #[command(name = "grin-detect", version, about = "Find faces and smiles in images with a grin model (CPU).")]
 struct Cli {
     /// Images to run on (PNG or JPEG).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "stream", conflicts_with = "stream")]
     images: Vec<PathBuf>,
+    /// Read frames continuously from a file or FIFO (`-` or nothing: standard input),
+    /// one JSON line per frame, with face tracks and smile events.
+    #[arg(long, value_name = "SOURCE", num_args = 0..=1, default_missing_value = "-", conflicts_with_all = ["bench", "draw"])]
+    stream: Option<PathBuf>,
+    /// Frame layout on the stream.
+    #[arg(long, value_enum, default_value = "mjpeg", requires = "stream")]
+    input_format: InputFormat,
+    /// Frame size on the stream, e.g. 320x240: required for raw formats; with
+    /// mjpeg, frames of another size are counted as bad.
+    #[arg(long, value_name = "WxH", value_parser = parse_size, requires = "stream")]
+    input_size: Option<(usize, usize)>,
+    /// Process every frame in order instead of dropping stale ones. The default
+    /// for a regular file; a pipe, FIFO or device drops stale frames unless this is given.
+    #[arg(long, requires = "stream")]
+    every_frame: bool,
+    /// Print only the `smile_started` / `smile_ended` lines.
+    #[arg(long, requires = "stream")]
+    events_only: bool,
+    /// Leave the wall-clock fields out of the stream's lines (reproducible output).
+    #[arg(long, requires = "stream")]
+    no_clock: bool,
+    /// Smile probability that counts toward smiling.
+    #[arg(long, default_value_t = 0.6, value_parser = parse_threshold, requires = "stream")]
+    smile_on: f32,
+    /// Smile probability that counts toward not smiling (below --smile-on).
+    #[arg(long, default_value_t = 0.4, value_parser = parse_threshold, requires = "stream")]
+    smile_off: f32,
+    /// Frames in a row a smile change must last before it is reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000), requires = "stream")]
+    smile_hold: u32,
+    /// Frames a face may go unseen before its track ends.
+    #[arg(long, default_value_t = 5, requires = "stream")]
+    track_patience: u32,
     /// A `.grin` model file from `grin train` (default: the embedded model).
     #[arg(long)]
     model: Option<PathBuf>,
@@ -99,7 +139,9 @@ fn run(cli: &Cli) -> Result<bool> {
     if let Some(t) = cli.threshold {
         detector.set_score_threshold(t);
     }
-    if cli.bench {
+    if let Some(source) = &cli.stream {
+        run_stream(cli, &detector, source)
+    } else if cli.bench {
         bench_images(cli, &detector)
     } else {
         detect_images(cli, &detector)
@@ -149,6 +191,46 @@ fn detect_images(cli: &Cli, detector: &Detector) -> Result<bool> {
         }
     }
     Ok(ok)
+}
+
+fn run_stream(cli: &Cli, detector: &Detector, source: &Path) -> Result<bool> {
+    if cli.smile_off >= cli.smile_on {
+        anyhow::bail!("--smile-off {} must be below --smile-on {}", cli.smile_off, cli.smile_on);
+    }
+    let input = if source == Path::new("-") {
+        std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().context("standard input")?)
+    } else {
+        std::fs::File::open(source).map_err(|e| anyhow!("{}: cannot open: {e}", source.display()))?
+    };
+    // A regular file is not live: nothing goes stale while it waits.
+    let is_file = input.metadata().map(|m| m.is_file()).unwrap_or(false);
+    let options = StreamOptions {
+        format: cli.input_format,
+        size: cli.input_size,
+        every_frame: cli.every_frame || is_file,
+        events_only: cli.events_only,
+        no_clock: cli.no_clock,
+        tracker: TrackerConfig {
+            on: cli.smile_on,
+            off: cli.smile_off,
+            hold: cli.smile_hold,
+            patience: cli.track_patience,
+            ..TrackerConfig::default()
+        },
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = Arc::clone(&stop);
+        // Ctrl-C and SIGTERM end the loop; the summary still prints.
+        ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
+            .map_err(|e| anyhow!("cannot install the Ctrl-C handler: {e}"))?;
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let summary = stream::run(input, detector, &options, &mut out, stop)?;
+    eprintln!("{}", summary.to_text());
+    eprintln!("{}", serde_json::json!({ "summary": summary }));
+    Ok(true)
 }
 
 #[derive(Serialize)]

@@ -32,7 +32,7 @@ pub fn report(r: &SimResult, run: Option<&RunFigures>) -> String {
     let _ = writeln!(s, "  batches consumed   {}", r.batches_consumed);
     let _ = writeln!(
         s,
-        "  GPU busy           {:.1}%   (steady-state prediction min(1, N*S/L) = {:.1}%)",
+        "  device busy        {:.1}%   (steady-state prediction min(1, N*S/L) = {:.1}%)",
         100.0 * r.gpu_busy,
         100.0 * r.predicted_busy
     );
@@ -44,7 +44,7 @@ pub fn report(r: &SimResult, run: Option<&RunFigures>) -> String {
             Some(measured) => {
                 let _ = writeln!(
                     s,
-                    "  run {} ({mode}): predicted {:.1}% vs measured {:.1}% GPU busy ({:+.1} points)",
+                    "  run {} ({mode}): predicted {:.1}% vs measured {:.1}% device busy ({:+.1} points)",
                     run.summary.display(),
                     100.0 * r.gpu_busy,
                     measured,
@@ -74,7 +74,7 @@ mod tests {
         let run = RunFigures { mode: Some("precomputed".into()), gpu_busy_pct: Some(25.0), ..RunFigures::default() };
         let text = report(&r, Some(&run));
         assert!(text.contains("prediction min(1, N*S/L) = 20.0%"), "{text}");
-        assert!(text.contains("(precomputed): predicted 19.8% vs measured 25.0% GPU busy (-5.2 points)"), "{text}");
+        assert!(text.contains("(precomputed): predicted 19.8% vs measured 25.0% device busy (-5.2 points)"), "{text}");
         assert!(text.contains("batches consumed   198"), "{text}");
     }
 }

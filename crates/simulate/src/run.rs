@@ -89,6 +89,17 @@ pub fn resolve(flags: &Flags, run: Option<&RunFigures>) -> Result<SimParams> {
     }
     let load_ms = pick(flags.load_ms, run.and_then(|r| r.load_ms), "load-ms", "load_ms_per_batch", run)?;
     let loaders = pick(flags.loaders, run.and_then(|r| r.loaders), "loaders", "loaders", run)?;
+    if let (0, Some(r)) = (loaders, run) {
+        // An in-VRAM run: no queue to model, the cut precedes each step.
+        let serial = match (r.step_ms, r.load_ms) {
+            (Some(s), Some(l)) if s + l > 0.0 => format!(" (busy = step / (step + cut) = {:.1}%)", 100.0 * s / (s + l)),
+            _ => String::new(),
+        };
+        bail!(
+            "{}: the run has no loaders: its batches are cut on the training thread before each step, so there is no queue to simulate{serial}; pass --loaders to simulate host loaders anyway",
+            r.summary.display()
+        );
+    }
     let step_ms = pick(flags.step_ms, run.and_then(|r| r.step_ms), "step-ms", "step_ms", run)?;
     let jitter = flags.load_jitter_ms.or(run.and_then(|r| r.load_jitter_ms)).unwrap_or(0.0);
     let mut params = SimParams::new(load_ms, jitter, loaders, step_ms, flags.seconds);
@@ -162,5 +173,19 @@ mod tests {
     fn without_a_run_the_flags_are_required() {
         let err = format!("{:#}", resolve(&Flags { load_ms: Some(10.0), ..flags() }, None).unwrap_err());
         assert!(err.contains("--loaders is required"), "{err}");
+    }
+
+    #[test]
+    fn an_in_vram_run_has_no_loaders_to_simulate() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            r#"{"mode":"in-vram","load_ms_per_batch":1.0,"loaders":0,"step_ms":9.0,"gpu_busy_pct":90.0}"#,
+        );
+        let run = read_run(dir.path()).unwrap();
+        let e = resolve(&flags(), Some(&run)).unwrap_err().to_string();
+        assert!(e.contains("the run has no loaders") && e.contains("= 90.0%"), "{e}");
+        let forced = resolve(&Flags { loaders: Some(2), ..flags() }, Some(&run)).unwrap();
+        assert_eq!(forced.loaders, 2);
     }
 }

@@ -31,7 +31,7 @@ fn draw(result: &SimResult, path: &Path) -> Result<(), Box<dyn std::error::Error
     let window = t.window_ms.max(f64::MIN_POSITIVE);
 
     let mut title = format!(
-        "{} loaders, load {:.2}±{:.2} ms, step {:.2} ms, queue {}: GPU busy {:.1}% (predicted {:.1}%)",
+        "{} loaders, load {:.2}±{:.2} ms, step {:.2} ms, queue {}: device busy {:.1}% (predicted {:.1}%)",
         p.loaders,
         p.load_ms,
         p.load_jitter_ms,
@@ -74,7 +74,7 @@ fn draw(result: &SimResult, path: &Path) -> Result<(), Box<dyn std::error::Error
     });
     chart.draw_series(loader_bars)?;
     // Legend entries only; the bars above are drawn without labels to keep one entry per kind.
-    for (name, color) in [("GPU busy", GPU), ("loader busy", BUSY), ("loader blocked (queue full)", BLOCKED)] {
+    for (name, color) in [("device busy", GPU), ("loader busy", BUSY), ("loader blocked (queue full)", BLOCKED)] {
         chart
             .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())?
             .label(name)
@@ -134,7 +134,7 @@ mod tests {
         render_svg(&r, &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..60.min(svg.len())]);
-        for label in ["GPU busy", "loader 2", "queue length", "loader blocked"] {
+        for label in ["device busy", "loader 2", "queue length", "loader blocked"] {
             assert!(svg.contains(label), "missing {label}");
         }
         // One rect per kept interval at least (plus background and legend).

@@ -30,8 +30,12 @@ pub struct Figures {
     pub tu_s: f64,
     /// Cutting and augmenting one batch from a device-resident dataset.
     pub tc_s: f64,
-    /// Reading one batch from the store (measured when a store was given).
-    pub tr_s: Option<f64>,
+    /// Reading one batch of records: from the store when there is one,
+    /// otherwise from the same records encoded in memory (the store's read
+    /// path with the page cache already warm).
+    pub tr_s: f64,
+    /// Where `tr_s` was timed: "store" or "in-memory records".
+    pub tr_from: &'static str,
 }
 
 const WARMUP: usize = 2;
@@ -58,6 +62,7 @@ pub fn measure<B: TrainBackend>(
     batch: usize,
     weights: LossWeights,
     store: Option<&grin_store::Store>,
+    augment: &DeviceAugment,
     device: &B::Device,
 ) -> Result<Figures> {
     let pipeline = Pipeline::new(features, Split::Train)?;
@@ -86,11 +91,11 @@ pub fn measure<B: TrainBackend>(
     let indices =
         Tensor::<B, 1, Int>::from_data(TensorData::new((0..batch as i32).collect::<Vec<_>>(), [batch]), device);
     let tc_s = timed::<B>(device, || {
-        let _ = resident.batch(indices.clone(), &DeviceAugment::default(), (2, -2));
+        let _ = resident.batch(indices.clone(), augment, (augment.translate as i64, 0));
     });
-    let tr_s = match store {
+    let mut b = HostBatch::default();
+    let (tr_s, tr_from) = match store {
         Some(store) if !store.is_empty() => {
-            let mut b = HostBatch::default();
             let n = store.len();
             let t = timed::<B>(device, || {
                 b.clear();
@@ -99,17 +104,31 @@ pub fn measure<B: TrainBackend>(
                     let _ = store.read_into((i * 7919) % n, &mut b);
                 }
             });
-            Some(t)
+            (t, "store")
         }
-        _ => None,
+        _ => {
+            let layout = grin_store::RecordLayout::new(host.width, host.height, host.channels);
+            let stride = layout.record_bytes as usize;
+            // Eight batches of records, so the reads are not all cache hits.
+            let n = 8 * batch;
+            let mut records = vec![0u8; n * stride];
+            let mut one = Vec::with_capacity(stride);
+            for r in 0..n {
+                one.clear();
+                layout.encode(&host, r % host.len, &mut one);
+                records[r * stride..r * stride + one.len()].copy_from_slice(&one);
+            }
+            let t = timed::<B>(device, || {
+                b.clear();
+                for i in 0..batch {
+                    let r = (i * 7919) % n;
+                    layout.decode_into(&records[r * stride..(r + 1) * stride], &mut b);
+                }
+            });
+            (t, "in-memory records")
+        }
     };
-    Ok(Figures { tg_s: tg.median_s, workers: pipeline.workers(), batch, ti_s, ts_s, tu_s, tc_s, tr_s })
-}
-
-/// Store read time per batch when none was measured: records are copied
-/// once from page cache, a few GB/s on any machine.
-fn estimated_read_s(f: &Figures, record_bytes: f64) -> f64 {
-    f.batch as f64 * record_bytes / 3e9
+    Ok(Figures { tg_s: tg.median_s, workers: pipeline.workers(), batch, ti_s, ts_s, tu_s, tc_s, tr_s, tr_from })
 }
 
 impl Figures {
@@ -118,21 +137,21 @@ impl Figures {
         self.tg_s / self.workers as f64 * self.batch as f64
     }
 
-    /// Predicted share of wall time the device computes, per mode. Host modes
-    /// pay the upload on the training thread; a slower producer sets the pace.
-    pub fn predicted_busy(&self, record_bytes: f64) -> [(Mode, f64); 3] {
+    /// Predicted share of wall time the device computes, per mode, as the
+    /// trainer accounts it. Host modes pay the upload on the training
+    /// thread, and a slower producer sets the pace; in VRAM the cut runs on
+    /// the training thread before each step.
+    pub fn predicted_busy(&self) -> [(Mode, f64); 3] {
         let fed = self.ts_s + self.tu_s;
-        let read = self.tr_s.unwrap_or_else(|| estimated_read_s(self, record_bytes));
         [
             (Mode::OnTheFly, 100.0 * self.ts_s / fed.max(self.produce_s())),
-            (Mode::Precomputed, 100.0 * self.ts_s / fed.max(read)),
-            // Cutting a batch is device work too: nothing waits on the host.
-            (Mode::InVram, 100.0),
+            (Mode::Precomputed, 100.0 * self.ts_s / fed.max(self.tr_s)),
+            (Mode::InVram, 100.0 * self.ts_s / (self.ts_s + self.tc_s)),
         ]
     }
 
-    pub fn recommend(&self, record_bytes: f64, fits_in_device: bool) -> (Mode, String) {
-        let busy = self.predicted_busy(record_bytes);
+    pub fn recommend(&self, fits_in_device: bool) -> (Mode, String) {
+        let busy = self.predicted_busy();
         if busy[0].1 >= 95.0 {
             return (
                 Mode::OnTheFly,
@@ -151,17 +170,14 @@ impl Figures {
         (Mode::Precomputed, "the dataset does not fit in device memory: precompute and stream from the store".into())
     }
 
-    pub fn report(&self, backend: &str, record_bytes: f64, fits_in_device: bool) -> String {
+    pub fn report(&self, backend: &str, fits_in_device: bool) -> String {
         let ms = |s: f64| s * 1e3;
         let produce = self.produce_s();
         let bound =
             if produce > self.ts_s { "DATA-BOUND: the device waits" } else { "device-bound: the host keeps up" };
-        let busy = self.predicted_busy(record_bytes);
-        let read = match self.tr_s {
-            Some(t) => format!("{:.3} ms (measured)", ms(t)),
-            None => format!("{:.3} ms (estimated at 3 GB/s)", ms(estimated_read_s(self, record_bytes))),
-        };
-        let (_, why) = self.recommend(record_bytes, fits_in_device);
+        let busy = self.predicted_busy();
+        let read = format!("{:.3} ms (measured, {})", ms(self.tr_s), self.tr_from);
+        let (_, why) = self.recommend(fits_in_device);
         format!(
             "balance check on {backend}\n\
              \x20 T_g  feature time per sample (median, 1 core)   {:>9.3} ms\n\

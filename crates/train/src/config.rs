@@ -1,5 +1,6 @@
 //! The `[train]` table: how a run feeds and optimises the detector.
 
+use crate::device_batch::DeviceAugment;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -45,6 +46,12 @@ pub struct TrainConfig {
     /// Samples written by `grin precompute` when `--samples` is not given.
     pub store_samples: usize,
     pub loss: LossConfig,
+    /// Augmentation the in-VRAM mode applies on the device, per batch.
+    pub device_augment: DeviceAugment,
+    /// A model file whose weights the run starts from (fine-tuning); its
+    /// architecture must match `[model]` and `features.channels`. The
+    /// learning-rate schedule starts over.
+    pub init: Option<PathBuf>,
 }
 
 impl Default for TrainConfig {
@@ -66,6 +73,8 @@ impl Default for TrainConfig {
             store: None,
             store_samples: 20_000,
             loss: LossConfig::default(),
+            device_augment: DeviceAugment::default(),
+            init: None,
         }
     }
 }

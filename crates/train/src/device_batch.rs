@@ -4,6 +4,7 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, Distribution, FloatDType, Int, Tensor, TensorData};
 use grin_features::{HostBatch, MAX_BOXES};
+use serde::{Deserialize, Serialize};
 
 /// What one training step consumes.
 #[derive(Debug, Clone)]
@@ -26,9 +27,14 @@ pub fn upload<B: Backend>(batch: &HostBatch, device: &B::Device) -> DeviceBatch<
     DeviceBatch { images: pixels_to_images(pixels), boxes, labels }
 }
 
-/// On-device augmentation applied by the in-VRAM mode.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// `[train.device_augment]`: the stages the in-VRAM mode runs on the
+/// device, per batch. These four are the only ones that run there; the
+/// records themselves were augmented on the host by `[features.augment]`
+/// once, when the store was precomputed, and keep that augmentation.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct DeviceAugment {
+    /// Probability of a horizontal flip, per sample.
     pub flip: f32,
     /// Contrast factor drawn from `1 ± contrast`.
     pub contrast: f32,

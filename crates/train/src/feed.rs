@@ -18,12 +18,17 @@ use std::time::{Duration, Instant};
 /// Anything that yields host batches in a fixed order from a given batch number.
 pub trait HostSource: Send + 'static {
     fn next_batch(&mut self) -> Result<HostBatch>;
+    /// Workers that make batches side by side (what `grin simulate` calls loaders).
+    fn loaders(&self) -> usize {
+        1
+    }
 }
 
 /// Where the time of one `next()` went.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FeedTiming {
-    /// Blocked on the host queue plus the upload: time the device is not fed.
+    /// Blocked on the host queue plus the upload (host modes), or cutting
+    /// and augmenting the batch (in-VRAM): time the training step waits on data.
     pub wait: Duration,
     /// How long the producer took to make this batch (host modes).
     pub produce: Duration,
@@ -33,6 +38,7 @@ pub enum Feed<B: Backend> {
     Host {
         queue: Receiver<Result<(HostBatch, Duration)>>,
         producer: Option<JoinHandle<()>>,
+        loaders: usize,
         device: B::Device,
     },
     Device {
@@ -47,6 +53,7 @@ pub enum Feed<B: Backend> {
 
 impl<B: Backend> Feed<B> {
     pub fn host(mut source: impl HostSource, prefetch: usize, device: B::Device) -> Self {
+        let loaders = source.loaders();
         let (tx, rx) = sync_channel(prefetch.max(1));
         let producer = std::thread::Builder::new()
             .name("grin-feed".into())
@@ -60,7 +67,7 @@ impl<B: Backend> Feed<B> {
                 }
             })
             .expect("spawn feed thread");
-        Feed::Host { queue: rx, producer: Some(producer), device }
+        Feed::Host { queue: rx, producer: Some(producer), loaders, device }
     }
 
     pub fn in_device(
@@ -73,6 +80,15 @@ impl<B: Backend> Feed<B> {
         Feed::Device { data, batch_size, seed, augment, epoch: None, device }
     }
 
+    /// Loaders making batches side by side; 0 in VRAM, where the batch is
+    /// cut on the training thread itself.
+    pub fn loaders(&self) -> usize {
+        match self {
+            Feed::Host { loaders, .. } => *loaders,
+            Feed::Device { .. } => 0,
+        }
+    }
+
     /// The batch for training step `step` (steps must come in order).
     pub fn next(&mut self, step: usize) -> Result<(DeviceBatch<B>, FeedTiming)> {
         match self {
@@ -83,6 +99,7 @@ impl<B: Backend> Feed<B> {
                 Ok((batch, FeedTiming { wait: started.elapsed(), produce }))
             }
             Feed::Device { data, batch_size, seed, augment, epoch, device } => {
+                let started = Instant::now();
                 let per_epoch = (data.len / *batch_size).max(1);
                 let (e, position) = (step / per_epoch, step % per_epoch);
                 if epoch.as_ref().map(|(n, _)| *n) != Some(e) {
@@ -102,7 +119,12 @@ impl<B: Backend> Feed<B> {
                 } else {
                     (0, 0)
                 };
-                Ok((data.batch(indices, augment, shift), FeedTiming::default()))
+                let batch = data.batch(indices, augment, shift);
+                // Without a sync this is the time to queue the cut (all of it
+                // on the CPU backend); on a GPU the cut itself runs later,
+                // inside the step's measured time.
+                let cut = started.elapsed();
+                Ok((batch, FeedTiming { wait: cut, produce: cut }))
             }
         }
     }

@@ -61,7 +61,7 @@ pub fn write_csv(path: &Path, rows: &[MetricRow]) -> Result<()> {
 /// A panel: its title, the value it plots, its colour.
 type Series = (&'static str, fn(&MetricRow) -> f64, RGBColor);
 
-/// `training.svg`: loss, GPU-busy % and throughput against the step.
+/// `training.svg`: loss, device-busy % and throughput against the step.
 pub fn plot(path: &Path, rows: &[MetricRow]) -> Result<()> {
     if rows.is_empty() {
         return Ok(());
@@ -72,7 +72,7 @@ pub fn plot(path: &Path, rows: &[MetricRow]) -> Result<()> {
     let last = rows.last().map(|r| r.step).unwrap_or(1).max(1) as f64;
     let series: [Series; 3] = [
         ("loss", |r| r.loss as f64, BLUE),
-        ("GPU busy %", |r| r.gpu_busy_pct, RED),
+        ("device busy %", |r| r.gpu_busy_pct, RED),
         ("samples/s", |r| r.samples_per_s, GREEN),
     ];
     for (panel, (name, value, color)) in panels.iter().zip(series) {

@@ -91,6 +91,22 @@ pub struct FeedPlan {
     pub batch_size: usize,
     pub prefetch: usize,
     pub store: Option<Store>,
+    /// What the in-VRAM mode runs on the device (`train.device_augment`).
+    pub device_augment: DeviceAugment,
+}
+
+impl FeedPlan {
+    /// The plan for `mode`, with the feeding settings of `train`.
+    pub fn new(mode: Mode, features: &FeatureConfig, train: &crate::TrainConfig, store: Option<Store>) -> FeedPlan {
+        FeedPlan {
+            mode,
+            features: features.clone(),
+            batch_size: train.batch_size,
+            prefetch: train.prefetch,
+            store,
+            device_augment: train.device_augment,
+        }
+    }
 }
 
 /// The feed for `plan.mode`, starting at training step `start`.
@@ -116,7 +132,7 @@ pub fn build_feed<B: Backend>(plan: &FeedPlan, device: &B::Device, start: usize)
             }
             // The one upload of the run; batches are cut on the device from here on.
             let data = DeviceDataset::upload(&all, device);
-            Ok(Feed::in_device(data, plan.batch_size, seed, DeviceAugment::default(), device.clone()))
+            Ok(Feed::in_device(data, plan.batch_size, seed, plan.device_augment, device.clone()))
         }
         Mode::Auto => bail!("auto must be resolved to a mode before training"),
     }

@@ -30,6 +30,10 @@ impl HostSource for Generated {
         self.next_batch += 1;
         Ok(batch)
     }
+
+    fn loaders(&self) -> usize {
+        self.pipeline.workers()
+    }
 }
 
 /// Precomputed: the store's own loader (memory-mapped, shuffled per epoch,

@@ -2,7 +2,7 @@
 //!
 //! Timing rule: the device is synced only at log intervals. Between syncs
 //! the host measures how long it waited for data (queue + upload); the rest
-//! of the interval's wall time is compute. GPU-busy % = compute / wall.
+//! of the interval's wall time is compute. Device-busy % = compute / wall.
 
 use crate::checkpoint::{self, Checkpoint, LoopState};
 use crate::config::{Mode, TrainConfig};
@@ -81,12 +81,24 @@ pub struct Summary {
     pub gpu_busy_pct: f64,
     pub wall_s: f64,
     pub final_loss: f32,
-    /// Median time one loader took to produce one batch (host modes; 0 in VRAM).
+    /// Median wall time to produce one batch, all loaders together (host
+    /// modes), or to cut one (in VRAM).
+    pub produce_ms_per_batch: f64,
+    /// One loader's time per batch: `produce_ms_per_batch * loaders`, since
+    /// the loaders split each batch between them. What `grin simulate
+    /// --from-run` models as N loaders each making whole batches. In VRAM
+    /// (no loaders) the cut time.
     pub load_ms_per_batch: f64,
     pub load_jitter_ms: f64,
+    /// Loaders that made batches side by side: the feature workers
+    /// on-the-fly, the store's loader thread precomputed, 0 in VRAM (the
+    /// batch is cut on the training thread).
     pub loaders: usize,
     /// Median compute time of one step.
     pub step_ms: f64,
+    /// Mean time per step the training thread waited on data.
+    #[serde(default)]
+    pub wait_ms_per_step: f64,
     /// Scores on held-out real photos, one entry per real source.
     #[serde(default)]
     pub photos: Vec<PhotoReport>,
@@ -170,6 +182,22 @@ pub fn train_parallel<B: TrainBackend>(
             "{} holds an interrupted run's checkpoint {step}: add --resume to continue it, or --overwrite to start again",
             run.run_dir.display()
         );
+    }
+    if let (Some(init), false) = (&cfg.init, run.resume) {
+        let (init_spec, loaded) =
+            file::load_model::<B>(init, device).map_err(|e| anyhow::anyhow!("key `train.init`: {e}"))?;
+        if init_spec.channels != spec.channels || init_spec.widths() != spec.widths() {
+            bail!(
+                "key `train.init`: {} has {} channel(s) and widths {:?}; this run's model has {} and {:?}",
+                init.display(),
+                init_spec.channels,
+                init_spec.widths(),
+                spec.channels,
+                spec.widths()
+            );
+        }
+        model = loaded;
+        eprintln!("{}: starting from the weights of {}", run.name, init.display());
     }
     if run.resume {
         let ck = checkpoint::load(&ckpt_path)?;
@@ -255,7 +283,7 @@ pub fn train_parallel<B: TrainBackend>(
                 bail!("loss became {} at step {done}; lower train.lr", row.loss);
             }
             bar.set_message(format!(
-                "loss {:.3} | {:.0} samples/s | GPU busy {:.0}%",
+                "loss {:.3} | {:.0} samples/s | device busy {:.0}%",
                 row.loss, row.samples_per_s, row.gpu_busy_pct
             ));
             state.history.push(row);
@@ -276,6 +304,7 @@ pub fn train_parallel<B: TrainBackend>(
             checkpoint::save(&ckpt_path, &ck)?;
         }
     }
+    let loaders = feed.loaders();
     drop(feed);
     bar.finish_and_clear();
     state.step = cfg.steps;
@@ -297,7 +326,7 @@ pub fn train_parallel<B: TrainBackend>(
         vec![]
     };
     plot_pr(&run.run_dir.join("pr_curve.svg"), &photos)?;
-    let mut summary = summarise(run, &state, report);
+    let mut summary = summarise(run, &state, report, loaders);
     summary.photos = photos;
     std::fs::write(run.run_dir.join("summary.json"), serde_json::to_string_pretty(&summary)?)?;
     metrics::plot(&run.run_dir.join("training.svg"), &state.history)?;
@@ -344,7 +373,7 @@ fn parallel_step<B: TrainBackend, O: Optimizer<Detector<B>, B>>(
     Ok((model, first_parts.context("empty batch")?))
 }
 
-fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>) -> Summary {
+fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>, loaders: usize) -> Summary {
     let h = &state.history;
     // The first interval holds warm-up (allocation, autotune): leave it out
     // of the rates when there is anything else.
@@ -371,10 +400,12 @@ fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>) -> Su
         gpu_busy_pct: mean(&|r| r.gpu_busy_pct),
         wall_s: state.wall_s,
         final_loss: h.last().map(|r| r.loss).unwrap_or(f32::NAN),
-        load_ms_per_batch: load,
-        load_jitter_ms: jitter,
-        loaders: 1,
+        produce_ms_per_batch: load,
+        load_ms_per_batch: load * loaders.max(1) as f64,
+        load_jitter_ms: jitter * loaders.max(1) as f64,
+        loaders,
         step_ms: median(&mut step_ms),
+        wait_ms_per_step: mean(&|r| r.wait_ms),
         photos: vec![],
     }
 }

@@ -47,7 +47,7 @@ fn loss_falls_and_ap_rises() {
         evaluate: true,
     };
     let device = Default::default();
-    let plan = FeedPlan { mode: Mode::OnTheFly, features: features.clone(), batch_size: 8, prefetch: 2, store: None };
+    let plan = FeedPlan { prefetch: 2, ..FeedPlan::new(Mode::OnTheFly, &features, &run.train, None) };
     let summary = train::<Cpu>(&run, &device, |start| build_feed(&plan, &device, start)).unwrap();
 
     let csv = std::fs::read_to_string(run.run_dir.join("metrics.csv")).unwrap();
@@ -67,4 +67,10 @@ fn loss_falls_and_ap_rises() {
     eprintln!("loss last/first {:.3}, AP {after:.3} (untrained {before:.3})", last / first);
     assert!(after > before + 0.3 && after > 0.4, "AP {after} should rise well above untrained {before}");
     assert!(run.run_dir.join("model.grin").exists() && run.run_dir.join("training.svg").exists());
+    // The summary records the loaders that really ran (the feature workers)
+    // and one loader's time per batch, which is what `grin simulate` models.
+    let workers = grin_features::pipeline::Pipeline::new(&features, grin_features::Split::Train).unwrap().workers();
+    assert_eq!(summary.loaders, workers);
+    let per_loader = summary.produce_ms_per_batch * workers as f64;
+    assert!((summary.load_ms_per_batch - per_loader).abs() < 1e-9 && per_loader > 0.0, "{summary:?}");
 }

@@ -70,7 +70,7 @@ fn short_run_on_real_crops_learns_and_scores_whole_photos() {
         evaluate: true,
     };
     let device = Default::default();
-    let plan = FeedPlan { mode: Mode::OnTheFly, features, batch_size: 8, prefetch: 2, store: None };
+    let plan = FeedPlan { prefetch: 2, ..FeedPlan::new(Mode::OnTheFly, &features, &run.train, None) };
     let summary = train::<Cpu>(&run, &device, |start| build_feed(&plan, &device, start)).unwrap();
 
     let csv = std::fs::read_to_string(run.run_dir.join("metrics.csv")).unwrap();

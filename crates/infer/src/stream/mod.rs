@@ -1,0 +1,306 @@
+//! `grin-detect --stream`: the robot's loop. Frames come off a byte stream,
+//! the newest one is detected, faces are tracked, and a JSON line goes out
+//! per frame (plus one per smile event).
+//!
+//! Two threads: a reader that only cuts bytes into frames ([`input`]), and
+//! the detector. Between them sits a one-frame slot: when the reader has a
+//! newer frame before the detector is free, the older one is dropped and
+//! counted, so latency never builds up behind a slow detector. With
+//! `every_frame` the reader waits instead (files, reproducible runs).
+
+pub mod input;
+pub mod track;
+
+use crate::bench::{self, Latency};
+use crate::model::Detector;
+use crate::report::{round_probability, round_px};
+use anyhow::{Context, Result};
+use input::{BadFrame, FrameReader, InputFormat};
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+use track::{EndReason, Event, EventKind, Tracker, TrackerConfig};
+
+pub use input::encode_frame;
+
+#[derive(Debug, Clone)]
+pub struct StreamOptions {
+    pub format: InputFormat,
+    /// Frame size on the stream: required for raw formats; for MJPEG, frames
+    /// of another size are refused when it is given.
+    pub size: Option<(usize, usize)>,
+    /// Process every frame, in order, making the reader wait: for files
+    /// and reproducible runs. Off, stale frames are dropped.
+    pub every_frame: bool,
+    /// Print only the smile event lines.
+    pub events_only: bool,
+    /// Leave the wall-clock fields (`t_ms`, `latency_ms`) out of the lines,
+    /// so two runs (or two CPUs) print identical output.
+    pub no_clock: bool,
+    pub tracker: TrackerConfig,
+}
+
+/// What the stream did, printed when it ends.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Summary {
+    /// Frames cut from the stream, bad ones included.
+    pub frames: u64,
+    pub processed: u64,
+    /// Good frames replaced by a newer one before the detector got to them.
+    pub dropped: u64,
+    /// Bad frames by kind (`truncated`, `broken_jpeg`, `wrong_size`, ...).
+    pub bad: BTreeMap<&'static str, u64>,
+    pub wall_s: f64,
+    /// Frames over the time spent on them (decode, detect, track, print).
+    pub processing_fps: f64,
+    /// Frames processed over the wall time: what the robot gets.
+    pub delivered_fps: f64,
+    /// Frame read to its line written.
+    pub latency: Option<Latency>,
+    pub tracks: u64,
+    pub smile_events: u64,
+}
+
+impl Summary {
+    pub fn bad_total(&self) -> u64 {
+        self.bad.values().sum()
+    }
+
+    pub fn to_text(&self) -> String {
+        let bad: Vec<String> = self.bad.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let latency = self
+            .latency
+            .as_ref()
+            .map(|l| format!("; latency median {:.1} ms, p95 {:.1} ms", l.median_ms, l.p95_ms))
+            .unwrap_or_default();
+        format!(
+            "stream: {} frames, {} processed, {} dropped, {} bad{}; {:.1} frames/s processing, {:.1} delivered{latency}; {} tracks, {} smile events",
+            self.frames,
+            self.processed,
+            self.dropped,
+            self.bad_total(),
+            if bad.is_empty() { String::new() } else { format!(" ({})", bad.join(", ")) },
+            self.processing_fps,
+            self.delivered_fps,
+            self.tracks,
+            self.smile_events
+        )
+    }
+}
+
+struct Incoming {
+    number: u64,
+    received: Instant,
+    bytes: Result<Vec<u8>, BadFrame>,
+}
+
+#[derive(Default)]
+struct Queue {
+    items: VecDeque<Incoming>,
+    ended: bool,
+    /// Frames cut from the stream so far.
+    read: u64,
+    dropped: u64,
+}
+
+/// The hand-over between reader and detector.
+struct Slot {
+    queue: Mutex<Queue>,
+    changed: Condvar,
+}
+
+impl Slot {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        // A poisoned lock means the other thread panicked; the queue itself
+        // is still consistent (every change is one push or pop).
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn push(&self, item: Incoming, every_frame: bool, stop: &AtomicBool) {
+        let mut q = self.lock();
+        if every_frame {
+            while q.items.len() >= 2 && !stop.load(Ordering::Relaxed) {
+                q = self.changed.wait_timeout(q, Duration::from_millis(50)).unwrap_or_else(|p| p.into_inner()).0;
+            }
+        } else if item.bytes.is_ok() {
+            // Bad-frame reports stay (they are counted); stale good frames go.
+            let before = q.items.len();
+            q.items.retain(|i| i.bytes.is_err());
+            q.dropped += (before - q.items.len()) as u64;
+        }
+        q.items.push_back(item);
+        q.read += 1;
+        self.changed.notify_all();
+    }
+
+    fn end(&self) {
+        self.lock().ended = true;
+        self.changed.notify_all();
+    }
+
+    /// The next frame; `None` once the stream ended (or `stop` was set) and
+    /// nothing is left.
+    fn pop(&self, stop: &AtomicBool) -> Option<Incoming> {
+        let mut q = self.lock();
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            if let Some(item) = q.items.pop_front() {
+                self.changed.notify_all();
+                return Some(item);
+            }
+            if q.ended {
+                return None;
+            }
+            // Wakes now and then to notice `stop` (Ctrl-C).
+            q = self.changed.wait_timeout(q, Duration::from_millis(100)).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct FaceLine {
+    track: u64,
+    #[serde(rename = "box")]
+    bbox: [f64; 4],
+    score: f64,
+    smile: f64,
+    smiling: bool,
+}
+
+#[derive(Serialize)]
+struct FrameLine {
+    frame: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    t_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_ms: Option<f64>,
+    width: u32,
+    height: u32,
+    faces: Vec<FaceLine>,
+}
+
+#[derive(Serialize)]
+struct EventLine {
+    event: EventKind,
+    frame: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    t_ms: Option<f64>,
+    track: u64,
+    #[serde(rename = "box")]
+    bbox: [f64; 4],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<EndReason>,
+}
+
+fn write_events(out: &mut impl Write, events: &[Event], frame: u64, t_ms: Option<f64>) -> Result<()> {
+    for e in events {
+        let line =
+            EventLine { event: e.event, frame, t_ms, track: e.track, bbox: e.bbox.map(round_px), reason: e.reason };
+        writeln!(out, "{}", serde_json::to_string(&line)?).context("cannot write to stdout")?;
+    }
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e4).round() / 10.0
+}
+
+/// Runs the loop until the stream ends or `stop` is set; bad frames are
+/// reported on stderr as `warning: frame N: ...` and counted. Errors are
+/// only for output that cannot be written.
+pub fn run<R: Read + Send + 'static>(
+    input: R,
+    detector: &Detector,
+    options: &StreamOptions,
+    out: &mut impl Write,
+    stop: Arc<AtomicBool>,
+) -> Result<Summary> {
+    let mut reader = FrameReader::new(input, options.format, options.size).map_err(anyhow::Error::msg)?;
+    let slot = Arc::new(Slot { queue: Mutex::new(Queue::default()), changed: Condvar::new() });
+    let start = Instant::now();
+    {
+        let (slot, stop, every_frame) = (Arc::clone(&slot), Arc::clone(&stop), options.every_frame);
+        std::thread::Builder::new()
+            .name("stream-reader".into())
+            .spawn(move || {
+                let mut number = 0;
+                while let Some(bytes) = reader.next_frame() {
+                    slot.push(Incoming { number, received: Instant::now(), bytes }, every_frame, &stop);
+                    number += 1;
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                }
+                slot.end();
+            })
+            .context("cannot start the stream reader thread")?;
+    }
+
+    let clock = |t: Instant| (!options.no_clock).then(|| ms(t - start));
+    let mut tracker = Tracker::new(options.tracker);
+    let mut summary = Summary::default();
+    let mut latencies = Vec::new();
+    let mut busy = Duration::ZERO;
+    let mut last_frame = 0;
+    while let Some(item) = slot.pop(&stop) {
+        let began = Instant::now();
+        last_frame = item.number;
+        let image = item.bytes.and_then(|b| input::decode(&b, options.format, options.size, detector.spec().channels));
+        let image = match image {
+            Ok(image) => image,
+            Err(bad) => {
+                eprintln!("warning: frame {}: {bad}", item.number);
+                *summary.bad.entry(bad.kind()).or_default() += 1;
+                continue;
+            }
+        };
+        let detections = detector.detect(detector.frame(&image));
+        let (faces, events) = tracker.update(&detections);
+        summary.smile_events += events.len() as u64;
+        if !options.events_only {
+            let line = FrameLine {
+                frame: item.number,
+                t_ms: clock(item.received),
+                latency_ms: (!options.no_clock).then(|| ms(item.received.elapsed())),
+                width: image.width(),
+                height: image.height(),
+                faces: faces
+                    .iter()
+                    .map(|f| FaceLine {
+                        track: f.track,
+                        bbox: [f.detection.x0, f.detection.y0, f.detection.x1, f.detection.y1].map(round_px),
+                        score: round_probability(f.detection.score),
+                        smile: round_probability(f.detection.smile),
+                        smiling: f.smiling,
+                    })
+                    .collect(),
+            };
+            writeln!(out, "{}", serde_json::to_string(&line)?).context("cannot write to stdout")?;
+        }
+        write_events(out, &events, item.number, clock(item.received))?;
+        out.flush().context("cannot write to stdout")?;
+        latencies.push(item.received.elapsed());
+        busy += began.elapsed();
+        summary.processed += 1;
+    }
+    let ending = tracker.finish();
+    summary.smile_events += ending.len() as u64;
+    write_events(out, &ending, last_frame, clock(Instant::now()))?;
+    out.flush().context("cannot write to stdout")?;
+
+    (summary.frames, summary.dropped) = {
+        let q = slot.lock();
+        (q.read, q.dropped)
+    };
+    summary.tracks = tracker.tracks_started();
+    summary.wall_s = start.elapsed().as_secs_f64();
+    summary.processing_fps = if busy.is_zero() { 0.0 } else { summary.processed as f64 / busy.as_secs_f64() };
+    summary.delivered_fps = if summary.wall_s > 0.0 { summary.processed as f64 / summary.wall_s } else { 0.0 };
+    summary.latency = bench::summarize(&latencies);
+    Ok(summary)
+}

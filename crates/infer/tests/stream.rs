@@ -1,0 +1,274 @@
+//! `grin-detect --stream` end to end: raw and MJPEG streams built from the
+//! committed test scene, through the built binary. Checks per-frame lines,
+//! track ids, smile events, drop counting and bad-frame handling.
+//! (No camera or V4L2 device here: the streams are what `rpicam-vid` and
+//! `ffmpeg` write, made in memory.)
+
+use grin_infer::stream::encode_frame;
+use grin_infer::stream::input::InputFormat;
+use image::DynamicImage;
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn scene() -> DynamicImage {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png");
+    image::open(path).expect("assets/test-scene.png")
+}
+
+/// `count` frames of the scene moved `pan` px right per frame (the scene
+/// wraps around), so faces move as they would in front of a camera.
+fn frames(count: usize, pan: u32) -> Vec<DynamicImage> {
+    let base = scene().to_rgb8();
+    let (w, h) = base.dimensions();
+    (0..count as u32)
+        .map(|i| {
+            let shifted = image::RgbImage::from_fn(w, h, |x, y| *base.get_pixel((x + w - (i * pan) % w) % w, y));
+            DynamicImage::ImageRgb8(shifted)
+        })
+        .collect()
+}
+
+fn stream_of(frames: &[DynamicImage], format: InputFormat) -> Vec<u8> {
+    frames.iter().flat_map(|f| encode_frame(f, format)).collect()
+}
+
+fn write_temp(bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stream.bin");
+    std::fs::write(&path, bytes).unwrap();
+    (dir, path)
+}
+
+fn detect(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_grin-detect")).args(args).output().expect("grin-detect runs")
+}
+
+fn lines(out: &Output) -> Vec<Value> {
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect()
+}
+
+fn summary(out: &Output) -> Value {
+    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
+    let line = stderr.lines().find(|l| l.starts_with("{\"summary\"")).unwrap_or_else(|| panic!("no summary: {stderr}"));
+    serde_json::from_str::<Value>(line).unwrap()["summary"].clone()
+}
+
+fn frame_lines(all: &[Value]) -> Vec<&Value> {
+    all.iter().filter(|l| l.get("frame").is_some() && l.get("event").is_none()).collect()
+}
+
+fn tracks(line: &Value) -> Vec<u64> {
+    line["faces"].as_array().unwrap().iter().map(|f| f["track"].as_u64().unwrap()).collect()
+}
+
+#[test]
+fn raw_gray_stream_gives_one_line_per_frame_and_faces_keep_their_tracks() {
+    let (_dir, path) = write_temp(&stream_of(&frames(20, 2), InputFormat::Gray8));
+    let out = detect(&["--stream", path.to_str().unwrap(), "--input-format", "gray8", "--input-size", "320x240"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let all = lines(&out);
+    let per_frame = frame_lines(&all);
+    // A regular file is read without drops.
+    assert_eq!(per_frame.len(), 20);
+    for (i, line) in per_frame.iter().enumerate() {
+        assert_eq!(line["frame"], i as u64);
+        assert_eq!((line["width"].as_u64(), line["height"].as_u64()), (Some(320), Some(240)));
+        assert!(line["t_ms"].as_f64().is_some() && line["latency_ms"].as_f64().unwrap() >= 0.0, "{line}");
+        for face in line["faces"].as_array().unwrap() {
+            let score = face["score"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&score) && face["smiling"].is_boolean(), "{face}");
+        }
+    }
+    // The scene's faces move 2 px a frame: the tracks of the first frame go
+    // on to the last, and no face is counted twice.
+    let first = tracks(per_frame[0]);
+    assert!(first.len() >= 2, "the scene's faces are found: {}", per_frame[0]);
+    for line in &per_frame {
+        let ids = tracks(line);
+        let mut unique = ids.clone();
+        unique.dedup();
+        assert_eq!(ids.len(), unique.len(), "one track per face: {line}");
+    }
+    let last = tracks(per_frame[19]);
+    assert!(first.iter().filter(|t| last.contains(t)).count() >= 2, "first {first:?}, last {last:?}");
+    let s = summary(&out);
+    assert_eq!((s["frames"].as_u64(), s["processed"].as_u64(), s["dropped"].as_u64()), (Some(20), Some(20), Some(0)));
+    assert!(s["processing_fps"].as_f64().unwrap() > 0.0 && s["latency"]["median_ms"].as_f64().is_some());
+}
+
+#[test]
+fn smile_events_follow_the_hold_and_match_the_frame_states() {
+    // A still scene: each face's smile probability is the same every frame,
+    // so a face at or above --smile-on switches on at exactly frame hold-1.
+    let (_dir, path) = write_temp(&stream_of(&frames(8, 0), InputFormat::Gray8));
+    let base = ["--stream", path.to_str().unwrap(), "--input-format", "gray8", "--input-size", "320x240"];
+    let still =
+        detect(&[&base[..], &["--no-clock", "--smile-on", "0.5", "--smile-off", "0.3", "--smile-hold", "3"]].concat());
+    assert!(still.status.success(), "{}", String::from_utf8_lossy(&still.stderr));
+    let all = lines(&still);
+    let first = frame_lines(&all)[0];
+    assert!(first.get("t_ms").is_none() && first.get("latency_ms").is_none(), "--no-clock: {first}");
+    let smiling: Vec<u64> = first["faces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["smile"].as_f64().unwrap() >= 0.5)
+        .map(|f| f["track"].as_u64().unwrap())
+        .collect();
+    assert!(!smiling.is_empty(), "the test scene has a smiling face: {first}");
+    let events: Vec<&Value> = all.iter().filter(|l| l.get("event").is_some()).collect();
+    let started: Vec<(u64, u64)> = events
+        .iter()
+        .filter(|e| e["event"] == "smile_started")
+        .map(|e| (e["track"].as_u64().unwrap(), e["frame"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(started, smiling.iter().map(|&t| (t, 2)).collect::<Vec<_>>());
+    // Frame states agree: off before frame 2, on from it.
+    for line in frame_lines(&all) {
+        let frame = line["frame"].as_u64().unwrap();
+        for face in line["faces"].as_array().unwrap() {
+            let on = smiling.contains(&face["track"].as_u64().unwrap()) && frame >= 2;
+            assert_eq!(face["smiling"].as_bool(), Some(on), "frame {frame}: {face}");
+        }
+    }
+    // The stream ends with those faces still smiling: each smile ends with it.
+    let ended: Vec<u64> = events
+        .iter()
+        .filter(|e| e["event"] == "smile_ended")
+        .inspect(|e| assert_eq!(e["reason"], "stream_ended", "{e}"))
+        .map(|e| e["track"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ended, smiling);
+
+    // --events-only prints those event lines and nothing else; a long hold
+    // prints none.
+    let only =
+        detect(&[&base[..], &["--no-clock", "--smile-on", "0.5", "--smile-off", "0.3", "--events-only"]].concat());
+    let only_lines = lines(&only);
+    assert_eq!(only_lines.len(), events.len());
+    assert!(only_lines.iter().all(|l| l.get("event").is_some()));
+    let patient = detect(
+        &[&base[..], &["--smile-on", "0.5", "--smile-off", "0.3", "--smile-hold", "9", "--events-only"]].concat(),
+    );
+    assert!(lines(&patient).is_empty());
+}
+
+#[test]
+fn a_live_pipe_drops_stale_frames_and_counts_them() {
+    let bytes = stream_of(&frames(40, 1), InputFormat::Gray8);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_grin-detect"))
+        .args(["--stream", "--input-format", "gray8", "--input-size", "320x240", "--threads", "1", "--no-clock"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // 40 frames arrive at once, far faster than one core detects them.
+    let writer = std::thread::spawn(move || stdin.write_all(&bytes).unwrap());
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = summary(&out);
+    let (frames, processed, dropped) =
+        (s["frames"].as_u64().unwrap(), s["processed"].as_u64().unwrap(), s["dropped"].as_u64().unwrap());
+    assert_eq!(frames, 40);
+    assert_eq!(processed + dropped, 40, "{s}");
+    assert!(dropped > 0, "stale frames are dropped: {s}");
+    let numbers: Vec<u64> = frame_lines(&lines(&out)).iter().map(|l| l["frame"].as_u64().unwrap()).collect();
+    assert_eq!(numbers.len() as u64, processed);
+    assert!(numbers.windows(2).all(|w| w[0] < w[1]), "in order: {numbers:?}");
+    assert_eq!(numbers.last(), Some(&39), "the newest frame is always processed");
+}
+
+#[test]
+fn bad_mjpeg_frames_are_counted_and_the_stream_goes_on() {
+    let good = frames(3, 1);
+    let jpeg = |f: &DynamicImage| encode_frame(f, InputFormat::Mjpeg);
+    let small = jpeg(&good[0].resize_exact(160, 120, image::imageops::FilterType::Triangle));
+    let whole = jpeg(&good[1]);
+    let mut broken = whole.clone();
+    // Scrambles the headers after SOI: not a marker where one belongs.
+    broken[2] = 0x12;
+    let stream = [
+        jpeg(&good[0]),                     // 0 good
+        b"garbage".to_vec(),                // 1 stray bytes
+        whole[..whole.len() / 2].to_vec(),  // 2 cut short by the next start
+        jpeg(&good[1]),                     // 3 good
+        small,                              // 4 wrong size
+        broken,                             // 5 broken markers
+        jpeg(&good[2]),                     // 6 good
+        whole[..whole.len() - 10].to_vec(), // 7 truncated at the end
+    ]
+    .concat();
+    let (_dir, path) = write_temp(&stream);
+    let out = detect(&["--stream", path.to_str().unwrap(), "--input-size", "320x240", "--no-clock"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the end of a stream is a clean exit: {stderr}");
+    let s = summary(&out);
+    assert_eq!(s["processed"].as_u64(), Some(3), "{s}");
+    assert_eq!(s["bad"]["stray_bytes"].as_u64(), Some(1), "{s}");
+    assert_eq!(s["bad"]["wrong_size"].as_u64(), Some(1), "{s}");
+    assert_eq!(s["bad"]["truncated"].as_u64(), Some(1), "{s}");
+    assert!(s["bad"]["broken_jpeg"].as_u64().unwrap() >= 2, "cut and scrambled: {s}");
+    assert!(stderr.contains("warning: frame 4: wrong frame size 160x120, expected 320x240"), "{stderr}");
+    assert!(stderr.contains("truncated JPEG"), "{stderr}");
+    let per_frame = lines(&out);
+    let good_frames: Vec<&Value> = frame_lines(&per_frame);
+    assert_eq!(good_frames.len(), 3);
+    assert!(good_frames.iter().all(|l| !l["faces"].as_array().unwrap().is_empty()));
+}
+
+#[test]
+fn raw_formats_agree_and_a_short_last_frame_is_counted() {
+    let still = frames(2, 0);
+    let mut results = Vec::new();
+    for (format, name) in
+        [(InputFormat::Gray8, "gray8"), (InputFormat::Rgb24, "rgb24"), (InputFormat::Yuv420, "yuv420")]
+    {
+        let mut bytes = stream_of(&still, format);
+        bytes.extend_from_slice(&encode_frame(&still[0], format)[..1000]);
+        let (_dir, path) = write_temp(&bytes);
+        let out = detect(&[
+            "--stream",
+            path.to_str().unwrap(),
+            "--input-format",
+            name,
+            "--input-size",
+            "320x240",
+            "--no-clock",
+        ]);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let s = summary(&out);
+        assert_eq!((s["processed"].as_u64(), s["bad"]["truncated"].as_u64()), (Some(2), Some(1)), "{name}: {s}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("warning: frame 2: truncated frame"));
+        let faces = frame_lines(&lines(&out))[0]["faces"].as_array().unwrap().len();
+        results.push((name, faces));
+    }
+    // gray8 and rgb24 carry the same luma; yuv420's is the camera's
+    // limited-range luma, close enough to find the same faces.
+    assert!(results.iter().all(|r| r.1 == results[0].1 && r.1 >= 2), "{results:?}");
+}
+
+#[test]
+fn stream_flags_are_checked_before_anything_runs() {
+    let raw_without_size = detect(&["--stream", "-", "--input-format", "gray8"]);
+    assert_eq!(raw_without_size.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&raw_without_size.stderr).contains("give --input-size"));
+    let crossed = detect(&["--stream", "-", "--smile-on", "0.3", "--smile-off", "0.5"]);
+    assert_eq!(crossed.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&crossed.stderr).contains("--smile-off 0.5 must be below --smile-on 0.3"));
+    let odd = detect(&["--stream", "-", "--input-format", "yuv420", "--input-size", "321x240"]);
+    assert_eq!(odd.status.code(), Some(2));
+    let missing = detect(&["--stream", "/nonexistent/cam.mjpeg"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/cam.mjpeg: cannot open"));
+    let both = detect(&["--stream", "-", "image.png"]);
+    assert_eq!(both.status.code(), Some(2), "images and --stream do not mix");
+}

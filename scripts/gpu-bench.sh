@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# Every GPU figure in one call.
+#
+#   scripts/gpu-bench.sh --stage DIR
+#       Here, on the CPU machine: builds the CUDA release binary
+#       (CUDARC_CUDA_VERSION=13000, as CI does) and copies into DIR the
+#       binary (stripped), this script, the bench config, the PyTorch peer
+#       and a subset of the SMILEsmileD crops (CROPS per class, default 1000;
+#       the synthetic generator stands in when the data is absent). DIR must
+#       stay under 64 MiB (checked) and be git-ignored (`gpu-bench/` is).
+#
+#   DIR/gpu-bench.sh
+#       On a machine with an NVIDIA GPU (only DIR, nvidia-smi and python3 with
+#       torch are needed), in under 10 minutes: the same model, data and batch
+#       trained once per mode (on-the-fly, precomputed, in-VRAM): steps/s,
+#       samples/s, data wait per step, device-busy % from grin's accounting;
+#       `grin balance`'s prediction and `grin simulate --from-run`'s for each
+#       mode; nvidia-smi dmon during a longer in-VRAM run; an in-VRAM batch
+#       sweep; the PyTorch peer (same network, batch and data, eager, data on
+#       the GPU). Writes DIR/out/gpu-bench.md and gpu-bench.json; the last
+#       line printed is
+#       `in-vram/on-the-fly <R>x, in-vram busy <B>%, grin/pytorch <P>x, prediction error <E> points`.
+#
+#   GRIN_BACKEND=cpu DIR/gpu-bench.sh
+#       The same steps at a small size on the CPU backend (CI runs this).
+#
+# Device command (the one call of a GPU session; see the README):
+#   scripts/gpu-bench.sh --stage gpu-bench     # here
+#   run(command="cd gpu-bench && bash gpu-bench.sh", carry=["gpu-bench"])
+#
+# env: GRIN_BACKEND (cuda|cpu, default cuda), BUDGET_S (default 540: every
+#      step is cut off at this total), STEPS (per mode; default: sized from
+#      a probe so the three modes take about a minute), SWEEP (in-VRAM batch
+#      sizes, default "16 64 256"; cpu "4 8 16"), CROPS (stage only).
+set -euo pipefail
+
+if [ "${1:-}" = "--stage" ]; then
+    DIR=${2:?usage: scripts/gpu-bench.sh --stage DIR}
+    cd "$(dirname "$0")/.."
+    REPO=$(pwd)
+    CROPS=${CROPS:-1000}
+    DATA=../shared/data/smilesmiled
+    echo "gpu-bench: building the CUDA release binary" >&2
+    # The same command as CI's build, so that in CI this is no rebuild.
+    CUDARC_CUDA_VERSION=13000 cargo build --locked --release --workspace --features grin/cuda >&2
+    mkdir -p "$DIR"
+    DIR=$(cd "$DIR" && pwd)
+    case "$DIR/" in
+        "$REPO"/*) git -C "$REPO" check-ignore -q "$DIR/gpu-bench.sh" \
+            || { echo "gpu-bench: $DIR is inside the repository but not git-ignored" >&2; exit 1; } ;;
+    esac
+    rm -rf "${DIR:?}"/*
+    mkdir -p "$DIR/configs" "$DIR/peers"
+    cp "${CARGO_TARGET_DIR:-target}/release/grin" "$DIR/grin"
+    strip "$DIR/grin" 2>/dev/null || true
+    cp scripts/gpu-bench.sh "$DIR/gpu-bench.sh"
+    cp configs/gpu-bench.toml "$DIR/configs/"
+    cp scripts/peers/torch_detector.py "$DIR/peers/"
+    if [ -d "$DATA/smile" ] && [ -d "$DATA/no_smile" ]; then
+        for class in smile no_smile; do
+            mkdir -p "$DIR/data/smilesmiled/$class"
+            mapfile -t files < <(find "$DATA/$class" -maxdepth 1 -type f | sort)
+            cp "${files[@]:0:$CROPS}" "$DIR/data/smilesmiled/$class/"
+        done
+        echo "source crops" >"$DIR/DATA"
+    else
+        echo "gpu-bench: $DATA is absent: the run uses the synthetic generator (no data files)" >&2
+        echo "source synthetic" >"$DIR/DATA"
+    fi
+    git -C "$REPO" rev-parse HEAD >"$DIR/COMMIT" 2>/dev/null || true
+    size=$(du -sb "$DIR" | cut -f1)
+    echo "gpu-bench: staged $DIR: $((size / 1024 / 1024)) MiB ($(du -sh "$DIR/grin" | cut -f1) binary)" >&2
+    if [ "$size" -gt $((64 * 1024 * 1024)) ]; then
+        echo "gpu-bench: $DIR is over 64 MiB; lower CROPS" >&2
+        exit 1
+    fi
+    exit 0
+fi
+
+cd "$(dirname "$0")"
+[ -x ./grin ] || { echo "gpu-bench: no ./grin here: stage first (scripts/gpu-bench.sh --stage DIR), then run DIR/gpu-bench.sh" >&2; exit 2; }
+BACKEND=${GRIN_BACKEND:-cuda}
+BUDGET_S=${BUDGET_S:-540}
+START=$(date +%s)
+OUT=out
+rm -rf "$OUT"
+mkdir -p "$OUT"
+LOG=$OUT/log.txt
+: >"$LOG"
+
+SETS=(--set "name=gpu-bench")
+if grep -q crops DATA 2>/dev/null; then
+    SETS+=(--set "features.source.root=data/smilesmiled")
+else
+    SETS+=(--set 'features.source={kind="synthetic"}')
+fi
+case "$BACKEND" in
+    cuda)
+        SWEEP=${SWEEP:-16 64 256}
+        SAMPLES=4096
+        PEER_DEVICE=cuda
+        ;;
+    cpu)
+        # Small enough for CI's two cores: 64x48 frames, batch 8.
+        SETS+=(--set features.width=64 --set features.height=48 --set train.batch_size=8)
+        SWEEP=${SWEEP:-4 8 16}
+        SAMPLES=256
+        PEER_DEVICE=cpu
+        STEPS=${STEPS:-24}
+        ;;
+    *) echo "gpu-bench: GRIN_BACKEND must be cuda or cpu" >&2; exit 2 ;;
+esac
+CONFIG=(--config configs/gpu-bench.toml "${SETS[@]}")
+BATCH=$(./grin config "${CONFIG[@]}" --get train.batch_size 2>/dev/null || echo 16)
+
+remaining() { echo $((BUDGET_S - ($(date +%s) - START))); }
+# step NAME CMD...: runs CMD under what is left of the budget; a failure is
+# recorded (with its error) and the bench goes on.
+step() {
+    local name=$1
+    shift
+    local left
+    left=$(remaining)
+    if [ "$left" -le 5 ]; then
+        echo "gpu-bench: $name: skipped, the ${BUDGET_S} s budget is spent" | tee -a "$LOG" >&2
+        echo "{\"step\":\"$name\",\"status\":\"skipped: budget spent\"}" >>"$OUT/steps.jsonl"
+        return 1
+    fi
+    echo "gpu-bench: $name ($left s left)" >&2
+    local t0=$SECONDS rc=0
+    timeout "$left" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" || rc=$?
+    if [ "$rc" -eq 0 ]; then
+        echo "{\"step\":\"$name\",\"status\":\"ok\",\"seconds\":$((SECONDS - t0))}" >>"$OUT/steps.jsonl"
+        return 0
+    fi
+    local why
+    why=$(tail -n 3 "$OUT/$name.err" | tr '\n"\\' '   ')
+    echo "gpu-bench: $name failed (exit $rc): $why" | tee -a "$LOG" >&2
+    echo "{\"step\":\"$name\",\"status\":\"failed (exit $rc)\",\"error\":\"$why\"}" >>"$OUT/steps.jsonl"
+    return 1
+}
+
+if [ "$BACKEND" = cuda ]; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/gpu.txt" 2>&1 || true
+fi
+BENCH=(./grin bench modes "${CONFIG[@]}" --backend "$BACKEND" --samples "$SAMPLES" --runs-dir "$OUT/runs")
+
+# A short in-VRAM probe sizes the runs: steps/s on this device decide how
+# many steps fit in about 20 s per mode.
+if [ -z "${STEPS:-}" ]; then
+    STEPS=200
+    if step probe "${BENCH[@]}" --modes in-vram --steps 40 --json "$OUT/probe.json"; then
+        STEPS=$(python3 -c "import json; r=json.load(open('$OUT/probe.json'))['rows'][0]; print(max(40, min(3000, int(20 * r['steps_per_s']))))")
+    fi
+fi
+step modes "${BENCH[@]}" --steps "$STEPS" --json "$OUT/modes.json" || true
+
+# In-VRAM again, longer, with nvidia-smi dmon sampling the GPU once a second.
+LONG=$((STEPS * 2))
+if [ "$BACKEND" = cuda ] && command -v nvidia-smi >/dev/null; then
+    nvidia-smi dmon -s u -d 1 >"$OUT/dmon.txt" 2>&1 &
+    DMON=$!
+    step in-vram-dmon "${BENCH[@]}" --modes in-vram --steps "$LONG" --json "$OUT/in-vram-dmon.json" || true
+    kill "$DMON" 2>/dev/null || true
+else
+    echo "# no nvidia-smi on the $BACKEND backend" >"$OUT/dmon.txt"
+    step in-vram-dmon "${BENCH[@]}" --modes in-vram --steps "$LONG" --json "$OUT/in-vram-dmon.json" || true
+fi
+
+for b in $SWEEP; do
+    step "sweep-$b" "${BENCH[@]}" --modes in-vram --steps "$STEPS" --set "train.batch_size=$b" \
+        --json "$OUT/sweep-$b.json" || true
+done
+
+# The CLI's own views of the same runs, for the record.
+step balance ./grin balance "${CONFIG[@]}" --backend "$BACKEND" --set "train.store=$OUT/runs/data" || true
+# In VRAM there is no loader queue to simulate (the summary's figures give
+# the serial form, step / (step + cut), which modes.json carries).
+for mode in on-the-fly precomputed; do
+    [ -f "$OUT/runs/$mode/summary.json" ] || continue
+    step "simulate-$mode" ./grin simulate --from-run "$OUT/runs/$mode" --out "$OUT/simulate-$mode.svg" || true
+done
+
+PEER_STEPS=$((STEPS < 50 ? STEPS : 100))
+if python3 -c 'import torch' 2>/dev/null; then
+    step torch python3 peers/torch_detector.py --store "$OUT/runs/data" --batch "$BATCH" --device "$PEER_DEVICE" \
+        --steps "$PEER_STEPS" --warmup 10 --repeats 3 || true
+else
+    echo "gpu-bench: torch: skipped: python3 has no torch module here (the GPU machine's image has it)" | tee -a "$LOG" >&2
+    echo '{"step":"torch","status":"skipped: no torch module"}' >>"$OUT/steps.jsonl"
+fi
+
+python3 - "$OUT" "$BACKEND" "$BATCH" <<'PY'
+import json, os, re, statistics, sys
+out, backend, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def load(name):
+    p = os.path.join(out, name)
+    return json.load(open(p)) if os.path.exists(p) else None
+steps = [json.loads(l) for l in open(os.path.join(out, "steps.jsonl"))] if os.path.exists(os.path.join(out, "steps.jsonl")) else []
+modes = load("modes.json")
+dmon_run = load("in-vram-dmon.json")
+torch_res = None
+tp = os.path.join(out, "torch.out")
+if os.path.exists(tp):
+    lines = [l for l in open(tp) if l.startswith("{")]
+    torch_res = json.loads(lines[-1]) if lines else None
+gpu = open(os.path.join(out, "gpu.txt")).read().strip() if os.path.exists(os.path.join(out, "gpu.txt")) else backend
+
+# nvidia-smi dmon: "# gpu sm mem enc dec ..." header, then one row per second.
+sm = []
+for line in open(os.path.join(out, "dmon.txt")):
+    if line.startswith("#") or not line.strip():
+        continue
+    parts = line.split()
+    if len(parts) > 1 and parts[1].isdigit():
+        sm.append(int(parts[1]))
+dmon_sm = statistics.median(sm) if sm else None
+
+rows = {r["mode"]: r for r in (modes or {}).get("rows", [])}
+sweep = []
+for name in sorted(os.listdir(out)):
+    m = re.fullmatch(r"sweep-(\d+)\.json", name)
+    if m:
+        r = load(name)["rows"][0]
+        sweep.append({"batch": int(m.group(1)), "steps_per_s": r["steps_per_s"], "samples_per_s": r["samples_per_s"], "busy_pct": r["busy_pct"]})
+sweep.sort(key=lambda r: r["batch"])
+
+def f(v, fmt="{:.1f}"):
+    return "n/a" if v is None else fmt.format(v)
+otf, vram = rows.get("on-the-fly"), rows.get("in-vram")
+ratio = vram["steps_per_s"] / otf["steps_per_s"] if otf and vram else None
+peer_ratio = vram["steps_per_s"] / torch_res["steps_per_s"] if vram and torch_res else None
+errors = [abs(r["balance_busy_pct"] - r["busy_pct"]) for r in rows.values()]
+pred_err = max(errors) if errors else None
+
+md = []
+md.append(f"# gpu-bench ({backend}: {gpu})\n")
+if modes:
+    md.append(f"Same model, data and batch ({modes['batch_size']}, {modes['width']}x{modes['height']}), {modes['steps']} steps per mode, first log interval excluded; medians of log intervals.\n")
+    md.append("| mode | steps/s | samples/s | data wait ms/step | step ms | busy % (grin) | predicted (balance) | simulated (--from-run) | loaders |")
+    md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows.values():
+        md.append(f"| {r['mode']} | {r['steps_per_s']:.2f} | {r['samples_per_s']:.1f} | {r['wait_ms_per_step']:.2f} | {r['step_ms']:.2f} | {r['busy_pct']:.1f} | {r['balance_busy_pct']:.1f} | {r['simulated_busy_pct']:.1f} | {r['loaders']} |")
+    b = modes["balance"]
+    md.append(f"\nBalance figures: T_g {b['tg_s']*1e3:.3f} ms/sample, C {b['workers']}, T_i {b['ti_s']*1e3:.3f} ms, T_s {b['ts_s']*1e3:.3f} ms, T_u {b['tu_s']*1e3:.3f} ms, T_c {b['tc_s']*1e3:.3f} ms, T_r {b['tr_s']*1e3:.3f} ms ({b['tr_from']}).\n")
+if dmon_run:
+    r = dmon_run["rows"][0]
+    check = f"nvidia-smi dmon SM utilisation median {dmon_sm:.0f}% over {len(sm)} one-second samples" if sm else f"no nvidia-smi sample ({backend} backend)"
+    md.append(f"Longer in-VRAM run ({dmon_run['steps']} steps): {r['steps_per_s']:.2f} steps/s, grin busy {r['busy_pct']:.1f}%; {check}.\n")
+if sweep:
+    md.append("| in-VRAM batch | steps/s | samples/s | busy % |")
+    md.append("|---:|---:|---:|---:|")
+    for s in sweep:
+        md.append(f"| {s['batch']} | {s['steps_per_s']:.2f} | {s['samples_per_s']:.1f} | {s['busy_pct']:.1f} |")
+    md.append("")
+if torch_res:
+    md.append(f"PyTorch {torch_res['torch']} eager peer ({torch_res['device']}, batch {torch_res['batch']}, {torch_res['params']} params, data on the device): {torch_res['steps_per_s']:.2f} steps/s; grin in-VRAM / PyTorch = {f(peer_ratio, '{:.2f}')}x.\n")
+else:
+    md.append("PyTorch peer: not run (see steps below).\n")
+md.append("| step | status |")
+md.append("|---|---|")
+for s in steps:
+    md.append(f"| {s['step']} | {s['status']}{(': ' + s['error']) if s.get('error') else ''} |")
+x = lambda v: "n/a" if v is None else f"{v:.2f}x"
+last = f"in-vram/on-the-fly {x(ratio)}, in-vram busy {f(vram['busy_pct'] if vram else None)}%, grin/pytorch {x(peer_ratio)}, prediction error {f(pred_err)} points"
+md.append("\n" + last)
+open(os.path.join(out, "gpu-bench.md"), "w").write("\n".join(md) + "\n")
+json.dump({"backend": backend, "device": gpu, "modes": modes, "in_vram_dmon": dmon_run, "dmon_sm_median_pct": dmon_sm,
+           "dmon_samples": sm, "sweep": sweep, "torch": torch_res, "steps": steps,
+           "in_vram_over_on_the_fly": ratio, "grin_over_pytorch": peer_ratio, "prediction_error_points": pred_err},
+          open(os.path.join(out, "gpu-bench.json"), "w"), indent=2)
+print("\n".join(md))
+PY

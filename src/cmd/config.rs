@@ -1,0 +1,74 @@
+//! `grin config`: a config as grin resolves it, with every default filled in
+//! and every `--set` applied, so scripts (the sweep, gpu-bench) read values
+//! and write trial configs without a copy of the schema of their own.
+
+use super::train::ConfigArgs;
+use anyhow::{bail, Result};
+use clap::Args;
+
+#[derive(Args)]
+pub struct ConfigCmdArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Print one resolved value by its dotted key (e.g. `train.batch_size`);
+    /// strings bare, everything else as TOML.
+    #[arg(long, value_name = "KEY", conflicts_with = "keys")]
+    pub get: Option<String>,
+    /// List every key with its resolved value, one `key = value` per line.
+    #[arg(long)]
+    pub keys: bool,
+}
+
+pub fn run(args: ConfigCmdArgs) -> Result<()> {
+    let loaded = args.config.load()?;
+    let mut value = toml::Value::try_from(&loaded.config)?;
+    tidy_floats(&mut value);
+    if let Some(key) = &args.get {
+        let mut node = &value;
+        for part in key.split('.') {
+            match node.get(part) {
+                Some(next) => node = next,
+                None => bail!("{}: key `{key}`: not a key of the resolved config", loaded.path.display()),
+            }
+        }
+        match node {
+            toml::Value::String(s) => println!("{s}"),
+            toml::Value::Table(t) => print!("{}", toml::to_string_pretty(t)?),
+            other => println!("{other}"),
+        }
+    } else if args.keys {
+        let mut lines = Vec::new();
+        flatten("", &value, &mut lines);
+        for line in lines {
+            println!("{line}");
+        }
+    } else {
+        print!("{}", toml::to_string_pretty(&value)?);
+    }
+    Ok(())
+}
+
+fn flatten(prefix: &str, value: &toml::Value, out: &mut Vec<String>) {
+    match value {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                flatten(&key, v, out);
+            }
+        }
+        other => out.push(format!("{prefix} = {other}")),
+    }
+}
+
+/// f32 keys come out of serde widened to f64 (0.2 -> 0.20000000298023224):
+/// print such a value as the f32 it is.
+fn tidy_floats(value: &mut toml::Value) {
+    match value {
+        toml::Value::Float(f) if (*f as f32) as f64 == *f => {
+            *f = (*f as f32).to_string().parse().unwrap_or(*f);
+        }
+        toml::Value::Table(t) => t.iter_mut().for_each(|(_, v)| tidy_floats(v)),
+        toml::Value::Array(a) => a.iter_mut().for_each(tidy_floats),
+        _ => {}
+    }
+}

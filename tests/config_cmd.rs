@@ -1,0 +1,49 @@
+//! `grin config`: the resolved config, one value, every key; and the errors
+//! a script reading it gets.
+
+use std::process::Command;
+
+fn grin(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_grin")).args(args).output().expect("grin runs")
+}
+
+fn demo() -> String {
+    format!("{}/configs/demo.toml", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn get_keys_and_full_toml_agree_with_the_overrides() {
+    let demo = demo();
+    let get = grin(&["config", "--config", &demo, "--set", "train.lr=0.01", "--get", "train.lr"]);
+    assert!(get.status.success(), "{}", String::from_utf8_lossy(&get.stderr));
+    assert_eq!(String::from_utf8_lossy(&get.stdout).trim(), "0.01");
+    let name = grin(&["config", "--config", &demo, "--get", "name"]);
+    assert_eq!(String::from_utf8_lossy(&name.stdout).trim(), "demo", "strings print bare");
+
+    let keys = grin(&["config", "--config", &demo, "--keys"]);
+    let keys = String::from_utf8_lossy(&keys.stdout).to_string();
+    // Defaults the file does not name are filled in, f32s print as written.
+    assert!(keys.lines().any(|l| l == "train.device_augment.flip = 0.5"), "{keys}");
+    assert!(keys.lines().any(|l| l.starts_with("features.augment.blur_sigma = [")), "{keys}");
+
+    // The full TOML is itself a config grin loads to the same values.
+    let full = grin(&["config", "--config", &demo, "--set", "train.steps=7"]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("resolved.toml");
+    std::fs::write(&path, &full.stdout).unwrap();
+    let again = grin(&["config", "--config", path.to_str().unwrap(), "--keys"]);
+    let again = String::from_utf8_lossy(&again.stdout).to_string();
+    assert!(again.lines().any(|l| l == "train.steps = 7"), "{again}");
+    assert_eq!(again.lines().count(), keys.lines().count());
+}
+
+#[test]
+fn unknown_keys_and_out_of_range_values_are_named() {
+    let demo = demo();
+    let missing = grin(&["config", "--config", &demo, "--get", "train.nope"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("key `train.nope`: not a key of the resolved config"));
+    let flip = grin(&["config", "--config", &demo, "--set", "train.device_augment.flip=2"]);
+    assert_eq!(flip.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&flip.stderr).contains("key `train.device_augment.flip`: 2 must be within 0..=1"));
+}
