@@ -236,7 +236,7 @@ pred_err = max(errors) if errors else None
 md = []
 md.append(f"# gpu-bench ({backend}: {gpu})\n")
 if modes:
-    md.append(f"Same model, data and batch ({modes['batch_size']}, {modes['width']}x{modes['height']}), {modes['steps']} steps per mode, first log interval excluded; medians of log intervals.\n")
+    md.append(f"Same model, data and batch ({modes['batch_size']}, {modes['width']}x{modes['height']}), {modes['steps']} steps per mode; each figure is the median over the log intervals after the first (warm-up).\n")
     md.append("| mode | steps/s | samples/s | data wait ms/step | step ms | busy % (grin) | predicted (balance) | simulated (--from-run) | loaders |")
     md.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows.values():

@@ -10,7 +10,7 @@
 //! against the Burn model. Decoding is `grin_model::decode`, as on the Burn
 //! path. Channels are split over rayon's global pool, so `--threads` applies.
 
-use crate::model::Backend;
+use crate::model::CpuBackend;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::Tensor;
 use grin_model::detector::OUTPUTS;
@@ -64,8 +64,8 @@ pub struct FastDetector {
 
 struct Collect(Vec<(Vec<usize>, Vec<f32>)>);
 
-impl ModuleVisitor<Backend> for Collect {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<Backend, D>>) {
+impl ModuleVisitor<CpuBackend> for Collect {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<CpuBackend, D>>) {
         let t = param.val();
         let dims = t.dims().to_vec();
         let values = t.into_data().convert::<f32>().to_vec::<f32>().expect("f32 weights");
@@ -119,7 +119,7 @@ impl Weights {
 impl FastDetector {
     /// Copies the model's weights into the fast layout; `Err` says why the
     /// model does not fit this architecture.
-    pub fn new(spec: &DetectorSpec, model: &grin_model::Detector<Backend>) -> Result<FastDetector, String> {
+    pub fn new(spec: &DetectorSpec, model: &grin_model::Detector<CpuBackend>) -> Result<FastDetector, String> {
         let mut collect = Collect(Vec::new());
         model.visit(&mut collect);
         let mut weights = Weights(collect.0.into_iter());
@@ -153,8 +153,7 @@ impl FastDetector {
         let mut levels = Vec::with_capacity(self.heads.len());
         for (i, (depthwise, pointwise)) in self.blocks.iter().enumerate() {
             x = pointwise.apply(&depthwise.apply(&x));
-            // Blocks come in (stride-2, stride-1) pairs; stages 2..4 are tapped.
-            if i % 2 == 1 && i >= 3 {
+            if grin_model::detector::is_tapped(i) {
                 let head = &self.heads[levels.len()];
                 levels.push(head.out.apply(&head.mix_pointwise.apply(&head.mix_depthwise.apply(&x))));
             }

@@ -17,7 +17,7 @@ use grin_model::{Budget, DecodeParams, Detection, DetectorSpec, Points};
 use std::path::PathBuf;
 
 /// Plain f32 ndarray, no autodiff: inference only.
-pub type Backend = NdArray<f32>;
+pub type CpuBackend = NdArray<f32>;
 
 /// The default model, trained by `grin train` (see the README for how).
 pub static DEFAULT_MODEL: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets/default.grin"));
@@ -56,7 +56,7 @@ pub struct Detector {
     spec: DetectorSpec,
     engine: Engine,
     fast: FastDetector,
-    model: grin_model::Detector<Backend>,
+    model: grin_model::Detector<CpuBackend>,
     device: NdArrayDevice,
     params: DecodeParams,
     points: Points,
@@ -68,9 +68,9 @@ impl Detector {
     pub fn load(source: ModelSource) -> Result<Detector> {
         let device = NdArrayDevice::Cpu;
         let (spec, model) = match &source {
-            ModelSource::Embedded => grin_model::file::from_bytes::<Backend>(DEFAULT_MODEL, &device)
+            ModelSource::Embedded => grin_model::file::from_bytes::<CpuBackend>(DEFAULT_MODEL, &device)
                 .map_err(|e| anyhow!("embedded default model: {e}"))?,
-            ModelSource::File(path) => grin_model::file::load_model::<Backend>(path, &device)?,
+            ModelSource::File(path) => grin_model::file::load_model::<CpuBackend>(path, &device)?,
         };
         if !matches!(spec.channels, 1 | 3) {
             bail!("{source}: model expects {} channels; images give 1 or 3", spec.channels);
@@ -160,7 +160,7 @@ impl Detector {
             }),
             Engine::Burn => {
                 let shape = [1, frame.channels, frame.height, frame.width];
-                let input = Tensor::<Backend, 4>::from_data(TensorData::new(frame.pixels, shape), &self.device);
+                let input = Tensor::<CpuBackend, 4>::from_data(TensorData::new(frame.pixels, shape), &self.device);
                 let raw = self.model.forward(input).raw;
                 raw.into_data().convert::<f32>().to_vec::<f32>().expect("f32 output")
             }

@@ -62,7 +62,7 @@ fn fast_path_matches_burn_on_a_random_rgb_model() {
         channels: 3,
     };
     let device = Default::default();
-    let model = spec.init::<grin_infer::model::Backend>(&device);
+    let model = spec.init::<grin_infer::model::CpuBackend>(&device);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("random.grin");
     grin_model::file::save_model(&path, &spec, &model).unwrap();

@@ -20,6 +20,14 @@ pub const OUTPUTS: usize = 6;
 /// the (overwhelming) background instead of spending steps getting there.
 const PRIOR_PROBABILITY: f32 = 0.01;
 
+/// Whether backbone block `i` feeds a head. Blocks come in (stride-2,
+/// stride-1) pairs, one pair per stage; the ends of stages 2..4 (strides 8,
+/// 16, 32) are tapped, in that order. The one statement of the rule: the
+/// training model, its MAC count and the Pi's fast path all ask here.
+pub fn is_tapped(block: usize) -> bool {
+    block % 2 == 1 && block >= 3
+}
+
 /// Everything needed to rebuild a detector: architecture plus input shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DetectorSpec {
@@ -120,8 +128,7 @@ impl<B: DetectorBackend> Detector<B> {
         let mut levels = Vec::with_capacity(self.heads.len());
         for (i, block) in self.blocks.iter().enumerate() {
             x = block.forward(x);
-            // Blocks come in (stride-2, stride-1) pairs; stages 2..4 are tapped.
-            if i % 2 == 1 && i >= 3 {
+            if is_tapped(i) {
                 levels.push(self.heads[levels.len()].forward(x.clone()));
             }
         }
@@ -138,7 +145,7 @@ impl<B: Backend> Detector<B> {
             let (m, nh, nw) = block.macs(h, w);
             total += m;
             (h, w) = (nh, nw);
-            if i % 2 == 1 && i >= 3 {
+            if is_tapped(i) {
                 total += self.heads[level].macs(h, w);
                 level += 1;
             }

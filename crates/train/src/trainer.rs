@@ -96,7 +96,7 @@ pub struct Summary {
     pub loaders: usize,
     /// Median compute time of one step.
     pub step_ms: f64,
-    /// Mean time per step the training thread waited on data.
+    /// Time per step the training thread waited on data (median over log intervals).
     #[serde(default)]
     pub wait_ms_per_step: f64,
     /// Scores on held-out real photos, one entry per real source.
@@ -380,8 +380,10 @@ fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>, loade
     let steady: Vec<&MetricRow> = if h.len() > 1 { h[1..].iter().collect() } else { h.iter().collect() };
     let mut step_ms: Vec<f64> = steady.iter().map(|r| r.compute_ms).collect();
     let mut produce: Vec<f64> = steady.iter().map(|r| r.produce_ms).collect();
-    let mean = |f: &dyn Fn(&MetricRow) -> f64| steady.iter().map(|r| f(r)).sum::<f64>() / steady.len().max(1) as f64;
-    let samples_per_s = mean(&|r| r.samples_per_s);
+    // Medians over the log intervals: one slow interval (a checkpoint, a
+    // page fault storm) does not move the figures.
+    let middle = |f: &dyn Fn(&MetricRow) -> f64| median(&mut steady.iter().map(|r| f(r)).collect::<Vec<f64>>());
+    let samples_per_s = middle(&|r| r.samples_per_s);
     let load = median(&mut produce);
     let jitter = {
         let m = produce.iter().sum::<f64>() / produce.len().max(1) as f64;
@@ -397,7 +399,7 @@ fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>, loade
         smile_accuracy: report.and_then(|r| r.smile_accuracy),
         steps_per_s: samples_per_s / run.train.batch_size as f64,
         samples_per_s,
-        gpu_busy_pct: mean(&|r| r.gpu_busy_pct),
+        gpu_busy_pct: middle(&|r| r.gpu_busy_pct),
         wall_s: state.wall_s,
         final_loss: h.last().map(|r| r.loss).unwrap_or(f32::NAN),
         produce_ms_per_batch: load,
@@ -405,7 +407,7 @@ fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>, loade
         load_jitter_ms: jitter * loaders.max(1) as f64,
         loaders,
         step_ms: median(&mut step_ms),
-        wait_ms_per_step: mean(&|r| r.wait_ms),
+        wait_ms_per_step: middle(&|r| r.wait_ms),
         photos: vec![],
     }
 }

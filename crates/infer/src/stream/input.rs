@@ -286,9 +286,10 @@ impl<R: Read> FrameReader<R> {
     }
 }
 
-/// Decodes one frame's bytes into an image, checking its size.
+/// Decodes one frame's bytes into an image, checking its size. Raw frames
+/// become the image without a copy.
 pub fn decode(
-    bytes: &[u8],
+    mut bytes: Vec<u8>,
     format: InputFormat,
     size: Option<(usize, usize)>,
     model_channels: usize,
@@ -297,23 +298,23 @@ pub fn decode(
     match format {
         InputFormat::Gray8 => {
             let (w, h) = raw_size();
-            Ok(DynamicImage::ImageLuma8(GrayImage::from_raw(w, h, bytes.to_vec()).expect("frame has w*h bytes")))
+            Ok(DynamicImage::ImageLuma8(GrayImage::from_raw(w, h, bytes).expect("frame has w*h bytes")))
         }
         InputFormat::Rgb24 => {
             let (w, h) = raw_size();
-            Ok(DynamicImage::ImageRgb8(RgbImage::from_raw(w, h, bytes.to_vec()).expect("frame has w*h*3 bytes")))
+            Ok(DynamicImage::ImageRgb8(RgbImage::from_raw(w, h, bytes).expect("frame has w*h*3 bytes")))
         }
         InputFormat::Yuv420 => {
             let (w, h) = raw_size();
-            let luma = &bytes[..(w * h) as usize];
             if model_channels == 1 {
                 // A grey model reads the luma plane as it is.
-                return Ok(DynamicImage::ImageLuma8(GrayImage::from_raw(w, h, luma.to_vec()).expect("luma plane")));
+                bytes.truncate((w * h) as usize);
+                return Ok(DynamicImage::ImageLuma8(GrayImage::from_raw(w, h, bytes).expect("luma plane")));
             }
-            Ok(DynamicImage::ImageRgb8(yuv420_to_rgb(bytes, w as usize, h as usize)))
+            Ok(DynamicImage::ImageRgb8(yuv420_to_rgb(&bytes, w as usize, h as usize)))
         }
         InputFormat::Mjpeg => {
-            let image = image::load_from_memory_with_format(bytes, image::ImageFormat::Jpeg)
+            let image = image::load_from_memory_with_format(&bytes, image::ImageFormat::Jpeg)
                 .map_err(|e| BadFrame::Undecodable(e.to_string()))?;
             match size {
                 Some((w, h)) if (image.width() as usize, image.height() as usize) != (w, h) => {
@@ -438,16 +439,16 @@ mod tests {
     #[test]
     fn decode_checks_the_declared_size_and_reads_luma_from_yuv() {
         let a = jpeg(16, 8, 40);
-        assert!(decode(&a, InputFormat::Mjpeg, Some((16, 8)), 1).is_ok());
+        assert!(decode(a.clone(), InputFormat::Mjpeg, Some((16, 8)), 1).is_ok());
         assert_eq!(
-            decode(&a, InputFormat::Mjpeg, Some((32, 8)), 1).unwrap_err(),
+            decode(a.clone(), InputFormat::Mjpeg, Some((32, 8)), 1).unwrap_err(),
             BadFrame::WrongSize { width: 16, height: 8, expected: (32, 8) }
         );
-        assert!(matches!(decode(&a[..20], InputFormat::Mjpeg, None, 1), Err(BadFrame::Undecodable(_))));
+        assert!(matches!(decode(a[..20].to_vec(), InputFormat::Mjpeg, None, 1), Err(BadFrame::Undecodable(_))));
         let yuv: Vec<u8> = [vec![100u8; 8], vec![128u8; 4]].concat();
-        let grey = decode(&yuv, InputFormat::Yuv420, Some((4, 2)), 1).unwrap().into_luma8();
+        let grey = decode(yuv.clone(), InputFormat::Yuv420, Some((4, 2)), 1).unwrap().into_luma8();
         assert!(grey.pixels().all(|p| p.0[0] == 100));
-        let rgb = decode(&yuv, InputFormat::Yuv420, Some((4, 2)), 3).unwrap().into_rgb8();
+        let rgb = decode(yuv, InputFormat::Yuv420, Some((4, 2)), 3).unwrap().into_rgb8();
         assert!(rgb.pixels().all(|p| p.0[0] == p.0[1] && p.0[1] == p.0[2]), "neutral chroma is grey");
     }
 }

@@ -250,7 +250,7 @@ pub fn run<R: Read + Send + 'static>(
     while let Some(item) = slot.pop(&stop) {
         let began = Instant::now();
         last_frame = item.number;
-        let image = item.bytes.and_then(|b| input::decode(&b, options.format, options.size, detector.spec().channels));
+        let image = item.bytes.and_then(|b| input::decode(b, options.format, options.size, detector.spec().channels));
         let image = match image {
             Ok(image) => image,
             Err(bad) => {
