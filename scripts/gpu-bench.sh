@@ -31,7 +31,8 @@
 # env: GRIN_BACKEND (cuda|cpu, default cuda), BUDGET_S (default 540: every
 #      step is cut off at this total), STEPS (per mode; default: sized from
 #      a probe so the three modes take about a minute), SWEEP (in-VRAM batch
-#      sizes, default "16 64 256"; cpu "4 8 16"), CROPS (stage only).
+#      sizes, default "16 64 256"; cpu "4 8 16"), PYTHON (the peer's python,
+#      default python3), CROPS (stage only).
 set -euo pipefail
 
 if [ "${1:-}" = "--stage" ]; then
@@ -182,11 +183,12 @@ for mode in on-the-fly precomputed; do
 done
 
 PEER_STEPS=$((STEPS < 50 ? STEPS : 100))
-if python3 -c 'import torch' 2>/dev/null; then
-    step torch python3 peers/torch_detector.py --store "$OUT/runs/data" --batch "$BATCH" --device "$PEER_DEVICE" \
+PYTHON=${PYTHON:-python3}
+if "$PYTHON" -c 'import torch' 2>/dev/null; then
+    step torch "$PYTHON" peers/torch_detector.py --store "$OUT/runs/data" --batch "$BATCH" --device "$PEER_DEVICE" \
         --steps "$PEER_STEPS" --warmup 10 --repeats 3 || true
 else
-    echo "gpu-bench: torch: skipped: python3 has no torch module here (the GPU machine's image has it)" | tee -a "$LOG" >&2
+    echo "gpu-bench: torch: skipped: $PYTHON has no torch module here (the GPU machine's image has it; PYTHON=... names another)" | tee -a "$LOG" >&2
     echo '{"step":"torch","status":"skipped: no torch module"}' >>"$OUT/steps.jsonl"
 fi
 
@@ -254,7 +256,7 @@ if sweep:
         md.append(f"| {s['batch']} | {s['steps_per_s']:.2f} | {s['samples_per_s']:.1f} | {s['busy_pct']:.1f} |")
     md.append("")
 if torch_res:
-    md.append(f"PyTorch {torch_res['torch']} eager peer ({torch_res['device']}, batch {torch_res['batch']}, {torch_res['params']} params, data on the device): {torch_res['steps_per_s']:.2f} steps/s; grin in-VRAM / PyTorch = {f(peer_ratio, '{:.2f}')}x.\n")
+    md.append(f"PyTorch {torch_res['torch']} eager peer ({torch_res['device']}, batch {torch_res['batch']}, {torch_res['params_with_bn_stats']} params counted as grin counts them, data on the device): {torch_res['steps_per_s']:.2f} steps/s; grin in-VRAM / PyTorch = {f(peer_ratio, '{:.2f}')}x.\n")
 else:
     md.append("PyTorch peer: not run (see steps below).\n")
 md.append("| step | status |")

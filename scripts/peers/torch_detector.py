@@ -10,7 +10,7 @@ outputs (face logit, four log-distances, smile logit); every conv is
 bias-free and followed by BatchNorm and ReLU, as in grin. Same loss terms
 (`crates/model/src/{targets,loss}.rs`): points within 1.5 strides of a face
 centre whose size fits the level are positives (the smallest such face
-wins), focal loss on the face logit, IoU loss on the box, BCE on the smile
+wins), focal loss on the face logit, GIoU loss on the box, BCE on the smile
 where it is labelled, weights from the config's defaults. Same optimizer
 (AdamW with weight decay 1e-4) and batch. Data: the records of a grin store
 (the one the in-VRAM run used), loaded once into device memory as u8; each
@@ -124,11 +124,14 @@ def loss_fn(raw, boxes, labels, pts, alpha=0.25, gamma=2.0, box_weight=2.0, smil
 
     d = raw[:, 1:5].clamp(-4, 5).exp() * stride[None, None, :]  # [B, 4, P]
     l, t, rr, b = d.unbind(1)
-    tl, tt, tr, tb = px[..., 0] - tx0, py[..., 0] - ty0, tx1 - px[..., 0], ty1 - py[..., 0]
+    # Targets of negative points are arbitrary: clamped, as grin does.
+    tl, tt, tr, tb = ((v).clamp(0, 1e6) for v in (px[..., 0] - tx0, py[..., 0] - ty0, tx1 - px[..., 0], ty1 - py[..., 0]))
     inter = (torch.minimum(l, tl) + torch.minimum(rr, tr)) * (torch.minimum(t, tt) + torch.minimum(b, tb))
-    union = (l + rr) * (t + b) + (tl + tr) * (tt + tb) - inter
-    iou = inter / union.clamp(min=1e-6)
-    box = ((1 - iou) * positive).sum() / n_pos
+    union = (l + rr) * (t + b) + (tl + tr) * (tt + tb) - inter + 1e-6
+    iou = inter / union
+    enclosing = (torch.maximum(l, tl) + torch.maximum(rr, tr)) * (torch.maximum(t, tt) + torch.maximum(b, tb)) + 1e-6
+    giou = iou - (enclosing - union) / enclosing
+    box = ((1 - giou) * positive).sum() / n_pos
 
     labelled = positive & (smile >= 0)
     smile_ce = F.binary_cross_entropy_with_logits(raw[:, 5], smile.clamp(min=0), reduction="none")
@@ -176,6 +179,8 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-4)
     pts = points(w, h, dev)
     params = sum(p.numel() for p in model.parameters())
+    # grin's parameter count includes BatchNorm's running mean and variance.
+    bn_stats = sum(b.numel() for name, b in model.named_buffers() if "running" in name)
     gen = torch.Generator(device=dev).manual_seed(0)
 
     def step():
@@ -217,9 +222,10 @@ def main():
         "channels": c,
         "samples": n,
         "params": params,
+        "params_with_bn_stats": params + bn_stats,
         "steps_per_s": sps,
         "samples_per_s": sps * args.batch,
-        "final_loss": float(loss),
+        "final_loss": float(loss.detach()),
     }))
 
 
