@@ -199,20 +199,24 @@ impl<R: Read> FrameReader<R> {
         }
         let mut out = vec![0xFF, 0xD8];
         let truncated = |out: &Vec<u8>| Some(Err(BadFrame::Truncated { got: out.len(), expected: None }));
+        // A marker code the scan data ended at, not yet handled.
+        let mut pending: Option<u8> = None;
         loop {
             if out.len() > MAX_JPEG_BYTES {
                 return Some(Err(BadFrame::BrokenJpeg(format!("no end marker within {MAX_JPEG_BYTES} bytes"))));
             }
-            // A marker: FF, optional FF fill bytes, then the code.
-            let Some(b) = self.byte() else { return truncated(&out) };
-            if b != 0xFF {
-                return Some(Err(BadFrame::BrokenJpeg(format!("byte {b:#04x} where a marker belongs"))));
-            }
-            let mut code = 0xFF;
-            while code == 0xFF {
-                let Some(c) = self.byte() else { return truncated(&out) };
-                code = c;
-            }
+            let code = match pending.take() {
+                Some(code) => code,
+                None => {
+                    // A marker: FF, optional FF fill bytes, then the code.
+                    let Some(b) = self.byte() else { return truncated(&out) };
+                    if b != 0xFF {
+                        return Some(Err(BadFrame::BrokenJpeg(format!("byte {b:#04x} where a marker belongs"))));
+                    }
+                    let Some(code) = self.marker_code() else { return truncated(&out) };
+                    code
+                }
+            };
             out.extend([0xFF, code]);
             match code {
                 0xD9 => return Some(Ok(out)),
@@ -236,51 +240,35 @@ impl<R: Read> FrameReader<R> {
             }
             if code == 0xDA {
                 // Entropy-coded data runs to the first FF not followed by
-                // 00 (stuffing) or a restart code: the next marker.
+                // 00 (stuffing) or a restart code: the next marker, handled
+                // above (EOI, the next scan of a progressive JPEG, ...).
                 loop {
                     if out.len() > MAX_JPEG_BYTES {
-                        return Some(Err(BadFrame::BrokenJpeg(format!("no end marker within {MAX_JPEG_BYTES} bytes"))));
+                        break;
                     }
                     let Some(b) = self.byte() else { return truncated(&out) };
                     if b != 0xFF {
                         out.push(b);
                         continue;
                     }
-                    let Some(mut next) = self.byte() else { return truncated(&out) };
-                    while next == 0xFF {
-                        let Some(n) = self.byte() else { return truncated(&out) };
-                        next = n;
-                    }
-                    match next {
-                        0x00 | 0xD0..=0xD7 => out.extend([b, next]),
-                        0xD9 => {
-                            out.extend([b, next]);
-                            return Some(Ok(out));
-                        }
-                        0xD8 => {
-                            self.pending_start = true;
-                            return Some(Err(BadFrame::BrokenJpeg("a new frame starts before this one ends".into())));
-                        }
-                        _ => {
-                            // Another segment (e.g. the next scan of a
-                            // progressive JPEG): back to the marker walk.
-                            out.extend([b, next]);
-                            let (Some(hi), Some(lo)) = (self.byte(), self.byte()) else { return truncated(&out) };
-                            let len = u16::from_be_bytes([hi, lo]) as usize;
-                            if len < 2 {
-                                return Some(Err(BadFrame::BrokenJpeg(format!("segment length {len}"))));
-                            }
-                            out.extend([hi, lo]);
-                            for _ in 0..len - 2 {
-                                let Some(b) = self.byte() else { return truncated(&out) };
-                                out.push(b);
-                            }
-                            if next != 0xDA {
-                                break;
-                            }
-                        }
+                    let Some(next) = self.marker_code() else { return truncated(&out) };
+                    if matches!(next, 0x00 | 0xD0..=0xD7) {
+                        out.extend([b, next]);
+                    } else {
+                        pending = Some(next);
+                        break;
                     }
                 }
+            }
+        }
+    }
+
+    /// The code after a marker's FF, past any FF fill bytes.
+    fn marker_code(&mut self) -> Option<u8> {
+        loop {
+            match self.byte()? {
+                0xFF => continue,
+                code => return Some(code),
             }
         }
     }
