@@ -154,3 +154,36 @@ fn allow_stale_never_feeds_records_of_another_size() {
         assert!(e.contains("records are 64x64x1, the config's features are 96x64x1"), "{mode}: {e}");
     }
 }
+
+#[test]
+fn train_init_names_a_missing_or_mismatched_model_and_loads_a_matching_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let missing = dir.path().join("nope.grin");
+    let config = write_config(dir.path(), &format!("init = {:?}\n", missing.display().to_string()));
+    let out = grin(&["train", "--backend", "cpu", "--quiet"], &config, &runs);
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(e.contains("key `train.init`") && e.contains("nope.grin"), "{e}");
+
+    // A model of another width: refused, naming both architectures.
+    let other = write_config(dir.path(), "");
+    let out = grin(&["train", "--backend", "cpu", "--quiet", "--set", "model.width_mult=0.25"], &other, &runs);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let narrow = runs.join("tiny/model.grin");
+    let config = write_config(dir.path(), &format!("init = {:?}\n", narrow.display().to_string()));
+    let out = grin(&["train", "--backend", "cpu", "--quiet", "--set", "name=wide"], &config, &runs);
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(e.contains("key `train.init`") && e.contains("widths"), "{e}");
+
+    // The same architecture: the run starts from those weights.
+    let out = grin(
+        &["train", "--backend", "cpu", "--quiet", "--set", "name=tuned", "--set", "model.width_mult=0.25"],
+        &config,
+        &runs,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("starting from the weights of"), "{}", stderr(&out));
+    assert!(runs.join("tuned/model.grin").exists());
+}
