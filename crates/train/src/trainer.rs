@@ -83,6 +83,7 @@ pub struct Summary {
     pub final_loss: f32,
     /// Median wall time to produce one batch, all loaders together (host
     /// modes), or to cut one (in VRAM).
+    #[serde(default)]
     pub produce_ms_per_batch: f64,
     /// One loader's time per batch: `produce_ms_per_batch * loaders`, since
     /// the loaders split each batch between them. What `grin simulate

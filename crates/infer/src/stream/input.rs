@@ -192,7 +192,7 @@ impl<R: Read> FrameReader<R> {
 
     fn cut_jpeg(&mut self) -> Option<Result<Vec<u8>, BadFrame>> {
         let skipped = self.seek_start()?;
-        if skipped > 0 && !std::mem::take(&mut self.resync) {
+        if skipped > 0 && !self.resync {
             // The start just found is kept for the next call.
             self.pending_start = true;
             return Some(Err(BadFrame::StrayBytes(skipped)));
