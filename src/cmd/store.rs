@@ -3,9 +3,8 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use grin_features::pipeline::Pipeline;
-use grin_features::{HostBatch, SceneClass, Split};
-use grin_store::{Event, Plan, Store, Writer};
+use grin_features::SceneClass;
+use grin_store::{Plan, Store};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 
@@ -115,11 +114,7 @@ pub fn precompute(args: PrecomputeArgs) -> Result<()> {
     let loaded = crate::config::load(config_path, &args.sets)?;
     let config = &loaded.config;
     let samples = args.samples.unwrap_or(config.train.store_samples as u64);
-    let out = args
-        .out
-        .clone()
-        .or_else(|| config.train.store.clone())
-        .unwrap_or_else(|| PathBuf::from("data").join(&config.name));
+    let out = args.out.clone().unwrap_or_else(|| config.store_dir());
     let plan = Plan::for_features(&config.features, samples, args.shard_size)?;
     let describe = format!(
         "{} samples of {}x{}x{} in {} shards of {} records ({} bytes each)",
@@ -140,43 +135,9 @@ pub fn precompute(args: PrecomputeArgs) -> Result<()> {
         Some(text) => grin_store::parse_shard_range(text, plan.shard_count)?,
         None => 0..plan.shard_count,
     };
-    let writer = Writer::create(&out, plan)?;
-    let pipeline = Pipeline::new(&config.features, Split::Train)
-        .with_context(|| format!("{}: features", config_path.display()))?;
     eprintln!("precompute: {describe} -> {} (shards {}..{})", out.display(), range.start, range.end);
-
-    let mut bar: Option<ProgressBar> = None;
-    let mut progress = |event: Event| match event {
-        Event::Plan { reused_shards, reused_records, pending_records, .. } => {
-            if reused_shards > 0 {
-                eprintln!("reusing {reused_shards} finished shards ({reused_records} samples)");
-            }
-            let b = ProgressBar::new(pending_records);
-            b.set_style(
-                ProgressStyle::with_template(
-                    "{elapsed_precise} [{wide_bar}] {pos}/{len} samples  {per_sec}  ETA {eta}",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
-            );
-            bar = Some(b);
-        }
-        Event::Redo { file, reason } => eprintln!("rewriting {file}: {reason}"),
-        Event::Records(n) => {
-            if let Some(b) = &bar {
-                b.inc(n);
-            }
-        }
-    };
-    let fill = |indices: &[u64], batch: &mut HostBatch| pipeline.fill_batch(indices, batch);
-    let summary = writer.run(range, &fill, &mut progress);
-    if let Some(b) = &bar {
-        b.finish();
-    }
-    let summary = summary?;
-    if let Some(skips) = pipeline.skips().summary() {
-        eprintln!("{skips}");
-    }
+    let summary = grin_train::precompute::write_store(&config.features, plan, range, &out)
+        .with_context(|| format!("{}", config_path.display()))?;
     let c = summary.class_counts;
     println!(
         "wrote {} shards, reused {}: {} (smiling {}, non-smiling {}, face-free {})",

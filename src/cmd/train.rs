@@ -5,9 +5,8 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use grin_model::{budget, file, DetectorSpec, TrainBackend};
 use grin_train::backend::{self, BackendChoice};
-use grin_train::modes::{self, FeedPlan};
 use grin_train::trainer::{self, RunSpec, Summary};
-use grin_train::Mode;
+use grin_train::{build_feed, FeedPlan, Mode, PlanRequest, RunPlan};
 use std::path::PathBuf;
 
 /// Runs `$body` with `$B` naming the chosen backend's type and `$device`
@@ -156,102 +155,26 @@ fn train_on<B: TrainBackend>(
     if devices.len() > 1 {
         eprintln!("data-parallel over {} devices", devices.len());
     }
-    let plan = plan_feed::<B>(args, loaded, choice, &device)?;
-    let mode = plan.mode;
-    let run = RunSpec {
-        name: c.name.clone(),
-        run_dir: args.runs_dir.join(&c.name),
-        features: c.features.clone(),
-        model: c.model.clone(),
-        train: c.train.clone(),
-        mode,
-        backend: choice.name().into(),
+    let request = PlanRequest {
+        config: c,
+        config_path: &loaded.path,
+        backend: choice,
+        device_index: args.devices[0],
+        runs_dir: args.runs_dir.clone(),
         resume: args.resume,
         overwrite: args.overwrite,
-        config_toml: toml::to_string(c)?,
+        allow_stale: args.allow_stale,
         show_progress: !args.quiet,
-        evaluate: true,
     };
+    let RunPlan { run, feed } = grin_train::plan::<B>(&request, &device)?;
     eprintln!(
         "mode {}: training {} for {} steps, batch {}",
-        trainer::mode_name(mode),
+        trainer::mode_name(run.mode),
         c.name,
         c.train.steps,
         c.train.batch_size
     );
-    trainer::train_parallel::<B>(&run, &devices, |start| modes::build_feed::<B>(&plan, &device, start))
-}
-
-/// The precomputed dataset a config trains from: `train.store`, else `data/<name>`.
-pub fn store_dir(c: &GrinConfig) -> PathBuf {
-    c.train.store.clone().unwrap_or_else(|| PathBuf::from("data").join(&c.name))
-}
-
-/// Resolves `auto` and the in-VRAM fit check into the mode that will run,
-/// building the precomputed dataset first when the chosen mode needs one.
-fn plan_feed<B: TrainBackend>(
-    args: &TrainArgs,
-    loaded: &LoadedConfig,
-    choice: BackendChoice,
-    device: &B::Device,
-) -> Result<FeedPlan> {
-    let c = &loaded.config;
-    let dir = store_dir(c);
-    let mut mode = c.train.mode;
-    if mode == Mode::Auto {
-        let (figures, fits, _) = balance_check::<B>(c, choice, args.devices[0], args.allow_stale, device)?;
-        eprintln!("{}", figures.report(choice.name(), fits));
-        mode = figures.recommend(fits).0;
-        eprintln!("auto: chose {}", trainer::mode_name(mode));
-    }
-    if mode == Mode::OnTheFly {
-        return Ok(FeedPlan::new(mode, &c.features, &c.train, None));
-    }
-    if !dir.join("manifest.json").exists() {
-        if c.train.mode != Mode::Auto {
-            anyhow::bail!(
-                "{}: no precomputed dataset; build it with `grin precompute --config {} --out {}`",
-                dir.display(),
-                loaded.path.display(),
-                dir.display()
-            );
-        }
-        eprintln!("auto: building the precomputed dataset in {}", dir.display());
-        crate::cmd::store::precompute(crate::cmd::store::PrecomputeArgs {
-            config: Some(loaded.path.clone()),
-            sets: args.config.sets.clone(),
-            out: Some(dir.clone()),
-            samples: None,
-            shards: None,
-            shard_size: grin_store::DEFAULT_SHARD_BYTES,
-            plan: false,
-            merge: None,
-        })?;
-    }
-    let store = modes::open_store(&dir, &c.features, args.allow_stale)?;
-    if mode == Mode::InVram {
-        let (fits, need, free) = modes::fits_in_device(&store, choice, args.devices[0]);
-        if !fits {
-            eprintln!(
-                "in-vram: the dataset needs {:.1} MB, device has {} free: falling back to precomputed",
-                need as f64 / 1e6,
-                free.map(|f| format!("{:.1} MB", f as f64 / 1e6)).unwrap_or_else(|| "unknown".into())
-            );
-            mode = Mode::Precomputed;
-        } else {
-            eprintln!("in-vram: uploading {} samples ({:.1} MB) once", store.len(), need as f64 / 1e6);
-        }
-    }
-    Ok(FeedPlan::new(mode, &c.features, &c.train, Some(store)))
-}
-
-fn detector_spec(c: &GrinConfig) -> DetectorSpec {
-    DetectorSpec {
-        model: c.model.clone(),
-        width: c.features.width as usize,
-        height: c.features.height as usize,
-        channels: c.features.channels as usize,
-    }
+    trainer::train_parallel::<B>(&run, &devices, |start| build_feed::<B>(&feed, &device, start))
 }
 
 fn print_summary(s: &Summary) {
@@ -450,7 +373,7 @@ pub fn model_info(args: ModelInfoArgs) -> Result<()> {
         Some(path) => config::load(path, &args.sets)?.config,
         None => GrinConfig::default(),
     };
-    let spec = detector_spec(&c);
+    let spec = c.detector_spec();
     let model = spec.init::<burn_ndarray::NdArray<f32>>(&Default::default());
     let b = budget(&spec, &model);
     let points = spec.points();
@@ -498,38 +421,9 @@ pub fn balance(args: BalanceArgs) -> Result<()> {
 }
 
 fn balance_on<B: TrainBackend>(loaded: &LoadedConfig, choice: BackendChoice, device: &B::Device) -> Result<()> {
-    let c = &loaded.config;
-    let (figures, fits, _) = balance_check::<B>(c, choice, 0, true, device)?;
-    println!("{}", figures.report(choice.name(), fits));
+    let check = grin_train::balance::check::<B>(&loaded.config, choice, 0, true, device)?;
+    println!("{}", check.figures.report(choice.name(), check.fits_in_device));
     Ok(())
-}
-
-/// Measures the balance figures, with the store's read time and the
-/// in-device fit when a precomputed dataset exists.
-fn balance_check<B: TrainBackend>(
-    c: &GrinConfig,
-    choice: BackendChoice,
-    device_index: usize,
-    allow_stale: bool,
-    device: &B::Device,
-) -> Result<(grin_train::balance::Figures, bool, Option<grin_store::Store>)> {
-    let dir = store_dir(c);
-    let store = if dir.join("manifest.json").exists() {
-        Some(modes::open_store(&dir, &c.features, allow_stale)?)
-    } else {
-        None
-    };
-    let fits = store.as_ref().map(|s| modes::fits_in_device(s, choice, device_index).0).unwrap_or(true);
-    let figures = grin_train::balance::measure::<B>(
-        &c.features,
-        &detector_spec(c),
-        c.train.batch_size,
-        c.train.loss.weights(),
-        store.as_ref(),
-        &c.train.device_augment,
-        device,
-    )?;
-    Ok((figures, fits, store))
 }
 
 #[derive(Subcommand)]
@@ -594,21 +488,12 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
     c.train.checkpoint_every = 0;
     let dir = args.runs_dir.join("data");
     if !dir.join("manifest.json").exists() {
-        crate::cmd::store::precompute(crate::cmd::store::PrecomputeArgs {
-            config: Some(loaded.path.clone()),
-            sets: args.config.sets.clone(),
-            out: Some(dir.clone()),
-            samples: Some(args.samples),
-            shards: None,
-            shard_size: grin_store::DEFAULT_SHARD_BYTES,
-            plan: false,
-            merge: None,
-        })?;
+        grin_train::precompute::write_whole_store(&c.features, args.samples, &dir)?;
     }
-    let store = modes::open_store(&dir, &c.features, false)?;
+    let store = grin_train::feed::precomputed::open_store(&dir, &c.features, false)?;
     let figures = grin_train::balance::measure::<B>(
         &c.features,
-        &detector_spec(&c),
+        &c.detector_spec(),
         c.train.batch_size,
         c.train.loss.weights(),
         Some(&store),
@@ -624,23 +509,14 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
     let mut rows = Vec::new();
     for mode in chosen {
         let plan = FeedPlan::new(mode, &c.features, &c.train, (mode != Mode::OnTheFly).then(|| store.clone()));
-        let run = RunSpec {
-            name: trainer::mode_name(mode).into(),
-            run_dir: args.runs_dir.join(trainer::mode_name(mode)),
-            features: c.features.clone(),
-            model: c.model.clone(),
-            train: c.train.clone(),
-            mode,
-            backend: choice.name().into(),
-            resume: false,
-            // Benchmark runs are scratch: each one replaces the last.
-            overwrite: true,
-            config_toml: toml::to_string(&c)?,
-            show_progress: false,
-            evaluate: false,
-        };
+        let mut run = RunSpec::new(&c, mode, choice, args.runs_dir.join(trainer::mode_name(mode)))?;
+        run.name = trainer::mode_name(mode).into();
+        // Benchmark runs are scratch: each one replaces the last.
+        run.overwrite = true;
+        run.show_progress = false;
+        run.evaluate = false;
         eprintln!("bench: {} for {} steps", trainer::mode_name(mode), args.steps);
-        let s = trainer::train::<B>(&run, device, |start| modes::build_feed::<B>(&plan, device, start))?;
+        let s = trainer::train::<B>(&run, device, |start| build_feed::<B>(&plan, device, start))?;
         let simulated = if s.loaders == 0 {
             100.0 * s.step_ms / (s.step_ms + s.load_ms_per_batch).max(1e-9)
         } else {

@@ -231,6 +231,38 @@ fn quotas(k: u64, batch_size: usize, fractions: &[f64], drawn: &mut [u64]) -> Ve
     q
 }
 
+/// Reads the batches of a [`BatchOrder`] from a store on the calling
+/// thread. The loader thread runs one; a consumer with its own producer
+/// thread (grin-train's precomputed feed) runs one there instead of a
+/// second thread and queue.
+pub struct BatchReader {
+    store: Store,
+    order: BatchOrder,
+    indices: Vec<u64>,
+    batch_size: usize,
+}
+
+impl BatchReader {
+    pub fn new(store: &Store, options: &LoaderOptions) -> Result<BatchReader> {
+        let order = BatchOrder::new(store, options)?;
+        let batch_size = options.batch_size;
+        Ok(BatchReader { store: store.clone(), order, indices: Vec::with_capacity(batch_size), batch_size })
+    }
+
+    /// An empty batch of the store's layout, sized for this reader.
+    pub fn empty_batch(&self) -> HostBatch {
+        let l = self.store.layout();
+        HostBatch::with_capacity(self.batch_size, l.width, l.height, l.channels)
+    }
+
+    /// Replaces `batch` with the next batch's records.
+    pub fn read_next(&mut self, batch: &mut HostBatch) -> Result<()> {
+        self.order.next_batch(&mut self.indices);
+        batch.clear();
+        self.indices.iter().try_for_each(|&index| self.store.read_into(index, batch))
+    }
+}
+
 /// An endless iterator of batches, filled by a background thread that runs
 /// up to `prefetch` batches ahead. Hand finished batches back with
 /// [`BatchLoader::recycle`] to reuse their buffers (no allocation per step).
@@ -243,33 +275,23 @@ pub struct BatchLoader {
 
 impl BatchLoader {
     pub fn new(store: &Store, options: &LoaderOptions) -> Result<BatchLoader> {
-        let mut order = BatchOrder::new(store, options)?;
+        let mut reader = BatchReader::new(store, options)?;
         let (tx, rx): (SyncSender<HostBatch>, Receiver<HostBatch>) = mpsc::sync_channel(options.prefetch.max(1));
         let (recycle_tx, recycle_rx) = mpsc::channel::<HostBatch>();
-        let store = store.clone();
-        let batch_size = options.batch_size;
         let failure: Arc<Mutex<Option<StoreError>>> = Arc::default();
         let failed = failure.clone();
         let thread = std::thread::Builder::new()
             .name("grin-store-loader".into())
-            .spawn(move || {
-                let layout = *store.layout();
-                let mut indices = Vec::with_capacity(batch_size);
-                loop {
-                    order.next_batch(&mut indices);
-                    let mut batch = recycle_rx.try_recv().unwrap_or_else(|_| {
-                        HostBatch::with_capacity(batch_size, layout.width, layout.height, layout.channels)
-                    });
-                    batch.clear();
-                    // A bad record stops the loader; the consumer sees the
-                    // end of the batches and asks `error()` why.
-                    if let Err(e) = indices.iter().try_for_each(|&index| store.read_into(index, &mut batch)) {
-                        *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                        break;
-                    }
-                    if tx.send(batch).is_err() {
-                        break;
-                    }
+            .spawn(move || loop {
+                let mut batch = recycle_rx.try_recv().unwrap_or_else(|_| reader.empty_batch());
+                // A bad record stops the loader; the consumer sees the
+                // end of the batches and asks `error()` why.
+                if let Err(e) = reader.read_next(&mut batch) {
+                    *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    break;
+                }
+                if tx.send(batch).is_err() {
+                    break;
                 }
             })
             .map_err(|e| StoreError::Usage(format!("cannot start the loader thread: {e}")))?;

@@ -4,8 +4,12 @@
 //! A host-fed run is data-bound when producing a batch, T_g/C*B, takes longer
 //! than the step T_s. Queues only absorb jitter; the slower side sets the pace.
 
+use crate::backend::BackendChoice;
+use crate::config::GrinConfig;
 use crate::config::Mode;
-use crate::device_batch::{upload, DeviceAugment, DeviceDataset};
+use crate::device_batch::upload;
+use crate::feed::in_vram::{fits_in_device, DeviceAugment, DeviceDataset};
+use crate::feed::precomputed::open_store;
 use crate::trainer::median;
 use anyhow::Result;
 use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
@@ -54,6 +58,38 @@ fn timed<B: Backend>(device: &B::Device, mut f: impl FnMut()) -> f64 {
         }
     }
     median(&mut times)
+}
+
+/// The balance figures for a config, measured, and whether its precomputed
+/// dataset (when one exists) fits in device memory.
+pub struct Check {
+    pub figures: Figures,
+    pub fits_in_device: bool,
+}
+
+/// Measures a config's balance figures, with the store's read time and the
+/// in-device fit when its precomputed dataset exists.
+pub fn check<B: TrainBackend>(
+    c: &GrinConfig,
+    backend: BackendChoice,
+    device_index: usize,
+    allow_stale: bool,
+    device: &B::Device,
+) -> Result<Check> {
+    let dir = c.store_dir();
+    let store =
+        if dir.join("manifest.json").exists() { Some(open_store(&dir, &c.features, allow_stale)?) } else { None };
+    let fits_in_device = store.as_ref().is_none_or(|s| fits_in_device(s, backend, device_index).0);
+    let figures = measure::<B>(
+        &c.features,
+        &c.detector_spec(),
+        c.train.batch_size,
+        c.train.loss.weights(),
+        store.as_ref(),
+        &c.train.device_augment,
+        device,
+    )?;
+    Ok(Check { figures, fits_in_device })
 }
 
 pub fn measure<B: TrainBackend>(

@@ -1,6 +1,10 @@
-//! The `[train]` table: how a run feeds and optimises the detector.
+//! A run's config (`GrinConfig`: name, `[features]`, `[model]`, `[train]`)
+//! and the `[train]` table: how a run feeds and optimises the detector.
 
-use crate::device_batch::DeviceAugment;
+use crate::feed::in_vram::DeviceAugment;
+use anyhow::{bail, Result};
+use grin_features::FeatureConfig;
+use grin_model::{DetectorSpec, ModelConfig};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -102,5 +106,110 @@ impl LossConfig {
             box_weight: self.box_weight,
             smile_weight: self.smile_weight,
         }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GrinConfig {
+    /// Run name: checkpoints and metrics go to `runs/<name>/`.
+    pub name: String,
+    pub features: FeatureConfig,
+    pub model: ModelConfig,
+    pub train: TrainConfig,
+}
+
+impl Default for GrinConfig {
+    fn default() -> Self {
+        GrinConfig {
+            name: "run".into(),
+            features: FeatureConfig::default(),
+            model: ModelConfig::default(),
+            train: TrainConfig::default(),
+        }
+    }
+}
+
+impl GrinConfig {
+    /// The precomputed dataset this config trains from: `train.store`, else `data/<name>`.
+    pub fn store_dir(&self) -> PathBuf {
+        self.train.store.clone().unwrap_or_else(|| PathBuf::from("data").join(&self.name))
+    }
+
+    /// The detector as it trains: at the features' size.
+    pub fn detector_spec(&self) -> DetectorSpec {
+        DetectorSpec {
+            model: self.model.clone(),
+            width: self.features.width as usize,
+            height: self.features.height as usize,
+            channels: self.features.channels as usize,
+        }
+    }
+
+    /// Checks serde cannot express: ranges and relations between keys.
+    pub fn validate(&self) -> Result<()> {
+        let c = self;
+        let f = &c.features;
+        for (key, side) in [("features.width", f.width), ("features.height", f.height)] {
+            // One cell at the coarsest stride (32) is the smallest useful input.
+            if !(32..=4096).contains(&side) {
+                bail!("key `{key}`: {side} must be between 32 and 4096 pixels");
+            }
+        }
+        if f.channels != 1 && f.channels != 3 {
+            bail!("key `features.channels`: {} must be 1 or 3", f.channels);
+        }
+        if c.name.is_empty() || c.name.contains(['/', '\\']) || c.name == ".." {
+            bail!("key `name`: {:?} must be a plain folder name", c.name);
+        }
+        let m = c.model.width_mult;
+        if !(m.is_finite() && m > 0.0 && m <= grin_model::config::MAX_WIDTH_MULT) {
+            bail!("key `model.width_mult`: {m} must be in (0, {}]", grin_model::config::MAX_WIDTH_MULT);
+        }
+        if !(1..=1000).contains(&c.model.max_detections) {
+            bail!("key `model.max_detections`: {} must be within 1..=1000", c.model.max_detections);
+        }
+        let t = &c.train;
+        // Bounds keep a typo from allocating gigabytes or looping for days.
+        let counts = [
+            ("train.steps", t.steps, 1, 100_000_000),
+            ("train.batch_size", t.batch_size, 1, 4096),
+            ("train.eval_samples", t.eval_samples, 0, 1_000_000),
+            ("train.eval_photos", t.eval_photos, 0, 1_000_000),
+            ("train.prefetch", t.prefetch, 0, 1024),
+            ("train.store_samples", t.store_samples, 0, 1_000_000_000),
+            ("features.workers", f.workers, 0, 1024),
+        ];
+        for (key, v, lo, hi) in counts {
+            if !(lo..=hi).contains(&v) {
+                bail!("key `{key}`: {v} must be within {lo}..={hi}");
+            }
+        }
+        if t.lr <= 0.0 || !t.lr.is_finite() {
+            bail!("key `train.lr`: {} must be positive", t.lr);
+        }
+        if t.log_every == 0 {
+            bail!("key `train.log_every`: must be at least 1");
+        }
+        if let Some([w, h]) = t.run_size {
+            if !(32..=4096).contains(&w) || !(32..=4096).contains(&h) {
+                bail!("key `train.run_size`: [{w}, {h}] must be between 32 and 4096 pixels a side");
+            }
+        }
+        let d = &t.device_augment;
+        for (key, v, hi) in [
+            ("flip", d.flip, 1.0),
+            ("contrast", d.contrast, 1.0),
+            ("brightness", d.brightness, 1.0),
+            ("translate", d.translate as f32, 64.0),
+        ] {
+            if !(v.is_finite() && (0.0..=hi).contains(&v)) {
+                bail!("key `train.device_augment.{key}`: {v} must be within 0..={hi}");
+            }
+        }
+        if !(t.eval_min_face.is_finite() && (0.0..=4096.0).contains(&t.eval_min_face)) {
+            bail!("key `train.eval_min_face`: {} must be within 0..=4096", t.eval_min_face);
+        }
+        Ok(())
     }
 }

@@ -1,8 +1,11 @@
 //! grin-train: feeds the detector the fastest way that fits, and measures
 //! whether the device is starving.
 //!
-//! Data flows `source -> HostSource -> Feed -> DeviceBatch -> train step`;
-//! in VRAM the first three collapse into a `DeviceDataset`.
+//! One batch's way: [`plan`] resolves a [`GrinConfig`] into a [`RunPlan`]
+//! (mode, store, run spec); [`feed::build_feed`] turns its [`FeedPlan`] into
+//! a [`Feed`] (on-the-fly, precomputed or in-VRAM, one file each under
+//! `feed/`); [`train`] pulls a [`device_batch::DeviceBatch`] from it every
+//! step, runs forward + loss + backward, and accounts for the wait.
 
 pub mod backend;
 pub mod balance;
@@ -12,10 +15,12 @@ pub mod device_batch;
 pub mod eval;
 pub mod feed;
 pub mod metrics;
-pub mod modes;
 pub mod photo_eval;
-pub mod sources;
+pub mod plan;
+pub mod precompute;
 pub mod trainer;
 
-pub use config::{LossConfig, Mode, TrainConfig};
+pub use config::{GrinConfig, LossConfig, Mode, TrainConfig};
+pub use feed::{build_feed, Feed, FeedPlan};
+pub use plan::{plan, PlanRequest, RunPlan};
 pub use trainer::{train, RunSpec, Summary};

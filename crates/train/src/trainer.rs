@@ -4,8 +4,9 @@
 //! the host measures how long it waited for data (queue + upload); the rest
 //! of the interval's wall time is compute. Device-busy % = compute / wall.
 
+use crate::backend::BackendChoice;
 use crate::checkpoint::{self, Checkpoint, LoopState};
-use crate::config::{Mode, TrainConfig};
+use crate::config::{GrinConfig, Mode, TrainConfig};
 use crate::eval::{evaluate, EvalReport};
 use crate::feed::{Feed, FeedTiming};
 use crate::metrics::{self, MetricRow};
@@ -46,6 +47,25 @@ pub struct RunSpec {
 }
 
 impl RunSpec {
+    /// A fresh run of `config` in `mode` (resolved, never `Auto`), written
+    /// to `run_dir`: no resume, progress shown, scored at the end.
+    pub fn new(config: &GrinConfig, mode: Mode, backend: BackendChoice, run_dir: PathBuf) -> Result<RunSpec> {
+        Ok(RunSpec {
+            name: config.name.clone(),
+            run_dir,
+            features: config.features.clone(),
+            model: config.model.clone(),
+            train: config.train.clone(),
+            mode,
+            backend: backend.name().into(),
+            resume: false,
+            overwrite: false,
+            config_toml: toml::to_string(config)?,
+            show_progress: true,
+            evaluate: true,
+        })
+    }
+
     /// The detector as it trains: at the features' size.
     pub fn detector_spec(&self) -> DetectorSpec {
         DetectorSpec {

@@ -5,7 +5,7 @@ use grin_features::{FeatureConfig, SourceConfig};
 use grin_model::ModelConfig;
 use grin_train::backend::Cpu;
 use grin_train::eval::evaluate;
-use grin_train::modes::{build_feed, FeedPlan};
+use grin_train::{build_feed, FeedPlan};
 use grin_train::{train, Mode, RunSpec, TrainConfig};
 
 fn tiny_features() -> FeatureConfig {

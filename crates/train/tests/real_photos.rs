@@ -5,7 +5,7 @@
 use grin_features::{FeatureConfig, PhotoCrops, SourceConfig, SplitConfig};
 use grin_model::{file, ModelConfig};
 use grin_train::backend::Cpu;
-use grin_train::modes::{build_feed, FeedPlan};
+use grin_train::{build_feed, FeedPlan};
 use grin_train::{train, Mode, RunSpec, TrainConfig};
 use std::path::{Path, PathBuf};
 

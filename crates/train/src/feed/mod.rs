@@ -1,19 +1,79 @@
-//! The three ways to feed the device, behind one `next()`.
+//! The three ways to feed the device, one file each, behind one `next()`:
 //!
-//! Host modes run a producer thread that fills batches ahead of the trainer
-//! through a bounded queue (buffers absorb variance; they cannot raise the
-//! average rate). In-VRAM cuts batches from a device-resident dataset.
+//! - [`on_the_fly`]: the feature pipeline makes every batch during the run;
+//! - [`precomputed`]: batches are read from a store written once;
+//! - [`in_vram`]: the store is uploaded once and batches are cut on the device.
+//!
+//! The two host modes share one producer thread that fills a bounded queue
+//! ahead of the trainer (buffers absorb variance; they cannot raise the
+//! average rate), then one upload per batch.
 
-use crate::device_batch::{upload, DeviceAugment, DeviceBatch, DeviceDataset};
-use anyhow::{Context, Result};
+pub mod in_vram;
+pub mod on_the_fly;
+pub mod precomputed;
+
+use crate::config::{Mode, TrainConfig};
+use crate::device_batch::{upload, DeviceBatch};
+use anyhow::{bail, Context, Result};
 use burn::tensor::backend::Backend;
-use burn::tensor::{Int, Tensor, TensorData};
-use grin_features::HostBatch;
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
+use grin_features::{FeatureConfig, HostBatch, Pipeline, Split};
+use grin_store::Store;
+use in_vram::{DeviceAugment, InVram};
+use on_the_fly::OnTheFly;
+use precomputed::Precomputed;
 use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// Everything [`build_feed`] needs besides the device: the resolved mode
+/// (never `Auto`) and, for the store modes, the opened store.
+pub struct FeedPlan {
+    pub mode: Mode,
+    pub features: FeatureConfig,
+    pub batch_size: usize,
+    pub prefetch: usize,
+    pub store: Option<Store>,
+    /// What the in-VRAM mode runs on the device (`train.device_augment`).
+    pub device_augment: DeviceAugment,
+}
+
+impl FeedPlan {
+    /// The plan for `mode`, with the feeding settings of `train`.
+    pub fn new(mode: Mode, features: &FeatureConfig, train: &TrainConfig, store: Option<Store>) -> FeedPlan {
+        FeedPlan {
+            mode,
+            features: features.clone(),
+            batch_size: train.batch_size,
+            prefetch: train.prefetch,
+            store,
+            device_augment: train.device_augment,
+        }
+    }
+}
+
+/// The feed for `plan.mode`, starting at training step `start`.
+pub fn build_feed<B: Backend>(plan: &FeedPlan, device: &B::Device, start: usize) -> Result<Feed<B>> {
+    let store =
+        || plan.store.as_ref().with_context(|| format!("{} mode needs a store", crate::trainer::mode_name(plan.mode)));
+    match plan.mode {
+        Mode::OnTheFly => {
+            let pipeline = Arc::new(Pipeline::new(&plan.features, Split::Train)?);
+            Ok(Feed::host(OnTheFly::new(pipeline, plan.batch_size, start), plan.prefetch, device.clone()))
+        }
+        Mode::Precomputed => {
+            let source = Precomputed::new(store()?, &plan.features, plan.batch_size, start)?;
+            Ok(Feed::host(source, plan.prefetch, device.clone()))
+        }
+        Mode::InVram => {
+            // The one upload of the run; batches are cut on the device from here on.
+            let data = in_vram::upload_store(store()?, device)?;
+            let cutter = InVram::new(data, plan.batch_size, plan.features.seed, plan.device_augment, device.clone());
+            Ok(Feed::InVram(cutter))
+        }
+        Mode::Auto => bail!("auto must be resolved to a mode before training"),
+    }
+}
 
 /// Anything that yields host batches in a fixed order from a given batch number.
 pub trait HostSource: Send + 'static {
@@ -35,20 +95,14 @@ pub struct FeedTiming {
 }
 
 pub enum Feed<B: Backend> {
+    /// On-the-fly or precomputed: a producer thread and a bounded queue.
     Host {
         queue: Receiver<Result<(HostBatch, Duration)>>,
         producer: Option<JoinHandle<()>>,
         loaders: usize,
         device: B::Device,
     },
-    Device {
-        data: DeviceDataset<B>,
-        batch_size: usize,
-        seed: u64,
-        augment: DeviceAugment,
-        epoch: Option<(usize, Tensor<B, 1, Int>)>,
-        device: B::Device,
-    },
+    InVram(InVram<B>),
 }
 
 impl<B: Backend> Feed<B> {
@@ -70,22 +124,12 @@ impl<B: Backend> Feed<B> {
         Feed::Host { queue: rx, producer: Some(producer), loaders, device }
     }
 
-    pub fn in_device(
-        data: DeviceDataset<B>,
-        batch_size: usize,
-        seed: u64,
-        augment: DeviceAugment,
-        device: B::Device,
-    ) -> Self {
-        Feed::Device { data, batch_size, seed, augment, epoch: None, device }
-    }
-
     /// Loaders making batches side by side; 0 in VRAM, where the batch is
     /// cut on the training thread itself.
     pub fn loaders(&self) -> usize {
         match self {
             Feed::Host { loaders, .. } => *loaders,
-            Feed::Device { .. } => 0,
+            Feed::InVram(_) => 0,
         }
     }
 
@@ -98,32 +142,8 @@ impl<B: Backend> Feed<B> {
                 let batch = upload(&host, device);
                 Ok((batch, FeedTiming { wait: started.elapsed(), produce }))
             }
-            Feed::Device { data, batch_size, seed, augment, epoch, device } => {
-                let started = Instant::now();
-                let per_epoch = (data.len / *batch_size).max(1);
-                let (e, position) = (step / per_epoch, step % per_epoch);
-                if epoch.as_ref().map(|(n, _)| *n) != Some(e) {
-                    // One small upload per epoch: the order, never the samples.
-                    let order = permutation(data.len, *seed, e as u64);
-                    let order = Tensor::from_data(TensorData::new(order, [data.len]), &*device);
-                    *epoch = Some((e, order));
-                }
-                let order = &epoch.as_ref().expect("set above").1;
-                let take = (*batch_size).min(data.len);
-                let indices = order.clone().narrow(0, position * take, take);
-                B::seed(device, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step as u64);
-                let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(*seed ^ (step as u64).rotate_left(17));
-                let t = augment.translate as i64;
-                let shift = if t > 0 {
-                    (rand::Rng::random_range(&mut rng, -t..=t), rand::Rng::random_range(&mut rng, -t..=t))
-                } else {
-                    (0, 0)
-                };
-                let batch = data.batch(indices, augment, shift);
-                // Without a sync this is the time to queue the cut (all of it
-                // on the CPU backend); on a GPU the cut itself runs later,
-                // inside the step's measured time.
-                let cut = started.elapsed();
+            Feed::InVram(cutter) => {
+                let (batch, cut) = cutter.cut(step);
                 Ok((batch, FeedTiming { wait: cut, produce: cut }))
             }
         }
@@ -142,12 +162,4 @@ impl<B: Backend> Drop for Feed<B> {
             }
         }
     }
-}
-
-/// The sample order of one epoch: a fresh seeded shuffle, the same on every run.
-pub fn permutation(len: usize, seed: u64, epoch: u64) -> Vec<i32> {
-    let mut order: Vec<i32> = (0..len as i32).collect();
-    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ epoch.wrapping_mul(0xD1B5_4A32_D192_ED03));
-    order.shuffle(&mut rng);
-    order
 }

@@ -1,0 +1,245 @@
+//! In-VRAM: the whole precomputed set is uploaded once, as u8, and every
+//! batch is cut and augmented on the device (`[train.device_augment]`).
+
+use crate::backend::BackendChoice;
+use crate::device_batch::{pixels_to_images, upload_raw, DeviceBatch};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Distribution, Int, Tensor, TensorData};
+use grin_features::{HostBatch, MAX_BOXES};
+use grin_store::Store;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// `[train.device_augment]`: the stages the in-VRAM mode runs on the
+/// device, per batch. These four are the only ones that run there; the
+/// records themselves were augmented on the host by `[features.augment]`
+/// once, when the store was precomputed, and keep that augmentation.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeviceAugment {
+    /// Probability of a horizontal flip, per sample.
+    pub flip: f32,
+    /// Contrast factor drawn from `1 ± contrast`.
+    pub contrast: f32,
+    /// Brightness offset drawn from `± brightness` (0..1 scale).
+    pub brightness: f32,
+    /// Whole-batch translation of up to this many pixels each way.
+    pub translate: usize,
+}
+
+impl Default for DeviceAugment {
+    fn default() -> Self {
+        DeviceAugment { flip: 0.5, contrast: 0.2, brightness: 0.1, translate: 8 }
+    }
+}
+
+/// A whole precomputed set resident in device memory, as u8.
+pub struct DeviceDataset<B: Backend> {
+    pixels: Tensor<B, 4, Int>,
+    boxes: Tensor<B, 3>,
+    labels: Tensor<B, 2, Int>,
+    pub len: usize,
+    pub width: usize,
+    pub height: usize,
+}
+
+impl<B: Backend> DeviceDataset<B> {
+    /// Bytes the dataset takes on the device (pixels as u8, boxes f32, labels i32).
+    pub fn device_bytes(len: usize, width: usize, height: usize, channels: usize) -> u64 {
+        (len * (width * height * channels + MAX_BOXES * 4 * 4 + MAX_BOXES * 4)) as u64
+    }
+
+    pub fn upload(all: &HostBatch, device: &B::Device) -> Self {
+        let b = upload_raw::<B>(all, device);
+        DeviceDataset {
+            pixels: b.0,
+            boxes: b.1,
+            labels: b.2,
+            len: all.len,
+            width: all.width as usize,
+            height: all.height as usize,
+        }
+    }
+
+    /// Cuts the batch at `indices` (`[B]`, already on the device) and
+    /// augments it there: nothing crosses the host-device link but a few
+    /// random numbers drawn on the device itself.
+    pub fn batch(&self, indices: Tensor<B, 1, Int>, aug: &DeviceAugment, shift: (i64, i64)) -> DeviceBatch<B> {
+        let n = indices.dims()[0];
+        let device = indices.device();
+        let mut images = pixels_to_images(self.pixels.clone().select(0, indices.clone()));
+        let mut boxes = self.boxes.clone().select(0, indices.clone());
+        let labels = self.labels.clone().select(0, indices);
+        let w = self.width as f32;
+
+        // Per-sample horizontal flip, chosen with a mask so the batch stays one tensor.
+        let flip = Tensor::<B, 1>::random([n], Distribution::Bernoulli(aug.flip as f64), &device);
+        let m4 = flip.clone().reshape([n, 1, 1, 1]);
+        images = images.clone() * (m4.ones_like() - m4.clone()) + images.flip([3]) * m4;
+        let coord = |t: &Tensor<B, 3>, i| t.clone().narrow(2, i, 1);
+        let flipped = Tensor::cat(
+            vec![coord(&boxes, 2).neg() + w, coord(&boxes, 1), coord(&boxes, 0).neg() + w, coord(&boxes, 3)],
+            2,
+        );
+        let m3 = flip.reshape([n, 1, 1]);
+        boxes = boxes * (m3.ones_like() - m3.clone()) + flipped * m3;
+
+        // Per-sample brightness and contrast.
+        let contrast = Tensor::<B, 1>::random(
+            [n],
+            Distribution::Uniform(1.0 - aug.contrast as f64, 1.0 + aug.contrast as f64),
+            &device,
+        );
+        let bright =
+            Tensor::<B, 1>::random([n], Distribution::Uniform(-aug.brightness as f64, aug.brightness as f64), &device);
+        images = ((images - 0.5) * contrast.reshape([n, 1, 1, 1]) + 0.5 + bright.reshape([n, 1, 1, 1])).clamp(0.0, 1.0);
+
+        // Whole-batch translation with zero fill.
+        if shift != (0, 0) {
+            images = translate(images, shift.0, shift.1);
+            let offset = Tensor::<B, 1>::from_data(
+                TensorData::new(vec![shift.0 as f32, shift.1 as f32, shift.0 as f32, shift.1 as f32], [4]),
+                &device,
+            )
+            .reshape([1, 1, 4]);
+            let limits = Tensor::<B, 1>::from_data(
+                TensorData::new(vec![w, self.height as f32, w, self.height as f32], [4]),
+                &device,
+            )
+            .reshape([1, 1, 4]);
+            boxes = (boxes + offset).clamp_min(0.0).min_pair(limits.expand([n, MAX_BOXES, 4]));
+        }
+        DeviceBatch { images, boxes, labels }
+    }
+}
+
+/// Uploads every record of `store` once.
+pub(crate) fn upload_store<B: Backend>(store: &Store, device: &B::Device) -> anyhow::Result<DeviceDataset<B>> {
+    let l = store.layout();
+    let mut all = HostBatch::with_capacity(store.len() as usize, l.width, l.height, l.channels);
+    for i in 0..store.len() {
+        store.read_into(i, &mut all)?;
+    }
+    Ok(DeviceDataset::upload(&all, device))
+}
+
+/// Cuts the batch of every step from a device-resident dataset: a fresh
+/// seeded order each epoch, then `[train.device_augment]` on the device.
+pub struct InVram<B: Backend> {
+    data: DeviceDataset<B>,
+    batch_size: usize,
+    seed: u64,
+    augment: DeviceAugment,
+    epoch: Option<(usize, Tensor<B, 1, Int>)>,
+    device: B::Device,
+}
+
+impl<B: Backend> InVram<B> {
+    pub fn new(
+        data: DeviceDataset<B>,
+        batch_size: usize,
+        seed: u64,
+        augment: DeviceAugment,
+        device: B::Device,
+    ) -> Self {
+        InVram { data, batch_size, seed, augment, epoch: None, device }
+    }
+
+    /// The batch for training step `step` and the time it took to cut it.
+    pub fn cut(&mut self, step: usize) -> (DeviceBatch<B>, Duration) {
+        let started = Instant::now();
+        let (len, seed) = (self.data.len, self.seed);
+        let per_epoch = (len / self.batch_size).max(1);
+        let (e, position) = (step / per_epoch, step % per_epoch);
+        if self.epoch.as_ref().map(|(n, _)| *n) != Some(e) {
+            // One small upload per epoch: the order, never the samples.
+            let order = permutation(len, seed, e as u64);
+            let order = Tensor::from_data(TensorData::new(order, [len]), &self.device);
+            self.epoch = Some((e, order));
+        }
+        let order = &self.epoch.as_ref().expect("set above").1;
+        let take = self.batch_size.min(len);
+        let indices = order.clone().narrow(0, position * take, take);
+        B::seed(&self.device, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step as u64);
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ (step as u64).rotate_left(17));
+        let t = self.augment.translate as i64;
+        let shift = if t > 0 {
+            (rand::Rng::random_range(&mut rng, -t..=t), rand::Rng::random_range(&mut rng, -t..=t))
+        } else {
+            (0, 0)
+        };
+        let batch = self.data.batch(indices, &self.augment, shift);
+        // Without a sync this is the time to queue the cut (all of it on the
+        // CPU backend); on a GPU the cut itself runs later, inside the
+        // step's measured time.
+        (batch, started.elapsed())
+    }
+}
+
+/// Free memory where the in-VRAM dataset would live: the GPU's (from
+/// nvidia-smi) or, for the CPU backend, the host's available memory.
+pub fn free_device_bytes(backend: BackendChoice, device_index: usize) -> Option<u64> {
+    match backend {
+        BackendChoice::Cuda => {
+            let out = std::process::Command::new("nvidia-smi")
+                .args(["--query-gpu=memory.free", "--format=csv,noheader,nounits", "-i", &device_index.to_string()])
+                .output()
+                .ok()?;
+            let mib: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
+            Some(mib * 1024 * 1024)
+        }
+        BackendChoice::Cpu => {
+            let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+            let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        }
+    }
+}
+
+/// Whether a store fits in device memory, leaving half the free memory for
+/// the model's activations and the allocator's slack: (fits, needed bytes,
+/// free bytes when known).
+pub fn fits_in_device(store: &Store, backend: BackendChoice, device_index: usize) -> (bool, u64, Option<u64>) {
+    let l = store.layout();
+    let need = DeviceDataset::<burn_ndarray::NdArray>::device_bytes(
+        store.len() as usize,
+        l.width as usize,
+        l.height as usize,
+        l.channels as usize,
+    );
+    let free = free_device_bytes(backend, device_index);
+    (free.map(|f| need <= f / 2).unwrap_or(true), need, free)
+}
+
+/// The sample order of one epoch: a fresh seeded shuffle, the same on every run.
+pub fn permutation(len: usize, seed: u64, epoch: u64) -> Vec<i32> {
+    let mut order: Vec<i32> = (0..len as i32).collect();
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ epoch.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    order.shuffle(&mut rng);
+    order
+}
+
+/// Shifts `[B, C, H, W]` by (dx, dy) pixels, filling with zeros.
+fn translate<B: Backend>(x: Tensor<B, 4>, dx: i64, dy: i64) -> Tensor<B, 4> {
+    let [b, c, h, w] = x.dims();
+    let device = x.device();
+    let shift_axis = |t: Tensor<B, 4>, axis: usize, by: i64, size: usize| {
+        let k = by.unsigned_abs() as usize;
+        if k == 0 || k >= size {
+            return t;
+        }
+        let mut zeros_shape = [b, c, h, w];
+        zeros_shape[axis] = k;
+        let zeros = Tensor::<B, 4>::zeros(zeros_shape, &device);
+        if by > 0 {
+            Tensor::cat(vec![zeros, t.narrow(axis, 0, size - k)], axis)
+        } else {
+            Tensor::cat(vec![t.narrow(axis, k, size - k), zeros], axis)
+        }
+    };
+    let x = shift_axis(x, 3, dx, w);
+    shift_axis(x, 2, dy, h)
+}

@@ -1,0 +1,75 @@
+//! Precomputed: memory-mapped shards written once by `grin precompute`,
+//! read in a seeded order (optionally class-balanced draws) on the feed's
+//! one producer thread.
+
+use super::HostSource;
+use anyhow::{bail, Context, Result};
+use grin_features::{FeatureConfig, HostBatch};
+use grin_store::{format_stale, Balance, BatchReader, LoaderOptions, Store};
+use std::path::Path;
+
+/// Opens a precomputed dataset and refuses it when it was built from other
+/// feature settings, unless the user said `--allow-stale`.
+pub fn open_store(dir: &Path, features: &FeatureConfig, allow_stale: bool) -> Result<Store> {
+    let store = Store::open(dir).with_context(|| format!("{}: cannot open precomputed dataset", dir.display()))?;
+    // --allow-stale may waive a changed recipe, never records this model cannot take.
+    let l = store.layout();
+    if (l.width, l.height, l.channels) != (features.width, features.height, features.channels) {
+        bail!(
+            "{}: records are {}x{}x{}, the config's features are {}x{}x{}; rebuild it with `grin precompute` (--allow-stale cannot waive a size)",
+            dir.display(),
+            l.width,
+            l.height,
+            l.channels,
+            features.width,
+            features.height,
+            features.channels
+        );
+    }
+    // The sample count is the store's business: any size may train.
+    if let Err(keys) = store.check_fingerprint(features, store.len()) {
+        let why = format_stale(&keys);
+        if !allow_stale {
+            bail!("{}: {why}; rebuild it with `grin precompute`, or pass --allow-stale", dir.display());
+        }
+        eprintln!("warning: {}: {why} (training anyway: --allow-stale)", dir.display());
+    }
+    Ok(store)
+}
+
+/// How records are drawn from the store: `[features.balance]`'s class
+/// fractions applied at read time, else every record once per epoch.
+fn class_draws(features: &FeatureConfig) -> Balance {
+    match &features.balance {
+        Some(b) => Balance::Fractions([b.smiling, b.non_smiling, b.face_free]),
+        None => Balance::Off,
+    }
+}
+
+/// Batches read from the store, resumed at batch `start`. Reading runs on
+/// the feed's producer thread: the store's own loader thread would be a
+/// second thread and queue for the same job.
+pub struct Precomputed {
+    reader: BatchReader,
+}
+
+impl Precomputed {
+    pub fn new(store: &Store, features: &FeatureConfig, batch_size: usize, start_batch: usize) -> Result<Self> {
+        let options = LoaderOptions {
+            batch_size,
+            seed: features.seed,
+            balance: class_draws(features),
+            prefetch: 1,
+            start_batch: start_batch as u64,
+        };
+        Ok(Precomputed { reader: BatchReader::new(store, &options)? })
+    }
+}
+
+impl HostSource for Precomputed {
+    fn next_batch(&mut self) -> Result<HostBatch> {
+        let mut batch = self.reader.empty_batch();
+        self.reader.read_next(&mut batch)?;
+        Ok(batch)
+    }
+}

@@ -1,0 +1,90 @@
+//! Every decision a run makes before its first step, made once: `auto`'s
+//! choice (from measured balance figures), building the precomputed
+//! dataset when the chosen mode needs one, the in-VRAM fit check and its
+//! fallback, and the run's spec. The CLI parses arguments into a
+//! [`PlanRequest`], calls [`plan`], and hands the [`RunPlan`] to the trainer.
+
+use crate::backend::BackendChoice;
+use crate::config::{GrinConfig, Mode};
+use crate::feed::in_vram::fits_in_device;
+use crate::feed::precomputed::open_store;
+use crate::feed::FeedPlan;
+use crate::trainer::{mode_name, RunSpec};
+use anyhow::{bail, Result};
+use grin_model::TrainBackend;
+use std::path::{Path, PathBuf};
+
+/// What the user asked for on the command line, besides the config.
+pub struct PlanRequest<'a> {
+    pub config: &'a GrinConfig,
+    /// The config file, named in messages that suggest a command.
+    pub config_path: &'a Path,
+    pub backend: BackendChoice,
+    pub device_index: usize,
+    pub runs_dir: PathBuf,
+    pub resume: bool,
+    pub overwrite: bool,
+    /// Train from a precomputed dataset built with other feature settings.
+    pub allow_stale: bool,
+    pub show_progress: bool,
+}
+
+/// A run, resolved: what it is and how it is fed.
+pub struct RunPlan {
+    pub run: RunSpec,
+    pub feed: FeedPlan,
+}
+
+/// Resolves `request` into the run that will happen, telling the user on
+/// stderr what was decided and why.
+pub fn plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Result<RunPlan> {
+    let c = request.config;
+    let feed = feed_plan::<B>(request, device)?;
+    let mut run = RunSpec::new(c, feed.mode, request.backend, request.runs_dir.join(&c.name))?;
+    run.resume = request.resume;
+    run.overwrite = request.overwrite;
+    run.show_progress = request.show_progress;
+    Ok(RunPlan { run, feed })
+}
+
+fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Result<FeedPlan> {
+    let c = request.config;
+    let dir = c.store_dir();
+    let mut mode = c.train.mode;
+    if mode == Mode::Auto {
+        let check = crate::balance::check::<B>(c, request.backend, request.device_index, request.allow_stale, device)?;
+        eprintln!("{}", check.figures.report(request.backend.name(), check.fits_in_device));
+        mode = check.figures.recommend(check.fits_in_device).0;
+        eprintln!("auto: chose {}", mode_name(mode));
+    }
+    if mode == Mode::OnTheFly {
+        return Ok(FeedPlan::new(mode, &c.features, &c.train, None));
+    }
+    if !dir.join("manifest.json").exists() {
+        if c.train.mode != Mode::Auto {
+            bail!(
+                "{}: no precomputed dataset; build it with `grin precompute --config {} --out {}`",
+                dir.display(),
+                request.config_path.display(),
+                dir.display()
+            );
+        }
+        eprintln!("auto: building the precomputed dataset in {}", dir.display());
+        crate::precompute::write_whole_store(&c.features, c.train.store_samples as u64, &dir)?;
+    }
+    let store = open_store(&dir, &c.features, request.allow_stale)?;
+    if mode == Mode::InVram {
+        let (fits, need, free) = fits_in_device(&store, request.backend, request.device_index);
+        if !fits {
+            eprintln!(
+                "in-vram: the dataset needs {:.1} MB, device has {} free: falling back to precomputed",
+                need as f64 / 1e6,
+                free.map(|f| format!("{:.1} MB", f as f64 / 1e6)).unwrap_or_else(|| "unknown".into())
+            );
+            mode = Mode::Precomputed;
+        } else {
+            eprintln!("in-vram: uploading {} samples ({:.1} MB) once", store.len(), need as f64 / 1e6);
+        }
+    }
+    Ok(FeedPlan::new(mode, &c.features, &c.train, Some(store)))
+}
