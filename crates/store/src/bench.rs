@@ -3,7 +3,7 @@
 //! from the order file written here.
 
 use crate::error::{Result, StoreError};
-use crate::loader::{Balance, BatchLoader, BatchOrder, LoaderOptions};
+use crate::loader::{BatchLoader, BatchOrder, Draws, LoaderOptions};
 use crate::reader::Store;
 use grin_features::HostBatch;
 use std::hint::black_box;
@@ -31,7 +31,7 @@ impl Throughput {
 
 /// The shuffled batches of one benchmark run.
 pub fn batch_order(store: &Store, batch_size: usize, batches: usize, seed: u64) -> Result<Vec<Vec<u64>>> {
-    let options = LoaderOptions { batch_size, seed, balance: Balance::Off, prefetch: 1, start_batch: 0 };
+    let options = LoaderOptions { batch_size, seed, draws: Draws::Shuffled, prefetch: 1, start_batch: 0 };
     let mut order = BatchOrder::new(store, &options)?;
     Ok((0..batches)
         .map(|_| {
@@ -124,7 +124,7 @@ pub fn run(store: &Store, order: &[Vec<u64>], repeats: usize, seed: u64) -> Resu
         Ok(())
     })?);
 
-    let options = LoaderOptions { batch_size, seed, balance: Balance::Off, prefetch: 4, start_batch: 0 };
+    let options = LoaderOptions { batch_size, seed, draws: Draws::Shuffled, prefetch: 4, start_batch: 0 };
     results.push(best("grin loader (prefetch thread)", samples, bytes, repeats, || {
         let mut loader = BatchLoader::new(store, &options)?;
         for _ in 0..order.len() {

@@ -71,7 +71,7 @@ pub mod writer;
 pub use error::StoreError;
 pub use fingerprint::{format_stale, Fingerprint};
 pub use layout::RecordLayout;
-pub use loader::{Balance, BatchLoader, BatchOrder, BatchReader, LoaderOptions};
+pub use loader::{BatchLoader, BatchOrder, BatchReader, Draws, LoaderOptions};
 pub use manifest::{ClassCounts, Manifest, ShardEntry};
 pub use reader::Store;
 pub use verify::{verify, BadShard, VerifyReport};

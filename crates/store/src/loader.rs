@@ -10,23 +10,23 @@ use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-/// How batches are drawn.
+/// How a batch's records are drawn from the store.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Balance {
+pub enum Draws {
     /// Every record once per epoch, in a fresh random order.
-    Off,
+    Shuffled,
     /// The same share of every scene class present in the dataset.
-    Equal,
+    EqualClasses,
     /// Target fractions (smiling, non-smiling, face-free); normalised over
     /// the classes the dataset holds.
-    Fractions([f32; 3]),
+    ClassFractions([f32; 3]),
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoaderOptions {
     pub batch_size: usize,
     pub seed: u64,
-    pub balance: Balance,
+    pub draws: Draws,
     /// Batches the loader thread may run ahead (at least 1).
     pub prefetch: usize,
     /// Batches to skip, so a resumed run continues the same data order.
@@ -102,12 +102,12 @@ impl BatchOrder {
         if len == 0 {
             return Err(StoreError::Usage("the dataset holds no records".into()));
         }
-        let targets: Option<[f32; 3]> = match options.balance {
-            Balance::Off => None,
-            Balance::Equal => Some([1.0; 3]),
-            Balance::Fractions(f) => {
+        let targets: Option<[f32; 3]> = match options.draws {
+            Draws::Shuffled => None,
+            Draws::EqualClasses => Some([1.0; 3]),
+            Draws::ClassFractions(f) => {
                 if f.iter().any(|x| !x.is_finite() || *x < 0.0) {
-                    return Err(StoreError::Usage(format!("balance fractions {f:?} must be finite and non-negative")));
+                    return Err(StoreError::Usage(format!("class fractions {f:?} must be finite and non-negative")));
                 }
                 Some(f)
             }
@@ -132,7 +132,7 @@ impl BatchOrder {
                 let sum: f64 = fractions.iter().sum();
                 if streams.is_empty() || sum <= 0.0 {
                     return Err(StoreError::Usage(format!(
-                        "balance fractions {targets:?} select no scene class present in the dataset"
+                        "class fractions {targets:?} select no scene class present in the dataset"
                     )));
                 }
                 fractions.iter_mut().for_each(|f| *f /= sum);
@@ -333,8 +333,8 @@ impl Store {
     /// An endless loader over this store: a fresh permutation every epoch
     /// (`balanced = false`) or equal shares of each scene class per batch.
     pub fn loader(&self, batch_size: usize, seed: u64, balanced: bool, prefetch: usize) -> Result<BatchLoader> {
-        let balance = if balanced { Balance::Equal } else { Balance::Off };
-        BatchLoader::new(self, &LoaderOptions { batch_size, seed, balance, prefetch, start_batch: 0 })
+        let draws = if balanced { Draws::EqualClasses } else { Draws::Shuffled };
+        BatchLoader::new(self, &LoaderOptions { batch_size, seed, draws, prefetch, start_batch: 0 })
     }
 
     pub fn loader_with(&self, options: &LoaderOptions) -> Result<BatchLoader> {

@@ -4,7 +4,7 @@ mod common;
 use burn_dataset::Dataset;
 use common::*;
 use grin_features::{HostBatch, SceneClass};
-use grin_store::{Balance, BatchOrder, LoaderOptions, Store};
+use grin_store::{BatchOrder, Draws, LoaderOptions, Store};
 use std::collections::BTreeSet;
 
 #[test]
@@ -63,7 +63,7 @@ fn each_epoch_is_a_fresh_permutation_of_every_record() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), 40, 9);
     let store = Store::open(dir.path()).unwrap();
-    let options = LoaderOptions { batch_size: 8, seed: 5, balance: Balance::Off, prefetch: 2, start_batch: 0 };
+    let options = LoaderOptions { batch_size: 8, seed: 5, draws: Draws::Shuffled, prefetch: 2, start_batch: 0 };
     let mut order = BatchOrder::new(&store, &options).unwrap();
     let mut epochs: Vec<Vec<u64>> = Vec::new();
     let mut indices = Vec::new();
@@ -107,7 +107,7 @@ fn batches_span_epoch_boundaries_when_the_size_does_not_divide() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), 10, 4);
     let store = Store::open(dir.path()).unwrap();
-    let options = LoaderOptions { batch_size: 4, seed: 1, balance: Balance::Off, prefetch: 1, start_batch: 0 };
+    let options = LoaderOptions { batch_size: 4, seed: 1, draws: Draws::Shuffled, prefetch: 1, start_batch: 0 };
     let mut order = BatchOrder::new(&store, &options).unwrap();
     let mut all = Vec::new();
     let mut indices = Vec::new();

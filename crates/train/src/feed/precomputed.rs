@@ -5,7 +5,7 @@
 use super::HostSource;
 use anyhow::{bail, Context, Result};
 use grin_features::{FeatureConfig, HostBatch};
-use grin_store::{format_stale, Balance, BatchReader, LoaderOptions, Store};
+use grin_store::{format_stale, BatchReader, Draws, LoaderOptions, Store};
 use std::path::Path;
 
 /// Opens a precomputed dataset and refuses it when it was built from other
@@ -39,10 +39,10 @@ pub fn open_store(dir: &Path, features: &FeatureConfig, allow_stale: bool) -> Re
 
 /// How records are drawn from the store: `[features.balance]`'s class
 /// fractions applied at read time, else every record once per epoch.
-fn class_draws(features: &FeatureConfig) -> Balance {
+fn class_draws(features: &FeatureConfig) -> Draws {
     match &features.balance {
-        Some(b) => Balance::Fractions([b.smiling, b.non_smiling, b.face_free]),
-        None => Balance::Off,
+        Some(b) => Draws::ClassFractions([b.smiling, b.non_smiling, b.face_free]),
+        None => Draws::Shuffled,
     }
 }
 
@@ -58,7 +58,7 @@ impl Precomputed {
         let options = LoaderOptions {
             batch_size,
             seed: features.seed,
-            balance: class_draws(features),
+            draws: class_draws(features),
             prefetch: 1,
             start_batch: start_batch as u64,
         };
