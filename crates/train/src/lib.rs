@@ -4,23 +4,25 @@
 //! One batch's way: [`plan`] resolves a [`GrinConfig`] into a [`RunPlan`]
 //! (mode, store, run spec); [`feed::build_feed`] turns its [`FeedPlan`] into
 //! a [`Feed`] (on-the-fly, precomputed or in-VRAM, one file each under
-//! `feed/`); [`train`] pulls a [`device_batch::DeviceBatch`] from it every
+//! `feed/`); [`train`] pulls a [`DeviceBatch`] from it every
 //! step, runs forward + loss + backward, and accounts for the wait.
 
 pub mod backend;
 pub mod balance;
 pub mod checkpoint;
-pub mod config;
-pub mod device_batch;
+mod config;
+mod device_batch;
 pub mod eval;
 pub mod feed;
-pub mod metrics;
+mod metrics;
 pub mod photo_eval;
-pub mod plan;
+mod plan;
 pub mod precompute;
 pub mod trainer;
 
 pub use config::{GrinConfig, LossConfig, Mode, TrainConfig};
+pub use device_batch::DeviceBatch;
+pub use feed::in_vram::DeviceAugment;
 pub use feed::{build_feed, Feed, FeedPlan};
 pub use plan::{plan, PlanRequest, RunPlan};
 pub use trainer::{train, RunSpec, Summary};

@@ -36,7 +36,7 @@ impl Default for DeviceAugment {
 }
 
 /// A whole precomputed set resident in device memory, as u8.
-pub struct DeviceDataset<B: Backend> {
+pub(crate) struct DeviceDataset<B: Backend> {
     pixels: Tensor<B, 4, Int>,
     boxes: Tensor<B, 3>,
     labels: Tensor<B, 2, Int>,
@@ -137,7 +137,7 @@ pub struct InVram<B: Backend> {
 }
 
 impl<B: Backend> InVram<B> {
-    pub fn new(
+    pub(crate) fn new(
         data: DeviceDataset<B>,
         batch_size: usize,
         seed: u64,
@@ -180,7 +180,7 @@ impl<B: Backend> InVram<B> {
 
 /// Free memory where the in-VRAM dataset would live: the GPU's (from
 /// nvidia-smi) or, for the CPU backend, the host's available memory.
-pub fn free_device_bytes(backend: BackendChoice, device_index: usize) -> Option<u64> {
+pub(crate) fn free_device_bytes(backend: BackendChoice, device_index: usize) -> Option<u64> {
     match backend {
         BackendChoice::Cuda => {
             let out = std::process::Command::new("nvidia-smi")
@@ -202,7 +202,7 @@ pub fn free_device_bytes(backend: BackendChoice, device_index: usize) -> Option<
 /// Whether a store fits in device memory, leaving half the free memory for
 /// the model's activations and the allocator's slack: (fits, needed bytes,
 /// free bytes when known).
-pub fn fits_in_device(store: &Store, backend: BackendChoice, device_index: usize) -> (bool, u64, Option<u64>) {
+pub(crate) fn fits_in_device(store: &Store, backend: BackendChoice, device_index: usize) -> (bool, u64, Option<u64>) {
     let l = store.layout();
     let need = DeviceDataset::<burn_ndarray::NdArray>::device_bytes(
         store.len() as usize,
@@ -215,7 +215,7 @@ pub fn fits_in_device(store: &Store, backend: BackendChoice, device_index: usize
 }
 
 /// The sample order of one epoch: a fresh seeded shuffle, the same on every run.
-pub fn permutation(len: usize, seed: u64, epoch: u64) -> Vec<i32> {
+fn permutation(len: usize, seed: u64, epoch: u64) -> Vec<i32> {
     let mut order: Vec<i32> = (0..len as i32).collect();
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ epoch.wrapping_mul(0xD1B5_4A32_D192_ED03));
     order.shuffle(&mut rng);

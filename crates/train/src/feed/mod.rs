@@ -76,7 +76,7 @@ pub fn build_feed<B: Backend>(plan: &FeedPlan, device: &B::Device, start: usize)
 }
 
 /// Anything that yields host batches in a fixed order from a given batch number.
-pub trait HostSource: Send + 'static {
+pub(crate) trait HostSource: Send + 'static {
     fn next_batch(&mut self) -> Result<HostBatch>;
     /// Workers that make batches side by side (what `grin simulate` calls loaders).
     fn loaders(&self) -> usize {
@@ -106,7 +106,7 @@ pub enum Feed<B: Backend> {
 }
 
 impl<B: Backend> Feed<B> {
-    pub fn host(mut source: impl HostSource, prefetch: usize, device: B::Device) -> Self {
+    pub(crate) fn host(mut source: impl HostSource, prefetch: usize, device: B::Device) -> Self {
         let loaders = source.loaders();
         let (tx, rx) = sync_channel(prefetch.max(1));
         let producer = std::thread::Builder::new()
