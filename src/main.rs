@@ -17,16 +17,16 @@ enum Command {
     /// Train the detector.
     Train(cmd::train::TrainArgs),
     /// Score a checkpoint on the held-out split: face AP@0.5 and smile accuracy.
-    Eval(cmd::train::EvalArgs),
+    Eval(cmd::eval::EvalArgs),
     /// Choose a model's deployment threshold on the validation photos and write it into model.grin.
-    Calibrate(cmd::train::CalibrateArgs),
+    Calibrate(cmd::eval::CalibrateArgs),
     /// Print the detector's parameter count and MFLOPs per frame.
-    ModelInfo(cmd::train::ModelInfoArgs),
+    ModelInfo(cmd::model_info::ModelInfoArgs),
     /// Measure T_g, T_i, T_s and say whether the run would starve the GPU.
-    Balance(cmd::train::BalanceArgs),
+    Balance(cmd::bench::BalanceArgs),
     /// Benchmarks that compare modes.
     #[command(subcommand)]
-    Bench(cmd::train::BenchCommand),
+    Bench(cmd::bench::BenchCommand),
     /// Feature generation: benchmark and preview.
     #[command(subcommand)]
     Features(cmd::features::FeaturesCommand),
@@ -40,24 +40,24 @@ enum Command {
     /// Discrete-event simulation of loaders, queue and GPU.
     Simulate(cmd::simulate::SimulateArgs),
     /// Print a config as resolved (defaults filled in, `--set` applied), one value, or every key.
-    Config(cmd::config::ConfigCmdArgs),
+    Config(cmd::config_cmd::ConfigCmdArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Train(args) => cmd::train::train(args),
-        Command::Eval(args) => cmd::train::eval(args),
-        Command::Calibrate(args) => cmd::train::calibrate(args),
-        Command::ModelInfo(args) => cmd::train::model_info(args),
-        Command::Balance(args) => cmd::train::balance(args),
-        Command::Bench(command) => cmd::train::bench(command),
+        Command::Eval(args) => cmd::eval::eval(args),
+        Command::Calibrate(args) => cmd::eval::calibrate(args),
+        Command::ModelInfo(args) => cmd::model_info::model_info(args),
+        Command::Balance(args) => cmd::bench::balance(args),
+        Command::Bench(command) => cmd::bench::bench(command),
         Command::Features(command) => cmd::features::run(command),
         Command::Precompute(args) => cmd::store::precompute(args),
         Command::Verify(args) => cmd::store::verify(args),
         Command::Store(command) => cmd::store::run(command),
         Command::Simulate(args) => cmd::simulate::run(args),
-        Command::Config(args) => cmd::config::run(args),
+        Command::Config(args) => cmd::config_cmd::run(args),
     };
     if let Err(error) = result {
         // One line, outermost context first: "file: key: problem".

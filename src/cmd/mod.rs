@@ -1,7 +1,92 @@
-//! One module per group of subcommands; each turns parsed arguments into
-//! calls on the library crates.
-pub mod config;
+//! One module per group of subcommands; each parses arguments, calls the
+//! library crates, and prints what they return. The flags several commands
+//! share, and the backend dispatch, live here.
+
+use crate::config::{self, LoadedConfig};
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use grin_train::backend::BackendChoice;
+use grin_train::Mode;
+use std::path::PathBuf;
+
+/// Runs `$body` with `$B` naming the chosen backend's type and `$device`
+/// its first device: one generic code path, monomorphised per backend.
+macro_rules! on_backend {
+    ($choice:expr, $B:ident, $device:ident => $body:expr) => {
+        match $choice {
+            BackendChoice::Cpu => {
+                type $B = backend::Cpu;
+                let $device = Default::default();
+                $body
+            }
+            #[cfg(feature = "cuda")]
+            BackendChoice::Cuda => {
+                type $B = backend::Gpu;
+                let $device = burn_cuda::CudaDevice::new(0);
+                $body
+            }
+            #[cfg(not(feature = "cuda"))]
+            BackendChoice::Cuda => unreachable!("backend::resolve refuses cuda in a build without it"),
+        }
+    };
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    OnTheFly,
+    Precomputed,
+    InVram,
+    Auto,
+}
+
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Mode {
+        match m {
+            ModeArg::OnTheFly => Mode::OnTheFly,
+            ModeArg::Precomputed => Mode::Precomputed,
+            ModeArg::InVram => Mode::InVram,
+            ModeArg::Auto => Mode::Auto,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum BackendArg {
+    Cpu,
+    Cuda,
+}
+
+impl From<BackendArg> for BackendChoice {
+    fn from(b: BackendArg) -> BackendChoice {
+        match b {
+            BackendArg::Cpu => BackendChoice::Cpu,
+            BackendArg::Cuda => BackendChoice::Cuda,
+        }
+    }
+}
+
+/// Flags every config-reading command shares.
+#[derive(Args, Clone)]
+pub struct ConfigArgs {
+    /// A grin config (TOML).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Override any config key, e.g. `--set train.lr=0.01` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+impl ConfigArgs {
+    pub fn load(&self) -> Result<LoadedConfig> {
+        config::load(&self.config, &self.sets)
+    }
+}
+
+pub mod bench;
+pub mod config_cmd;
+pub mod eval;
 pub mod features;
+pub mod model_info;
 pub mod simulate;
 pub mod store;
 pub mod train;

@@ -2,7 +2,7 @@
 //! and every `--set` applied, so scripts (the sweep, gpu-bench) read values
 //! and write trial configs without a copy of the schema of their own.
 
-use super::train::ConfigArgs;
+use super::ConfigArgs;
 use anyhow::{bail, Result};
 use clap::Args;
 

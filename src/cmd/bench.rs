@@ -1,0 +1,190 @@
+//! `grin balance` (the balance equation's figures, measured) and `grin bench
+//! modes` (the same model and data trained once per feeding mode).
+
+use super::{BackendArg, ConfigArgs, ModeArg};
+use crate::config::LoadedConfig;
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use grin_model::TrainBackend;
+use grin_train::backend::{self, BackendChoice};
+use grin_train::trainer::{self, RunSpec};
+use grin_train::{build_feed, FeedPlan, Mode};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct BalanceArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendArg>,
+}
+
+/// `grin balance`: the check every training run could do first, alone.
+pub fn balance(args: BalanceArgs) -> Result<()> {
+    let loaded = args.config.load()?;
+    let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
+    eprintln!("{why}");
+    on_backend!(choice, B, device => balance_on::<B>(&loaded, choice, &device))
+}
+
+fn balance_on<B: TrainBackend>(loaded: &LoadedConfig, choice: BackendChoice, device: &B::Device) -> Result<()> {
+    let check = grin_train::balance::check::<B>(&loaded.config, choice, 0, true, device)?;
+    println!("{}", check.figures.report(choice.name(), check.fits_in_device));
+    Ok(())
+}
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Train the same model on the same data once per mode; compare steps/s and device-busy %, measured and predicted.
+    Modes(BenchModesArgs),
+}
+
+#[derive(Args)]
+pub struct BenchModesArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendArg>,
+    /// Training steps per mode.
+    #[arg(long, default_value_t = 60)]
+    pub steps: usize,
+    /// Samples in the precomputed dataset the store modes read.
+    #[arg(long, default_value_t = 512)]
+    pub samples: u64,
+    #[arg(long, default_value = "runs/bench-modes")]
+    pub runs_dir: PathBuf,
+    /// Modes to run, in order (default: all three).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub modes: Vec<ModeArg>,
+    /// Also write the rows (and the balance figures) as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+pub fn bench(command: BenchCommand) -> Result<()> {
+    let BenchCommand::Modes(args) = command;
+    let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
+    eprintln!("{why}");
+    on_backend!(choice, B, device => bench_modes::<B>(&args, choice, &device))
+}
+
+/// One mode's measured and predicted figures.
+#[derive(serde::Serialize)]
+struct ModeRow {
+    mode: &'static str,
+    steps_per_s: f64,
+    samples_per_s: f64,
+    wait_ms_per_step: f64,
+    step_ms: f64,
+    busy_pct: f64,
+    /// `grin balance`'s prediction from the measured T_g, T_s, T_u, T_c, T_r.
+    balance_busy_pct: f64,
+    /// `grin simulate --from-run` on this run (host modes), or the serial
+    /// closed form step / (step + cut) in VRAM.
+    simulated_busy_pct: f64,
+    loaders: usize,
+    load_ms_per_batch: f64,
+    run_dir: PathBuf,
+}
+
+fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, device: &B::Device) -> Result<()> {
+    let loaded = args.config.load()?;
+    let mut c = loaded.config.clone();
+    c.train.steps = args.steps;
+    c.train.log_every = (args.steps / 4).max(1);
+    c.train.checkpoint_every = 0;
+    let dir = args.runs_dir.join("data");
+    if !dir.join("manifest.json").exists() {
+        grin_train::precompute::write_whole_store(&c.features, args.samples, &dir)?;
+    }
+    let store = grin_train::feed::precomputed::open_store(&dir, &c.features, false)?;
+    let figures = grin_train::balance::measure::<B>(
+        &c.features,
+        &c.detector_spec(),
+        c.train.batch_size,
+        c.train.loss.weights(),
+        Some(&store),
+        &c.train.device_augment,
+        device,
+    )?;
+    let predicted = figures.predicted_busy();
+    let chosen: Vec<Mode> = if args.modes.is_empty() {
+        vec![Mode::OnTheFly, Mode::Precomputed, Mode::InVram]
+    } else {
+        args.modes.iter().map(|&m| m.into()).filter(|m| *m != Mode::Auto).collect()
+    };
+    let mut rows = Vec::new();
+    for mode in chosen {
+        let plan = FeedPlan::new(mode, &c.features, &c.train, (mode != Mode::OnTheFly).then(|| store.clone()));
+        let mut run = RunSpec::new(&c, mode, choice, args.runs_dir.join(trainer::mode_name(mode)))?;
+        run.name = trainer::mode_name(mode).into();
+        // Benchmark runs are scratch: each one replaces the last.
+        run.overwrite = true;
+        run.show_progress = false;
+        run.evaluate = false;
+        eprintln!("bench: {} for {} steps", trainer::mode_name(mode), args.steps);
+        let s = trainer::train::<B>(&run, device, |start| build_feed::<B>(&plan, device, start))?;
+        let simulated = if s.loaders == 0 {
+            100.0 * s.step_ms / (s.step_ms + s.load_ms_per_batch).max(1e-9)
+        } else {
+            let figures = grin_simulate::read_run(&run.run_dir)?;
+            let flags = grin_simulate::Flags { seconds: 60.0, timeline_ms: 0.0, ..Default::default() };
+            let params = grin_simulate::resolve(&flags, Some(&figures))?;
+            100.0 * grin_simulate::simulate(&params)?.gpu_busy
+        };
+        rows.push(ModeRow {
+            mode: trainer::mode_name(mode),
+            steps_per_s: s.steps_per_s,
+            samples_per_s: s.samples_per_s,
+            wait_ms_per_step: s.wait_ms_per_step,
+            step_ms: s.step_ms,
+            busy_pct: s.gpu_busy_pct,
+            balance_busy_pct: predicted.iter().find(|(m, _)| *m == mode).map(|p| p.1).unwrap_or(f64::NAN),
+            simulated_busy_pct: simulated,
+            loaders: s.loaders,
+            load_ms_per_batch: s.load_ms_per_batch,
+            run_dir: run.run_dir.clone(),
+        });
+    }
+    let base = rows.iter().find(|r| r.mode == "on-the-fly").map(|r| r.steps_per_s);
+    println!(
+        "bench modes on {} (batch {}, {} steps each, first log interval excluded; busy = share of wall time not waiting on data)",
+        choice.name(),
+        c.train.batch_size,
+        args.steps
+    );
+    println!(
+        "{:<12} {:>9} {:>10} {:>9} {:>9} {:>8} {:>10} {:>10} {:>8} {:>7}",
+        "mode", "steps/s", "samples/s", "wait ms", "step ms", "busy %", "balance %", "simulate %", "loaders", "vs otf"
+    );
+    for r in &rows {
+        let ratio = base.map(|b| format!("{:.2}x", r.steps_per_s / b)).unwrap_or_else(|| "-".into());
+        println!(
+            "{:<12} {:>9.2} {:>10.1} {:>9.2} {:>9.2} {:>8.1} {:>10.1} {:>10.1} {:>8} {:>7}",
+            r.mode,
+            r.steps_per_s,
+            r.samples_per_s,
+            r.wait_ms_per_step,
+            r.step_ms,
+            r.busy_pct,
+            r.balance_busy_pct,
+            r.simulated_busy_pct,
+            r.loaders,
+            ratio
+        );
+    }
+    if let Some(path) = &args.json {
+        let json = serde_json::json!({
+            "backend": choice.name(),
+            "batch_size": c.train.batch_size,
+            "steps": args.steps,
+            "width": c.features.width,
+            "height": c.features.height,
+            "balance": figures,
+            "rows": rows,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&json)?)
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+    }
+    Ok(())
+}

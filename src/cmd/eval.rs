@@ -1,0 +1,165 @@
+//! `grin eval` (score a run on held-out scenes and photos) and `grin
+//! calibrate` (pick the face threshold on the validation photos).
+
+use crate::config;
+use anyhow::{Context, Result};
+use clap::Args;
+use grin_model::{file, DetectorSpec};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct EvalArgs {
+    /// A run folder (`runs/<name>`): uses its model.grin and config.toml.
+    #[arg(long, conflicts_with_all = ["model", "config"])]
+    pub run: Option<PathBuf>,
+    /// A model file; needs --config for the held-out data.
+    #[arg(long, requires = "config")]
+    pub model: Option<PathBuf>,
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Held-out scenes to score (default: `train.eval_samples`; 0 skips them).
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Held-out real photos to score per source (default: `train.eval_photos`; 0 skips them).
+    #[arg(long)]
+    pub photos: Option<usize>,
+    /// Folder for `pr_curve.svg` and `photos.json`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Score photos at this size instead of the model's run size (e.g. `480x360`).
+    #[arg(long, value_name = "WxH", value_parser = parse_size)]
+    pub run_size: Option<(usize, usize)>,
+}
+
+/// `WxH` as two pixel counts (the bounds `train.run_size` has).
+fn parse_size(text: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("`{text}`: expected WxH, for example 320x240");
+    let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
+    let (w, h): (usize, usize) = (w.trim().parse().map_err(|_| bad())?, h.trim().parse().map_err(|_| bad())?);
+    if !(32..=4096).contains(&w) || !(32..=4096).contains(&h) {
+        return Err(format!("`{text}`: each side must be between 32 and 4096 pixels"));
+    }
+    Ok((w, h))
+}
+
+pub fn eval(args: EvalArgs) -> Result<()> {
+    let (model_path, config_path) = match (&args.run, &args.model, &args.config) {
+        (Some(run), _, _) => (run.join("model.grin"), run.join("config.toml")),
+        (None, Some(m), Some(c)) => (m.clone(), c.clone()),
+        _ => anyhow::bail!("give --run runs/<name>, or --model FILE --config FILE"),
+    };
+    let loaded = config::load(&config_path, &args.sets)?;
+    let c = &loaded.config;
+    let device = Default::default();
+    let (mut run_spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
+    if let Some((w, h)) = args.run_size {
+        (run_spec.width, run_spec.height) = (w, h);
+    }
+    if run_spec.channels != c.features.channels as usize {
+        anyhow::bail!(
+            "{}: model takes {} channel(s), the config's features have {}",
+            model_path.display(),
+            run_spec.channels,
+            c.features.channels
+        );
+    }
+    // Scenes are scored at the features' size, photos at the size the model runs at.
+    let scene_spec =
+        DetectorSpec { width: c.features.width as usize, height: c.features.height as usize, ..run_spec.clone() };
+    let samples = args.samples.unwrap_or(c.train.eval_samples);
+    if samples > 0 {
+        let r = grin_train::eval::evaluate(&model, &scene_spec, &c.features, samples, &device)?;
+        let ap = r.face_ap.map(|a| format!("{a:.3}")).unwrap_or_else(|| "undefined (no faces in the split)".into());
+        let smile =
+            r.smile_accuracy.map(|a| format!("{a:.3}")).unwrap_or_else(|| "n/a (no labelled smiles matched)".into());
+        println!("held-out scenes: {} images, {} faces: face AP@0.5 {ap}  smile accuracy {smile}", r.images, r.faces);
+    }
+    let photos = args.photos.unwrap_or(c.train.eval_photos);
+    if photos > 0 {
+        let (w, h) = (run_spec.width, run_spec.height);
+        let reports = grin_train::photo_eval::evaluate_photos(
+            &model,
+            &run_spec,
+            &c.features,
+            photos,
+            c.train.eval_min_face,
+            &device,
+        )?;
+        if reports.is_empty() {
+            println!("held-out photos: none (the config's source has no real photos)");
+        }
+        for r in &reports {
+            println!("held-out photos at {w}x{h}: {}", grin_train::photo_eval::describe(r));
+        }
+        if let Some(out) = &args.out {
+            std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
+            grin_train::photo_eval::plot_pr(&out.join("pr_curve.svg"), &reports)?;
+            std::fs::write(out.join("photos.json"), serde_json::to_string_pretty(&reports)?)?;
+            println!("wrote {}/pr_curve.svg and photos.json", out.display());
+        }
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct CalibrateArgs {
+    /// A run folder (`runs/<name>`): its model.grin is rewritten with the chosen threshold.
+    #[arg(long)]
+    pub run: PathBuf,
+    /// Validation photos per real source (default: all of them).
+    #[arg(long, default_value_t = 0)]
+    pub photos: usize,
+}
+
+/// Picks the face-score threshold with the best mean F1 over the real
+/// sources' *validation* photos (the test split stays unseen, so the
+/// reported figures are not tuned on), and writes it into model.grin.
+pub fn calibrate(args: CalibrateArgs) -> Result<()> {
+    use grin_train::photo_eval::{at_threshold, best_threshold, evaluate_split};
+    let model_path = args.run.join("model.grin");
+    let loaded = config::load(&args.run.join("config.toml"), &[])?;
+    let c = &loaded.config;
+    let device = Default::default();
+    let (mut spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
+    let reports = evaluate_split(
+        &model,
+        &spec,
+        &c.features,
+        grin_features::Split::Val,
+        args.photos,
+        c.train.eval_min_face,
+        &device,
+    )?;
+    let Some((threshold, f1)) = best_threshold(&reports) else {
+        anyhow::bail!("{}: the config's source has no real photos to calibrate on", args.run.display());
+    };
+    println!("validation photos at {}x{}:", spec.width, spec.height);
+    for r in &reports {
+        println!("  {}", grin_train::photo_eval::describe(r));
+    }
+    println!(
+        "threshold  {}",
+        reports.iter().map(|r| format!("{:>26}", format!("{} P / R / F1", r.source))).collect::<String>()
+    );
+    for k in (2..19).step_by(2) {
+        let t = k as f32 * 0.05;
+        let cells: String = reports
+            .iter()
+            .map(|r| {
+                let (p, rc, f) = at_threshold(&r.curve, t);
+                format!("{:>26}", format!("{p:.3} / {rc:.3} / {f:.3}"))
+            })
+            .collect();
+        println!("{t:>9.2}  {cells}");
+    }
+    let before = spec.model.score_threshold;
+    spec.model.score_threshold = threshold;
+    file::save_model(&model_path, &spec, &model).with_context(|| format!("{}: cannot write", model_path.display()))?;
+    println!(
+        "{}: score_threshold {before:.2} -> {threshold:.2} (mean F1 {f1:.3} on validation photos)",
+        model_path.display()
+    );
+    Ok(())
+}

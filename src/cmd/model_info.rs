@@ -1,0 +1,58 @@
+//! `grin model-info`: the detector's parameter and FLOP budget, computed
+//! from the real layers.
+
+use crate::config;
+use anyhow::Result;
+use clap::Args;
+use grin_model::budget;
+use grin_train::GrinConfig;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct ModelInfoArgs {
+    /// Config to read `[model]` and the input size from (default: the built-in defaults, 320x240x1).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+/// The default model's budget (issue: at most 100k parameters, 150 MFLOPs at 320x240).
+pub const PARAM_BUDGET: usize = 100_000;
+pub const MFLOP_BUDGET: f64 = 150.0;
+
+pub fn model_info(args: ModelInfoArgs) -> Result<()> {
+    let c = match &args.config {
+        Some(path) => config::load(path, &args.sets)?.config,
+        None => GrinConfig::default(),
+    };
+    let spec = c.detector_spec();
+    let model = spec.init::<burn_ndarray::NdArray<f32>>(&Default::default());
+    let b = budget(&spec, &model);
+    let points = spec.points();
+    println!(
+        "grin detector, width_mult {}, input {}x{}x{}",
+        spec.model.width_mult, spec.width, spec.height, spec.channels
+    );
+    println!("  channels per stage   {:?}", spec.widths());
+    println!("  output levels        {:?} (rows, cols) at strides 8/16/32, {} points", points.levels, points.len());
+    println!(
+        "  parameters           {}  (budget {PARAM_BUDGET}: {})",
+        b.params,
+        verdict(b.params as f64 <= PARAM_BUDGET as f64)
+    );
+    println!(
+        "  MFLOPs per frame     {:.1}  (budget {MFLOP_BUDGET} at 320x240: {})",
+        b.mflops,
+        verdict(b.mflops * 320.0 * 240.0 / (spec.width * spec.height) as f64 <= MFLOP_BUDGET)
+    );
+    Ok(())
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "within"
+    } else {
+        "OVER"
+    }
+}
