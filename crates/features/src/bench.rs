@@ -71,7 +71,7 @@ pub struct Throughput {
 }
 
 /// Warm-up samples excluded from timing: caches, allocator, lazy statics.
-pub fn warmup_count(samples: usize) -> usize {
+pub(crate) fn warmup_count(samples: usize) -> usize {
     (samples / 10).clamp(3, 50)
 }
 

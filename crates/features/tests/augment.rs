@@ -1,8 +1,7 @@
 //! Each augmentation keeps boxes consistent with the pixels.
 
 use grin_features::augment::{self, STAGES};
-use grin_features::synthetic::{SyntheticParams, SyntheticSource};
-use grin_features::{AugmentConfig, FaceBox, Sample, SampleRng, Smile};
+use grin_features::{AugmentConfig, FaceBox, Sample, SampleRng, Smile, SyntheticParams, SyntheticSource};
 use rand::SeedableRng;
 
 /// A grey image with one bright rectangle, boxed.
