@@ -34,6 +34,7 @@ pub mod pipeline;
 /// Contact sheets of samples with their boxes drawn.
 pub mod preview;
 
+pub use augment::AugmentStage;
 pub use balance::Balancer;
 pub use config::{
     AugmentConfig, BalanceConfig, FeatureConfig, OnBadSample, PhotoCrops, SourceConfig, Split, SplitConfig,

@@ -7,9 +7,11 @@
 
 mod geometry;
 mod photometric;
+mod stage;
 
 pub use geometry::{crop, flip, rotate, MIN_BOX_SIDE};
 pub use photometric::{blur, brightness, contrast, gamma, jpeg, noise};
+pub use stage::AugmentStage;
 
 use crate::config::AugmentConfig;
 use crate::error::FeatureError;
@@ -17,25 +19,12 @@ use crate::sample::Sample;
 use crate::source::{uniform, SampleRng};
 use rand::Rng;
 
-/// Stage names in the order [`augment`] applies them.
-pub const STAGES: &[&str] = &["crop", "rotate", "flip", "brightness", "contrast", "gamma", "blur", "noise", "jpeg"];
-
 /// Checks ranges, naming the offending key.
 pub fn validate(cfg: &AugmentConfig) -> Result<(), FeatureError> {
-    let probabilities = [
-        ("flip", cfg.flip),
-        ("crop", cfg.crop),
-        ("rotate", cfg.rotate),
-        ("brightness", cfg.brightness),
-        ("contrast", cfg.contrast),
-        ("gamma", cfg.gamma),
-        ("blur", cfg.blur),
-        ("noise", cfg.noise),
-        ("jpeg", cfg.jpeg),
-    ];
-    for (key, p) in probabilities {
+    for stage in AugmentStage::ALL {
+        let p = stage.probability(cfg);
         if !(0.0..=1.0).contains(&p) {
-            return Err(bad_key(key, format!("must be a probability in 0..=1, got {p}")));
+            return Err(bad_key(stage.name(), format!("must be a probability in 0..=1, got {p}")));
         }
     }
     let ranges = [
@@ -71,29 +60,14 @@ fn bad_key(key: &str, message: String) -> FeatureError {
     FeatureError::Config(format!("features.augment.{key} {message}"))
 }
 
-fn probability(cfg: &AugmentConfig, stage: &str) -> f32 {
-    match stage {
-        "crop" => cfg.crop,
-        "rotate" => cfg.rotate,
-        "flip" => cfg.flip,
-        "brightness" => cfg.brightness,
-        "contrast" => cfg.contrast,
-        "gamma" => cfg.gamma,
-        "blur" => cfg.blur,
-        "noise" => cfg.noise,
-        "jpeg" => cfg.jpeg,
-        _ => 0.0,
-    }
-}
-
-/// Applies every stage with its probability, in [`STAGES`] order.
+/// Applies every stage with its probability, in [`AugmentStage::ALL`] order.
 ///
 /// One coin is drawn per stage whether or not it fires, so that changing one
 /// probability does not reshuffle the other stages' randomness.
 pub fn augment(sample: &mut Sample, cfg: &AugmentConfig, rng: &mut SampleRng) -> Result<(), FeatureError> {
-    for stage in STAGES {
+    for stage in AugmentStage::ALL {
         let coin: f32 = rng.random();
-        if coin < probability(cfg, stage) {
+        if coin < stage.probability(cfg) {
             apply_stage(stage, sample, cfg, rng)?;
         }
     }
@@ -103,13 +77,13 @@ pub fn augment(sample: &mut Sample, cfg: &AugmentConfig, rng: &mut SampleRng) ->
 /// Runs one stage unconditionally (its probability is not consulted), so a
 /// bench can time each stage's real cost.
 pub fn apply_stage(
-    name: &str,
+    stage: AugmentStage,
     sample: &mut Sample,
     cfg: &AugmentConfig,
     rng: &mut SampleRng,
 ) -> Result<(), FeatureError> {
-    match name {
-        "crop" => {
+    match stage {
+        AugmentStage::Crop => {
             let s = uniform(rng, cfg.crop_scale.0, cfg.crop_scale.1);
             let (w, h) = (sample.width as f32, sample.height as f32);
             let (cw, ch) = (s * w, s * h);
@@ -118,32 +92,26 @@ pub fn apply_stage(
             let oy = uniform(rng, 0.0f32.min(h - ch), 0.0f32.max(h - ch));
             crop(sample, [ox, oy, ox + cw, oy + ch], cfg.crop_drop_fraction);
         }
-        "rotate" => {
+        AugmentStage::Rotate => {
             let deg = uniform(rng, -cfg.rotate_deg, cfg.rotate_deg);
             rotate(sample, deg, cfg.crop_drop_fraction);
         }
-        "flip" => flip(sample),
-        "brightness" => {
+        AugmentStage::Flip => flip(sample),
+        AugmentStage::Brightness => {
             let delta = uniform(rng, -cfg.brightness_delta, cfg.brightness_delta) * 255.0;
             brightness(sample, delta);
         }
-        "contrast" => contrast(sample, uniform(rng, cfg.contrast_range.0, cfg.contrast_range.1)),
-        "gamma" => gamma(sample, uniform(rng, cfg.gamma_range.0, cfg.gamma_range.1)),
-        "blur" => blur(sample, uniform(rng, cfg.blur_sigma.0, cfg.blur_sigma.1)),
-        "noise" => {
+        AugmentStage::Contrast => contrast(sample, uniform(rng, cfg.contrast_range.0, cfg.contrast_range.1)),
+        AugmentStage::Gamma => gamma(sample, uniform(rng, cfg.gamma_range.0, cfg.gamma_range.1)),
+        AugmentStage::Blur => blur(sample, uniform(rng, cfg.blur_sigma.0, cfg.blur_sigma.1)),
+        AugmentStage::Noise => {
             // Sensor noise level varies between shots, up to the configured sigma.
             let sigma = uniform(rng, 0.3, 1.0) * cfg.noise_sigma;
             noise(sample, sigma, rng);
         }
-        "jpeg" => {
+        AugmentStage::Jpeg => {
             let q = rng.random_range(cfg.jpeg_quality.0..=cfg.jpeg_quality.1);
             jpeg(sample, q)?;
-        }
-        other => {
-            return Err(FeatureError::Config(format!(
-                "unknown augmentation stage '{other}' (known: {})",
-                STAGES.join(", ")
-            )))
         }
     }
     Ok(())
