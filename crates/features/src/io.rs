@@ -102,3 +102,55 @@ fn ends_with_jpeg_eoi(bytes: &[u8]) -> bool {
     let tail = &bytes[bytes.len().saturating_sub(64)..];
     tail.windows(2).any(|w| w == [0xFF, 0xD9])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_paths_are_known_by_one_extension_list_in_any_case() {
+        for name in ["a.jpg", "b.JPEG", "dir/c.Png", "d.bmp", "0--Parade/0_Parade_1.jpg"] {
+            assert!(is_image_path(Path::new(name)), "{name}");
+        }
+        for name in ["e.txt", "f.jpg.txt", "g", "1", "12.5 30 40 50", "h.gif"] {
+            assert!(!is_image_path(Path::new(name)), "{name}");
+        }
+    }
+
+    #[test]
+    fn listing_skips_non_images_and_sorts() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["b.png", "a.JPG", "notes.txt", "c.bmp.bak"] {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        let names: Vec<String> = list_images(dir.path())
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.JPG", "b.png"]);
+    }
+
+    #[test]
+    fn a_folder_without_images_is_an_empty_folder_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("readme.txt"), b"x").unwrap();
+        let err = list_images(dir.path()).unwrap_err();
+        assert!(matches!(err, FeatureError::BadInput { kind: BadInputKind::EmptyFolder, .. }), "{err}");
+        let message = err.to_string();
+        assert!(message.contains(&dir.path().display().to_string()), "{message}");
+        assert!(message.contains(".jpg/.jpeg/.png/.bmp"), "{message}");
+    }
+
+    #[test]
+    fn a_truncated_jpeg_is_corrupt() {
+        let mut bytes = Vec::new();
+        image::GrayImage::from_pixel(16, 16, image::Luma([90]))
+            .write_to(&mut std::io::Cursor::new(&mut bytes), image::ImageFormat::Jpeg)
+            .unwrap();
+        assert_eq!(decode_bytes(Path::new("ok.jpg"), &bytes, 1).unwrap().pixels.len(), 256);
+        let err = decode_bytes(Path::new("cut.jpg"), &bytes[..bytes.len() / 2], 1).unwrap_err();
+        assert!(matches!(err, FeatureError::BadInput { kind: BadInputKind::CorruptImage, .. }), "{err}");
+        assert!(err.to_string().starts_with("cut.jpg:"), "{err}");
+    }
+}
