@@ -92,14 +92,7 @@ impl AnnotatedSource {
         split: Split,
         load_skips: SkipCounts,
     ) -> Result<AnnotatedSource, FeatureError> {
-        check_split(&cfg.split)?;
-        let entries = keep_split(entries, |e: &Entry| e.image.as_path(), &cfg.split, split);
-        if entries.is_empty() {
-            return Err(FeatureError::Config(format!(
-                "{}: no annotated images fall in the {split:?} split",
-                annotations.display()
-            )));
-        }
+        let entries = entries_of_split(entries, cfg, split, annotations, "images")?;
         Ok(AnnotatedSource {
             name,
             annotations: annotations.to_path_buf(),
@@ -140,6 +133,26 @@ impl Source for AnnotatedSource {
         check_inside(entry, &image, &self.annotations)?;
         Ok(letterbox(&image, &entry.faces, self.width, self.height))
     }
+}
+
+/// The entries whose image falls in `split`; none at all is an error naming
+/// the annotation file, since every later step would fail less clearly.
+pub(crate) fn entries_of_split(
+    entries: Vec<Entry>,
+    cfg: &FeatureConfig,
+    split: Split,
+    annotations: &Path,
+    what: &str,
+) -> Result<Vec<Entry>, FeatureError> {
+    check_split(&cfg.split)?;
+    let entries = keep_split(entries, |e: &Entry| e.image.as_path(), &cfg.split, split);
+    if entries.is_empty() {
+        return Err(FeatureError::Config(format!(
+            "{}: no annotated {what} fall in the {split:?} split",
+            annotations.display()
+        )));
+    }
+    Ok(entries)
 }
 
 fn wrong_kind(kind: &str) -> FeatureError {

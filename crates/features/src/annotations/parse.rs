@@ -54,8 +54,7 @@ pub fn parse_wider(
     skips: &SkipCounts,
 ) -> Result<Vec<Entry>, FeatureError> {
     let problems = Problems { on_bad, skips };
-    let lines: Vec<(usize, &str)> =
-        text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty()).collect();
+    let lines: Vec<(usize, &str)> = numbered(text).collect();
     let mut entries = Vec::new();
     let mut i = 0;
     while i < lines.len() {

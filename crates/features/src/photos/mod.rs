@@ -24,14 +24,13 @@ pub use held_out::{held_out_photos, photos_of_split, HeldOutPhotos};
 pub use landmarks::{celeba_aligned_box, landmarks_to_box, parse_caltech};
 pub use window::crop_scene;
 
-use crate::annotations::{bad_box, Entry, Problems};
+use crate::annotations::{bad_box, entries_of_split, Entry, Problems};
 use crate::config::{FeatureConfig, PhotoCrops, SourceConfig, Split};
 use crate::error::{FeatureError, SkipCounts};
 use crate::io::{decode, read_text};
 use crate::raster::{resize, Raster};
 use crate::sample::{FaceBox, Sample};
 use crate::source::{SampleRng, Source};
-use crate::split::{check_split, keep_split};
 use landmarks::parse_celeba_aligned;
 use rand::Rng;
 use std::path::{Path, PathBuf};
@@ -79,14 +78,7 @@ impl PhotoSource {
         let skips = SkipCounts::default();
         let (name, annotations, entries, rule, crops) = parse_source(&cfg.source, cfg, &skips)?;
         check_crops(&crops)?;
-        check_split(&cfg.split)?;
-        let entries = keep_split(entries, |e: &Entry| e.image.as_path(), &cfg.split, split);
-        if entries.is_empty() {
-            return Err(FeatureError::Config(format!(
-                "{}: no annotated photos fall in the {split:?} split",
-                annotations.display()
-            )));
-        }
+        let entries = entries_of_split(entries, cfg, split, &annotations, "photos")?;
         let cache = (0..entries.len()).map(|_| OnceLock::new()).collect();
         Ok(PhotoSource {
             name,
