@@ -25,13 +25,12 @@ mod source;
 mod split;
 mod synthetic;
 
-/// Augmentation stages, one by one (tests and benches drive them directly).
+// Public as modules because callers use them as such: the trainer and the
+// CLI name `pipeline::Pipeline`, `bench::*` and `preview::contact_sheet`,
+// and tests drive each augmentation stage on its own.
 pub mod augment;
-/// Generation cost: per sample, per stage, and throughput.
 pub mod bench;
-/// Sources built from a config, and the pipeline over them.
 pub mod pipeline;
-/// Contact sheets of samples with their boxes drawn.
 pub mod preview;
 
 pub use augment::AugmentStage;
