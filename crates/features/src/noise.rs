@@ -9,8 +9,12 @@ pub(crate) struct NoiseGrid {
     values: Vec<f32>,
     cols: usize,
     inv_cell: f32,
-    /// Per column: lattice column and smoothed weight, computed once.
-    xs: Vec<(usize, f32)>,
+    /// Runs of output columns inside one lattice cell, as (cell, start, end):
+    /// a run interpolates between the same two lattice values, so its inner
+    /// loop reads no table and vectorises.
+    runs: Vec<(usize, usize, usize)>,
+    /// Per output column: its smoothed weight within its cell.
+    weights: Vec<f32>,
 }
 
 fn smooth(t: f32) -> f32 {
@@ -24,13 +28,18 @@ impl NoiseGrid {
         let cols = (w as f32 * inv_cell) as usize + 2;
         let rows = (h as f32 * inv_cell) as usize + 2;
         let values = (0..cols * rows).map(|_| rng.random::<f32>()).collect();
-        let xs = (0..w)
-            .map(|x| {
-                let f = x as f32 * inv_cell;
-                (f as usize, smooth(f - f.floor()))
-            })
-            .collect();
-        NoiseGrid { values, cols, inv_cell, xs }
+        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+        let mut weights = Vec::with_capacity(w);
+        for x in 0..w {
+            let f = x as f32 * inv_cell;
+            let ix = f as usize;
+            weights.push(smooth(f - f.floor()));
+            match runs.last_mut() {
+                Some((cell, _, end)) if *cell == ix => *end = x + 1,
+                _ => runs.push((ix, x, x + 1)),
+            }
+        }
+        NoiseGrid { values, cols, inv_cell, runs, weights }
     }
 
     /// `out = weight * noise(row y)`, or `out += ...` when `add`.
@@ -40,9 +49,14 @@ impl NoiseGrid {
         let (top, bottom) = (&self.values[iy * self.cols..], &self.values[(iy + 1) * self.cols..]);
         scratch.clear();
         scratch.extend((0..self.cols).map(|j| weight * (top[j] + (bottom[j] - top[j]) * sy)));
-        for (v, &(ix, sx)) in out.iter_mut().zip(&self.xs) {
-            let n = scratch[ix] + (scratch[ix + 1] - scratch[ix]) * sx;
-            *v = if add { *v + n } else { n };
+        for &(ix, start, end) in &self.runs {
+            let (a, b) = (scratch[ix], scratch[ix + 1]);
+            let span = out[start..end].iter_mut().zip(&self.weights[start..end]);
+            if add {
+                span.for_each(|(v, sx)| *v += a + (b - a) * sx);
+            } else {
+                span.for_each(|(v, sx)| *v = a + (b - a) * sx);
+            }
         }
     }
 }

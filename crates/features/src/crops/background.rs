@@ -30,14 +30,15 @@ pub(super) fn procedural_background(
     for (y, row) in out.chunks_exact_mut(w * c).enumerate() {
         coarse.row(y, &mut field, 1.4 * contrast, false, &mut scratch);
         fine.row(y, &mut field, 0.6 * contrast, true, &mut scratch);
+        field.iter_mut().for_each(|f| *f += base);
         if c == 1 {
             for (o, f) in row.iter_mut().zip(&field) {
-                *o = (base + f).clamp(0.0, 255.0) as u8;
+                *o = f.clamp(0.0, 255.0) as u8;
             }
         } else {
-            for (px, f) in row.chunks_exact_mut(c).zip(&field) {
-                for (k, o) in px.iter_mut().enumerate() {
-                    *o = ((base + f) * tint[k.min(2)]).clamp(0.0, 255.0) as u8;
+            for (px, f) in row.chunks_exact_mut(3).zip(&field) {
+                for (o, t) in px.iter_mut().zip(tint) {
+                    *o = (f * t).clamp(0.0, 255.0) as u8;
                 }
             }
         }
