@@ -285,7 +285,7 @@ fn run_preview(args: PreviewArgs) -> Result<()> {
 }
 
 fn export_crops(args: ExportCropsArgs) -> Result<()> {
-    use grin_features::crops::{resample_region, Raster};
+    use grin_features::{resample_region, Raster};
     use grin_features::{Smile, SyntheticParams, SyntheticSource};
     const SIDE: u32 = 64;
     let params = SyntheticParams {

@@ -13,7 +13,7 @@ use crate::sample::SceneClass;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Candidates tried per output index before settling for the last one.
-pub const MAX_ATTEMPTS: u64 = 64;
+pub(crate) const MAX_ATTEMPTS: u64 = 64;
 
 /// Keeps the class draw independent of the scene generator's seeds.
 const CLASS_SALT: u64 = 0x6261_6c61_6e63_6521;
@@ -121,7 +121,7 @@ impl Balancer {
 }
 
 /// SplitMix64's finaliser: a cheap, well-mixed 64-bit hash step.
-pub fn splitmix64(x: u64) -> u64 {
+pub(crate) fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

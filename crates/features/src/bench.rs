@@ -2,7 +2,7 @@
 //! per stage, and throughput with C workers. Plain structs out; callers
 //! (`grin features bench`, the trainer's balance check) format them.
 
-use crate::augment;
+use crate::augment::{self, AugmentStage};
 use crate::config::{AugmentConfig, FeatureConfig, Split};
 use crate::error::{FeatureError, SkipCounts};
 use crate::pipeline::Pipeline;
@@ -71,7 +71,7 @@ pub struct Throughput {
 }
 
 /// Warm-up samples excluded from timing: caches, allocator, lazy statics.
-pub fn warmup_count(samples: usize) -> usize {
+pub(crate) fn warmup_count(samples: usize) -> usize {
     (samples / 10).clamp(3, 50)
 }
 
@@ -121,11 +121,12 @@ pub fn measure_stages(
     samples: usize,
 ) -> Result<Vec<StageTiming>, FeatureError> {
     let warmup = warmup_count(samples);
-    let forced: Vec<(String, f32, AugmentConfig)> = augment::STAGES
-        .iter()
-        .map(|name| {
-            let (probability, cfg) = force_probability(augment_cfg, name);
-            (name.to_string(), probability, cfg)
+    let forced: Vec<(AugmentStage, f32, AugmentConfig)> = AugmentStage::ALL
+        .into_iter()
+        .map(|stage| {
+            let mut cfg = augment_cfg.clone();
+            *stage.probability_mut(&mut cfg) = 1.0;
+            (stage, stage.probability(augment_cfg), cfg)
         })
         .collect();
     let mut scene_s = Vec::with_capacity(samples);
@@ -139,9 +140,9 @@ pub fn measure_stages(
         if timed {
             scene_s.push(scene);
         }
-        for (k, (name, _, cfg)) in forced.iter().enumerate() {
+        for (k, (stage, _, cfg)) in forced.iter().enumerate() {
             let start = Instant::now();
-            augment::apply_stage(name, &mut sample, cfg, &mut rng)?;
+            augment::apply_stage(*stage, &mut sample, cfg, &mut rng)?;
             if timed {
                 stage_s[k].push(start.elapsed().as_secs_f64());
             }
@@ -153,22 +154,10 @@ pub fn measure_stages(
         probability: 1.0,
         timing: Timing::from_durations(scene_s),
     }];
-    for ((name, probability, _), seconds) in forced.into_iter().zip(stage_s) {
-        out.push(StageTiming { stage: name, probability, timing: Timing::from_durations(seconds) });
+    for ((stage, probability, _), seconds) in forced.into_iter().zip(stage_s) {
+        out.push(StageTiming { stage: stage.to_string(), probability, timing: Timing::from_durations(seconds) });
     }
     Ok(out)
-}
-
-/// The config with stage `name`'s probability set to 1, and the configured
-/// probability. Stages are named after their probability key.
-fn force_probability(cfg: &AugmentConfig, name: &str) -> (f32, AugmentConfig) {
-    let mut value = serde_json::to_value(cfg).expect("the augment config serialises");
-    let probability = value.get(name).and_then(|v| v.as_f64()).map(|p| p as f32);
-    if probability.is_some() {
-        value[name] = serde_json::json!(1.0);
-    }
-    let forced = serde_json::from_value(value).expect("only a probability changed");
-    (probability.unwrap_or(1.0), forced)
 }
 
 /// Throughput of [`Pipeline::fill_batch`] over `samples` consecutive indices

@@ -1,6 +1,7 @@
 //! The `[features]` table of a grin config: everything that changes what a
 //! sample looks like. The store fingerprints this whole struct.
 
+use crate::error::FeatureError;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -254,4 +255,18 @@ pub enum Split {
     Train,
     Val,
     Test,
+}
+
+/// Sizes every source accepts: 1 or 3 channels and room for the smallest face.
+pub(crate) fn check_size(width: u32, height: u32, channels: u32) -> Result<(), FeatureError> {
+    if channels != 1 && channels != 3 {
+        return Err(FeatureError::Config(format!("features.channels must be 1 or 3, got {channels}")));
+    }
+    if !(16..=8192).contains(&width) {
+        return Err(FeatureError::Config(format!("features.width must be in 16..=8192, got {width}")));
+    }
+    if !(16..=8192).contains(&height) {
+        return Err(FeatureError::Config(format!("features.height must be in 16..=8192, got {height}")));
+    }
+    Ok(())
 }

@@ -1,5 +1,6 @@
 //! Errors that name the file (and line) at fault, and counted skips.
 
+use crate::config::OnBadSample;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -88,5 +89,16 @@ impl SkipCounts {
             .map(|k| format!("{} {}", self.get(*k), k.describe()))
             .collect();
         Some(format!("skipped {total} inputs: {}", parts.join(", ")))
+    }
+}
+
+/// Under `Skip`, counts a bad input and carries on; otherwise it is the error.
+pub(crate) fn skip_or_fail(on_bad: OnBadSample, skips: &SkipCounts, error: FeatureError) -> Result<(), FeatureError> {
+    match (&error, on_bad) {
+        (FeatureError::BadInput { kind, .. }, OnBadSample::Skip) => {
+            skips.record(*kind);
+            Ok(())
+        }
+        _ => Err(error),
     }
 }

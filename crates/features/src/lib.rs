@@ -1,29 +1,58 @@
 //! grin-features: the CPU feature pipeline. No Burn here.
-pub mod config;
-pub mod sample;
+//!
+//! Data flow: a [`FeatureConfig`] names a [`Source`] (procedural scenes,
+//! face crops composited into scenes, annotated detection sets, random crops
+//! of real photos, or a weighted mix of these). [`Pipeline`] asks the source
+//! for the scene of each index with an rng seeded from (seed, split, index),
+//! augments it on the train split (the stages of [`augment`]), optionally
+//! rejection-resamples it towards target scene classes ([`Balancer`]), and
+//! packs samples into a fixed-layout [`HostBatch`] on a private thread pool.
+//! Files are listed and decoded once, by `io`, and assigned to a split by a
+//! hash of their name, so any worker count yields the same bytes.
 
+mod annotations;
+mod balance;
+mod config;
+mod crops;
+mod error;
+mod io;
+mod mix;
+mod noise;
+mod photos;
+mod raster;
+mod sample;
+mod source;
+mod split;
+mod synthetic;
+
+// Public as modules because callers use them as such: the trainer and the
+// CLI name `pipeline::Pipeline`, `bench::*` and `preview::contact_sheet`,
+// and tests drive each augmentation stage on its own.
+pub mod augment;
+pub mod bench;
+pub mod pipeline;
+pub mod preview;
+
+pub use augment::AugmentStage;
+pub use balance::Balancer;
 pub use config::{
     AugmentConfig, BalanceConfig, FeatureConfig, OnBadSample, PhotoCrops, SourceConfig, Split, SplitConfig,
 };
-pub use sample::{FaceBox, HostBatch, Sample, SceneClass, Smile, LABEL_IGNORE, LABEL_PADDING, MAX_BOXES};
-pub mod error;
-pub mod source;
 pub use error::{BadInputKind, FeatureError, SkipCounts};
+pub use pipeline::Pipeline;
+pub use sample::{FaceBox, HostBatch, Sample, SceneClass, Smile, LABEL_IGNORE, LABEL_PADDING, MAX_BOXES};
 pub use source::{SampleRng, Source};
-pub mod synthetic;
-pub use synthetic::{SyntheticParams, SyntheticSource};
-pub mod annotations;
-pub mod crops;
+
+// The sources, and the held-out photos that reports score whole images on.
 pub use annotations::AnnotatedSource;
 pub use crops::CropsSource;
-pub mod mix;
-pub mod photos;
 pub use mix::MixSource;
 pub use photos::{held_out_photos, photos_of_split, HeldOutPhotos, PhotoSource};
-pub mod augment;
-pub mod balance;
-pub mod pipeline;
-pub mod preview;
-pub use balance::Balancer;
-pub use pipeline::Pipeline;
-pub mod bench;
+pub use synthetic::{SyntheticParams, SyntheticSource};
+
+// Building blocks that tests and tools check or reuse on their own.
+pub use annotations::{parse_celeba, parse_jsonl, parse_wider, Annotated, Entry, LETTERBOX_FILL};
+pub use crops::{paste_face, Placement};
+pub use photos::{celeba_aligned_box, crop_scene, landmarks_to_box, parse_caltech};
+pub use raster::{resample_region, Raster};
+pub use split::split_of_name;

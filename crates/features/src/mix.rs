@@ -47,7 +47,7 @@ impl MixSource {
 }
 
 /// One weight a part, each finite and non-negative, with a positive sum.
-pub fn check_weights(weights: &[f32], parts: usize) -> Result<(), FeatureError> {
+pub(crate) fn check_weights(weights: &[f32], parts: usize) -> Result<(), FeatureError> {
     if parts == 0 {
         return Err(FeatureError::Config("key `features.source.parts`: a mix needs at least one part".into()));
     }

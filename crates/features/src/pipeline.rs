@@ -8,14 +8,14 @@
 use crate::annotations::AnnotatedSource;
 use crate::augment;
 use crate::balance::Balancer;
-use crate::config::{FeatureConfig, OnBadSample, SourceConfig, Split};
+use crate::config::{check_size, FeatureConfig, OnBadSample, SourceConfig, Split};
 use crate::crops::CropsSource;
 use crate::error::{FeatureError, SkipCounts};
 use crate::mix::{check_weights, MixSource};
 use crate::photos::PhotoSource;
 use crate::sample::{HostBatch, Sample};
 use crate::source::{SampleRng, Source};
-use crate::synthetic::{check_size, SyntheticSource};
+use crate::synthetic::SyntheticSource;
 use rand::SeedableRng;
 use rayon::prelude::*;
 
@@ -42,7 +42,7 @@ pub fn build_source(cfg: &FeatureConfig, split: Split) -> Result<Box<dyn Source>
 
 /// Replacement candidates tried for one sample under `on_bad_sample = "skip"`
 /// before giving up with the last error.
-pub const MAX_SKIPS_PER_SAMPLE: u64 = 32;
+pub(crate) const MAX_SKIPS_PER_SAMPLE: u64 = 32;
 
 pub struct Pipeline {
     cfg: FeatureConfig,

@@ -2,11 +2,22 @@
 
 use crate::error::{FeatureError, SkipCounts};
 use crate::sample::Sample;
+use rand::Rng;
 
 /// All randomness of one sample comes from one of these, seeded by the
 /// pipeline from (seed, split, index): that is what makes output identical
 /// whatever the worker count.
 pub type SampleRng = rand_pcg::Pcg64Mcg;
+
+/// A uniform draw in `lo..hi` (one rng call).
+pub(crate) fn uniform(rng: &mut SampleRng, lo: f32, hi: f32) -> f32 {
+    lo + (hi - lo) * rng.random::<f32>()
+}
+
+/// A log-uniform draw in `lo..hi`: sizes, where halving matters as much as doubling.
+pub(crate) fn log_uniform(rng: &mut SampleRng, lo: f32, hi: f32) -> f32 {
+    uniform(rng, lo.ln(), hi.ln()).exp()
+}
 
 pub trait Source: Send + Sync {
     /// Short name for reports (`synthetic`, `crops`, `wider`, ...).

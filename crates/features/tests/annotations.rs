@@ -1,10 +1,9 @@
 //! The WIDER FACE, CelebA and JSONL parsers, and letterboxed scenes, on
 //! small fixtures the tests write.
 
-use grin_features::annotations::{parse_celeba, parse_jsonl, parse_wider, LETTERBOX_FILL};
 use grin_features::{
-    AnnotatedSource, FeatureConfig, OnBadSample, SampleRng, SkipCounts, Smile, Source, SourceConfig, Split,
-    SplitConfig, MAX_BOXES,
+    parse_celeba, parse_jsonl, parse_wider, AnnotatedSource, FeatureConfig, OnBadSample, SampleRng, SkipCounts, Smile,
+    Source, SourceConfig, Split, SplitConfig, LETTERBOX_FILL, MAX_BOXES,
 };
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};

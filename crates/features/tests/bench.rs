@@ -3,7 +3,7 @@
 
 use grin_features::bench::{measure_stages, measure_tg, measure_throughput, open_source, Timing};
 use grin_features::preview::{colour, contact_sheet};
-use grin_features::{augment, FaceBox, FeatureConfig, Pipeline, Sample, Smile, SourceConfig, Split, SplitConfig};
+use grin_features::{AugmentStage, FaceBox, FeatureConfig, Pipeline, Sample, Smile, SourceConfig, Split, SplitConfig};
 
 fn small_config(workers: usize) -> FeatureConfig {
     FeatureConfig { width: 96, height: 64, workers, ..FeatureConfig::default() }
@@ -30,7 +30,7 @@ fn tg_stages_and_throughput_are_measured() {
     let stages = measure_stages(opened.source.as_ref(), &cfg.augment, cfg.seed, 10).unwrap();
     assert_eq!(stages[0].stage, "source:synthetic");
     let names: Vec<&str> = stages[1..].iter().map(|s| s.stage.as_str()).collect();
-    assert_eq!(names, augment::STAGES);
+    assert_eq!(names, AugmentStage::ALL.map(AugmentStage::name));
     assert!(stages.iter().all(|s| s.timing.samples == 10 && s.timing.median_s >= 0.0));
     // Probabilities are the configured ones, reported next to the cost per application.
     let flip = stages.iter().find(|s| s.stage == "flip").unwrap();

@@ -1,7 +1,9 @@
 //! Compositing face crops into scenes, on crop folders the tests write.
 
-use grin_features::crops::{paste_face, split_of_name, Placement, Raster};
-use grin_features::{CropsSource, FeatureConfig, SampleRng, Smile, Source, SourceConfig, Split, SplitConfig};
+use grin_features::{
+    paste_face, split_of_name, CropsSource, FeatureConfig, Placement, Raster, SampleRng, Smile, Source, SourceConfig,
+    Split, SplitConfig,
+};
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
 

@@ -3,11 +3,10 @@
 //! deterministic held-out split. Fixtures are written by the tests; the last
 //! test reads the real data in `../shared/data` and skips when it is absent.
 
-use grin_features::photos::{celeba_aligned_box, crop_scene, landmarks_to_box, parse_caltech};
 use grin_features::pipeline::build_source;
 use grin_features::{
-    held_out_photos, FaceBox, FeatureConfig, FeatureError, OnBadSample, PhotoCrops, SampleRng, SkipCounts, Smile,
-    SourceConfig, Split, SplitConfig, MAX_BOXES,
+    celeba_aligned_box, crop_scene, held_out_photos, landmarks_to_box, parse_caltech, FaceBox, FeatureConfig,
+    FeatureError, OnBadSample, PhotoCrops, SampleRng, SkipCounts, Smile, SourceConfig, Split, SplitConfig, MAX_BOXES,
 };
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
@@ -78,9 +77,9 @@ fn face(x0: f32, y0: f32, x1: f32, y1: f32) -> FaceBox {
     FaceBox { x0, y0, x1, y1, smile: Smile::Yes }
 }
 
-fn gradient(width: u32, height: u32) -> grin_features::crops::Raster {
+fn gradient(width: u32, height: u32) -> grin_features::Raster {
     let pixels = (0..width * height).map(|i| ((i % width) * 255 / width) as u8).collect();
-    grin_features::crops::Raster { width, height, channels: 1, pixels }
+    grin_features::Raster { width, height, channels: 1, pixels }
 }
 
 #[test]
@@ -104,7 +103,7 @@ fn crops_hold_the_chosen_face_at_a_drawn_size() {
 #[test]
 fn photos_shrink_no_further_than_filling_the_output() {
     // 400x300 into 160x120 fills at scale 0.4: the 60 px face is never under 24 px.
-    let image = grin_features::crops::Raster { width: 400, height: 300, channels: 1, pixels: vec![0; 120_000] };
+    let image = grin_features::Raster { width: 400, height: 300, channels: 1, pixels: vec![0; 120_000] };
     let faces = [face(100.0, 100.0, 160.0, 160.0)];
     let crops = PhotoCrops { min_face: 8.0, max_face: 80.0, ..PhotoCrops::default() };
     let mut smallest = f32::MAX;
@@ -112,7 +111,7 @@ fn photos_shrink_no_further_than_filling_the_output() {
         let mut rng = SampleRng::seed_from_u64(seed);
         let s = crop_scene(&image, &faces, 160, 120, &crops, &mut rng);
         smallest = smallest.min(s.boxes[0].x1 - s.boxes[0].x0);
-        let fill = grin_features::annotations::LETTERBOX_FILL;
+        let fill = grin_features::LETTERBOX_FILL;
         assert!(s.pixels.iter().filter(|&&p| p == fill).count() < 160, "seed {seed}: no grey field around the photo");
     }
     assert!((23.9..30.0).contains(&smallest), "smallest face {smallest}");
@@ -146,13 +145,13 @@ fn cut_off_and_tiny_faces_become_ignore_regions() {
 fn letterbox_grey_fills_what_lies_outside_the_photo() {
     // A 40x30 photo with a face that must come out 60 px: the photo is
     // enlarged at most 3x (120x90), so grey bars surround it.
-    let image = grin_features::crops::Raster { width: 40, height: 30, channels: 1, pixels: vec![0; 1200] };
+    let image = grin_features::Raster { width: 40, height: 30, channels: 1, pixels: vec![0; 1200] };
     let faces = [face(10.0, 5.0, 30.0, 25.0)];
     let crops =
         PhotoCrops { min_face: 100.0, max_face: 100.0, max_upscale: 3.0, max_zoom_out: 8.0, ..PhotoCrops::default() };
     let mut rng = SampleRng::seed_from_u64(1);
     let s = crop_scene(&image, &faces, 160, 120, &crops, &mut rng);
-    let fill = grin_features::annotations::LETTERBOX_FILL;
+    let fill = grin_features::LETTERBOX_FILL;
     assert_eq!(s.pixels.iter().filter(|&&p| p == 0).count(), 120 * 90, "the photo at 3x");
     assert_eq!(s.pixels.iter().filter(|&&p| p == fill).count(), 160 * 120 - 120 * 90);
     let side = s.boxes[0].x1 - s.boxes[0].x0;

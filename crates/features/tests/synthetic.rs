@@ -1,7 +1,8 @@
 //! The procedural scene generator: determinism, valid boxes, class mix.
 
-use grin_features::synthetic::{SyntheticParams, SyntheticSource};
-use grin_features::{FeatureConfig, Pipeline, SampleRng, SceneClass, Smile, Source, Split};
+use grin_features::{
+    FeatureConfig, Pipeline, SampleRng, SceneClass, Smile, Source, Split, SyntheticParams, SyntheticSource,
+};
 use rand::SeedableRng;
 
 fn source(w: u32, h: u32, c: u32) -> SyntheticSource {

@@ -1,229 +1,14 @@
-//! Annotated detection sets: WIDER FACE, CelebA and a plain JSONL manifest,
-//! all parsed into one list of (image, boxes with smile labels).
-//!
-//! Annotation files are parsed up front (a malformed line is an error naming
-//! `file:line`, or a counted skip of that image); images are only opened when
-//! a scene needs them, so a box outside its image is found then, against the
-//! decoded size, and reported with the annotation line it came from.
+//! Parsers for the annotation files: WIDER FACE, CelebA (boxes and the
+//! `Smiling` attribute) and the JSONL manifest. A malformed line is an
+//! error naming `file:line`, or under `skip` a counted skip of its image.
 
-use crate::config::{FeatureConfig, OnBadSample, SourceConfig, Split};
-use crate::crops::{check_split, decode, skip_or_fail, split_of_path, Raster};
-use crate::error::{BadInputKind, FeatureError, SkipCounts};
-use crate::sample::{FaceBox, Sample, Smile, MAX_BOXES};
-use crate::source::{SampleRng, Source};
+use super::{Annotated, Entry};
+use crate::config::OnBadSample;
+use crate::error::{skip_or_fail, BadInputKind, FeatureError, SkipCounts};
+use crate::io::is_image_path;
+use crate::sample::{FaceBox, Smile};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-
-/// Grey of the letterbox bars (the usual detector padding value).
-pub const LETTERBOX_FILL: u8 = 114;
-/// Boxes may overhang their image by this many pixels (annotators round outwards).
-const EDGE_TOLERANCE: f32 = 1.0;
-const IMAGE_EXTENSIONS: [&str; 4] = [".jpg", ".jpeg", ".png", ".bmp"];
-
-/// One annotated face: box in source-image pixels and the line it came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Annotated {
-    pub face: FaceBox,
-    pub line: usize,
-}
-
-/// One image and its faces.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
-    pub image: PathBuf,
-    pub faces: Vec<Annotated>,
-}
-
-/// Scenes from annotated images, letterboxed to the output size.
-#[derive(Debug)]
-pub struct AnnotatedSource {
-    name: &'static str,
-    /// The file the box line numbers refer to.
-    annotations: PathBuf,
-    entries: Vec<Entry>,
-    width: u32,
-    height: u32,
-    channels: u32,
-    load_skips: SkipCounts,
-}
-
-impl AnnotatedSource {
-    pub fn wider(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, FeatureError> {
-        let SourceConfig::Wider { images, annotations } = &cfg.source else {
-            return Err(wrong_kind("wider"));
-        };
-        let skips = SkipCounts::default();
-        let text = read_text(annotations)?;
-        let entries = parse_wider(&text, annotations, images, cfg.on_bad_sample, &skips)?;
-        Self::build("wider", annotations, entries, cfg, split, skips)
-    }
-
-    pub fn celeba(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, FeatureError> {
-        let SourceConfig::Celeba { images, bbox, attr } = &cfg.source else {
-            return Err(wrong_kind("celeba"));
-        };
-        let skips = SkipCounts::default();
-        let bbox_text = read_text(bbox)?;
-        let attr_text = read_text(attr)?;
-        let entries = parse_celeba(&bbox_text, bbox, &attr_text, attr, images, cfg.on_bad_sample, &skips)?;
-        Self::build("celeba", bbox, entries, cfg, split, skips)
-    }
-
-    pub fn jsonl(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, FeatureError> {
-        let SourceConfig::Jsonl { manifest } = &cfg.source else {
-            return Err(wrong_kind("jsonl"));
-        };
-        let skips = SkipCounts::default();
-        let text = read_text(manifest)?;
-        let entries = parse_jsonl(&text, manifest, cfg.on_bad_sample, &skips)?;
-        Self::build("jsonl", manifest, entries, cfg, split, skips)
-    }
-
-    fn build(
-        name: &'static str,
-        annotations: &Path,
-        entries: Vec<Entry>,
-        cfg: &FeatureConfig,
-        split: Split,
-        load_skips: SkipCounts,
-    ) -> Result<AnnotatedSource, FeatureError> {
-        check_split(&cfg.split)?;
-        let entries: Vec<Entry> =
-            entries.into_iter().filter(|e| split_of_path(&e.image, &cfg.split) == split).collect();
-        if entries.is_empty() {
-            return Err(FeatureError::Config(format!(
-                "{}: no annotated images fall in the {split:?} split",
-                annotations.display()
-            )));
-        }
-        Ok(AnnotatedSource {
-            name,
-            annotations: annotations.to_path_buf(),
-            entries,
-            width: cfg.width,
-            height: cfg.height,
-            channels: cfg.channels,
-            load_skips,
-        })
-    }
-
-    /// Annotation lines skipped while parsing (under `on_bad_sample = "skip"`).
-    pub fn load_skips(&self) -> &SkipCounts {
-        &self.load_skips
-    }
-
-    pub fn entries(&self) -> &[Entry] {
-        &self.entries
-    }
-}
-
-impl Source for AnnotatedSource {
-    fn load_skips(&self) -> Option<&SkipCounts> {
-        Some(&self.load_skips)
-    }
-
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn len(&self) -> Option<usize> {
-        Some(self.entries.len())
-    }
-
-    fn scene(&self, index: u64, _rng: &mut SampleRng) -> Result<Sample, FeatureError> {
-        let entry = &self.entries[(index % self.entries.len() as u64) as usize];
-        let image = decode(&entry.image, self.channels)?;
-        check_inside(entry, &image, &self.annotations)?;
-        Ok(letterbox(&image, &entry.faces, self.width, self.height))
-    }
-}
-
-fn wrong_kind(kind: &str) -> FeatureError {
-    FeatureError::Config(format!("this source needs `features.source.kind = \"{kind}\"`"))
-}
-
-pub(crate) fn read_text(path: &Path) -> Result<String, FeatureError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| FeatureError::bad(path, None, BadInputKind::UnreadableFile, format!("cannot read: {e}")))
-}
-
-/// A box outside its decoded image names the annotation line it came from.
-fn check_inside(entry: &Entry, image: &Raster, annotations: &Path) -> Result<(), FeatureError> {
-    let (w, h) = (image.width as f32, image.height as f32);
-    for a in &entry.faces {
-        let f = &a.face;
-        if f.x0 < -EDGE_TOLERANCE || f.y0 < -EDGE_TOLERANCE || f.x1 > w + EDGE_TOLERANCE || f.y1 > h + EDGE_TOLERANCE {
-            return Err(FeatureError::bad(
-                annotations,
-                Some(a.line),
-                BadInputKind::BadBox,
-                format!(
-                    "box [{}, {}, {}, {}] lies outside {} ({}x{})",
-                    f.x0,
-                    f.y0,
-                    f.x1,
-                    f.y1,
-                    entry.image.display(),
-                    image.width,
-                    image.height
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Scales the image to fit `width` x `height` keeping its aspect, centres it
-/// on grey bars, and moves the boxes with it (largest `MAX_BOXES` kept).
-pub fn letterbox(image: &Raster, faces: &[Annotated], width: u32, height: u32) -> Sample {
-    let scale = (width as f32 / image.width as f32).min(height as f32 / image.height as f32);
-    let nw = ((image.width as f32 * scale).round() as u32).clamp(1, width);
-    let nh = ((image.height as f32 * scale).round() as u32).clamp(1, height);
-    let (ox, oy) = ((width - nw) / 2, (height - nh) / 2);
-    let resized = resize(image, nw, nh);
-    let c = image.channels as usize;
-    let mut pixels = vec![LETTERBOX_FILL; (width * height) as usize * c];
-    let row = nw as usize * c;
-    for y in 0..nh as usize {
-        let at = ((oy as usize + y) * width as usize + ox as usize) * c;
-        pixels[at..at + row].copy_from_slice(&resized[y * row..(y + 1) * row]);
-    }
-    let (sx, sy) = (nw as f32 / image.width as f32, nh as f32 / image.height as f32);
-    let mut boxes: Vec<FaceBox> = faces
-        .iter()
-        .map(|a| FaceBox {
-            x0: (a.face.x0 * sx + ox as f32).clamp(ox as f32, (ox + nw) as f32),
-            y0: (a.face.y0 * sy + oy as f32).clamp(oy as f32, (oy + nh) as f32),
-            x1: (a.face.x1 * sx + ox as f32).clamp(ox as f32, (ox + nw) as f32),
-            y1: (a.face.y1 * sy + oy as f32).clamp(oy as f32, (oy + nh) as f32),
-            smile: a.face.smile,
-        })
-        // Faces below a pixel after scaling carry no signal and break box losses.
-        .filter(|b| b.x1 - b.x0 >= 1.0 && b.y1 - b.y0 >= 1.0)
-        .collect();
-    if boxes.len() > MAX_BOXES {
-        let area = |b: &FaceBox| (b.x1 - b.x0) * (b.y1 - b.y0);
-        boxes.sort_by(|a, b| area(b).total_cmp(&area(a)));
-        boxes.truncate(MAX_BOXES);
-    }
-    Sample { width, height, channels: image.channels, pixels, boxes }
-}
-
-/// Area-aware (triangle filter) resize, so big photos do not alias when shrunk.
-pub(crate) fn resize(image: &Raster, width: u32, height: u32) -> Vec<u8> {
-    use image::imageops::{resize, FilterType};
-    if (image.width, image.height) == (width, height) {
-        return image.pixels.clone();
-    }
-    let (w, h) = (image.width, image.height);
-    if image.channels == 1 {
-        let buf = image::GrayImage::from_raw(w, h, image.pixels.clone()).expect("raster size matches");
-        resize(&buf, width, height, FilterType::Triangle).into_raw()
-    } else {
-        let buf = image::RgbImage::from_raw(w, h, image.pixels.clone()).expect("raster size matches");
-        resize(&buf, width, height, FilterType::Triangle).into_raw()
-    }
-}
+use std::path::Path;
 
 /// Collects parse problems: the first is the error under `Error`; under
 /// `Skip` each bad image is counted once and left out.
@@ -269,8 +54,7 @@ pub fn parse_wider(
     skips: &SkipCounts,
 ) -> Result<Vec<Entry>, FeatureError> {
     let problems = Problems { on_bad, skips };
-    let lines: Vec<(usize, &str)> =
-        text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty()).collect();
+    let lines: Vec<(usize, &str)> = numbered(text).collect();
     let mut entries = Vec::new();
     let mut i = 0;
     while i < lines.len() {
@@ -347,8 +131,7 @@ pub fn parse_wider(
 }
 
 fn looks_like_image(line: &str) -> bool {
-    let lower = line.to_ascii_lowercase();
-    IMAGE_EXTENSIONS.iter().any(|e| lower.ends_with(e))
+    is_image_path(Path::new(line))
 }
 
 /// CelebA: `list_bbox_celeba.txt` (count, `image_id x_1 y_1 width height`,

@@ -1,0 +1,222 @@
+//! Annotated detection sets: WIDER FACE, CelebA and a plain JSONL manifest,
+//! all parsed into one list of (image, boxes with smile labels).
+//!
+//! Annotation files are parsed up front (a malformed line is an error naming
+//! `file:line`, or a counted skip of that image); images are only opened when
+//! a scene needs them, so a box outside its image is found then, against the
+//! decoded size, and reported with the annotation line it came from.
+
+mod parse;
+
+pub(crate) use parse::{bad_box, malformed, numbered, parse_celeba_attr, Problems};
+pub use parse::{parse_celeba, parse_jsonl, parse_wider};
+
+use crate::config::{FeatureConfig, SourceConfig, Split};
+use crate::error::{BadInputKind, FeatureError, SkipCounts};
+use crate::io::{decode, read_text};
+use crate::raster::{resize, Raster};
+use crate::sample::{FaceBox, Sample, MAX_BOXES};
+use crate::source::{SampleRng, Source};
+use crate::split::{check_split, keep_split};
+use std::path::{Path, PathBuf};
+
+/// Grey of the letterbox bars (the usual detector padding value).
+pub const LETTERBOX_FILL: u8 = 114;
+/// Boxes may overhang their image by this many pixels (annotators round outwards).
+const EDGE_TOLERANCE: f32 = 1.0;
+
+/// One annotated face: box in source-image pixels and the line it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Annotated {
+    pub face: FaceBox,
+    pub line: usize,
+}
+
+/// One image and its faces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub image: PathBuf,
+    pub faces: Vec<Annotated>,
+}
+
+/// Scenes from annotated images, letterboxed to the output size.
+#[derive(Debug)]
+pub struct AnnotatedSource {
+    name: &'static str,
+    /// The file the box line numbers refer to.
+    annotations: PathBuf,
+    entries: Vec<Entry>,
+    width: u32,
+    height: u32,
+    channels: u32,
+    load_skips: SkipCounts,
+}
+
+impl AnnotatedSource {
+    pub fn wider(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, FeatureError> {
+        let SourceConfig::Wider { images, annotations } = &cfg.source else {
+            return Err(wrong_kind("wider"));
+        };
+        let skips = SkipCounts::default();
+        let text = read_text(annotations)?;
+        let entries = parse_wider(&text, annotations, images, cfg.on_bad_sample, &skips)?;
+        Self::build("wider", annotations, entries, cfg, split, skips)
+    }
+
+    pub fn celeba(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, FeatureError> {
+        let SourceConfig::Celeba { images, bbox, attr } = &cfg.source else {
+            return Err(wrong_kind("celeba"));
+        };
+        let skips = SkipCounts::default();
+        let bbox_text = read_text(bbox)?;
+        let attr_text = read_text(attr)?;
+        let entries = parse_celeba(&bbox_text, bbox, &attr_text, attr, images, cfg.on_bad_sample, &skips)?;
+        Self::build("celeba", bbox, entries, cfg, split, skips)
+    }
+
+    pub fn jsonl(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, FeatureError> {
+        let SourceConfig::Jsonl { manifest } = &cfg.source else {
+            return Err(wrong_kind("jsonl"));
+        };
+        let skips = SkipCounts::default();
+        let text = read_text(manifest)?;
+        let entries = parse_jsonl(&text, manifest, cfg.on_bad_sample, &skips)?;
+        Self::build("jsonl", manifest, entries, cfg, split, skips)
+    }
+
+    fn build(
+        name: &'static str,
+        annotations: &Path,
+        entries: Vec<Entry>,
+        cfg: &FeatureConfig,
+        split: Split,
+        load_skips: SkipCounts,
+    ) -> Result<AnnotatedSource, FeatureError> {
+        let entries = entries_of_split(entries, cfg, split, annotations, "images")?;
+        Ok(AnnotatedSource {
+            name,
+            annotations: annotations.to_path_buf(),
+            entries,
+            width: cfg.width,
+            height: cfg.height,
+            channels: cfg.channels,
+            load_skips,
+        })
+    }
+
+    /// Annotation lines skipped while parsing (under `on_bad_sample = "skip"`).
+    pub fn load_skips(&self) -> &SkipCounts {
+        &self.load_skips
+    }
+
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+}
+
+impl Source for AnnotatedSource {
+    fn load_skips(&self) -> Option<&SkipCounts> {
+        Some(&self.load_skips)
+    }
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn len(&self) -> Option<usize> {
+        Some(self.entries.len())
+    }
+
+    fn scene(&self, index: u64, _rng: &mut SampleRng) -> Result<Sample, FeatureError> {
+        let entry = &self.entries[(index % self.entries.len() as u64) as usize];
+        let image = decode(&entry.image, self.channels)?;
+        check_inside(entry, &image, &self.annotations)?;
+        Ok(letterbox(&image, &entry.faces, self.width, self.height))
+    }
+}
+
+/// The entries whose image falls in `split`; none at all is an error naming
+/// the annotation file, since every later step would fail less clearly.
+pub(crate) fn entries_of_split(
+    entries: Vec<Entry>,
+    cfg: &FeatureConfig,
+    split: Split,
+    annotations: &Path,
+    what: &str,
+) -> Result<Vec<Entry>, FeatureError> {
+    check_split(&cfg.split)?;
+    let entries = keep_split(entries, |e: &Entry| e.image.as_path(), &cfg.split, split);
+    if entries.is_empty() {
+        return Err(FeatureError::Config(format!(
+            "{}: no annotated {what} fall in the {split:?} split",
+            annotations.display()
+        )));
+    }
+    Ok(entries)
+}
+
+fn wrong_kind(kind: &str) -> FeatureError {
+    FeatureError::Config(format!("this source needs `features.source.kind = \"{kind}\"`"))
+}
+
+/// A box outside its decoded image names the annotation line it came from.
+fn check_inside(entry: &Entry, image: &Raster, annotations: &Path) -> Result<(), FeatureError> {
+    let (w, h) = (image.width as f32, image.height as f32);
+    for a in &entry.faces {
+        let f = &a.face;
+        if f.x0 < -EDGE_TOLERANCE || f.y0 < -EDGE_TOLERANCE || f.x1 > w + EDGE_TOLERANCE || f.y1 > h + EDGE_TOLERANCE {
+            return Err(FeatureError::bad(
+                annotations,
+                Some(a.line),
+                BadInputKind::BadBox,
+                format!(
+                    "box [{}, {}, {}, {}] lies outside {} ({}x{})",
+                    f.x0,
+                    f.y0,
+                    f.x1,
+                    f.y1,
+                    entry.image.display(),
+                    image.width,
+                    image.height
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Scales the image to fit `width` x `height` keeping its aspect, centres it
+/// on grey bars, and moves the boxes with it (largest `MAX_BOXES` kept).
+pub(crate) fn letterbox(image: &Raster, faces: &[Annotated], width: u32, height: u32) -> Sample {
+    let scale = (width as f32 / image.width as f32).min(height as f32 / image.height as f32);
+    let nw = ((image.width as f32 * scale).round() as u32).clamp(1, width);
+    let nh = ((image.height as f32 * scale).round() as u32).clamp(1, height);
+    let (ox, oy) = ((width - nw) / 2, (height - nh) / 2);
+    let resized = resize(image, nw, nh);
+    let c = image.channels as usize;
+    let mut pixels = vec![LETTERBOX_FILL; (width * height) as usize * c];
+    let row = nw as usize * c;
+    for y in 0..nh as usize {
+        let at = ((oy as usize + y) * width as usize + ox as usize) * c;
+        pixels[at..at + row].copy_from_slice(&resized[y * row..(y + 1) * row]);
+    }
+    let (sx, sy) = (nw as f32 / image.width as f32, nh as f32 / image.height as f32);
+    let mut boxes: Vec<FaceBox> = faces
+        .iter()
+        .map(|a| FaceBox {
+            x0: (a.face.x0 * sx + ox as f32).clamp(ox as f32, (ox + nw) as f32),
+            y0: (a.face.y0 * sy + oy as f32).clamp(oy as f32, (oy + nh) as f32),
+            x1: (a.face.x1 * sx + ox as f32).clamp(ox as f32, (ox + nw) as f32),
+            y1: (a.face.y1 * sy + oy as f32).clamp(oy as f32, (oy + nh) as f32),
+            smile: a.face.smile,
+        })
+        // Faces below a pixel after scaling carry no signal and break box losses.
+        .filter(|b| b.x1 - b.x0 >= 1.0 && b.y1 - b.y0 >= 1.0)
+        .collect();
+    if boxes.len() > MAX_BOXES {
+        let area = |b: &FaceBox| (b.x1 - b.x0) * (b.y1 - b.y0);
+        boxes.sort_by(|a, b| area(b).total_cmp(&area(a)));
+        boxes.truncate(MAX_BOXES);
+    }
+    Sample { width, height, channels: image.channels, pixels, boxes }
+}

@@ -1,0 +1,110 @@
+//! Whole held-out photos, letterboxed the way `grin-detect` sees them, for
+//! scoring a model on real images rather than on crops.
+
+use super::{faces_in, parse_source, BoxRule};
+use crate::annotations::{letterbox, Annotated, AnnotatedSource, Entry};
+use crate::config::{FeatureConfig, SourceConfig, Split};
+use crate::error::{FeatureError, SkipCounts};
+use crate::io::decode;
+use crate::sample::Sample;
+use crate::source::Source;
+use crate::split::keep_split;
+use std::path::{Path, PathBuf};
+
+/// One source's held-out (test split) photos, for scoring a model on whole
+/// real images the way `grin-detect` sees them.
+#[derive(Debug)]
+pub struct HeldOutPhotos {
+    /// `caltech`, `celeba-aligned`, `wider`, ...
+    pub name: &'static str,
+    /// Portraits hold one face each (CelebA): "found" and detections per
+    /// portrait are reported for them.
+    pub portraits: bool,
+    entries: Vec<Entry>,
+    rule: BoxRule,
+    annotations: PathBuf,
+}
+
+impl HeldOutPhotos {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn image_path(&self, index: usize) -> &Path {
+        &self.entries[index].image
+    }
+
+    /// Photo `index` letterboxed to `width` x `height` in `channels`, with
+    /// its faces in the letterboxed pixels (ignore regions included).
+    pub fn letterboxed(&self, index: usize, width: u32, height: u32, channels: u32) -> Result<Sample, FeatureError> {
+        let entry = &self.entries[index];
+        let image = decode(&entry.image, channels)?;
+        let faces = faces_in(entry, self.rule, &image, &self.annotations)?;
+        let annotated: Vec<Annotated> = faces.into_iter().map(|face| Annotated { face, line: 0 }).collect();
+        Ok(letterbox(&image, &annotated, width, height))
+    }
+}
+
+/// The held-out photos of every real-photo source in `cfg.source` (looking
+/// inside a mix), at most `limit` per source (0 = all), in a fixed order:
+/// the test split, which reports are made on.
+pub fn held_out_photos(cfg: &FeatureConfig, limit: usize) -> Result<Vec<HeldOutPhotos>, FeatureError> {
+    photos_of_split(cfg, Split::Test, limit)
+}
+
+/// As [`held_out_photos`], for any split (the validation split is where a
+/// deployment threshold is chosen, so the test split stays unseen).
+pub fn photos_of_split(cfg: &FeatureConfig, split: Split, limit: usize) -> Result<Vec<HeldOutPhotos>, FeatureError> {
+    let mut out = Vec::new();
+    collect_held_out(&cfg.source, cfg, split, limit, &mut out)?;
+    Ok(out)
+}
+
+fn collect_held_out(
+    source: &SourceConfig,
+    cfg: &FeatureConfig,
+    split: Split,
+    limit: usize,
+    out: &mut Vec<HeldOutPhotos>,
+) -> Result<(), FeatureError> {
+    let skips = SkipCounts::default();
+    let (name, annotations, entries, rule, portraits) = match source {
+        SourceConfig::Mix { parts, .. } => {
+            for part in parts {
+                collect_held_out(part, cfg, split, limit, out)?;
+            }
+            return Ok(());
+        }
+        SourceConfig::Caltech { .. } | SourceConfig::CelebaAligned { .. } => {
+            let (name, annotations, entries, rule, _) = parse_source(source, cfg, &skips)?;
+            let portraits = rule == BoxRule::CelebaAligned;
+            let entries = keep_split(entries, |e: &Entry| e.image.as_path(), &cfg.split, split);
+            (name, annotations, entries, rule, portraits)
+        }
+        SourceConfig::Wider { .. } | SourceConfig::Celeba { .. } | SourceConfig::Jsonl { .. } => {
+            let part = FeatureConfig { source: source.clone(), ..cfg.clone() };
+            let annotated = match source {
+                SourceConfig::Wider { annotations, .. } => (AnnotatedSource::wider(&part, split)?, annotations.clone()),
+                SourceConfig::Celeba { bbox, .. } => (AnnotatedSource::celeba(&part, split)?, bbox.clone()),
+                SourceConfig::Jsonl { manifest } => (AnnotatedSource::jsonl(&part, split)?, manifest.clone()),
+                _ => unreachable!("matched above"),
+            };
+            let (src, annotations) = annotated;
+            let portraits = matches!(source, SourceConfig::Celeba { .. });
+            (src.name(), annotations, src.entries().to_vec(), BoxRule::Annotated, portraits)
+        }
+        SourceConfig::Synthetic { .. } | SourceConfig::Crops { .. } => return Ok(()),
+    };
+    let mut entries: Vec<Entry> = entries;
+    if limit > 0 && entries.len() > limit {
+        // An even spread over the split rather than its first photos.
+        let step = entries.len() as f64 / limit as f64;
+        entries = (0..limit).map(|i| entries[(i as f64 * step) as usize].clone()).collect();
+    }
+    out.push(HeldOutPhotos { name, portraits, entries, rule, annotations });
+    Ok(())
+}

@@ -1,0 +1,121 @@
+//! Face boxes from landmarks: Caltech's five points a face, and where
+//! CelebA's alignment puts them. Both follow one box rule, so both sources
+//! teach one box convention.
+
+use crate::annotations::{bad_box, malformed, numbered, parse_celeba_attr, Annotated, Entry, Problems};
+use crate::config::OnBadSample;
+use crate::error::{FeatureError, SkipCounts};
+use crate::sample::{FaceBox, Smile};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Side of the square face box per unit of eye distance (Caltech's SOURCE.md).
+pub(crate) const SIDE_PER_EYE_DISTANCE: f32 = 2.2;
+
+/// Caltech's rule: a square centred at x = the eyes' midpoint and y = the
+/// mean of the eye level and the mouth's y, with a side of 2.2 eye distances.
+/// Returns `[x0, y0, x1, y1]`.
+pub fn landmarks_to_box(left_eye: [f32; 2], right_eye: [f32; 2], mouth: [f32; 2]) -> [f32; 4] {
+    let cx = (left_eye[0] + right_eye[0]) / 2.0;
+    let eye_y = (left_eye[1] + right_eye[1]) / 2.0;
+    let cy = (eye_y + mouth[1]) / 2.0;
+    let eyes = (right_eye[0] - left_eye[0]).hypot(right_eye[1] - left_eye[1]);
+    let half = eyes * SIDE_PER_EYE_DISTANCE / 2.0;
+    [cx - half, cy - half, cx + half, cy + half]
+}
+
+/// Where CelebA's alignment puts the landmarks, as fractions of the image:
+/// the means of `list_landmarks_align_celeba.txt` (178x218 images: eyes at
+/// (69, 111) and (108, 111), mouth corners at y 152). The box then follows
+/// the same rule as Caltech's, so both sources teach one box convention.
+pub(crate) const CELEBA_ALIGNED_LEFT_EYE: [f32; 2] = [69.0 / 178.0, 111.0 / 218.0];
+pub(crate) const CELEBA_ALIGNED_RIGHT_EYE: [f32; 2] = [108.0 / 178.0, 111.0 / 218.0];
+pub(crate) const CELEBA_ALIGNED_MOUTH: [f32; 2] = [88.5 / 178.0, 152.0 / 218.0];
+
+/// The face box of an aligned CelebA image of `width` x `height`.
+pub fn celeba_aligned_box(width: u32, height: u32) -> [f32; 4] {
+    let at = |p: [f32; 2]| [p[0] * width as f32, p[1] * height as f32];
+    landmarks_to_box(at(CELEBA_ALIGNED_LEFT_EYE), at(CELEBA_ALIGNED_RIGHT_EYE), at(CELEBA_ALIGNED_MOUTH))
+}
+
+/// `WebFaces_GroundThruth.txt`: one face a line,
+/// `image Leye-x Leye-y Reye-x Reye-y nose-x nose-y mouth-x mouth-y`.
+/// Faces of one image are gathered in file order; an image with a bad line
+/// is left out whole under `skip` (dropping one face would make it background).
+pub fn parse_caltech(
+    text: &str,
+    path: &Path,
+    images: &Path,
+    on_bad: OnBadSample,
+    skips: &SkipCounts,
+) -> Result<Vec<Entry>, FeatureError> {
+    let problems = Problems { on_bad, skips };
+    let mut order: Vec<String> = Vec::new();
+    let mut faces: HashMap<String, Vec<Annotated>> = HashMap::new();
+    let mut bad: std::collections::HashSet<String> = Default::default();
+    for (line, text) in numbered(text) {
+        let fields: Vec<&str> = text.split_whitespace().collect();
+        let name = fields[0].to_string();
+        if !faces.contains_key(&name) {
+            order.push(name.clone());
+            faces.insert(name.clone(), Vec::new());
+        }
+        match caltech_face(&fields, path, line) {
+            Ok(face) => faces.get_mut(&name).expect("inserted above").push(Annotated { face, line }),
+            Err(e) => {
+                problems.report(e)?;
+                bad.insert(name);
+            }
+        }
+    }
+    Ok(order
+        .into_iter()
+        .filter(|name| !bad.contains(name))
+        .map(|name| {
+            let faces = faces.remove(&name).unwrap_or_default();
+            Entry { image: images.join(&name), faces }
+        })
+        .collect())
+}
+
+fn caltech_face(fields: &[&str], path: &Path, line: usize) -> Result<FaceBox, FeatureError> {
+    if fields.len() != 9 {
+        return Err(malformed(
+            path,
+            line,
+            format!("expected `image` and 8 landmark coordinates, found {} fields", fields.len()),
+        ));
+    }
+    let mut v = [0f32; 8];
+    for (k, field) in fields[1..].iter().enumerate() {
+        v[k] = match field.parse::<f32>() {
+            Ok(x) if x.is_finite() => x,
+            _ => return Err(malformed(path, line, format!("landmark coordinate {field:?} is not a finite number"))),
+        };
+    }
+    let [x0, y0, x1, y1] = landmarks_to_box([v[0], v[1]], [v[2], v[3]], [v[6], v[7]]);
+    if x1 - x0 < 1.0 {
+        return Err(bad_box(path, line, "the eyes are less than half a pixel apart: no face box"));
+    }
+    Ok(FaceBox { x0, y0, x1, y1, smile: Smile::Unknown })
+}
+
+/// Every image of CelebA's attribute file, with its smile. Boxes are left
+/// empty here: they depend on the decoded size ([`celeba_aligned_box`]).
+pub(super) fn parse_celeba_aligned(
+    text: &str,
+    path: &Path,
+    images: &Path,
+    problems: &Problems,
+) -> Result<Vec<Entry>, FeatureError> {
+    let smiles = parse_celeba_attr(text, path, problems)?;
+    let mut names: Vec<(&String, &Smile)> = smiles.iter().collect();
+    names.sort_by(|a, b| a.0.cmp(b.0));
+    Ok(names
+        .into_iter()
+        .map(|(name, smile)| {
+            let face = FaceBox { x0: 0.0, y0: 0.0, x1: 0.0, y1: 0.0, smile: *smile };
+            Entry { image: images.join(name), faces: vec![Annotated { face, line: 0 }] }
+        })
+        .collect())
+}

@@ -1,0 +1,243 @@
+//! Real photographs as training scenes: Caltech WebFaces (five landmarks a
+//! face) and CelebA's aligned portraits (the `Smiling` attribute), cut into
+//! random crops around their faces the way SSD and YuNet sample WIDER FACE.
+//!
+//! A crop picks one face, draws the size that face will have in the output
+//! (log-uniform), and places a window of the output's aspect around it.
+//! Where the window leaves the photo, the letterbox grey fills in: that is
+//! what a whole photo looks like once `grin-detect` letterboxes it. Faces
+//! that the crop cuts off or shrinks below a learnable size become ignore
+//! regions ([`Smile::Ignore`]) rather than background.
+//!
+//! Un-annotated faces: Caltech does not annotate every small or background
+//! face. Crops are therefore centred on an annotated face, which keeps most
+//! of each crop near the people the annotators looked at. Face-free crops
+//! (`crops.background`, off by default) are cut only from photos with at most
+//! two annotated faces, and keep clear of those faces by half a face: group
+//! photos, where faces go un-annotated, never give background.
+
+mod held_out;
+mod landmarks;
+mod window;
+
+pub use held_out::{held_out_photos, photos_of_split, HeldOutPhotos};
+pub use landmarks::{celeba_aligned_box, landmarks_to_box, parse_caltech};
+pub use window::crop_scene;
+
+use crate::annotations::{bad_box, entries_of_split, Entry, Problems};
+use crate::config::{FeatureConfig, PhotoCrops, SourceConfig, Split};
+use crate::error::{FeatureError, SkipCounts};
+use crate::io::{decode, read_text};
+use crate::raster::{resize, Raster};
+use crate::sample::{FaceBox, Sample};
+use crate::source::{SampleRng, Source};
+use landmarks::parse_celeba_aligned;
+use rand::Rng;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// How a source's face boxes relate to the decoded image.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum BoxRule {
+    /// Boxes are in image pixels, as annotated.
+    Annotated,
+    /// One face where CelebA's alignment puts it.
+    CelebaAligned,
+}
+
+/// A decoded photo, shrunk to `max_side`, with its faces in its pixels.
+#[derive(Debug)]
+struct Photo {
+    image: Raster,
+    faces: Vec<FaceBox>,
+}
+
+/// Random crops of real photos.
+pub struct PhotoSource {
+    name: &'static str,
+    annotations: PathBuf,
+    entries: Vec<Entry>,
+    rule: BoxRule,
+    crops: PhotoCrops,
+    width: u32,
+    height: u32,
+    channels: u32,
+    /// Each photo is decoded once, on first use, by whichever worker needs it.
+    cache: Vec<OnceLock<Arc<Photo>>>,
+    load_skips: SkipCounts,
+}
+
+impl std::fmt::Debug for PhotoSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PhotoSource").field("name", &self.name).field("photos", &self.entries.len()).finish()
+    }
+}
+
+impl PhotoSource {
+    pub fn new(cfg: &FeatureConfig, split: Split) -> Result<PhotoSource, FeatureError> {
+        let skips = SkipCounts::default();
+        let (name, annotations, entries, rule, crops) = parse_source(&cfg.source, cfg, &skips)?;
+        check_crops(&crops)?;
+        let entries = entries_of_split(entries, cfg, split, &annotations, "photos")?;
+        let cache = (0..entries.len()).map(|_| OnceLock::new()).collect();
+        Ok(PhotoSource {
+            name,
+            annotations,
+            entries,
+            rule,
+            crops,
+            width: cfg.width,
+            height: cfg.height,
+            channels: cfg.channels,
+            cache,
+            load_skips: skips,
+        })
+    }
+
+    fn photo(&self, index: usize) -> Result<Arc<Photo>, FeatureError> {
+        if let Some(photo) = self.cache[index].get() {
+            return Ok(photo.clone());
+        }
+        let photo =
+            Arc::new(load_photo(&self.entries[index], self.rule, self.channels, &self.crops, &self.annotations)?);
+        Ok(self.cache[index].get_or_init(|| photo).clone())
+    }
+}
+
+impl Source for PhotoSource {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn len(&self) -> Option<usize> {
+        Some(self.entries.len())
+    }
+
+    fn scene(&self, _index: u64, rng: &mut SampleRng) -> Result<Sample, FeatureError> {
+        // Photos are drawn at random, not by index, so that every worker sees
+        // every photo early (the cache fills evenly) and a run of steps is
+        // not one photo's.
+        let pick = rng.random_range(0..self.entries.len());
+        let photo = self.photo(pick)?;
+        Ok(crop_scene(&photo.image, &photo.faces, self.width, self.height, &self.crops, rng))
+    }
+
+    fn load_skips(&self) -> Option<&SkipCounts> {
+        Some(&self.load_skips)
+    }
+}
+
+type Parsed = (&'static str, PathBuf, Vec<Entry>, BoxRule, PhotoCrops);
+
+pub(super) fn parse_source(
+    source: &SourceConfig,
+    cfg: &FeatureConfig,
+    skips: &SkipCounts,
+) -> Result<Parsed, FeatureError> {
+    let problems = Problems { on_bad: cfg.on_bad_sample, skips };
+    match source {
+        SourceConfig::Caltech { root, crops } => {
+            let path = root.join("WebFaces_GroundThruth.txt");
+            let entries = parse_caltech(&read_text(&path)?, &path, &root.join("images"), cfg.on_bad_sample, skips)?;
+            Ok(("caltech", path, entries, BoxRule::Annotated, crops.clone()))
+        }
+        SourceConfig::CelebaAligned { images, attr, crops } => {
+            let entries = parse_celeba_aligned(&read_text(attr)?, attr, images, &problems)?;
+            Ok(("celeba-aligned", attr.clone(), entries, BoxRule::CelebaAligned, crops.clone()))
+        }
+        _ => Err(FeatureError::Config(
+            "PhotoSource needs `features.source.kind = \"caltech\"` or `\"celeba_aligned\"`".into(),
+        )),
+    }
+}
+
+fn check_crops(c: &PhotoCrops) -> Result<(), FeatureError> {
+    let bad = |key: &str, why: String| FeatureError::Config(format!("key `features.source.crops.{key}`: {why}"));
+    if !(c.min_face >= 2.0 && c.min_face <= c.max_face && c.max_face <= 4096.0) {
+        return Err(bad(
+            "min_face",
+            format!("need 2 <= min_face <= max_face <= 4096, got {}..{}", c.min_face, c.max_face),
+        ));
+    }
+    if !(c.max_upscale.is_finite() && (0.1..=16.0).contains(&c.max_upscale)) {
+        return Err(bad("max_upscale", format!("{} must be within 0.1..=16", c.max_upscale)));
+    }
+    if !(c.max_zoom_out.is_finite() && (1.0..=64.0).contains(&c.max_zoom_out)) {
+        return Err(bad("max_zoom_out", format!("{} must be within 1..=64", c.max_zoom_out)));
+    }
+    if !(0.0..=1.0).contains(&c.min_visible) {
+        return Err(bad("min_visible", format!("{} must be within 0..=1", c.min_visible)));
+    }
+    if !(c.min_learnable.is_finite() && (0.0..=1024.0).contains(&c.min_learnable)) {
+        return Err(bad("min_learnable", format!("{} must be within 0..=1024", c.min_learnable)));
+    }
+    if !(0.0..=1.0).contains(&c.background) {
+        return Err(bad("background", format!("{} must be a probability in 0..=1", c.background)));
+    }
+    if !(64..=16384).contains(&c.max_side) {
+        return Err(bad("max_side", format!("{} must be within 64..=16384", c.max_side)));
+    }
+    Ok(())
+}
+
+/// Decodes one photo, shrinks it to `max_side`, and places its faces. A face
+/// whose centre lies outside the photo is an error naming its annotation line.
+fn load_photo(
+    entry: &Entry,
+    rule: BoxRule,
+    channels: u32,
+    crops: &PhotoCrops,
+    annotations: &Path,
+) -> Result<Photo, FeatureError> {
+    let image = decode(&entry.image, channels)?;
+    let faces = faces_in(entry, rule, &image, annotations)?;
+    let longest = image.width.max(image.height);
+    if longest <= crops.max_side {
+        return Ok(Photo { image, faces });
+    }
+    let s = crops.max_side as f32 / longest as f32;
+    let (w, h) = (((image.width as f32 * s).round() as u32).max(1), ((image.height as f32 * s).round() as u32).max(1));
+    let pixels = resize(&image, w, h);
+    let (sx, sy) = (w as f32 / image.width as f32, h as f32 / image.height as f32);
+    let faces =
+        faces.iter().map(|f| FaceBox { x0: f.x0 * sx, y0: f.y0 * sy, x1: f.x1 * sx, y1: f.y1 * sy, ..*f }).collect();
+    Ok(Photo { image: Raster { width: w, height: h, channels, pixels }, faces })
+}
+
+pub(super) fn faces_in(
+    entry: &Entry,
+    rule: BoxRule,
+    image: &Raster,
+    annotations: &Path,
+) -> Result<Vec<FaceBox>, FeatureError> {
+    let (w, h) = (image.width as f32, image.height as f32);
+    entry
+        .faces
+        .iter()
+        .map(|a| match rule {
+            BoxRule::CelebaAligned => {
+                let [x0, y0, x1, y1] = celeba_aligned_box(image.width, image.height);
+                Ok(FaceBox { x0, y0, x1, y1, smile: a.face.smile })
+            }
+            BoxRule::Annotated => {
+                let f = a.face;
+                let (cx, cy) = ((f.x0 + f.x1) / 2.0, (f.y0 + f.y1) / 2.0);
+                if !(0.0..=w).contains(&cx) || !(0.0..=h).contains(&cy) {
+                    return Err(bad_box(
+                        annotations,
+                        a.line,
+                        format!(
+                            "face centred at ({cx:.1}, {cy:.1}) lies outside {} ({}x{})",
+                            entry.image.display(),
+                            image.width,
+                            image.height
+                        ),
+                    ));
+                }
+                // Caltech's squares overhang photo edges; what a crop can cut
+                // off is measured against the part inside the photo.
+                Ok(FaceBox { x0: f.x0.max(0.0), y0: f.y0.max(0.0), x1: f.x1.min(w), y1: f.y1.min(h), ..f })
+            }
+        })
+        .collect()
+}
