@@ -10,6 +10,12 @@
 //! Files are listed and decoded once, by `io`, and assigned to a split by a
 //! hash of their name, so any worker count yields the same bytes.
 
+/// Bumped whenever a source or an augmentation makes other bytes from the
+/// same config, so precomputed datasets written before are reported stale
+/// (2: crops without a backgrounds folder draw their noise from the one
+/// value-noise generator the synthetic scenes use).
+pub const GENERATOR_VERSION: u32 = 2;
+
 mod annotations;
 mod balance;
 mod config;

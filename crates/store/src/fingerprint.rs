@@ -18,7 +18,7 @@ const IGNORED_FEATURE_KEYS: [&str; 1] = ["workers"];
 pub struct Fingerprint {
     /// xxh3-64 (hex) of `canonical(config)`.
     pub hash: String,
-    /// `{"features": {...}, "samples": N, "split": "train", "source_files": {...}}`.
+    /// `{"features": {...}, "samples": N, "split": "train", "generator": V, "source_files": {...}}`.
     pub config: Value,
 }
 
@@ -40,6 +40,7 @@ impl Fingerprint {
         config.insert("features".into(), features_value);
         config.insert("samples".into(), Value::from(samples));
         config.insert("split".into(), Value::from("train"));
+        config.insert("generator".into(), Value::from(grin_features::GENERATOR_VERSION));
         config.insert("source_files".into(), source_files(&features.source));
         Ok(Fingerprint::from_config(Value::Object(config)))
     }

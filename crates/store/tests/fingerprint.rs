@@ -94,3 +94,16 @@ fn the_hash_is_of_canonical_json() {
     assert_eq!(grin_store::fingerprint::canonical(&a.config), r#"{"a":{"x":0.5,"y":[1,2]},"b":1}"#);
     assert_eq!(a.hash.len(), 16);
 }
+
+#[test]
+fn a_dataset_from_an_older_generator_is_stale() {
+    let now = Fingerprint::new(&features(), 30).unwrap();
+    assert_eq!(now.config["generator"], grin_features::GENERATOR_VERSION);
+    // What a store written before the generator version existed recorded.
+    let mut older = now.config.clone();
+    older.as_object_mut().unwrap().remove("generator");
+    assert_eq!(Fingerprint::from_config(older).differing_keys(&now), ["generator"]);
+    let mut previous = now.config.clone();
+    previous["generator"] = (grin_features::GENERATOR_VERSION - 1).into();
+    assert_eq!(Fingerprint::from_config(previous).differing_keys(&now), ["generator"]);
+}
