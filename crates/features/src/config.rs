@@ -19,7 +19,7 @@ pub struct FeatureConfig {
     pub on_bad_sample: OnBadSample,
     pub source: SourceConfig,
     pub augment: AugmentConfig,
-    pub balance: Option<BalanceConfig>,
+    pub balance: Option<ClassBalanceConfig>,
     pub split: SplitConfig,
 }
 
@@ -227,7 +227,7 @@ impl Default for AugmentConfig {
 /// Target fraction of each scene class in every batch (rejection resampling).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct BalanceConfig {
+pub struct ClassBalanceConfig {
     pub smiling: f32,
     pub non_smiling: f32,
     pub face_free: f32,

@@ -5,7 +5,7 @@
 //! of real photos, or a weighted mix of these). [`Pipeline`] asks the source
 //! for the scene of each index with an rng seeded from (seed, split, index),
 //! augments it on the train split (the stages of [`augment`]), optionally
-//! rejection-resamples it towards target scene classes ([`Balancer`]), and
+//! rejection-resamples it towards target scene classes ([`ClassBalancer`]), and
 //! packs samples into a fixed-layout [`HostBatch`] on a private thread pool.
 //! Files are listed and decoded once, by `io`, and assigned to a split by a
 //! hash of their name, so any worker count yields the same bytes.
@@ -17,7 +17,7 @@
 pub const GENERATOR_VERSION: u32 = 2;
 
 mod annotations;
-mod balance;
+mod class_balance;
 mod config;
 mod crops;
 mod error;
@@ -40,9 +40,9 @@ pub mod pipeline;
 pub mod preview;
 
 pub use augment::AugmentStage;
-pub use balance::Balancer;
+pub use class_balance::ClassBalancer;
 pub use config::{
-    AugmentConfig, BalanceConfig, FeatureConfig, OnBadSample, PhotoCrops, SourceConfig, Split, SplitConfig,
+    AugmentConfig, ClassBalanceConfig, FeatureConfig, OnBadSample, PhotoCrops, SourceConfig, Split, SplitConfig,
 };
 pub use error::{BadInputKind, FeatureError, SkipCounts};
 pub use pipeline::Pipeline;

@@ -7,7 +7,7 @@
 
 use crate::annotations::AnnotatedSource;
 use crate::augment;
-use crate::balance::Balancer;
+use crate::class_balance::ClassBalancer;
 use crate::config::{check_size, FeatureConfig, OnBadSample, SourceConfig, Split};
 use crate::crops::CropsSource;
 use crate::error::{FeatureError, SkipCounts};
@@ -48,7 +48,7 @@ pub struct Pipeline {
     cfg: FeatureConfig,
     split: Split,
     source: Box<dyn Source>,
-    balancer: Option<Balancer>,
+    balancer: Option<ClassBalancer>,
     skips: SkipCounts,
     pool: rayon::ThreadPool,
 }
@@ -74,7 +74,7 @@ impl Pipeline {
     pub fn from_source(cfg: &FeatureConfig, split: Split, source: Box<dyn Source>) -> Result<Pipeline, FeatureError> {
         check_size(cfg.width, cfg.height, cfg.channels)?;
         augment::validate(&cfg.augment)?;
-        let balancer = cfg.balance.as_ref().map(|b| Balancer::new(b, cfg.seed)).transpose()?;
+        let balancer = cfg.balance.as_ref().map(|b| ClassBalancer::new(b, cfg.seed)).transpose()?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(cfg.workers)
             .thread_name(|i| format!("grin-features-{i}"))
@@ -107,7 +107,7 @@ impl Pipeline {
         &self.skips
     }
 
-    pub fn balancer(&self) -> Option<&Balancer> {
+    pub fn balancer(&self) -> Option<&ClassBalancer> {
         self.balancer.as_ref()
     }
 
@@ -136,8 +136,8 @@ impl Pipeline {
         };
         let wanted = balancer.wanted(index);
         let mut last = None;
-        for attempt in 0..crate::balance::MAX_ATTEMPTS {
-            let (mut sample, mut rng) = self.scene(Balancer::candidate(index, attempt))?;
+        for attempt in 0..crate::class_balance::MAX_ATTEMPTS {
+            let (mut sample, mut rng) = self.scene(ClassBalancer::candidate(index, attempt))?;
             // Rejecting on the raw scene first skips augmenting most rejects;
             // the class is checked again after augmentation because a crop
             // can remove faces, and that is the class the model sees.
@@ -183,7 +183,7 @@ impl Pipeline {
                             message: format!("{message} (and {skipped} replacement candidates were bad too)"),
                         });
                     }
-                    candidate = crate::balance::splitmix64(index ^ crate::balance::splitmix64(skipped));
+                    candidate = crate::class_balance::splitmix64(index ^ crate::class_balance::splitmix64(skipped));
                 }
                 Err(e) => return Err(e),
             }

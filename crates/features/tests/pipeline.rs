@@ -48,7 +48,7 @@ fn fill_batch_is_bit_identical_for_any_worker_count() {
         let cfg = |workers| FeatureConfig {
             channels,
             augment: every_augmentation(),
-            balance: Some(grin_features::BalanceConfig { smiling: 1.0, non_smiling: 1.0, face_free: 1.0 }),
+            balance: Some(grin_features::ClassBalanceConfig { smiling: 1.0, non_smiling: 1.0, face_free: 1.0 }),
             ..small(workers)
         };
         let one = Pipeline::new(&cfg(1), Split::Train).unwrap();

@@ -1,4 +1,4 @@
-//! Batch balancing by rejection resampling, in the manner of tf.data's
+//! Class balancing by rejection resampling (`[features.balance]`), in the manner of tf.data's
 //! `rejection_resample`: each output index first draws the scene class it
 //! wants from the target distribution, then candidate scenes are drawn until
 //! one of that class turns up.
@@ -7,7 +7,7 @@
 //! candidates derive only from the seed and the index), so results do not
 //! depend on the order or the thread in which indices are generated.
 
-use crate::config::BalanceConfig;
+use crate::config::ClassBalanceConfig;
 use crate::error::FeatureError;
 use crate::sample::SceneClass;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +19,7 @@ pub(crate) const MAX_ATTEMPTS: u64 = 64;
 const CLASS_SALT: u64 = 0x6261_6c61_6e63_6521;
 
 #[derive(Debug)]
-pub struct Balancer {
+pub struct ClassBalancer {
     seed: u64,
     /// Normalised target fractions, indexed by [`SceneClass::index`].
     targets: [f64; 3],
@@ -28,8 +28,8 @@ pub struct Balancer {
     misses: AtomicU64,
 }
 
-impl Balancer {
-    pub fn new(cfg: &BalanceConfig, seed: u64) -> Result<Balancer, FeatureError> {
+impl ClassBalancer {
+    pub fn new(cfg: &ClassBalanceConfig, seed: u64) -> Result<ClassBalancer, FeatureError> {
         let raw = [("smiling", cfg.smiling), ("non_smiling", cfg.non_smiling), ("face_free", cfg.face_free)];
         for (key, v) in raw {
             if !(v.is_finite() && v >= 0.0) {
@@ -45,7 +45,7 @@ impl Balancer {
             ));
         }
         let targets = [raw[0].1 as f64 / sum, raw[1].1 as f64 / sum, raw[2].1 as f64 / sum];
-        Ok(Balancer { seed, targets, achieved: Default::default(), misses: AtomicU64::new(0) })
+        Ok(ClassBalancer { seed, targets, achieved: Default::default(), misses: AtomicU64::new(0) })
     }
 
     /// Normalised target fractions, in [`SceneClass::ALL`] order.

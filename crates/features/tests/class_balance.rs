@@ -1,6 +1,6 @@
 //! Rejection-resampled class balance.
 
-use grin_features::{BalanceConfig, Balancer, FeatureConfig, Pipeline, SceneClass, Split};
+use grin_features::{ClassBalanceConfig, ClassBalancer, FeatureConfig, Pipeline, SceneClass, Split};
 
 fn pipeline(targets: [f32; 3], workers: usize) -> Pipeline {
     let cfg = FeatureConfig {
@@ -8,7 +8,7 @@ fn pipeline(targets: [f32; 3], workers: usize) -> Pipeline {
         height: 48,
         seed: 5,
         workers,
-        balance: Some(BalanceConfig { smiling: targets[0], non_smiling: targets[1], face_free: targets[2] }),
+        balance: Some(ClassBalanceConfig { smiling: targets[0], non_smiling: targets[1], face_free: targets[2] }),
         ..FeatureConfig::default()
     };
     Pipeline::new(&cfg, Split::Train).unwrap()
@@ -56,7 +56,7 @@ fn a_zero_target_class_never_appears() {
 
 #[test]
 fn wanted_classes_follow_the_normalised_targets() {
-    let b = Balancer::new(&BalanceConfig { smiling: 2.0, non_smiling: 1.0, face_free: 1.0 }, 9).unwrap();
+    let b = ClassBalancer::new(&ClassBalanceConfig { smiling: 2.0, non_smiling: 1.0, face_free: 1.0 }, 9).unwrap();
     assert_eq!(b.targets(), [0.5, 0.25, 0.25]);
     let mut n = [0usize; 3];
     for i in 0..20000 {
@@ -70,8 +70,10 @@ fn wanted_classes_follow_the_normalised_targets() {
 
 #[test]
 fn bad_targets_are_config_errors() {
-    let err = Balancer::new(&BalanceConfig { smiling: -1.0, non_smiling: 1.0, face_free: 1.0 }, 0).unwrap_err();
+    let err =
+        ClassBalancer::new(&ClassBalanceConfig { smiling: -1.0, non_smiling: 1.0, face_free: 1.0 }, 0).unwrap_err();
     assert!(err.to_string().contains("features.balance.smiling"), "{err}");
-    let err = Balancer::new(&BalanceConfig { smiling: 0.0, non_smiling: 0.0, face_free: 0.0 }, 0).unwrap_err();
+    let err =
+        ClassBalancer::new(&ClassBalanceConfig { smiling: 0.0, non_smiling: 0.0, face_free: 0.0 }, 0).unwrap_err();
     assert!(err.to_string().contains("features.balance"), "{err}");
 }
