@@ -15,7 +15,7 @@ use anyhow::Result;
 use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
-use grin_features::{bench::measure_tg, pipeline::Pipeline, FeatureConfig, HostBatch, Split};
+use grin_features::{bench::measure_tg, FeatureConfig, HostBatch, Pipeline, Split};
 use grin_model::{assign, loss, DetectorSpec, LossWeights, PointTensors, TrainBackend};
 use serde::Serialize;
 use std::time::Instant;

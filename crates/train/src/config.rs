@@ -130,6 +130,16 @@ impl Default for GrinConfig {
     }
 }
 
+/// `model` at the size and channels of the samples `features` makes.
+pub(crate) fn detector_spec(model: &ModelConfig, features: &FeatureConfig) -> DetectorSpec {
+    DetectorSpec {
+        model: model.clone(),
+        width: features.width as usize,
+        height: features.height as usize,
+        channels: features.channels as usize,
+    }
+}
+
 impl GrinConfig {
     /// The precomputed dataset this config trains from: `train.store`, else `data/<name>`.
     pub fn store_dir(&self) -> PathBuf {
@@ -138,12 +148,7 @@ impl GrinConfig {
 
     /// The detector as it trains: at the features' size.
     pub fn detector_spec(&self) -> DetectorSpec {
-        DetectorSpec {
-            model: self.model.clone(),
-            width: self.features.width as usize,
-            height: self.features.height as usize,
-            channels: self.features.channels as usize,
-        }
+        detector_spec(&self.model, &self.features)
     }
 
     /// Checks serde cannot express: ranges and relations between keys.

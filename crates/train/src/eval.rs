@@ -2,7 +2,7 @@
 
 use crate::device_batch::upload;
 use anyhow::Result;
-use grin_features::{pipeline::Pipeline, FaceBox, FeatureConfig, HostBatch, Split};
+use grin_features::{FaceBox, FeatureConfig, HostBatch, Pipeline, Split};
 use grin_model::{detect, DecodeParams, Detector, DetectorBackend, DetectorSpec, Evaluation, GroundTruth};
 use serde::Serialize;
 

@@ -68,12 +68,7 @@ impl RunSpec {
 
     /// The detector as it trains: at the features' size.
     pub fn detector_spec(&self) -> DetectorSpec {
-        DetectorSpec {
-            model: self.model.clone(),
-            width: self.features.width as usize,
-            height: self.features.height as usize,
-            channels: self.features.channels as usize,
-        }
+        crate::config::detector_spec(&self.model, &self.features)
     }
 
     /// The detector as it ships: at `train.run_size` when set.

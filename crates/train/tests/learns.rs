@@ -69,7 +69,7 @@ fn loss_falls_and_ap_rises() {
     assert!(run.run_dir.join("model.grin").exists() && run.run_dir.join("training.svg").exists());
     // The summary records the loaders that really ran (the feature workers)
     // and one loader's time per batch, which is what `grin simulate` models.
-    let workers = grin_features::pipeline::Pipeline::new(&features, grin_features::Split::Train).unwrap().workers();
+    let workers = grin_features::Pipeline::new(&features, grin_features::Split::Train).unwrap().workers();
     assert_eq!(summary.loaders, workers);
     let per_loader = summary.produce_ms_per_batch * workers as f64;
     assert!((summary.load_ms_per_batch - per_loader).abs() < 1e-9 && per_loader > 0.0, "{summary:?}");
