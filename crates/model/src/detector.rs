@@ -4,7 +4,8 @@
 
 use crate::backend::DetectorBackend;
 use crate::config::ModelConfig;
-use crate::layers::{conv, ConvBn, DwSep, FeatureMap};
+use crate::folded::{FoldedConv, FoldedDetector, FoldedHead};
+use crate::layers::{conv, folded_conv, ConvBn, DwSep, FeatureMap};
 use crate::points::{Points, STRIDES};
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
@@ -81,6 +82,12 @@ impl<B: Backend> Head<B> {
         let [o, i, kh, kw] = self.out.weight.dims();
         mix + (h * w * o * i * kh * kw) as u64
     }
+
+    fn folded(&self) -> Vec<FoldedConv> {
+        let mut convs: Vec<FoldedConv> = self.mix.layers().iter().map(|layer| layer.folded()).collect();
+        convs.push(folded_conv(&self.out, false));
+        convs
+    }
 }
 
 impl<B: DetectorBackend> Head<B> {
@@ -124,33 +131,60 @@ impl<B: Backend> DetectorOutput<B> {
 impl<B: DetectorBackend> Detector<B> {
     /// `x`: `[batch, channels, height, width]`, values in 0..1.
     pub fn forward(&self, x: Tensor<B, 4>) -> DetectorOutput<B> {
-        let mut x = self.stem.forward(FeatureMap::from_image(x));
-        let mut levels = Vec::with_capacity(self.heads.len());
-        for (i, block) in self.blocks.iter().enumerate() {
-            x = block.forward(x);
-            if is_tapped(i) {
-                levels.push(self.heads[levels.len()].forward(x.clone()));
-            }
-        }
+        let levels = self.walk(FeatureMap::from_image(x), |layer, x| layer.forward(x), |head, x| head.forward(x));
         DetectorOutput { raw: Tensor::cat(levels, 2) }
     }
 }
 
 impl<B: Backend> Detector<B> {
-    /// Multiply-adds of one forward pass at `h x w`, from the real layers.
-    pub fn macs(&self, h: usize, w: usize) -> u64 {
-        let (mut total, mut h, mut w) = self.stem.macs(h, w);
-        let mut level = 0;
+    /// The one statement of how the layers connect, which `forward`, `macs`
+    /// and `folded` all take: `layer` carries the state through each trunk
+    /// conv in turn, and each tapped state goes through its level's `head`.
+    fn walk<S: Clone, L>(
+        &self,
+        input: S,
+        mut layer: impl FnMut(&ConvBn<B>, S) -> S,
+        mut head: impl FnMut(&Head<B>, S) -> L,
+    ) -> Vec<L> {
+        let mut x = layer(&self.stem, input);
+        let mut levels = Vec::with_capacity(self.heads.len());
         for (i, block) in self.blocks.iter().enumerate() {
-            let (m, nh, nw) = block.macs(h, w);
-            total += m;
-            (h, w) = (nh, nw);
+            for conv in block.layers() {
+                x = layer(conv, x);
+            }
             if is_tapped(i) {
-                total += self.heads[level].macs(h, w);
-                level += 1;
+                levels.push(head(&self.heads[levels.len()], x.clone()));
             }
         }
-        debug_assert_eq!(level, STRIDES.len());
-        total
+        debug_assert_eq!(levels.len(), STRIDES.len());
+        levels
+    }
+
+    /// Multiply-adds of one forward pass at `h x w`, from the real layers.
+    pub fn macs(&self, h: usize, w: usize) -> u64 {
+        let mut trunk = 0;
+        let trunk_layer = |layer: &ConvBn<B>, (h, w)| {
+            let (macs, h, w) = layer.macs(h, w);
+            trunk += macs;
+            (h, w)
+        };
+        let heads: u64 = self.walk((h, w), trunk_layer, |head, (h, w)| head.macs(h, w)).into_iter().sum();
+        trunk + heads
+    }
+
+    /// The weights as plain data with BatchNorm folded in, for an engine
+    /// that runs without Burn (the Pi's); see [`crate::folded`].
+    pub fn folded(&self) -> FoldedDetector {
+        let mut trunk = Vec::new();
+        // The state is how many trunk layers have run.
+        let heads = self.walk(
+            0,
+            |layer, ran| {
+                trunk.push(layer.folded());
+                ran + 1
+            },
+            |head, ran| FoldedHead { after: ran - 1, convs: head.folded() },
+        );
+        FoldedDetector { trunk, heads }
     }
 }

@@ -13,6 +13,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
 use crate::backend::{DetectorBackend, Geometry, NormSettings};
+use crate::folded::{fold_batch_norm, FoldedConv};
 use burn::tensor::TensorPrimitive;
 
 /// Output side of a 3x3 (pad 1) or 1x1 conv with the given stride.
@@ -68,6 +69,38 @@ impl<B: Backend> ConvBn<B> {
         let [out_c, in_per_group, kh, kw] = self.conv.weight.dims();
         let (oh, ow) = (conv_out(h, self.conv.stride[0]), conv_out(w, self.conv.stride[1]));
         ((oh * ow * out_c * in_per_group * kh * kw) as u64, oh, ow)
+    }
+
+    /// The conv with the BatchNorm's running statistics folded in.
+    pub(crate) fn folded(&self) -> FoldedConv {
+        let n = &self.norm;
+        let (gamma, beta) = (values(n.gamma.val()), values(n.beta.val()));
+        let (mean, var) = (values(n.running_mean.value()), values(n.running_var.value()));
+        let mut folded = folded_conv(&self.conv, self.relu);
+        folded.bias = fold_batch_norm(&mut folded.weight, [&gamma, &beta, &mean, &var], n.epsilon as f32);
+        folded
+    }
+}
+
+fn values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    t.into_data().convert::<f32>().to_vec::<f32>().expect("f32 weights")
+}
+
+/// `conv` as plain data; a conv without bias gets zeros.
+pub(crate) fn folded_conv<B: Backend>(conv: &Conv2d<B>, relu: bool) -> FoldedConv {
+    let [out_channels, in_per_group, kernel, kw] = conv.weight.dims();
+    debug_assert!(kernel == kw && conv.stride[0] == conv.stride[1], "square kernels and strides only");
+    let depthwise = conv.groups > 1;
+    debug_assert!(!depthwise || (conv.groups == out_channels && in_per_group == 1), "depthwise or dense only");
+    FoldedConv {
+        in_channels: if depthwise { out_channels } else { in_per_group },
+        out_channels,
+        kernel,
+        stride: conv.stride[0],
+        depthwise,
+        weight: values(conv.weight.val()),
+        bias: conv.bias.as_ref().map_or_else(|| vec![0.0; out_channels], |b| values(b.val())),
+        relu,
     }
 }
 
@@ -172,6 +205,11 @@ impl<B: Backend> DwSep<B> {
         let (a, h, w) = self.depthwise.macs(h, w);
         let (b, h, w) = self.pointwise.macs(h, w);
         (a + b, h, w)
+    }
+
+    /// Its two convs in the order they run.
+    pub(crate) fn layers(&self) -> [&ConvBn<B>; 2] {
+        [&self.depthwise, &self.pointwise]
     }
 }
 
