@@ -12,8 +12,8 @@ pub mod input;
 pub mod track;
 
 use crate::bench::{self, Latency};
-use crate::model::Detector;
 use crate::report::{round_probability, round_px};
+use crate::runner::Runner;
 use anyhow::{Context, Result};
 use input::{BadFrame, FrameReader, InputFormat};
 use serde::Serialize;
@@ -215,7 +215,7 @@ fn ms(d: Duration) -> f64 {
 /// only for output that cannot be written.
 pub fn run<R: Read + Send + 'static>(
     input: R,
-    detector: &Detector,
+    detector: &Runner,
     options: &StreamOptions,
     out: &mut impl Write,
     stop: Arc<AtomicBool>,
