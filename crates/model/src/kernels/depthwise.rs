@@ -297,4 +297,41 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn the_epilogue_adds_the_bias_then_clamps_and_dense_sums_over_inputs() {
+        // One 1x1 plane: only the centre tap reads inside the image.
+        let s = Shape { batch: 1, channels: 2, height: 1, width: 1, stride: 1 };
+        let mut w = [0.0; 18];
+        (w[4], w[13]) = (2.0, -3.0);
+        let x = [1.5, 2.0];
+        let relu = Epilogue { bias: &[1.0, 1.0], relu: true };
+        // 2 * 1.5 + 1 = 4; -3 * 2 + 1 = -5, clamped to 0.
+        assert_eq!(forward(&x, &w, s, Some(relu)), [4.0, 0.0]);
+        assert_eq!(forward(&x, &w, s, Some(Epilogue { relu: false, ..relu })), [4.0, -5.0]);
+        // Dense, 2 inputs -> 1 output: 2 * 1.5 - 3 * 2 + 0.5.
+        assert_eq!(dense_forward(&x, &w, s, 1, Some(Epilogue { bias: &[0.5], relu: false })), [-2.5]);
+    }
+
+    #[test]
+    fn dense_forward_is_the_sum_of_per_input_depthwise_convs() {
+        for stride in [1, 2] {
+            let (cin, cout) = (3, 2);
+            let s = Shape { batch: 2, channels: cin, height: 5, width: 7, stride };
+            let x = values(2 * cin * 35, 4);
+            let w = values(cout * cin * 9, 5);
+            let dense = dense_forward(&x, &w, s, cout, None);
+            let plane = s.out_height() * s.out_width();
+            for oc in 0..cout {
+                // Output channel oc is a depthwise conv with its row of weights, summed over channels.
+                let per_input = forward(&x, &w[oc * cin * 9..][..cin * 9], s, None);
+                for b in 0..2 {
+                    for i in 0..plane {
+                        let sum: f32 = (0..cin).map(|c| per_input[(b * cin + c) * plane + i]).sum();
+                        assert!((dense[(b * cout + oc) * plane + i] - sum).abs() < 1e-5, "stride {stride}");
+                    }
+                }
+            }
+        }
+    }
 }
