@@ -11,8 +11,8 @@
 //! `grin_model::decode`, as on the Burn path. Channels are split over
 //! rayon's global pool, so `--threads` applies.
 
-use grin_model::folded::{FoldedConv, FoldedDetector};
 use grin_model::kernels::depthwise::{self, Epilogue, Shape};
+use grin_model::{FoldedConv, FoldedDetector};
 use rayon::prelude::*;
 
 /// Output channels per block of the 1x1 kernel.

@@ -23,9 +23,9 @@ const PRIOR_PROBABILITY: f32 = 0.01;
 
 /// Whether backbone block `i` feeds a head. Blocks come in (stride-2,
 /// stride-1) pairs, one pair per stage; the ends of stages 2..4 (strides 8,
-/// 16, 32) are tapped, in that order. The one statement of the rule: the
-/// training model, its MAC count and the Pi's fast path all ask here.
-pub fn is_tapped(block: usize) -> bool {
+/// 16, 32) are tapped, in that order. The one statement of the rule: only
+/// [`Detector::walk`] asks, and everything else walks the layers there.
+fn is_tapped(block: usize) -> bool {
     block % 2 == 1 && block >= 3
 }
 

@@ -24,7 +24,7 @@ pub struct FoldedConv {
 }
 
 /// One output level: `convs` run in order on the trunk's output after
-/// trunk layer `after`; the last gives [`crate::detector::OUTPUTS`] channels.
+/// trunk layer `after`; the last gives [`crate::OUTPUTS`] channels.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FoldedHead {
     pub after: usize,

@@ -7,24 +7,26 @@
 //! The model runs on any [`DetectorBackend`]: Burn's backend plus the two
 //! ops (depthwise conv, training BatchNorm) that grin supplies itself.
 
+// Modules other crates name by path; the rest is re-exported below.
 pub mod backend;
 pub mod config;
-pub mod decode;
-pub mod detector;
+mod decode;
+mod detector;
 pub mod file;
-pub mod folded;
+mod folded;
 pub mod kernels;
 pub mod layers;
-pub mod loss;
-pub mod metrics;
-pub mod points;
-pub mod targets;
+mod loss;
+mod metrics;
+mod points;
+mod targets;
 
 pub use backend::{DetectorBackend, TrainBackend};
 pub use config::ModelConfig;
-pub use decode::{decode, DecodeParams, Detection};
-pub use detector::{Detector, DetectorOutput, DetectorSpec};
+pub use decode::{decode, iou, DecodeParams, Detection};
+pub use detector::{Detector, DetectorOutput, DetectorSpec, OUTPUTS};
 pub use file::{load_model, save_model};
+pub use folded::{FoldedConv, FoldedDetector, FoldedHead};
 pub use loss::{loss, LossParts, LossWeights};
 pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint};
 pub use points::Points;
