@@ -4,6 +4,7 @@
 
 use crate::backend::DetectorBackend;
 use crate::config::ModelConfig;
+use crate::decode::{decode, DecodeParams, Detection};
 use crate::folded::{FoldedConv, FoldedDetector, FoldedHead};
 use crate::layers::{conv, folded_conv, ConvBn, DwSep, FeatureMap};
 use crate::points::{Points, STRIDES};
@@ -189,6 +190,31 @@ impl<B: Backend> Detector<B> {
     }
 }
 
+/// What `grin model-info` prints, computed from the real layers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget {
+    pub params: usize,
+    /// 2 FLOPs per multiply-add, as papers count them.
+    pub mflops: f64,
+}
+
+pub fn budget<B: Backend>(spec: &DetectorSpec, model: &Detector<B>) -> Budget {
+    Budget { params: model.num_params(), mflops: 2.0 * model.macs(spec.height, spec.width) as f64 / 1e6 }
+}
+
+/// Runs the detector on a batch `[B, C, H, W]` (0..1) and decodes each image.
+pub fn detect<B: DetectorBackend>(
+    model: &Detector<B>,
+    points: &Points,
+    images: Tensor<B, 4>,
+    params: &DecodeParams,
+) -> Vec<Vec<Detection>> {
+    let raw = model.forward(images).raw;
+    let [batch, outputs, n] = raw.dims();
+    let values = raw.into_data().convert::<f32>().to_vec::<f32>().expect("f32 output");
+    (0..batch).map(|b| decode(&values[b * outputs * n..(b + 1) * outputs * n], points, params)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,7 +234,7 @@ mod tests {
         // Counted on the plain data, the cost is the model's own count.
         let cost = |conv: &FoldedConv, (h, w): (usize, usize)| {
             let (h, w) = (conv_out(h, conv.stride), conv_out(w, conv.stride));
-            (h, w, (h * w * conv.out_channels * conv.weight.len() / conv.out_channels) as u64)
+            (h, w, (h * w * conv.weight.len()) as u64)
         };
         let (mut size, mut macs) = ((64, 96), 0);
         let mut at_layer = Vec::new();
