@@ -17,5 +17,5 @@ pub mod report;
 mod runner;
 pub mod stream;
 
-pub use frame::{load_image, Frame};
+pub use frame::{load_image, Frame, Mapping};
 pub use runner::{CpuBackend, Engine, ModelSource, Runner, DEFAULT_MODEL};

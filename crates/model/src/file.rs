@@ -243,7 +243,7 @@ mod tests {
         let flipped = |at: usize| {
             let mut b = bytes.clone();
             b[at] ^= 0x20;
-            load(&b).err().expect("damaged file refused")
+            load(&b).expect_err("damaged file refused")
         };
         assert_eq!(flipped(20), "header checksum mismatch (file damaged)");
         assert_eq!(flipped(start + 100), "weights checksum mismatch (file damaged)");
