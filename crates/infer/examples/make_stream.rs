@@ -10,8 +10,7 @@
 //!   grin-detect --stream /tmp/scene.gray --input-format gray8 --input-size 320x240
 
 use anyhow::{bail, Context, Result};
-use grin_infer::stream::encode_frame;
-use grin_infer::stream::input::InputFormat;
+use grin_infer::stream::{encode_frame, InputFormat};
 use image::imageops::FilterType;
 use image::DynamicImage;
 use std::io::Write;

@@ -1,9 +1,9 @@
 //! grin-infer: runs a trained grin detector on a CPU, as the `grin-detect`
 //! binary does on a Raspberry Pi.
 //!
-//! Data flow: an image file is decoded ([`frame::load_image`]), letterboxed
-//! to the run size ([`frame::Frame`]), pushed through the network (a
-//! hand-written CPU pass, [`fast`], or the Burn model definition training
+//! Data flow: an image file is decoded ([`load_image`]), letterboxed to the
+//! run size ([`Frame`]), pushed through the network by a [`Runner`] (a
+//! hand-written CPU pass, `fast.rs`, or the Burn model definition training
 //! uses; they agree to 1e-4), decoded by `grin_model::decode` (the one
 //! decoder of the project), and the boxes are mapped back to the original
 //! image's pixels. [`report`] rounds them for printing. [`stream`] runs the
@@ -11,11 +11,11 @@
 
 pub mod bench;
 pub mod draw;
-pub mod fast;
-pub mod frame;
-pub mod model;
+mod fast;
+mod frame;
 pub mod report;
+mod runner;
 pub mod stream;
 
-pub use frame::{load_image, Frame};
-pub use model::{Detector, Engine, ModelSource, DEFAULT_MODEL};
+pub use frame::{load_image, Frame, Mapping};
+pub use runner::{CpuBackend, Engine, ModelSource, Runner, DEFAULT_MODEL};

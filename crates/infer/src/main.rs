@@ -11,10 +11,8 @@ use clap::Parser;
 use grin_infer::bench::{self, Latency};
 use grin_infer::draw;
 use grin_infer::report::ImageReport;
-use grin_infer::stream::input::InputFormat;
-use grin_infer::stream::track::TrackerConfig;
-use grin_infer::stream::{self, StreamOptions};
-use grin_infer::{load_image, Detector, Engine, ModelSource};
+use grin_infer::stream::{self, InputFormat, StreamOptions, TrackerConfig};
+use grin_infer::{load_image, Engine, ModelSource, Runner};
 use image::DynamicImage;
 use serde::Serialize;
 use std::os::fd::AsFd;
@@ -131,7 +129,7 @@ fn run(cli: &Cli) -> Result<bool> {
             .map_err(|e| anyhow!("--threads {n}: {e}"))?;
     }
     let source = cli.model.clone().map_or(ModelSource::Embedded, ModelSource::File);
-    let mut detector = Detector::load(source)?;
+    let mut detector = Runner::load(source)?;
     detector.set_engine(cli.engine);
     if let Some((w, h)) = cli.size {
         detector.set_run_size(w, h)?;
@@ -157,7 +155,7 @@ fn report_failure(path: &Path, e: &anyhow::Error) {
     eprintln!("error: {}: {}", path.display(), one_line(e));
 }
 
-fn detect_images(cli: &Cli, detector: &Detector) -> Result<bool> {
+fn detect_images(cli: &Cli, detector: &Runner) -> Result<bool> {
     if !cli.json {
         let spec = detector.spec();
         let (w, h) = detector.run_size();
@@ -193,7 +191,7 @@ fn detect_images(cli: &Cli, detector: &Detector) -> Result<bool> {
     Ok(ok)
 }
 
-fn run_stream(cli: &Cli, detector: &Detector, source: &Path) -> Result<bool> {
+fn run_stream(cli: &Cli, detector: &Runner, source: &Path) -> Result<bool> {
     if cli.smile_off >= cli.smile_on {
         anyhow::bail!("--smile-off {} must be below --smile-on {}", cli.smile_off, cli.smile_on);
     }
@@ -246,7 +244,7 @@ struct BenchReport {
     latency: Latency,
 }
 
-fn bench_images(cli: &Cli, detector: &Detector) -> Result<bool> {
+fn bench_images(cli: &Cli, detector: &Runner) -> Result<bool> {
     let mut ok = true;
     let mut images: Vec<DynamicImage> = Vec::new();
     for path in &cli.images {

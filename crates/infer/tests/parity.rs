@@ -3,7 +3,7 @@
 //! for boxes above 1 px), for the shipped model and for a random 3-channel
 //! model of another width, at the training size and at other run sizes.
 
-use grin_infer::{load_image, Detector, Engine, ModelSource};
+use grin_infer::{load_image, Engine, ModelSource, Runner};
 use grin_model::{DecodeParams, DetectorSpec, ModelConfig};
 use std::path::Path;
 
@@ -13,7 +13,7 @@ fn close(a: f32, b: f32) -> bool {
     (a - b).abs() <= TOLERANCE * a.abs().max(1.0)
 }
 
-fn check(detector: &mut Detector, image: &image::DynamicImage, sizes: &[(usize, usize)]) {
+fn check(detector: &mut Runner, image: &image::DynamicImage, sizes: &[(usize, usize)]) {
     // A threshold below the untrained prior (0.01), so that many detections
     // are compared, not only the confident few.
     let params = DecodeParams { score_threshold: 0.005, nms_iou: 0.4, max_detections: 100 };
@@ -48,7 +48,7 @@ fn scene() -> image::DynamicImage {
 
 #[test]
 fn fast_path_matches_burn_on_the_shipped_model() {
-    let mut detector = Detector::load(ModelSource::Embedded).unwrap();
+    let mut detector = Runner::load(ModelSource::Embedded).unwrap();
     let (w, h) = detector.run_size();
     check(&mut detector, &scene(), &[(w, h), (320, 240), (173, 97)]);
 }
@@ -62,10 +62,10 @@ fn fast_path_matches_burn_on_a_random_rgb_model() {
         channels: 3,
     };
     let device = Default::default();
-    let model = spec.init::<grin_infer::model::CpuBackend>(&device);
+    let model = spec.init::<grin_infer::CpuBackend>(&device);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("random.grin");
     grin_model::file::save_model(&path, &spec, &model).unwrap();
-    let mut detector = Detector::load(ModelSource::File(path)).unwrap();
+    let mut detector = Runner::load(ModelSource::File(path)).unwrap();
     check(&mut detector, &scene(), &[(96, 64), (130, 90)]);
 }

@@ -4,8 +4,7 @@
 //! (No camera or V4L2 device here: the streams are what `rpicam-vid` and
 //! `ffmpeg` write, made in memory.)
 
-use grin_infer::stream::encode_frame;
-use grin_infer::stream::input::InputFormat;
+use grin_infer::stream::{encode_frame, InputFormat};
 use image::DynamicImage;
 use serde_json::Value;
 use std::io::Write;

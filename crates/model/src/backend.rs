@@ -139,7 +139,7 @@ fn norm_shape(x: &NdArrayTensor) -> kernels::batch_norm::Shape {
 impl DetectorBackend for NdArray<f32> {
     fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
         let shape = depthwise_shape(&x, geometry);
-        let y = kernels::depthwise::forward(&values(&x), &values(&weight), shape);
+        let y = kernels::depthwise::forward(&values(&x), &values(&weight), shape, None);
         from_values(y, &[shape.batch, shape.channels, shape.out_height() * shape.out_width()])
     }
 

@@ -1,6 +1,7 @@
 //! The `[model]` table: architecture knobs. The input size and channel count
 //! come from `[features]`, so a model always matches the data it is fed.
 
+use crate::decode::DecodeParams;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,5 +24,15 @@ pub const MAX_WIDTH_MULT: f32 = 4.0;
 impl Default for ModelConfig {
     fn default() -> Self {
         ModelConfig { width_mult: 1.0, score_threshold: 0.3, nms_iou: 0.4, max_detections: 50 }
+    }
+}
+
+impl ModelConfig {
+    pub fn decode_params(&self) -> DecodeParams {
+        DecodeParams {
+            score_threshold: self.score_threshold,
+            nms_iou: self.nms_iou,
+            max_detections: self.max_detections,
+        }
     }
 }

@@ -4,7 +4,9 @@
 
 use crate::backend::DetectorBackend;
 use crate::config::ModelConfig;
-use crate::layers::{conv, ConvBn, DwSep, FeatureMap};
+use crate::decode::{decode, DecodeParams, Detection};
+use crate::folded::{FoldedConv, FoldedDetector, FoldedHead};
+use crate::layers::{conv, folded_conv, ConvBn, DwSep, FeatureMap};
 use crate::points::{Points, STRIDES};
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
@@ -22,9 +24,9 @@ const PRIOR_PROBABILITY: f32 = 0.01;
 
 /// Whether backbone block `i` feeds a head. Blocks come in (stride-2,
 /// stride-1) pairs, one pair per stage; the ends of stages 2..4 (strides 8,
-/// 16, 32) are tapped, in that order. The one statement of the rule: the
-/// training model, its MAC count and the Pi's fast path all ask here.
-pub fn is_tapped(block: usize) -> bool {
+/// 16, 32) are tapped, in that order. The one statement of the rule: only
+/// [`Detector::walk`] asks, and everything else walks the layers there.
+fn is_tapped(block: usize) -> bool {
     block % 2 == 1 && block >= 3
 }
 
@@ -81,6 +83,12 @@ impl<B: Backend> Head<B> {
         let [o, i, kh, kw] = self.out.weight.dims();
         mix + (h * w * o * i * kh * kw) as u64
     }
+
+    fn folded(&self) -> Vec<FoldedConv> {
+        let mut convs: Vec<FoldedConv> = self.mix.layers().iter().map(|layer| layer.folded()).collect();
+        convs.push(folded_conv(&self.out, false));
+        convs
+    }
 }
 
 impl<B: DetectorBackend> Head<B> {
@@ -124,33 +132,125 @@ impl<B: Backend> DetectorOutput<B> {
 impl<B: DetectorBackend> Detector<B> {
     /// `x`: `[batch, channels, height, width]`, values in 0..1.
     pub fn forward(&self, x: Tensor<B, 4>) -> DetectorOutput<B> {
-        let mut x = self.stem.forward(FeatureMap::from_image(x));
-        let mut levels = Vec::with_capacity(self.heads.len());
-        for (i, block) in self.blocks.iter().enumerate() {
-            x = block.forward(x);
-            if is_tapped(i) {
-                levels.push(self.heads[levels.len()].forward(x.clone()));
-            }
-        }
+        let levels = self.walk(FeatureMap::from_image(x), |layer, x| layer.forward(x), |head, x| head.forward(x));
         DetectorOutput { raw: Tensor::cat(levels, 2) }
     }
 }
 
 impl<B: Backend> Detector<B> {
-    /// Multiply-adds of one forward pass at `h x w`, from the real layers.
-    pub fn macs(&self, h: usize, w: usize) -> u64 {
-        let (mut total, mut h, mut w) = self.stem.macs(h, w);
-        let mut level = 0;
+    /// The one statement of how the layers connect, which `forward`, `macs`
+    /// and `folded` all take: `layer` carries the state through each trunk
+    /// conv in turn, and each tapped state goes through its level's `head`.
+    fn walk<S: Clone, L>(
+        &self,
+        input: S,
+        mut layer: impl FnMut(&ConvBn<B>, S) -> S,
+        mut head: impl FnMut(&Head<B>, S) -> L,
+    ) -> Vec<L> {
+        let mut x = layer(&self.stem, input);
+        let mut levels = Vec::with_capacity(self.heads.len());
         for (i, block) in self.blocks.iter().enumerate() {
-            let (m, nh, nw) = block.macs(h, w);
-            total += m;
-            (h, w) = (nh, nw);
+            for conv in block.layers() {
+                x = layer(conv, x);
+            }
             if is_tapped(i) {
-                total += self.heads[level].macs(h, w);
-                level += 1;
+                levels.push(head(&self.heads[levels.len()], x.clone()));
             }
         }
-        debug_assert_eq!(level, STRIDES.len());
-        total
+        debug_assert_eq!(levels.len(), STRIDES.len());
+        levels
+    }
+
+    /// Multiply-adds of one forward pass at `h x w`, from the real layers.
+    pub fn macs(&self, h: usize, w: usize) -> u64 {
+        let mut trunk = 0;
+        let trunk_layer = |layer: &ConvBn<B>, (h, w)| {
+            let (macs, h, w) = layer.macs(h, w);
+            trunk += macs;
+            (h, w)
+        };
+        let heads: u64 = self.walk((h, w), trunk_layer, |head, (h, w)| head.macs(h, w)).into_iter().sum();
+        trunk + heads
+    }
+
+    /// The weights as plain data with BatchNorm folded in, for an engine
+    /// that runs without Burn (the Pi's); see [`crate::folded`].
+    pub fn folded(&self) -> FoldedDetector {
+        let mut trunk = Vec::new();
+        // The state is how many trunk layers have run.
+        let heads = self.walk(
+            0,
+            |layer, ran| {
+                trunk.push(layer.folded());
+                ran + 1
+            },
+            |head, ran| FoldedHead { after: ran - 1, convs: head.folded() },
+        );
+        FoldedDetector { trunk, heads }
+    }
+}
+
+/// What `grin model-info` prints, computed from the real layers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget {
+    pub params: usize,
+    /// 2 FLOPs per multiply-add, as papers count them.
+    pub mflops: f64,
+}
+
+pub fn budget<B: Backend>(spec: &DetectorSpec, model: &Detector<B>) -> Budget {
+    Budget { params: model.num_params(), mflops: 2.0 * model.macs(spec.height, spec.width) as f64 / 1e6 }
+}
+
+/// Runs the detector on a batch `[B, C, H, W]` (0..1) and decodes each image.
+pub fn detect<B: DetectorBackend>(
+    model: &Detector<B>,
+    points: &Points,
+    images: Tensor<B, 4>,
+    params: &DecodeParams,
+) -> Vec<Vec<Detection>> {
+    let raw = model.forward(images).raw;
+    let [batch, outputs, n] = raw.dims();
+    let values = raw.into_data().convert::<f32>().to_vec::<f32>().expect("f32 output");
+    (0..batch).map(|b| decode(&values[b * outputs * n..(b + 1) * outputs * n], points, params)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::conv_out;
+    use burn::backend::NdArray;
+
+    #[test]
+    fn the_folded_walk_has_the_layers_taps_and_cost_of_the_model() {
+        let spec = DetectorSpec { model: ModelConfig::default(), width: 96, height: 64, channels: 1 };
+        let model = spec.init::<NdArray<f32>>(&Default::default());
+        let folded = model.folded();
+        // Stem, then (depthwise, pointwise) per block; blocks 3, 5 and 7 are tapped.
+        assert_eq!(folded.trunk.len(), 17);
+        assert_eq!(folded.heads.iter().map(|h| h.after).collect::<Vec<_>>(), [8, 12, 16]);
+        let channels: Vec<usize> = folded.trunk.iter().map(|c| c.out_channels).collect();
+        assert_eq!(channels, [16, 16, 32, 32, 32, 32, 48, 48, 48, 48, 80, 80, 80, 80, 112, 112, 112]);
+        // Counted on the plain data, the cost is the model's own count.
+        let cost = |conv: &FoldedConv, (h, w): (usize, usize)| {
+            let (h, w) = (conv_out(h, conv.stride), conv_out(w, conv.stride));
+            (h, w, (h * w * conv.weight.len()) as u64)
+        };
+        let (mut size, mut macs) = ((64, 96), 0);
+        let mut at_layer = Vec::new();
+        for conv in &folded.trunk {
+            let (h, w, m) = cost(conv, size);
+            (size, macs) = ((h, w), macs + m);
+            at_layer.push(size);
+        }
+        for head in &folded.heads {
+            let mut size = at_layer[head.after];
+            for conv in &head.convs {
+                let (h, w, m) = cost(conv, size);
+                (size, macs) = ((h, w), macs + m);
+            }
+            assert_eq!(head.convs.last().unwrap().out_channels, OUTPUTS);
+        }
+        assert_eq!(macs, model.macs(64, 96));
     }
 }

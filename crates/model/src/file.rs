@@ -60,7 +60,20 @@ fn shapes<B: Backend>(model: &Detector<B>) -> Vec<Vec<usize>> {
     visitor.0
 }
 
+/// Draws a fresh model's lazily initialised weights in place.
+struct Initialise;
+
+impl<B: Backend> ModuleVisitor<B> for Initialise {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        param.val();
+    }
+}
+
 pub fn to_bytes<B: Backend>(spec: &DetectorSpec, model: &Detector<B>) -> Vec<u8> {
+    // A clone of a Burn parameter not yet drawn draws its own random
+    // values: without this, a fresh model's file would hold other weights
+    // than the model it was written from goes on to use.
+    model.visit(&mut Initialise);
     let record = BinBytesRecorder::<FullPrecisionSettings>::default()
         .record(model.clone().into_record(), ())
         .expect("in-memory records cannot fail");
@@ -151,4 +164,119 @@ fn check_spec(spec: &DetectorSpec) -> Result<(), String> {
         return Err(format!("header says width_mult {m}; must be in (0, {}]", crate::config::MAX_WIDTH_MULT));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ModelConfig;
+    use burn::backend::NdArray;
+
+    type B = NdArray<f32>;
+
+    fn spec() -> DetectorSpec {
+        DetectorSpec {
+            model: ModelConfig { width_mult: 0.25, ..ModelConfig::default() },
+            width: 64,
+            height: 48,
+            channels: 1,
+        }
+    }
+
+    fn saved() -> (Detector<B>, Vec<u8>) {
+        let model = spec().init::<B>(&Default::default());
+        let bytes = to_bytes(&spec(), &model);
+        (model, bytes)
+    }
+
+    /// `assert!`, not `assert_eq!`: a failure would print every weight.
+    fn same_weights(a: &Detector<B>, b: &Detector<B>) -> bool {
+        a.folded() == b.folded()
+    }
+
+    fn load(bytes: &[u8]) -> Result<(DetectorSpec, Detector<B>), String> {
+        from_bytes::<B>(bytes, &Default::default())
+    }
+
+    /// Where the record starts: magic, length, header, header checksum.
+    fn record_start(bytes: &[u8]) -> usize {
+        12 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize + 8
+    }
+
+    #[test]
+    fn a_fresh_model_loads_back_with_the_same_spec_and_weights() {
+        let (model, bytes) = saved();
+        assert_eq!(&bytes[..8], MAGIC);
+        let (spec2, model2) = load(&bytes).unwrap();
+        assert_eq!(spec2, spec());
+        assert!(same_weights(&model2, &model));
+        // Saved again, it is the same file byte for byte.
+        assert_eq!(to_bytes(&spec2, &model2), bytes);
+    }
+
+    #[test]
+    fn a_version_1_file_without_the_header_checksum_still_loads() {
+        let (model, bytes) = saved();
+        let start = record_start(&bytes);
+        let mut v1 = [MAGIC_V1.as_slice(), &bytes[8..start - 8], &bytes[start..]].concat();
+        assert!(same_weights(&load(&v1).unwrap().1, &model));
+        v1[0] = b'X';
+        assert_eq!(load(&v1).err().unwrap(), "not a grin model file (bad magic)");
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_not_a_panic() {
+        let (_, bytes) = saved();
+        let start = record_start(&bytes);
+        let cuts = [0, 7, 8, 11, 12, 40, start - 9, start - 8, start - 1, start, start + 1, bytes.len() - 1];
+        for cut in cuts {
+            assert!(load(&bytes[..cut]).is_err(), "loaded a file cut at {cut} of {}", bytes.len());
+        }
+        let short = load(&bytes[..bytes.len() - 1]).err().unwrap();
+        assert_eq!(short, format!("truncated weights: {} of {} bytes", bytes.len() - 1 - start, bytes.len() - start));
+    }
+
+    #[test]
+    fn damage_anywhere_is_named() {
+        let (_, bytes) = saved();
+        let start = record_start(&bytes);
+        let flipped = |at: usize| {
+            let mut b = bytes.clone();
+            b[at] ^= 0x20;
+            load(&b).expect_err("damaged file refused")
+        };
+        assert_eq!(flipped(20), "header checksum mismatch (file damaged)");
+        assert_eq!(flipped(start + 100), "weights checksum mismatch (file damaged)");
+        // A header length past the end of the file.
+        let mut b = bytes.clone();
+        b[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(load(&b).err().unwrap(), "truncated model header");
+    }
+
+    #[test]
+    fn a_header_naming_another_architecture_or_size_is_refused_before_the_weights() {
+        let (model, _) = saved();
+        let with_header = |edit: &dyn Fn(&mut serde_json::Value)| {
+            let bytes = to_bytes(&spec(), &model);
+            let start = record_start(&bytes);
+            let mut header: serde_json::Value = serde_json::from_slice(&bytes[12..start - 8]).unwrap();
+            edit(&mut header);
+            let json = serde_json::to_vec(&header).unwrap();
+            let file = [
+                MAGIC.as_slice(),
+                &(json.len() as u32).to_le_bytes(),
+                &json,
+                &xxhash_rust::xxh3::xxh3_64(&json).to_le_bytes(),
+                &bytes[start..],
+            ]
+            .concat();
+            load(&file).err().unwrap()
+        };
+        let other = with_header(&|h| h["architecture"] = "yolo".into());
+        assert_eq!(other, "model architecture `yolo`, this build runs `grin-detector-v1`");
+        let huge = with_header(&|h| h["spec"]["width"] = 100_000.into());
+        assert!(huge.starts_with("header says the model runs at 100000x48"), "{huge}");
+        let wide = with_header(&|h| h["spec"]["model"]["width_mult"] = 0.5.into());
+        assert_eq!(wide, "weights do not fit the detector the header describes");
+    }
 }

@@ -13,23 +13,24 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
 use crate::backend::{DetectorBackend, Geometry, NormSettings};
+use crate::folded::{fold_batch_norm, FoldedConv};
 use burn::tensor::TensorPrimitive;
 
 /// Output side of a 3x3 (pad 1) or 1x1 conv with the given stride.
-pub fn conv_out(side: usize, stride: usize) -> usize {
+pub(crate) fn conv_out(side: usize, stride: usize) -> usize {
     side.div_ceil(stride)
 }
 
 /// Activations `[batch, channels, height * width]` and their spatial size.
 #[derive(Debug, Clone)]
-pub struct FeatureMap<B: Backend> {
+pub(crate) struct FeatureMap<B: Backend> {
     pub values: Tensor<B, 3>,
     pub height: usize,
     pub width: usize,
 }
 
 impl<B: Backend> FeatureMap<B> {
-    pub fn from_image(x: Tensor<B, 4>) -> Self {
+    pub(crate) fn from_image(x: Tensor<B, 4>) -> Self {
         let [b, c, height, width] = x.dims();
         FeatureMap { values: x.reshape([b, c, height * width]), height, width }
     }
@@ -44,7 +45,7 @@ pub struct ConvBn<B: Backend> {
 }
 
 impl<B: Backend> ConvBn<B> {
-    pub fn new(
+    pub(crate) fn new(
         input: usize,
         output: usize,
         kernel: usize,
@@ -64,15 +65,47 @@ impl<B: Backend> ConvBn<B> {
     }
 
     /// Multiply-adds for an input of `h x w`, and the output size.
-    pub fn macs(&self, h: usize, w: usize) -> (u64, usize, usize) {
+    pub(crate) fn macs(&self, h: usize, w: usize) -> (u64, usize, usize) {
         let [out_c, in_per_group, kh, kw] = self.conv.weight.dims();
         let (oh, ow) = (conv_out(h, self.conv.stride[0]), conv_out(w, self.conv.stride[1]));
         ((oh * ow * out_c * in_per_group * kh * kw) as u64, oh, ow)
     }
+
+    /// The conv with the BatchNorm's running statistics folded in.
+    pub(crate) fn folded(&self) -> FoldedConv {
+        let n = &self.norm;
+        let (gamma, beta) = (values(n.gamma.val()), values(n.beta.val()));
+        let (mean, var) = (values(n.running_mean.value()), values(n.running_var.value()));
+        let mut folded = folded_conv(&self.conv, self.relu);
+        folded.bias = fold_batch_norm(&mut folded.weight, [&gamma, &beta, &mean, &var], n.epsilon as f32);
+        folded
+    }
+}
+
+fn values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    t.into_data().convert::<f32>().to_vec::<f32>().expect("f32 weights")
+}
+
+/// `conv` as plain data; a conv without bias gets zeros.
+pub(crate) fn folded_conv<B: Backend>(conv: &Conv2d<B>, relu: bool) -> FoldedConv {
+    let [out_channels, in_per_group, kernel, kw] = conv.weight.dims();
+    debug_assert!(kernel == kw && conv.stride[0] == conv.stride[1], "square kernels and strides only");
+    let depthwise = conv.groups > 1;
+    debug_assert!(!depthwise || (conv.groups == out_channels && in_per_group == 1), "depthwise or dense only");
+    FoldedConv {
+        in_channels: if depthwise { out_channels } else { in_per_group },
+        out_channels,
+        kernel,
+        stride: conv.stride[0],
+        depthwise,
+        weight: values(conv.weight.val()),
+        bias: conv.bias.as_ref().map_or_else(|| vec![0.0; out_channels], |b| values(b.val())),
+        relu,
+    }
 }
 
 impl<B: DetectorBackend> ConvBn<B> {
-    pub fn forward(&self, x: FeatureMap<B>) -> FeatureMap<B> {
+    pub(crate) fn forward(&self, x: FeatureMap<B>) -> FeatureMap<B> {
         let FeatureMap { values, height, width } = conv(&self.conv, x);
         FeatureMap { values: batch_norm(&self.norm, values, self.relu), height, width }
     }
@@ -81,7 +114,7 @@ impl<B: DetectorBackend> ConvBn<B> {
 /// Runs `conv` through the cheapest equivalent: a matmul for a 1x1 conv,
 /// the depthwise op (with its own backward) for a depthwise 3x3, else
 /// Burn's conv on a 4-D view.
-pub fn conv<B: DetectorBackend>(conv: &Conv2d<B>, x: FeatureMap<B>) -> FeatureMap<B> {
+pub(crate) fn conv<B: DetectorBackend>(conv: &Conv2d<B>, x: FeatureMap<B>) -> FeatureMap<B> {
     let [out_c, in_per_group, kh, kw] = conv.weight.dims();
     let square = conv.stride[0] == conv.stride[1] && conv.dilation == [1, 1];
     let padded = matches!(conv.padding, PaddingConfig2d::Explicit(1, 1, 1, 1));
@@ -161,22 +194,27 @@ pub struct DwSep<B: Backend> {
 }
 
 impl<B: Backend> DwSep<B> {
-    pub fn new(input: usize, output: usize, stride: usize, device: &B::Device) -> Self {
+    pub(crate) fn new(input: usize, output: usize, stride: usize, device: &B::Device) -> Self {
         DwSep {
             depthwise: ConvBn::new(input, input, 3, stride, input, true, device),
             pointwise: ConvBn::new(input, output, 1, 1, 1, true, device),
         }
     }
 
-    pub fn macs(&self, h: usize, w: usize) -> (u64, usize, usize) {
+    pub(crate) fn macs(&self, h: usize, w: usize) -> (u64, usize, usize) {
         let (a, h, w) = self.depthwise.macs(h, w);
         let (b, h, w) = self.pointwise.macs(h, w);
         (a + b, h, w)
     }
+
+    /// Its two convs in the order they run.
+    pub(crate) fn layers(&self) -> [&ConvBn<B>; 2] {
+        [&self.depthwise, &self.pointwise]
+    }
 }
 
 impl<B: DetectorBackend> DwSep<B> {
-    pub fn forward(&self, x: FeatureMap<B>) -> FeatureMap<B> {
+    pub(crate) fn forward(&self, x: FeatureMap<B>) -> FeatureMap<B> {
         self.pointwise.forward(self.depthwise.forward(x))
     }
 }

@@ -77,3 +77,71 @@ fn giou_loss<B: Backend>(pred: Tensor<B, 3>, target: Tensor<B, 3>) -> Tensor<B, 
     let giou = iou - (enclosing.clone() - union) / enclosing;
     giou.ones_like() - giou
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::points::Points;
+    use burn::backend::NdArray;
+    use burn::tensor::TensorData;
+
+    type B = NdArray<f32>;
+
+    const WEIGHTS: LossWeights =
+        LossWeights { focal_alpha: 0.25, focal_gamma: 2.0, box_weight: 2.0, smile_weight: 0.5 };
+
+    fn tensor<const D: usize>(values: &[f32], shape: [usize; D]) -> Tensor<B, D> {
+        Tensor::from_data(TensorData::new(values.to_vec(), shape), &Default::default())
+    }
+
+    /// Two stride-8 points: point 0 is a face's, point 1 background (or
+    /// ignored). Every output is 0: face probability 0.5, a predicted box
+    /// of 8 px to each side, smile probability 0.5.
+    fn parts(ignore_background: bool) -> [f32; 4] {
+        let points = Points {
+            width: 16,
+            height: 8,
+            levels: vec![(1, 2)],
+            cx: vec![4.0, 12.0],
+            cy: vec![4.0, 4.0],
+            stride: vec![8.0, 8.0],
+            size_lo: vec![0.0, 0.0],
+            size_hi: vec![48.0, 48.0],
+        };
+        let table = PointTensors::<B>::new(&points, &Default::default());
+        let output = DetectorOutput { raw: tensor(&[0.0; 12], [1, 6, 2]) };
+        let targets = Targets {
+            positive: tensor(&[1.0, 0.0], [1, 2]),
+            // Point 0's face: 8 px left and up, 24 px right and down.
+            // Point 1's distances are junk, as on a real negative.
+            distances: tensor(&[8.0, -5.0, 8.0, -5.0, 24.0, 1e9, 24.0, 0.0], [1, 4, 2]),
+            smile: tensor(&[1.0, 0.0], [1, 2]),
+            smile_known: tensor(&[1.0, 0.0], [1, 2]),
+            ignore: tensor(&[0.0, if ignore_background { 1.0 } else { 0.0 }], [1, 2]),
+        };
+        let l = loss(&output, &targets, &table, WEIGHTS);
+        [l.total, l.face, l.boxes, l.smile].map(|t| t.into_scalar())
+    }
+
+    #[test]
+    fn each_part_matches_its_formula_on_a_hand_worked_case() {
+        let ln2 = std::f32::consts::LN_2;
+        let [total, face, boxes, smile] = parts(false);
+        // Focal, p = 0.5 both: the face adds 0.25 * 0.5^2 * ln 2, the
+        // background 0.75 * 0.5^2 * ln 2; one positive to divide by.
+        assert!((face - 0.25 * ln2).abs() < 1e-6, "{face}");
+        // Predicted 16x16 box inside the 32x32 target: IoU 256 / 1024, the
+        // enclosing box is the target, so GIoU 0.25 and the loss 0.75.
+        assert!((boxes - 0.75).abs() < 1e-5, "{boxes}");
+        // BCE of p = 0.5 against a smile: ln 2.
+        assert!((smile - ln2).abs() < 1e-6, "{smile}");
+        assert!((total - (face + 2.0 * boxes + 0.5 * smile)).abs() < 1e-6, "{total}");
+    }
+
+    #[test]
+    fn an_ignored_point_leaves_the_face_loss() {
+        let [_, face, boxes, smile] = parts(true);
+        assert!((face - 0.0625 * std::f32::consts::LN_2).abs() < 1e-6, "only the face's own term: {face}");
+        assert!((boxes - 0.75).abs() < 1e-5 && (smile - std::f32::consts::LN_2).abs() < 1e-6);
+    }
+}

@@ -199,4 +199,25 @@ mod tests {
         assert_eq!(e.faces(), 1, "ignore regions are not faces");
         assert_eq!(e.precision_recall().len(), 1);
     }
+
+    #[test]
+    fn ap_interpolates_precision_over_a_hand_worked_ranking() {
+        // Three faces; ranked detections: hit, false positive, hit; the
+        // third face is missed. PR points: (1/3, 1), (1/3, 1/2), (2/3, 2/3).
+        // Monotone precision is 1 up to recall 1/3 and 2/3 up to 2/3:
+        // AP = 1/3 * 1 + 1/3 * 2/3 = 5/9.
+        let faces = [0.0, 20.0, 40.0].map(|x| face([x, 0.0, x + 10.0, 10.0], None));
+        let dets = [
+            det([0.0, 0.0, 10.0, 10.0], 0.9, 0.5),
+            det([100.0, 100.0, 110.0, 110.0], 0.8, 0.5),
+            det([21.0, 0.0, 31.0, 10.0], 0.7, 0.5),
+        ];
+        let mut e = Evaluation::default();
+        let m = e.add(&dets, &faces);
+        assert_eq!(m.iter().map(|f| f.detection.is_some()).collect::<Vec<_>>(), [true, true, false]);
+        let curve: Vec<(f32, f32)> = e.precision_recall().iter().map(|p| (p.recall, p.precision)).collect();
+        assert_eq!(curve, [(1.0 / 3.0, 1.0), (1.0 / 3.0, 0.5), (2.0 / 3.0, 2.0 / 3.0)]);
+        let ap = e.average_precision().unwrap();
+        assert!((ap - 5.0 / 9.0).abs() < 1e-6, "{ap}");
+    }
 }

@@ -168,4 +168,34 @@ mod tests {
             assert_eq!(v > 0.5, inside, "point {i} at ({}, {})", points.cx[i], points.cy[i]);
         }
     }
+
+    #[test]
+    fn a_hand_worked_pair_of_faces_gets_exactly_its_points_and_distances() {
+        // 64x64: 8x8 points at stride 8 (indices 0..64), 4x4 at stride 16
+        // (64..80), 2x2 at stride 32. Face A, 24 px centred on (32, 32), is
+        // stride 8's only (sizes 0..=48); within 1.5 * 8 = 12 px of its
+        // centre lie the points at 28 and 36 on both axes: rows/cols 3 and 4.
+        // Face B, 32 px with the same centre, is on stride 8 too, but those
+        // points take A (smaller); on stride 16 (sizes 32..=96) it claims
+        // the points within 24 px: centres 24 and 40, rows/cols 1 and 2.
+        let a = [20.0, 20.0, 44.0, 44.0];
+        let b = [16.0, 16.0, 48.0, 48.0];
+        let (points, t) = run(&[a, b], &[1, 0]);
+        let n = points.len();
+        assert_eq!(n, 64 + 16 + 4);
+        let fine = [3 * 8 + 3, 3 * 8 + 4, 4 * 8 + 3, 4 * 8 + 4];
+        let coarse = [64 + 4 + 1, 64 + 4 + 2, 64 + 8 + 1, 64 + 8 + 2];
+        let positive = values(t.positive);
+        let expected: Vec<usize> = fine.iter().chain(&coarse).copied().collect();
+        assert_eq!((0..n).filter(|&i| positive[i] == 1.0).collect::<Vec<_>>(), expected);
+        let (smile, known) = (values(t.smile), values(t.smile_known));
+        assert!(fine.iter().all(|&i| smile[i] == 1.0 && known[i] == 1.0), "A smiles");
+        assert!(coarse.iter().all(|&i| smile[i] == 0.0 && known[i] == 1.0), "B does not, and that is known");
+        let d = t.distances.into_data().to_vec::<f32>().unwrap();
+        let sides = |i: usize| [d[i], d[n + i], d[2 * n + i], d[3 * n + i]];
+        // Point (28, 28) to A's sides; point (24, 24) to B's.
+        assert_eq!(sides(fine[0]), [8.0, 8.0, 16.0, 16.0]);
+        assert_eq!(sides(coarse[0]), [8.0, 8.0, 24.0, 24.0]);
+        assert!(values(t.ignore).iter().all(|&v| v == 0.0));
+    }
 }

@@ -8,23 +8,24 @@
 //! counted, so latency never builds up behind a slow detector. With
 //! `every_frame` the reader waits instead (files, reproducible runs).
 
-pub mod input;
-pub mod track;
+mod input;
+mod track;
 
 use crate::bench::{self, Latency};
-use crate::model::Detector;
 use crate::report::{round_probability, round_px};
+use crate::runner::Runner;
 use anyhow::{Context, Result};
-use input::{BadFrame, FrameReader, InputFormat};
+use input::{BadFrame, FrameReader};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-use track::{EndReason, Event, EventKind, Tracker, TrackerConfig};
+use track::{EndReason, Event, EventKind, Tracker};
 
-pub use input::encode_frame;
+pub use input::{encode_frame, InputFormat};
+pub use track::TrackerConfig;
 
 #[derive(Debug, Clone)]
 pub struct StreamOptions {
@@ -215,7 +216,7 @@ fn ms(d: Duration) -> f64 {
 /// only for output that cannot be written.
 pub fn run<R: Read + Send + 'static>(
     input: R,
-    detector: &Detector,
+    detector: &Runner,
     options: &StreamOptions,
     out: &mut impl Write,
     stop: Arc<AtomicBool>,

@@ -10,7 +10,7 @@
 //! does not either. A track unseen for more than `patience` frames ends;
 //! if it was smiling, its smile ends with it.
 
-use grin_model::decode::iou;
+use grin_model::iou;
 use grin_model::Detection;
 use serde::Serialize;
 
@@ -98,12 +98,9 @@ impl Tracker {
     }
 
     /// Live tracks (seen within `patience` frames).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.tracks.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.tracks.is_empty()
     }
 
     /// Tracks started so far (ids are handed out in order from 1).

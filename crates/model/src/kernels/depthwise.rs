@@ -1,5 +1,7 @@
 //! The depthwise 3x3 (padding 1) convolution and its two gradients as plain
-//! loops over NCHW `f32` slices, parallel over planes or channels.
+//! loops over NCHW `f32` slices, parallel over planes or channels; and, for
+//! inference, the same forward loop with a fused bias + ReLU and a dense
+//! variant for the stem, so training and the Pi run one kernel.
 //!
 //! Output `(i, j)` of a plane reads input `(s*i + ky - 1, s*j + kx - 1)` for
 //! its nine taps. [`rows`] lists, once per call, every (tap, output row)
@@ -104,24 +106,83 @@ fn check(shape: Shape, x: usize, weight: usize, out: usize) {
     assert_eq!(out, planes * shape.out_plane(), "depthwise output size");
 }
 
-/// The convolution: `[batch, channels, out_height, out_width]` flattened.
-pub fn forward(x: &[f32], weight: &[f32], shape: Shape) -> Vec<f32> {
+/// What inference runs on each output plane once its sum is done: the
+/// per-channel bias of a folded BatchNorm, then ReLU if asked. Fusing it
+/// saves a pass over the activations per layer.
+#[derive(Debug, Clone, Copy)]
+pub struct Epilogue<'a> {
+    /// `[channels]` (output channels, for [`dense_forward`]).
+    pub bias: &'a [f32],
+    pub relu: bool,
+}
+
+impl Epilogue<'_> {
+    pub fn apply(&self, plane: &mut [f32], channel: usize) {
+        let b = self.bias[channel];
+        if self.relu {
+            plane.iter_mut().for_each(|v| *v = (*v + b).max(0.0));
+        } else {
+            plane.iter_mut().for_each(|v| *v += b);
+        }
+    }
+}
+
+/// Adds one input plane `xp` convolved with the nine taps `w` to the
+/// output plane `y`.
+fn accumulate(y: &mut [f32], xp: &[f32], w: &[f32], rows: &[Row], shape: Shape) {
     let (ow, s) = (shape.out_width(), shape.stride);
+    for r in rows {
+        let input = &xp[r.in_row * shape.width..][..shape.width];
+        let output = &mut y[r.out_row * ow..][r.lo..r.hi];
+        let wk = w[r.k];
+        if s == 1 {
+            output.iter_mut().zip(&input[r.start..]).for_each(|(o, v)| *o += wk * v);
+        } else {
+            output.iter_mut().zip(strided(input, r.start, s, r.hi - r.lo)).for_each(|(o, v)| *o += wk * v);
+        }
+    }
+}
+
+/// The convolution: `[batch, channels, out_height, out_width]` flattened,
+/// with `epilogue` (if any) applied.
+pub fn forward(x: &[f32], weight: &[f32], shape: Shape, epilogue: Option<Epilogue>) -> Vec<f32> {
     let mut out = vec![0.0f32; shape.batch * shape.channels * shape.out_plane()];
     check(shape, x.len(), weight.len(), out.len());
     let rows = rows(shape);
     out.par_chunks_mut(shape.out_plane()).enumerate().for_each(|(plane, y)| {
-        let w = &weight[(plane % shape.channels) * 9..][..9];
-        let xp = &x[plane * shape.plane()..][..shape.plane()];
-        for r in &rows {
-            let input = &xp[r.in_row * shape.width..][..shape.width];
-            let output = &mut y[r.out_row * ow..][r.lo..r.hi];
-            let wk = w[r.k];
-            if s == 1 {
-                output.iter_mut().zip(&input[r.start..]).for_each(|(o, v)| *o += wk * v);
-            } else {
-                output.iter_mut().zip(strided(input, r.start, s, r.hi - r.lo)).for_each(|(o, v)| *o += wk * v);
-            }
+        let c = plane % shape.channels;
+        accumulate(y, &x[plane * shape.plane()..][..shape.plane()], &weight[c * 9..][..9], &rows, shape);
+        if let Some(e) = &epilogue {
+            e.apply(y, c);
+        }
+    });
+    out
+}
+
+/// The dense 3x3 convolution (padding 1) the stem is, on the same row walk:
+/// every one of `out_channels` reads all `shape.channels` inputs; `weight`
+/// is `[out_channels, channels, 3, 3]`. Output `[batch, out_channels,
+/// out_height, out_width]` flattened, with `epilogue` (if any) applied.
+pub fn dense_forward(
+    x: &[f32],
+    weight: &[f32],
+    shape: Shape,
+    out_channels: usize,
+    epilogue: Option<Epilogue>,
+) -> Vec<f32> {
+    let cin = shape.channels;
+    assert_eq!(x.len(), shape.batch * cin * shape.plane(), "conv input size");
+    assert_eq!(weight.len(), out_channels * cin * 9, "conv weight size");
+    let mut out = vec![0.0f32; shape.batch * out_channels * shape.out_plane()];
+    let rows = rows(shape);
+    out.par_chunks_mut(shape.out_plane()).enumerate().for_each(|(plane, y)| {
+        let (b, oc) = (plane / out_channels, plane % out_channels);
+        for ic in 0..cin {
+            let xp = &x[(b * cin + ic) * shape.plane()..][..shape.plane()];
+            accumulate(y, xp, &weight[(oc * cin + ic) * 9..][..9], &rows, shape);
+        }
+        if let Some(e) = &epilogue {
+            e.apply(y, oc);
         }
     });
     out
@@ -230,9 +291,46 @@ mod tests {
                 let (y, dx, dw) = reference(&x, &w, &grad, s);
                 let close =
                     |a: &[f32], b: &[f32]| a.len() == b.len() && a.iter().zip(b).all(|(p, q)| (p - q).abs() < 1e-4);
-                assert!(close(&forward(&x, &w, s), &y), "forward {s:?}");
+                assert!(close(&forward(&x, &w, s, None), &y), "forward {s:?}");
                 assert!(close(&input_grad(&grad, &w, s), &dx), "input grad {s:?}");
                 assert!(close(&weight_grad(&x, &grad, s), &dw), "weight grad {s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_epilogue_adds_the_bias_then_clamps_and_dense_sums_over_inputs() {
+        // One 1x1 plane: only the centre tap reads inside the image.
+        let s = Shape { batch: 1, channels: 2, height: 1, width: 1, stride: 1 };
+        let mut w = [0.0; 18];
+        (w[4], w[13]) = (2.0, -3.0);
+        let x = [1.5, 2.0];
+        let relu = Epilogue { bias: &[1.0, 1.0], relu: true };
+        // 2 * 1.5 + 1 = 4; -3 * 2 + 1 = -5, clamped to 0.
+        assert_eq!(forward(&x, &w, s, Some(relu)), [4.0, 0.0]);
+        assert_eq!(forward(&x, &w, s, Some(Epilogue { relu: false, ..relu })), [4.0, -5.0]);
+        // Dense, 2 inputs -> 1 output: 2 * 1.5 - 3 * 2 + 0.5.
+        assert_eq!(dense_forward(&x, &w, s, 1, Some(Epilogue { bias: &[0.5], relu: false })), [-2.5]);
+    }
+
+    #[test]
+    fn dense_forward_is_the_sum_of_per_input_depthwise_convs() {
+        for stride in [1, 2] {
+            let (cin, cout) = (3, 2);
+            let s = Shape { batch: 2, channels: cin, height: 5, width: 7, stride };
+            let x = values(2 * cin * 35, 4);
+            let w = values(cout * cin * 9, 5);
+            let dense = dense_forward(&x, &w, s, cout, None);
+            let plane = s.out_height() * s.out_width();
+            for oc in 0..cout {
+                // Output channel oc is a depthwise conv with its row of weights, summed over channels.
+                let per_input = forward(&x, &w[oc * cin * 9..][..cin * 9], s, None);
+                for b in 0..2 {
+                    for i in 0..plane {
+                        let sum: f32 = (0..cin).map(|c| per_input[(b * cin + c) * plane + i]).sum();
+                        assert!((dense[(b * cout + oc) * plane + i] - sum).abs() < 1e-5, "stride {stride}");
+                    }
+                }
             }
         }
     }

@@ -1,6 +1,6 @@
 //! The detector as the Pi runs it: a `.grin` file (or the embedded default)
-//! on the ndarray CPU backend, through the same model definition training
-//! uses.
+//! loaded once, run on the CPU by the chosen [`Engine`]: the fast path, or
+//! the Burn model definition training uses.
 //!
 //! The network is fully convolutional, so it runs at any size: the run size
 //! (default: the size it was trained at) only decides how many output points
@@ -52,7 +52,9 @@ pub enum Engine {
     Burn,
 }
 
-pub struct Detector {
+/// A loaded model, ready to run frames: both engines, the run size and the
+/// decoding settings.
+pub struct Runner {
     spec: DetectorSpec,
     engine: Engine,
     fast: FastDetector,
@@ -63,9 +65,9 @@ pub struct Detector {
     source: ModelSource,
 }
 
-impl Detector {
+impl Runner {
     /// Loads and checks the model; errors name the file.
-    pub fn load(source: ModelSource) -> Result<Detector> {
+    pub fn load(source: ModelSource) -> Result<Runner> {
         let device = NdArrayDevice::Cpu;
         let (spec, model) = match &source {
             ModelSource::Embedded => grin_model::file::from_bytes::<CpuBackend>(DEFAULT_MODEL, &device)
@@ -75,9 +77,8 @@ impl Detector {
         if !matches!(spec.channels, 1 | 3) {
             bail!("{source}: model expects {} channels; images give 1 or 3", spec.channels);
         }
-        let fast =
-            FastDetector::new(&spec, &model).map_err(|e| anyhow!("{source}: weights do not fit the detector: {e}"))?;
-        Ok(Detector {
+        let fast = FastDetector::new(model.folded());
+        Ok(Runner {
             engine: Engine::Fast,
             fast,
             params: spec.model.decode_params(),

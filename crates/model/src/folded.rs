@@ -1,0 +1,74 @@
+//! The trained detector as plain data, for an inference engine that runs
+//! without Burn: every conv with its BatchNorm folded into its weights and
+//! bias, in the order the layers run, and where each head reads the trunk.
+//!
+//! [`crate::Detector::folded`] builds it from the same walk `forward` takes,
+//! so an engine that runs it needs to know no layer order, channel count or
+//! tap of its own (as candle's yolo-v8 folds BatchNorm on load).
+
+/// A conv whose BatchNorm (if any) is folded in, with its activation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoldedConv {
+    pub in_channels: usize,
+    pub out_channels: usize,
+    /// Square side: 3 (padding 1) or 1 (no padding).
+    pub kernel: usize,
+    pub stride: usize,
+    /// Each output channel reads only its own input channel.
+    pub depthwise: bool,
+    /// `[out_channels, in_channels (1 when depthwise), kernel, kernel]`.
+    pub weight: Vec<f32>,
+    /// `[out_channels]`, added before the ReLU.
+    pub bias: Vec<f32>,
+    pub relu: bool,
+}
+
+/// One output level: `convs` run in order on the trunk's output after
+/// trunk layer `after`; the last gives [`crate::OUTPUTS`] channels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoldedHead {
+    pub after: usize,
+    pub convs: Vec<FoldedConv>,
+}
+
+/// The whole detector. Its raw output is the heads' outputs, finest level
+/// first, concatenated point-wise as [`crate::DetectorOutput`] holds them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoldedDetector {
+    pub trunk: Vec<FoldedConv>,
+    /// In [`crate::Points`] level order.
+    pub heads: Vec<FoldedHead>,
+}
+
+/// Folds inference BatchNorm `y = (x - mean) * gamma / sqrt(var + epsilon) + beta`
+/// into the bias-free conv `weight` it follows (`[out, ...]`, the same
+/// number of values per output channel): scales each output channel's
+/// weights and returns the bias.
+pub(crate) fn fold_batch_norm(weight: &mut [f32], [gamma, beta, mean, var]: [&[f32]; 4], epsilon: f32) -> Vec<f32> {
+    let per_out = weight.len() / gamma.len();
+    weight
+        .chunks_mut(per_out)
+        .enumerate()
+        .map(|(o, taps)| {
+            let scale = gamma[o] / (var[o] + epsilon).sqrt();
+            taps.iter_mut().for_each(|w| *w *= scale);
+            beta[o] - mean[o] * scale
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folding_scales_each_output_channel_and_moves_the_mean_into_the_bias() {
+        // Two output channels of two taps each.
+        let mut weight = [1.0, 2.0, -1.0, 0.5];
+        // Channel 0: scale 2 / sqrt(3 + 1) = 1, bias 0.5 - 4 * 1 = -3.5.
+        // Channel 1: scale 3 / sqrt(0 + 1) = 3, bias 1 - 2 * 3 = -5.
+        let bias = fold_batch_norm(&mut weight, [&[2.0, 3.0], &[0.5, 1.0], &[4.0, 2.0], &[3.0, 0.0]], 1.0);
+        assert_eq!(weight, [1.0, 2.0, -3.0, 1.5]);
+        assert_eq!(bias, [-3.5, -5.0]);
+    }
+}
