@@ -38,7 +38,8 @@
 //! - `part`: `[A, B)` shard range, in part manifests only;
 //! - `class_counts`: `smiling`, `non_smiling`, `face_free` record counts;
 //! - `fingerprint`: `config` = `{"features": <the [features] table without
-//!   "workers">, "samples": N, "split": "train", "source_files": {<key>:
+//!   "workers">, "samples": N, "split": "train", "generator":
+//!   grin_features::GENERATOR_VERSION, "source_files": {<key>:
 //!   {"files", "bytes", "hash"} | {"missing": true}}}` and `hash` = xxh3-64 (hex)
 //!   of that value as canonical JSON (keys sorted, no spaces). `source_files`
 //!   hashes each source path's (relative name, size, mtime) list; contents are
@@ -47,7 +48,7 @@
 //!   separators are rejected), `first_record`, `records`, `bytes`, `xxh3`
 //!   (xxh3-64 of the whole file, 16 hex digits) and `classes` (one letter per
 //!   record: `s` smiling, `n` faces none smiling, `f` face-free: the per-class
-//!   index that balanced sampling draws from).
+//!   index that class draws (`Draws`) take records from).
 //!
 //! **Writing.** A shard is written as `shard-NNNNN.bin.tmp`, synced, renamed,
 //! the folder synced, then its sidecar written the same way. A rerun reuses a
@@ -58,15 +59,18 @@
 //! config. `manifest.json` is written when every shard exists; a
 //! `--shards A..B` run writes `part-A-B.json` instead, and [`merge`] joins parts.
 
+// Public as modules because the CLI calls them by path: `grin store bench`
+// and `grin store info`'s canonical fingerprint.
 pub mod bench;
-pub mod error;
 pub mod fingerprint;
-pub mod layout;
-pub mod loader;
-pub mod manifest;
-pub mod reader;
-pub mod verify;
-pub mod writer;
+
+mod error;
+mod layout;
+mod loader;
+mod manifest;
+mod reader;
+mod verify;
+mod writer;
 
 pub use error::StoreError;
 pub use fingerprint::{format_stale, Fingerprint};
