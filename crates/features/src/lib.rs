@@ -57,7 +57,9 @@ pub use photos::{held_out_photos, photos_of_split, HeldOutPhotos, PhotoSource};
 pub use synthetic::{SyntheticParams, SyntheticSource};
 
 // Building blocks that tests and tools check or reuse on their own.
-pub use annotations::{parse_celeba, parse_jsonl, parse_wider, Annotated, Entry, LETTERBOX_FILL};
+pub use annotations::{
+    parse_celeba, parse_jsonl, parse_wider, Annotated, AnnotationText, BadLines, Entry, LETTERBOX_FILL,
+};
 pub use crops::{paste_face, Placement};
 pub use photos::{celeba_aligned_box, crop_scene, landmarks_to_box, parse_caltech};
 pub use raster::{resample_region, Raster};

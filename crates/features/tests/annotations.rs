@@ -2,8 +2,8 @@
 //! small fixtures the tests write.
 
 use grin_features::{
-    parse_celeba, parse_jsonl, parse_wider, AnnotatedSource, FeatureConfig, OnBadSample, SampleRng, SkipCounts, Smile,
-    Source, SourceConfig, Split, SplitConfig, LETTERBOX_FILL, MAX_BOXES,
+    parse_celeba, parse_jsonl, parse_wider, AnnotatedSource, AnnotationText, BadLines, FeatureConfig, OnBadSample,
+    SampleRng, SkipCounts, Smile, Source, SourceConfig, Split, SplitConfig, LETTERBOX_FILL, MAX_BOXES,
 };
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
@@ -35,7 +35,9 @@ const WIDER: &str = "0--Parade/0_Parade_1.jpg
 #[test]
 fn wider_parser_reads_blocks_and_empty_images() {
     let skips = SkipCounts::default();
-    let entries = parse_wider(WIDER, Path::new("gt.txt"), Path::new("/imgs"), OnBadSample::Error, &skips).unwrap();
+    let bad = BadLines { on_bad: OnBadSample::Error, skips: &skips };
+    let entries =
+        parse_wider(AnnotationText { text: WIDER, path: Path::new("gt.txt") }, Path::new("/imgs"), bad).unwrap();
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[0].image, PathBuf::from("/imgs/0--Parade/0_Parade_1.jpg"));
     let f = &entries[0].faces;
@@ -97,13 +99,10 @@ fn celeba_parser_takes_smile_from_the_smiling_column() {
     let (bbox, attr) = celeba_fixture(&[("000001.jpg", [95, 71, 226, 313], 1), ("000002.jpg", [72, 94, 221, 306], -1)]);
     let skips = SkipCounts::default();
     let entries = parse_celeba(
-        &bbox,
-        Path::new("list_bbox_celeba.txt"),
-        &attr,
-        Path::new("list_attr_celeba.txt"),
+        AnnotationText { text: &bbox, path: Path::new("list_bbox_celeba.txt") },
+        AnnotationText { text: &attr, path: Path::new("list_attr_celeba.txt") },
         Path::new("img"),
-        OnBadSample::Error,
-        &skips,
+        BadLines { on_bad: OnBadSample::Error, skips: &skips },
     )
     .unwrap();
     assert_eq!(entries.len(), 2);
@@ -142,7 +141,8 @@ fn jsonl_parser_resolves_paths_and_unknown_smiles() {
 {"image": "c.png", "boxes": [[0, 0, 5, 5]]}
 "#;
     let skips = SkipCounts::default();
-    let entries = parse_jsonl(text, Path::new("/data/set/manifest.jsonl"), OnBadSample::Error, &skips).unwrap();
+    let file = AnnotationText { text, path: Path::new("/data/set/manifest.jsonl") };
+    let entries = parse_jsonl(file, BadLines { on_bad: OnBadSample::Error, skips: &skips }).unwrap();
     assert_eq!(entries.len(), 3);
     assert_eq!(entries[0].image, PathBuf::from("/data/set/sub/a.png"));
     assert_eq!(entries[1].image, PathBuf::from("/abs/b.png"));

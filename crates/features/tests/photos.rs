@@ -5,8 +5,9 @@
 
 use grin_features::pipeline::build_source;
 use grin_features::{
-    celeba_aligned_box, crop_scene, held_out_photos, landmarks_to_box, parse_caltech, FaceBox, FeatureConfig,
-    FeatureError, OnBadSample, PhotoCrops, SampleRng, SkipCounts, Smile, SourceConfig, Split, SplitConfig, MAX_BOXES,
+    celeba_aligned_box, crop_scene, held_out_photos, landmarks_to_box, parse_caltech, AnnotationText, BadLines,
+    FaceBox, FeatureConfig, FeatureError, OnBadSample, PhotoCrops, SampleRng, SkipCounts, Smile, SourceConfig, Split,
+    SplitConfig, MAX_BOXES,
 };
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
@@ -40,7 +41,9 @@ b.jpg 5 5 15 5 10 10 10 15
 #[test]
 fn caltech_parser_groups_faces_by_image() {
     let skips = SkipCounts::default();
-    let entries = parse_caltech(CALTECH, Path::new("gt.txt"), Path::new("/imgs"), OnBadSample::Error, &skips).unwrap();
+    let file = AnnotationText { text: CALTECH, path: Path::new("gt.txt") };
+    let entries =
+        parse_caltech(file, Path::new("/imgs"), BadLines { on_bad: OnBadSample::Error, skips: &skips }).unwrap();
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[0].image, PathBuf::from("/imgs/a.jpg"));
     assert_eq!(entries[0].faces.len(), 2);
@@ -59,7 +62,9 @@ fn caltech_bad_lines_name_file_and_line_or_drop_the_whole_image() {
         ("a.jpg 10 20 30 20 20 30 20 40\nb.jpg 5 5 5 5 5 5 5 9\n", "eyes"),
     ] {
         let skips = SkipCounts::default();
-        let e = parse_caltech(text, Path::new("gt.txt"), Path::new("/i"), OnBadSample::Error, &skips).unwrap_err();
+        let file = AnnotationText { text, path: Path::new("gt.txt") };
+        let e =
+            parse_caltech(file, Path::new("/i"), BadLines { on_bad: OnBadSample::Error, skips: &skips }).unwrap_err();
         let message = e.to_string();
         assert!(message.starts_with("gt.txt:2:") && message.contains(needle), "{message}");
     }
@@ -67,7 +72,8 @@ fn caltech_bad_lines_name_file_and_line_or_drop_the_whole_image() {
     // other faces would teach the dropped one as background.
     let text = "a.jpg 10 20 30 20 20 30 20 40\nb.jpg 5 5 15 5 10 10 10 15\nb.jpg 1 2\n";
     let skips = SkipCounts::default();
-    let entries = parse_caltech(text, Path::new("gt.txt"), Path::new("/i"), OnBadSample::Skip, &skips).unwrap();
+    let file = AnnotationText { text, path: Path::new("gt.txt") };
+    let entries = parse_caltech(file, Path::new("/i"), BadLines { on_bad: OnBadSample::Skip, skips: &skips }).unwrap();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].image, PathBuf::from("/i/a.jpg"));
     assert_eq!(skips.total(), 1);

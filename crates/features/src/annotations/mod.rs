@@ -8,8 +8,8 @@
 
 mod parse;
 
-pub(crate) use parse::{bad_box, malformed, numbered, parse_celeba_attr, Problems};
-pub use parse::{parse_celeba, parse_jsonl, parse_wider};
+pub(crate) use parse::{bad_box, malformed, numbered, parse_celeba_attr};
+pub use parse::{parse_celeba, parse_jsonl, parse_wider, AnnotationText, BadLines};
 
 use crate::config::{FeatureConfig, SourceConfig, Split};
 use crate::error::{BadInputKind, FeatureError, SkipCounts};
@@ -59,7 +59,8 @@ impl AnnotatedSource {
         };
         let skips = SkipCounts::default();
         let text = read_text(annotations)?;
-        let entries = parse_wider(&text, annotations, images, cfg.on_bad_sample, &skips)?;
+        let bad = BadLines { on_bad: cfg.on_bad_sample, skips: &skips };
+        let entries = parse_wider(AnnotationText { text: &text, path: annotations }, images, bad)?;
         Self::build("wider", annotations, entries, cfg, split, skips)
     }
 
@@ -70,7 +71,10 @@ impl AnnotatedSource {
         let skips = SkipCounts::default();
         let bbox_text = read_text(bbox)?;
         let attr_text = read_text(attr)?;
-        let entries = parse_celeba(&bbox_text, bbox, &attr_text, attr, images, cfg.on_bad_sample, &skips)?;
+        let (bbox_file, attr_file) =
+            (AnnotationText { text: &bbox_text, path: bbox }, AnnotationText { text: &attr_text, path: attr });
+        let entries =
+            parse_celeba(bbox_file, attr_file, images, BadLines { on_bad: cfg.on_bad_sample, skips: &skips })?;
         Self::build("celeba", bbox, entries, cfg, split, skips)
     }
 
@@ -80,7 +84,10 @@ impl AnnotatedSource {
         };
         let skips = SkipCounts::default();
         let text = read_text(manifest)?;
-        let entries = parse_jsonl(&text, manifest, cfg.on_bad_sample, &skips)?;
+        let entries = parse_jsonl(
+            AnnotationText { text: &text, path: manifest },
+            BadLines { on_bad: cfg.on_bad_sample, skips: &skips },
+        )?;
         Self::build("jsonl", manifest, entries, cfg, split, skips)
     }
 

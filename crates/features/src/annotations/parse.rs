@@ -10,14 +10,22 @@ use crate::sample::{FaceBox, Smile};
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Collects parse problems: the first is the error under `Error`; under
-/// `Skip` each bad image is counted once and left out.
-pub(crate) struct Problems<'a> {
-    pub(crate) on_bad: OnBadSample,
-    pub(crate) skips: &'a SkipCounts,
+/// An annotation file's text, and the path its errors name.
+#[derive(Clone, Copy)]
+pub struct AnnotationText<'a> {
+    pub text: &'a str,
+    pub path: &'a Path,
 }
 
-impl Problems<'_> {
+/// What a parser does with a bad line: under `Error` the first is the
+/// error; under `Skip` each bad image is counted once and left out.
+#[derive(Clone, Copy)]
+pub struct BadLines<'a> {
+    pub on_bad: OnBadSample,
+    pub skips: &'a SkipCounts,
+}
+
+impl BadLines<'_> {
     pub(crate) fn report(&self, error: FeatureError) -> Result<(), FeatureError> {
         skip_or_fail(self.on_bad, self.skips, error)
     }
@@ -46,14 +54,8 @@ fn checked_box(path: &Path, line: usize, b: [f32; 4], smile: Smile) -> Result<Fa
 /// WIDER FACE `wider_face_*_bbx_gt.txt`: blocks of
 /// `image/path.jpg`, `N`, then N lines `x y w h blur expression illumination invalid occlusion pose`
 /// (N = 0 is followed by one line of zeros). WIDER has no smile labels.
-pub fn parse_wider(
-    text: &str,
-    path: &Path,
-    images: &Path,
-    on_bad: OnBadSample,
-    skips: &SkipCounts,
-) -> Result<Vec<Entry>, FeatureError> {
-    let problems = Problems { on_bad, skips };
+pub fn parse_wider(file: AnnotationText, images: &Path, problems: BadLines) -> Result<Vec<Entry>, FeatureError> {
+    let AnnotationText { text, path } = file;
     let lines: Vec<(usize, &str)> = numbered(text).collect();
     let mut entries = Vec::new();
     let mut i = 0;
@@ -139,16 +141,13 @@ fn looks_like_image(line: &str) -> bool {
 /// 1/-1); the smile label is the `Smiling` column. An image missing from
 /// the attribute file gets an unknown smile.
 pub fn parse_celeba(
-    bbox_text: &str,
-    bbox_path: &Path,
-    attr_text: &str,
-    attr_path: &Path,
+    bbox: AnnotationText,
+    attr: AnnotationText,
     images: &Path,
-    on_bad: OnBadSample,
-    skips: &SkipCounts,
+    problems: BadLines,
 ) -> Result<Vec<Entry>, FeatureError> {
-    let problems = Problems { on_bad, skips };
-    let smiles = parse_celeba_attr(attr_text, attr_path, &problems)?;
+    let (AnnotationText { text: bbox_text, path: bbox_path }, attr_path) = (bbox, attr.path);
+    let smiles = parse_celeba_attr(attr.text, attr_path, &problems)?;
     let mut lines = numbered(bbox_text);
     let declared = header_count(&mut lines, bbox_path)?;
     let (header_line, header) = lines.next().ok_or_else(|| malformed(bbox_path, 2, "missing header line"))?;
@@ -197,7 +196,7 @@ pub fn parse_celeba(
 pub(crate) fn parse_celeba_attr(
     text: &str,
     path: &Path,
-    problems: &Problems,
+    problems: &BadLines,
 ) -> Result<HashMap<String, Smile>, FeatureError> {
     let mut lines = numbered(text);
     let declared = header_count(&mut lines, path)?;
@@ -261,13 +260,8 @@ struct ManifestLine {
 /// One JSON object a line: `{"image": "a.jpg", "boxes": [[x0,y0,x1,y1]], "smile": [true|false|null]}`.
 /// Image paths are relative to the manifest's folder; a missing `smile`
 /// means every face's smile is unknown.
-pub fn parse_jsonl(
-    text: &str,
-    path: &Path,
-    on_bad: OnBadSample,
-    skips: &SkipCounts,
-) -> Result<Vec<Entry>, FeatureError> {
-    let problems = Problems { on_bad, skips };
+pub fn parse_jsonl(file: AnnotationText, problems: BadLines) -> Result<Vec<Entry>, FeatureError> {
+    let AnnotationText { text, path } = file;
     let folder = path.parent().unwrap_or(Path::new(""));
     let mut entries = Vec::new();
     for (line, text) in numbered(text) {

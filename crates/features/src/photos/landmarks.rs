@@ -2,9 +2,8 @@
 //! CelebA's alignment puts them. Both follow one box rule, so both sources
 //! teach one box convention.
 
-use crate::annotations::{bad_box, malformed, numbered, parse_celeba_attr, Annotated, Entry, Problems};
-use crate::config::OnBadSample;
-use crate::error::{FeatureError, SkipCounts};
+use crate::annotations::{bad_box, malformed, numbered, parse_celeba_attr, Annotated, AnnotationText, BadLines, Entry};
+use crate::error::FeatureError;
 use crate::sample::{FaceBox, Smile};
 use std::collections::HashMap;
 use std::path::Path;
@@ -42,14 +41,8 @@ pub fn celeba_aligned_box(width: u32, height: u32) -> [f32; 4] {
 /// `image Leye-x Leye-y Reye-x Reye-y nose-x nose-y mouth-x mouth-y`.
 /// Faces of one image are gathered in file order; an image with a bad line
 /// is left out whole under `skip` (dropping one face would make it background).
-pub fn parse_caltech(
-    text: &str,
-    path: &Path,
-    images: &Path,
-    on_bad: OnBadSample,
-    skips: &SkipCounts,
-) -> Result<Vec<Entry>, FeatureError> {
-    let problems = Problems { on_bad, skips };
+pub fn parse_caltech(file: AnnotationText, images: &Path, problems: BadLines) -> Result<Vec<Entry>, FeatureError> {
+    let AnnotationText { text, path } = file;
     let mut order: Vec<String> = Vec::new();
     let mut faces: HashMap<String, Vec<Annotated>> = HashMap::new();
     let mut bad: std::collections::HashSet<String> = Default::default();
@@ -106,7 +99,7 @@ pub(super) fn parse_celeba_aligned(
     text: &str,
     path: &Path,
     images: &Path,
-    problems: &Problems,
+    problems: &BadLines,
 ) -> Result<Vec<Entry>, FeatureError> {
     let smiles = parse_celeba_attr(text, path, problems)?;
     let mut names: Vec<(&String, &Smile)> = smiles.iter().collect();

@@ -24,7 +24,7 @@ pub use held_out::{held_out_photos, photos_of_split, HeldOutPhotos};
 pub use landmarks::{celeba_aligned_box, landmarks_to_box, parse_caltech};
 pub use window::crop_scene;
 
-use crate::annotations::{bad_box, entries_of_split, Entry, Problems};
+use crate::annotations::{bad_box, entries_of_split, AnnotationText, BadLines, Entry};
 use crate::config::{FeatureConfig, PhotoCrops, SourceConfig, Split};
 use crate::error::{FeatureError, SkipCounts};
 use crate::io::{decode, read_text};
@@ -134,11 +134,12 @@ pub(super) fn parse_source(
     cfg: &FeatureConfig,
     skips: &SkipCounts,
 ) -> Result<Parsed, FeatureError> {
-    let problems = Problems { on_bad: cfg.on_bad_sample, skips };
+    let problems = BadLines { on_bad: cfg.on_bad_sample, skips };
     match source {
         SourceConfig::Caltech { root, crops } => {
             let path = root.join("WebFaces_GroundThruth.txt");
-            let entries = parse_caltech(&read_text(&path)?, &path, &root.join("images"), cfg.on_bad_sample, skips)?;
+            let text = read_text(&path)?;
+            let entries = parse_caltech(AnnotationText { text: &text, path: &path }, &root.join("images"), problems)?;
             Ok(("caltech", path, entries, BoxRule::Annotated, crops.clone()))
         }
         SourceConfig::CelebaAligned { images, attr, crops } => {

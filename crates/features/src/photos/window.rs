@@ -19,7 +19,8 @@ pub fn crop_scene(
 ) -> Sample {
     let (iw, ih) = (image.width as f32, image.height as f32);
     if crops.background > 0.0 && rng.random::<f32>() < crops.background {
-        if let Some(window) = background_window(image, faces, width, height, crops, rng) {
+        let aspect = width as f32 / height as f32;
+        if let Some(window) = background_window(faces, [iw, ih], aspect, width as f32 / crops.max_upscale, rng) {
             let scale = width as f32 / window[2];
             let pixels = render_window(image, window, width, height);
             let boxes = crop_boxes(faces, [window[0], window[1]], scale, width, height, crops);
@@ -51,26 +52,25 @@ pub fn crop_scene(
 /// it: group photos are where faces go un-annotated.
 const BACKGROUND_MAX_FACES: usize = 2;
 
-/// A window of the output's aspect inside the photo that keeps well clear of
-/// every annotated face (each grown by half its side), or `None`.
+/// A window `[x, y, w, h]` of aspect `aspect` inside a photo of size
+/// `photo`, at least `min_width` wide (so it is not upscaled past the
+/// limit), that keeps well clear of every annotated face (each grown by half
+/// its side), or `None`.
 fn background_window(
-    image: &Raster,
     faces: &[FaceBox],
-    width: u32,
-    height: u32,
-    crops: &PhotoCrops,
+    [iw, ih]: [f32; 2],
+    aspect: f32,
+    min_width: f32,
     rng: &mut SampleRng,
 ) -> Option<[f32; 4]> {
     if faces.len() > BACKGROUND_MAX_FACES {
         return None;
     }
-    let (iw, ih) = (image.width as f32, image.height as f32);
-    let aspect = width as f32 / height as f32;
     let (full_w, full_h) = if iw / ih > aspect { (ih * aspect, ih) } else { (iw, iw / aspect) };
     for _ in 0..8 {
         let f = 0.2 + 0.6 * rng.random::<f32>();
         let (ww, wh) = (full_w * f, full_h * f);
-        if width as f32 / ww > crops.max_upscale {
+        if ww < min_width {
             continue;
         }
         let (wx, wy) = (rng.random::<f32>() * (iw - ww), rng.random::<f32>() * (ih - wh));
