@@ -11,7 +11,8 @@
 # 320x240 grey, faces under 10 px ignored: per source, grin against Haar's
 # face + smile cascades on AP@0.5, recall by face size, detections per
 # image, share of portraits found, smile accuracy (CelebA labels) and
-# latency of faces + smiles; how each is measured is in
+# latency of faces + smiles, and the same portraits as close-ups (twice as
+# large, cut to 320x240: faces of about 190 px); how each is measured is in
 # scripts/peers/haar_peer.py. The photo rows also go to $WORK/photos.jsonl.
 #
 # Usage: scripts/bench-detect.sh [--model PATH]
@@ -107,23 +108,36 @@ if [ -d "$CELEBA/images" ] && [ -f "$CELEBA_ATTR" ]; then
 else
     echo "bench-detect: no CelebA images/ and attributes at $CELEBA (set CELEBA): no celeba-aligned photo rows" >&2
 fi
+# One source of exported photos: grin's detections down to 0.05 for AP, at
+# the model's own threshold for the rest, then timing; then Haar on the same.
+measure_photos() {
+    local dir=$1 source=$2
+    local images=("$dir/$source"-*.png)
+    local iterations=$((ITERATIONS > ${#images[@]} ? ITERATIONS : ${#images[@]}))
+    "$DETECT" "${MODEL_FLAGS[@]}" --json --size 320x240 --threshold 0.05 "${images[@]}" >"$dir/$source-grin-ap.jsonl"
+    "$DETECT" "${MODEL_FLAGS[@]}" --json --size 320x240 "${images[@]}" >"$dir/$source-grin.jsonl"
+    "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --size 320x240 --iterations "$iterations" \
+        "${images[@]}" >"$dir/$source-grin-bench.json"
+    "$VENV/bin/python" scripts/peers/haar_peer.py --photos "$dir" --source "$source" \
+        --grin-detections "$dir/$source-grin-ap.jsonl" --grin-deployed "$dir/$source-grin.jsonl" \
+        --grin-bench "$dir/$source-grin-bench.json" --grin-model "$MODEL_LABEL" \
+        --iterations "$iterations" --results "$PHOTO_RESULTS"
+}
+
 if [ ${#PHOTO_SOURCES[@]} -gt 0 ]; then
     dir=$WORK/photos-320x240
     "$EXPORT" --out "$dir" --count "$PHOTOS" --width 320 --height 240 --min-face 10 "${PHOTO_FLAGS[@]}"
     for source in "${PHOTO_SOURCES[@]}"; do
-        images=("$dir/$source"-*.png)
-        iterations=$((ITERATIONS > ${#images[@]} ? ITERATIONS : ${#images[@]}))
-        # Detections down to 0.05 for AP, at the model's own threshold for
-        # the rest, then timing.
-        "$DETECT" "${MODEL_FLAGS[@]}" --json --size 320x240 --threshold 0.05 "${images[@]}" >"$dir/$source-grin-ap.jsonl"
-        "$DETECT" "${MODEL_FLAGS[@]}" --json --size 320x240 "${images[@]}" >"$dir/$source-grin.jsonl"
-        "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --size 320x240 --iterations "$iterations" \
-            "${images[@]}" >"$dir/$source-grin-bench.json"
-        "$VENV/bin/python" scripts/peers/haar_peer.py --photos "$dir" --source "$source" \
-            --grin-detections "$dir/$source-grin-ap.jsonl" --grin-deployed "$dir/$source-grin.jsonl" \
-            --grin-bench "$dir/$source-grin-bench.json" --grin-model "$MODEL_LABEL" \
-            --iterations "$iterations" --results "$PHOTO_RESULTS"
+        measure_photos "$dir" "$source"
     done
+    # Close-ups: the same portraits twice as large, cut to 320x240 around
+    # their middle (faces of about 190 px), as a robot sees a person leaning in.
+    if [[ " ${PHOTO_SOURCES[*]} " == *" celeba-aligned "* ]]; then
+        dir=$WORK/photos-320x240-x2
+        "$EXPORT" --out "$dir" --count "$PHOTOS" --width 320 --height 240 --min-face 10 --zoom 2 \
+            --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR"
+        measure_photos "$dir" celeba-aligned-x2
+    fi
 else
     echo "bench-detect: no held-out real photos (set CALTECH / CELEBA): photo comparison skipped" >&2
 fi

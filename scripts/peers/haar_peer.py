@@ -3,6 +3,10 @@
 the opencv wheel) on the same held-out images grin-detect ran on,
 single-threaded.
 
+(One file of about 500 lines on purpose: bench-detect.sh runs it as one
+script in a venv, and its modes share the image loading, box matching and
+table code below.)
+
 Scenes (synthetic, or SMILEsmileD composites): the face cascade
 (haarcascade_frontalface_default.xml) alone. Latency: `detectMultiScale`
 with OpenCV's defaults (scaleFactor 1.1, minNeighbors 3, minSize = the 24x24

@@ -31,6 +31,20 @@ pub struct EvalArgs {
     /// Score photos at this size instead of the model's run size (e.g. `480x360`).
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     pub run_size: Option<(usize, usize)>,
+    /// Longest face (px) one pass keeps before the frame is halved for larger
+    /// ones (default: the model's own; 0: one pass).
+    #[arg(long, value_name = "PX")]
+    pub pyramid_above: Option<f32>,
+    /// Which held-out photos: `test` (what is reported) or `val` (what
+    /// settings are chosen on, so the test split stays unseen).
+    #[arg(long, value_enum, default_value = "test")]
+    pub split: HeldOut,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum HeldOut {
+    Val,
+    Test,
 }
 
 /// `WxH` as two pixel counts (the bounds `train.run_size` has).
@@ -57,6 +71,10 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     if let Some((w, h)) = args.run_size {
         (run_spec.width, run_spec.height) = (w, h);
     }
+    if let Some(above) = args.pyramid_above {
+        grin_model::config::check_pyramid_above(above).map_err(|e| anyhow::anyhow!("--pyramid-above {e}"))?;
+        run_spec.model.pyramid_above = above;
+    }
     if run_spec.channels != c.features.channels as usize {
         anyhow::bail!(
             "{}: model takes {} channel(s), the config's features have {}",
@@ -79,10 +97,15 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     let photos = args.photos.unwrap_or(c.train.eval_photos);
     if photos > 0 {
         let (w, h) = (run_spec.width, run_spec.height);
-        let reports = grin_train::photo_eval::evaluate_photos(
+        let split = match args.split {
+            HeldOut::Val => grin_features::Split::Val,
+            HeldOut::Test => grin_features::Split::Test,
+        };
+        let reports = grin_train::photo_eval::evaluate_split(
             &model,
             &run_spec,
             &c.features,
+            split,
             photos,
             c.train.eval_min_face,
             &device,

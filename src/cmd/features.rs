@@ -133,7 +133,7 @@ fn run_bench(args: BenchArgs) -> Result<()> {
     let single = Pipeline::from_source(&single_cfg, split, bench::open_source(&single_cfg, split)?.source)?;
 
     let tg = bench::measure_tg(&single, samples)?;
-    let augment = if split == Split::Train { cfg.augment.clone() } else { no_augment() };
+    let augment = if split == Split::Train { cfg.augment.clone() } else { grin_features::AugmentConfig::off() };
     let mut stages = bench::measure_stages(single.source(), &augment, cfg.seed, samples)?;
     if split != Split::Train {
         stages.truncate(1);
@@ -191,22 +191,6 @@ fn best_of(
         }
     }
     Ok(best.expect("at least one round"))
-}
-
-/// Every augmentation off: val/test samples are not augmented.
-fn no_augment() -> grin_features::AugmentConfig {
-    grin_features::AugmentConfig {
-        flip: 0.0,
-        crop: 0.0,
-        rotate: 0.0,
-        brightness: 0.0,
-        contrast: 0.0,
-        gamma: 0.0,
-        blur: 0.0,
-        noise: 0.0,
-        jpeg: 0.0,
-        ..Default::default()
-    }
 }
 
 fn ms(s: f64) -> String {

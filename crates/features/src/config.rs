@@ -48,6 +48,10 @@ pub enum OnBadSample {
 }
 
 /// Where samples come from. `kind` selects the variant in TOML.
+///
+/// Variants repeat their face-size fields rather than share a flattened
+/// struct: serde's `flatten` cannot be combined with `deny_unknown_fields`,
+/// and a misspelt key must stay an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SourceConfig {
@@ -197,6 +201,25 @@ pub struct AugmentConfig {
     pub noise_sigma: f32,
     pub jpeg: f32,
     pub jpeg_quality: (u8, u8),
+}
+
+impl AugmentConfig {
+    /// Every augmentation off (strengths at their defaults): how held-out
+    /// samples are made, and a baseline to measure one stage against.
+    pub fn off() -> AugmentConfig {
+        AugmentConfig {
+            flip: 0.0,
+            crop: 0.0,
+            rotate: 0.0,
+            brightness: 0.0,
+            contrast: 0.0,
+            gamma: 0.0,
+            blur: 0.0,
+            noise: 0.0,
+            jpeg: 0.0,
+            ..AugmentConfig::default()
+        }
+    }
 }
 
 impl Default for AugmentConfig {

@@ -193,18 +193,7 @@ fn augment_is_deterministic_and_respects_zero_probabilities() {
         s
     };
     assert_eq!(run(&all), run(&all));
-    let none = AugmentConfig {
-        flip: 0.0,
-        crop: 0.0,
-        rotate: 0.0,
-        brightness: 0.0,
-        contrast: 0.0,
-        gamma: 0.0,
-        blur: 0.0,
-        noise: 0.0,
-        jpeg: 0.0,
-        ..AugmentConfig::default()
-    };
+    let none = AugmentConfig::off();
     assert_eq!(run(&none), src.generate(&mut rng()));
     assert_ne!(run(&all).pixels, run(&none).pixels);
 }

@@ -3,6 +3,8 @@
 //! deterministic held-out split. Fixtures are written by the tests; the last
 //! test reads the real data in `../shared/data` and skips when it is absent.
 
+mod shared_data;
+
 use grin_features::pipeline::build_source;
 use grin_features::{
     celeba_aligned_box, crop_scene, held_out_photos, landmarks_to_box, parse_caltech, AnnotationText, BadLines,
@@ -269,20 +271,9 @@ fn a_missing_annotation_file_is_named() {
     assert!(e.contains("features.source.crops.min_face"), "{e}");
 }
 
-/// `../shared/data` beside the repository, when this machine has it.
-fn shared_data() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    let ok = dir.join("caltech-webfaces/WebFaces_GroundThruth.txt").exists()
-        && dir.join("celeba-smile-10k/list_attr_celeba_000001-010000.txt").exists();
-    if !ok {
-        eprintln!("SKIPPED: no ../shared/data (caltech-webfaces, celeba-smile-10k) beside the repository");
-    }
-    ok.then_some(dir)
-}
-
 #[test]
 fn real_caltech_and_celeba_scenes() {
-    let Some(data) = shared_data() else { return };
+    let Some(data) = shared_data::shared_data() else { return };
     let celeba = data.join("celeba-smile-10k");
     let cfg = FeatureConfig {
         split: SplitConfig::default(),

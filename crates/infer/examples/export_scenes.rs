@@ -8,7 +8,9 @@
 //! With `--caltech ROOT` and/or `--celeba-images DIR --celeba-attr FILE` it
 //! writes held-out real photos instead (the test split by file name, the
 //! split every grin config uses), each letterboxed to the given size, so
-//! grin-detect and a peer see identical pixels.
+//! grin-detect and a peer see identical pixels. `--zoom 2` shows each
+//! photo twice as large, cut to the size around its centre: faces as close
+//! to the camera as a person leaning in to a robot (sources named `-x2`).
 //!
 //! `DIR/truth.json`: `{"width", "height", "seed", "scenes": [{"image", "boxes": [[x0,y0,x1,y1], ...],
 //! "smile": [true|false|null, ...], "ignore": [[x0,y0,x1,y1], ...], "source", "portrait"}]}`;
@@ -17,7 +19,7 @@
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use grin_features::{held_out_photos, FeatureConfig, PhotoCrops, Pipeline, Sample, SourceConfig, Split};
+use grin_features::{photos_of_split, FeatureConfig, PhotoCrops, Pipeline, Sample, SourceConfig, Split};
 use image::{GrayImage, RgbImage};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -65,6 +67,14 @@ struct Args {
     /// ... with this attribute file.
     #[arg(long, requires = "celeba_images")]
     celeba_attr: Option<PathBuf>,
+    /// With photos: letterbox at this many times the size, then cut the
+    /// size out of the middle.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
+    zoom: u32,
+    /// With photos: the validation split (where settings are chosen)
+    /// instead of the test split (what is reported).
+    #[arg(long)]
+    validation: bool,
 }
 
 #[derive(Serialize)]
@@ -138,6 +148,40 @@ fn save(s: &Sample, path: &std::path::Path) -> Result<()> {
     saved.context("sample size does not match its pixels")?.with_context(|| format!("{}", path.display()))
 }
 
+/// The `width` x `height` window at the middle of a sample letterboxed to
+/// a larger size (the letterbox centres the photo, so this is the photo's
+/// middle). A face less than 80% inside the window becomes an ignore region.
+fn middle(s: &Sample, width: u32, height: u32) -> Sample {
+    let c = s.channels as usize;
+    let (x0, y0) = ((s.width - width) / 2, (s.height - height) / 2);
+    let mut pixels = Vec::with_capacity((width * height) as usize * c);
+    for y in y0..y0 + height {
+        let row = (y * s.width + x0) as usize * c;
+        pixels.extend_from_slice(&s.pixels[row..row + width as usize * c]);
+    }
+    let (fx0, fy0) = (x0 as f32, y0 as f32);
+    let boxes = s
+        .boxes
+        .iter()
+        .filter_map(|b| {
+            let inside = grin_features::FaceBox {
+                x0: (b.x0 - fx0).clamp(0.0, width as f32),
+                y0: (b.y0 - fy0).clamp(0.0, height as f32),
+                x1: (b.x1 - fx0).clamp(0.0, width as f32),
+                y1: (b.y1 - fy0).clamp(0.0, height as f32),
+                ..*b
+            };
+            let area = |f: &grin_features::FaceBox| (f.x1 - f.x0).max(0.0) * (f.y1 - f.y0).max(0.0);
+            let kept = area(&inside) / area(b).max(1e-6);
+            (kept > 0.0).then(|| {
+                let smile = if kept < 0.8 { grin_features::Smile::Ignore } else { b.smile };
+                grin_features::FaceBox { smile, ..inside }
+            })
+        })
+        .collect();
+    Sample { width, height, channels: s.channels, pixels, boxes }
+}
+
 /// Faces of at least `min_face` px are scored; the rest are ignore regions.
 fn scene(image: String, s: &Sample, min_face: f32, source: &str, portrait: bool) -> Scene {
     let scored = |b: &&grin_features::FaceBox| b.smile.is_face() && (b.x1 - b.x0).max(b.y1 - b.y0) >= min_face;
@@ -170,12 +214,15 @@ fn export_photos(args: &Args) -> Result<()> {
         ..FeatureConfig::default()
     };
     let mut scenes = Vec::new();
-    for set in held_out_photos(&cfg, args.count as usize)? {
+    let split = if args.validation { Split::Val } else { Split::Test };
+    for set in photos_of_split(&cfg, split, args.count as usize)? {
+        let source = if args.zoom == 1 { set.name.to_string() } else { format!("{}-x{}", set.name, args.zoom) };
         for i in 0..set.len() {
-            let s = set.letterboxed(i, args.width, args.height, args.channels)?;
-            let name = format!("{}-{i:04}.png", set.name);
+            let s = set.letterboxed(i, args.width * args.zoom, args.height * args.zoom, args.channels)?;
+            let s = if args.zoom == 1 { s } else { middle(&s, args.width, args.height) };
+            let name = format!("{source}-{i:04}.png");
             save(&s, &args.out.join(&name))?;
-            scenes.push(scene(name, &s, args.min_face, set.name, set.portraits));
+            scenes.push(scene(name, &s, args.min_face, &source, set.portraits));
         }
     }
     let truth = Truth { width: args.width, height: args.height, seed: args.seed, scenes };

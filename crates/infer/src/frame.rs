@@ -8,7 +8,7 @@
 use anyhow::{anyhow, bail, Result};
 use grin_model::Detection;
 use image::imageops::FilterType;
-use image::{DynamicImage, ImageReader};
+use image::{DynamicImage, ImageDecoder, ImageReader};
 use std::path::Path;
 
 /// Value of the letterbox padding, in 0..1.
@@ -35,7 +35,14 @@ pub fn load_image(path: &Path) -> Result<DynamicImage> {
     if reader.format() == Some(image::ImageFormat::Jpeg) && !ends_with_jpeg_eoi(&bytes) {
         bail!("truncated JPEG: no end-of-image marker");
     }
-    reader.decode().map_err(|e| anyhow!("cannot decode image: {e}"))
+    let mut decoder = reader.into_decoder().map_err(|e| anyhow!("cannot decode image: {e}"))?;
+    // A phone photo is stored sideways with an EXIF tag saying so; boxes are
+    // given in the picture as viewers show it. An unreadable tag is ignored,
+    // as viewers ignore it.
+    let orientation = decoder.orientation().unwrap_or(image::metadata::Orientation::NoTransforms);
+    let mut image = DynamicImage::from_decoder(decoder).map_err(|e| anyhow!("cannot decode image: {e}"))?;
+    image.apply_orientation(orientation);
+    Ok(image)
 }
 
 /// EOI (FF D9) among the last bytes: encoders may pad after it, never before.
@@ -131,5 +138,17 @@ impl Frame {
 
     pub fn mapping(&self) -> Mapping {
         self.mapping
+    }
+
+    /// The frame at half size (2x2 means), for the pyramid's next pass. The
+    /// mapping stays the full frame's: passes' boxes are scaled back first.
+    pub fn halved(&self) -> Frame {
+        Frame {
+            width: self.width / 2,
+            height: self.height / 2,
+            channels: self.channels,
+            pixels: grin_model::halve(&self.pixels, self.channels, self.width, self.height),
+            mapping: self.mapping,
+        }
     }
 }

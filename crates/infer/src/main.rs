@@ -81,6 +81,11 @@ struct Cli {
     /// Lower it to see the whole precision-recall trade-off, e.g. for AP.
     #[arg(long, value_parser = parse_threshold)]
     threshold: Option<f32>,
+    /// Longest face (px at the run size) the first pass keeps; larger faces
+    /// are found on the frame at half size, then a quarter. 0: one pass.
+    /// Default: the model's own.
+    #[arg(long, value_name = "PX", value_parser = parse_pyramid)]
+    pyramid_above: Option<f32>,
     /// Forward pass: the hand-written CPU path, or Burn's ndarray backend (the training code).
     #[arg(long, value_enum, default_value = "fast")]
     engine: Engine,
@@ -100,6 +105,11 @@ fn parse_threshold(s: &str) -> Result<f32, String> {
         Ok(t) if (0.0..=1.0).contains(&t) => Ok(t),
         _ => Err(format!("`{s}` is not a score in 0..=1")),
     }
+}
+
+fn parse_pyramid(s: &str) -> Result<f32, String> {
+    let above = s.trim().parse::<f32>().map_err(|_| format!("`{s}` is not a number"))?;
+    grin_model::config::check_pyramid_above(above).map(|_| above)
 }
 
 fn parse_size(s: &str) -> Result<(usize, usize), String> {
@@ -137,6 +147,9 @@ fn run(cli: &Cli) -> Result<bool> {
     if let Some(t) = cli.threshold {
         detector.set_score_threshold(t);
     }
+    if let Some(above) = cli.pyramid_above {
+        detector.set_pyramid_above(above);
+    }
     if let Some(source) = &cli.stream {
         run_stream(cli, &detector, source)
     } else if cli.bench {
@@ -158,13 +171,14 @@ fn report_failure(path: &Path, e: &anyhow::Error) {
 fn detect_images(cli: &Cli, detector: &Runner) -> Result<bool> {
     if !cli.json {
         let spec = detector.spec();
-        let (w, h) = detector.run_size();
+        let passes: Vec<String> = detector.pass_sizes().iter().map(|(w, h)| format!("{w}x{h}")).collect();
         println!(
-            "model: {} (trained at {}x{}x{}), running at {w}x{h}",
+            "model: {} (trained at {}x{}x{}), running at {}",
             detector.source(),
             spec.width,
             spec.height,
-            spec.channels
+            spec.channels,
+            passes.join(" + ")
         );
     }
     let mut ok = true;

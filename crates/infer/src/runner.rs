@@ -13,7 +13,7 @@ use crate::frame::Frame;
 use anyhow::{anyhow, bail, Result};
 use burn::tensor::{Tensor, TensorData};
 use burn_ndarray::{NdArray, NdArrayDevice};
-use grin_model::{Budget, DecodeParams, Detection, DetectorSpec, Points};
+use grin_model::{merge_passes, pass_sizes, Budget, DecodeParams, Detection, DetectorSpec, Points};
 use std::path::PathBuf;
 
 /// Plain f32 ndarray, no autodiff: inference only.
@@ -61,7 +61,8 @@ pub struct Runner {
     model: grin_model::Detector<CpuBackend>,
     device: NdArrayDevice,
     params: DecodeParams,
-    points: Points,
+    /// The output points of every pass at the run size, finest first.
+    passes: Vec<Points>,
     source: ModelSource,
 }
 
@@ -78,11 +79,12 @@ impl Runner {
             bail!("{source}: model expects {} channels; images give 1 or 3", spec.channels);
         }
         let fast = FastDetector::new(model.folded());
+        let params = spec.model.decode_params();
         Ok(Runner {
             engine: Engine::Fast,
             fast,
-            params: spec.model.decode_params(),
-            points: spec.points(),
+            passes: pass_points(spec.width, spec.height, &params),
+            params,
             spec,
             model,
             device,
@@ -100,7 +102,7 @@ impl Runner {
 
     /// `(width, height)` the network runs at.
     pub fn run_size(&self) -> (usize, usize) {
-        (self.points.width, self.points.height)
+        (self.passes[0].width, self.passes[0].height)
     }
 
     pub fn set_run_size(&mut self, width: usize, height: usize) -> Result<()> {
@@ -109,14 +111,22 @@ impl Runner {
                 bail!("--size: {name} {side} is outside {MIN_SIDE}..={MAX_SIDE}");
             }
         }
-        self.points = Points::new(width, height);
+        self.passes = pass_points(width, height, &self.params);
         Ok(())
     }
 
-    /// Parameters and MFLOPs of one frame at the run size.
+    /// Parameters and MFLOPs of one frame at the run size, every pass counted.
     pub fn budget(&self) -> Budget {
-        let (width, height) = self.run_size();
-        grin_model::budget(&DetectorSpec { width, height, ..self.spec.clone() }, &self.model)
+        let mut passes = self.passes.iter().map(|p| {
+            grin_model::budget(&DetectorSpec { width: p.width, height: p.height, ..self.spec.clone() }, &self.model)
+        });
+        let first = passes.next().expect("at least one pass");
+        passes.fold(first, |total, pass| Budget { mflops: total.mflops + pass.mflops, ..total })
+    }
+
+    /// `(width, height)` of every pass, the run size first.
+    pub fn pass_sizes(&self) -> Vec<(usize, usize)> {
+        self.passes.iter().map(|p| (p.width, p.height)).collect()
     }
 
     pub fn decode_params(&self) -> &DecodeParams {
@@ -125,6 +135,13 @@ impl Runner {
 
     pub fn set_score_threshold(&mut self, threshold: f32) {
         self.params.score_threshold = threshold;
+    }
+
+    /// Longest face (px) one pass keeps (0: one pass, no pyramid).
+    pub fn set_pyramid_above(&mut self, above: f32) {
+        self.params.pyramid_above = above;
+        let (width, height) = self.run_size();
+        self.passes = pass_points(width, height, &self.params);
     }
 
     /// Scales `image` into a frame of the run size and channel count.
@@ -141,17 +158,23 @@ impl Runner {
         self.engine = engine;
     }
 
+    /// The first pass's output points.
     pub fn points(&self) -> &Points {
-        &self.points
+        &self.passes[0]
     }
 
-    /// The network's raw output for one frame, `[OUTPUTS, points]` row-major.
+    /// The network's raw output for one frame at the run size, `[OUTPUTS,
+    /// points]` row-major.
     pub fn raw(&self, frame: Frame) -> Vec<f32> {
         assert_eq!(
             (frame.width, frame.height, frame.channels),
-            (self.points.width, self.points.height, self.spec.channels),
+            (self.passes[0].width, self.passes[0].height, self.spec.channels),
             "frame was made for another run size"
         );
+        self.forward(frame)
+    }
+
+    fn forward(&self, frame: Frame) -> Vec<f32> {
         match self.engine {
             Engine::Fast => self.fast.forward(Map {
                 channels: frame.channels,
@@ -168,10 +191,23 @@ impl Runner {
         }
     }
 
-    /// Detections in the frame's source-image pixels, best first.
+    /// Detections in the frame's source-image pixels, best first: a pass at
+    /// the run size, then passes on the frame halved for larger faces.
     pub fn detect(&self, frame: Frame) -> Vec<Detection> {
         let mapping = frame.mapping();
-        let raw = self.raw(frame);
-        grin_model::decode(&raw, &self.points, &self.params).into_iter().filter_map(|d| mapping.to_source(d)).collect()
+        let mut found = Vec::with_capacity(self.passes.len());
+        let mut frame = Some(frame);
+        for (k, points) in self.passes.iter().enumerate() {
+            let this = frame.take().expect("one frame per pass");
+            if k + 1 < self.passes.len() {
+                frame = Some(this.halved());
+            }
+            found.push(grin_model::decode(&self.forward(this), points, &self.params));
+        }
+        merge_passes(found, &self.params).into_iter().filter_map(|d| mapping.to_source(d)).collect()
     }
+}
+
+fn pass_points(width: usize, height: usize, params: &DecodeParams) -> Vec<Points> {
+    pass_sizes(width, height, params.pyramid_above).into_iter().map(|(w, h)| Points::new(w, h)).collect()
 }

@@ -239,7 +239,15 @@ fn size_flag_runs_the_network_at_that_size() {
     }
     let human = grin_detect(&["--size", "320x240", s(&scene())]);
     assert!(text(&human.stdout).starts_with("model: embedded default (trained at "));
-    assert!(text(&human.stdout).lines().next().unwrap().ends_with("running at 320x240"));
+    // Faces too close for one pass are looked for on the frame halved, then quartered.
+    assert!(text(&human.stdout).lines().next().unwrap().ends_with("running at 320x240 + 160x120 + 80x60"));
+    let one_pass = grin_detect(&["--size", "320x240", "--pyramid-above", "0", s(&scene())]);
+    assert!(text(&one_pass.stdout).lines().next().unwrap().ends_with("running at 320x240"));
+    for bad in ["-1", "3", "many"] {
+        let out = grin_detect(&[&format!("--pyramid-above={bad}"), s(&scene())]);
+        assert_eq!(out.status.code(), Some(2), "--pyramid-above {bad}");
+        assert!(text(&out.stderr).contains("--pyramid-above"), "--pyramid-above {bad}: {}", text(&out.stderr));
+    }
 
     for bad in ["10x10", "320x99999", "320", "wide x tall"] {
         let out = grin_detect(&["--size", bad, s(&scene())]);

@@ -42,3 +42,37 @@ fn same_size_images_are_copied_unscaled_and_rgb_becomes_planes() {
     assert!(f.pixels[plane..2 * plane].iter().all(|&v| v == 0.0));
     assert!(f.pixels[2 * plane..].iter().all(|&v| v == 0.2));
 }
+
+/// A JPEG of `image` whose EXIF block says to show it turned by `orientation`
+/// (6: a quarter turn clockwise, as a phone held upright writes it).
+fn jpeg_with_exif_orientation(image: &DynamicImage, orientation: u16) -> Vec<u8> {
+    let mut jpeg = Vec::new();
+    image.write_to(&mut std::io::Cursor::new(&mut jpeg), image::ImageFormat::Jpeg).unwrap();
+    // TIFF, little-endian, one IFD with one entry: Orientation (0x0112), SHORT, 1 value.
+    let mut tiff = vec![b'I', b'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0];
+    tiff.extend(orientation.to_le_bytes());
+    tiff.extend([0, 0, 0, 0, 0, 0]);
+    let mut app1 = vec![0xFF, 0xE1];
+    app1.extend(((2 + 6 + tiff.len()) as u16).to_be_bytes());
+    app1.extend(b"Exif\0\0");
+    app1.extend(tiff);
+    [&jpeg[..2], &app1, &jpeg[2..]].concat()
+}
+
+#[test]
+fn a_photo_is_turned_as_its_exif_orientation_says() {
+    // Bright left half, dark right half, 64x32 as stored.
+    let stored = DynamicImage::ImageLuma8(GrayImage::from_fn(64, 32, |x, _| Luma([if x < 32 { 250 } else { 5 }])));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("phone.jpg");
+    std::fs::write(&path, jpeg_with_exif_orientation(&stored, 6)).unwrap();
+    let shown = grin_infer::load_image(&path).unwrap().into_luma8();
+    // Turned a quarter clockwise: 32 wide, 64 tall, the bright half on top.
+    assert_eq!(shown.dimensions(), (32, 64));
+    assert!(shown.get_pixel(16, 8).0[0] > 200 && shown.get_pixel(16, 56).0[0] < 50);
+
+    let plain = dir.path().join("plain.jpg");
+    std::fs::write(&plain, jpeg_with_exif_orientation(&stored, 1)).unwrap();
+    let plain = grin_infer::load_image(&plain).unwrap();
+    assert_eq!((plain.width(), plain.height()), (64, 32));
+}

@@ -40,6 +40,9 @@ pub struct DecodeParams {
     pub score_threshold: f32,
     pub nms_iou: f32,
     pub max_detections: usize,
+    /// Longest face side (px) one pass keeps; larger faces are left to a
+    /// pass on the frame at half size (see `pyramid`). 0: one pass.
+    pub pyramid_above: f32,
 }
 
 fn sigmoid(x: f32) -> f32 {
@@ -55,7 +58,7 @@ pub fn decode(raw: &[f32], points: &Points, params: &DecodeParams) -> Vec<Detect
     let p = params.score_threshold.clamp(1e-6, 1.0 - 1e-6);
     let logit_threshold = (p / (1.0 - p)).ln();
     let (w, h) = (points.width as f32, points.height as f32);
-    let mut found: Vec<Detection> = (0..n)
+    let found: Vec<Detection> = (0..n)
         .filter(|&i| raw[i] > logit_threshold)
         .map(|i| {
             let d = |k: usize| raw[k * n + i].clamp(-4.0, 5.0).exp() * points.stride[i];
@@ -69,6 +72,12 @@ pub fn decode(raw: &[f32], points: &Points, params: &DecodeParams) -> Vec<Detect
             }
         })
         .collect();
+    nms(found, params)
+}
+
+/// Greedy non-maximum suppression: best first, each kept unless it overlaps
+/// a better one by more than `params.nms_iou`; at most `max_detections`.
+pub(crate) fn nms(mut found: Vec<Detection>, params: &DecodeParams) -> Vec<Detection> {
     found.sort_by(|a, b| b.score.total_cmp(&a.score));
     let mut kept: Vec<Detection> = Vec::new();
     for d in found {

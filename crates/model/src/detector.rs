@@ -8,9 +8,11 @@ use crate::decode::{decode, DecodeParams, Detection};
 use crate::folded::{FoldedConv, FoldedDetector, FoldedHead};
 use crate::layers::{conv, folded_conv, ConvBn, DwSep, FeatureMap};
 use crate::points::{Points, STRIDES};
+use crate::pyramid::{merge, pass_sizes};
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::tensor::backend::Backend;
+use burn::tensor::module::avg_pool2d;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
@@ -202,17 +204,30 @@ pub fn budget<B: Backend>(spec: &DetectorSpec, model: &Detector<B>) -> Budget {
     Budget { params: model.num_params(), mflops: 2.0 * model.macs(spec.height, spec.width) as f64 / 1e6 }
 }
 
-/// Runs the detector on a batch `[B, C, H, W]` (0..1) and decodes each image.
+/// Runs the detector on a batch `[B, C, H, W]` (0..1) and decodes each
+/// image: one pass at the batch's size, then passes on the batch halved
+/// (`pyramid.rs`) for faces too large for the first.
 pub fn detect<B: DetectorBackend>(
     model: &Detector<B>,
-    points: &Points,
     images: Tensor<B, 4>,
     params: &DecodeParams,
 ) -> Vec<Vec<Detection>> {
-    let raw = model.forward(images).raw;
-    let [batch, outputs, n] = raw.dims();
-    let values = raw.into_data().convert::<f32>().to_vec::<f32>().expect("f32 output");
-    (0..batch).map(|b| decode(&values[b * outputs * n..(b + 1) * outputs * n], points, params)).collect()
+    let [batch, _, height, width] = images.dims();
+    let mut passes: Vec<Vec<Vec<Detection>>> = vec![Vec::new(); batch];
+    let mut images = images;
+    for (k, (w, h)) in pass_sizes(width, height, params.pyramid_above).into_iter().enumerate() {
+        if k > 0 {
+            images = avg_pool2d(images, [2, 2], [2, 2], [0, 0], true, false);
+        }
+        let points = Points::new(w, h);
+        let raw = model.forward(images.clone()).raw;
+        let [_, outputs, n] = raw.dims();
+        let values = raw.into_data().convert::<f32>().to_vec::<f32>().expect("f32 output");
+        for (b, image_passes) in passes.iter_mut().enumerate() {
+            image_passes.push(decode(&values[b * outputs * n..(b + 1) * outputs * n], &points, params));
+        }
+    }
+    passes.into_iter().map(|p| merge(p, params)).collect()
 }
 
 #[cfg(test)]

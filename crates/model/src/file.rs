@@ -163,7 +163,7 @@ fn check_spec(spec: &DetectorSpec) -> Result<(), String> {
     if !(m.is_finite() && m > 0.0 && m <= crate::config::MAX_WIDTH_MULT) {
         return Err(format!("header says width_mult {m}; must be in (0, {}]", crate::config::MAX_WIDTH_MULT));
     }
-    Ok(())
+    crate::config::check_pyramid_above(spec.model.pyramid_above).map_err(|e| format!("header's pyramid_above: {e}"))
 }
 
 #[cfg(test)]
@@ -278,5 +278,21 @@ mod tests {
         assert!(huge.starts_with("header says the model runs at 100000x48"), "{huge}");
         let wide = with_header(&|h| h["spec"]["model"]["width_mult"] = 0.5.into());
         assert_eq!(wide, "weights do not fit the detector the header describes");
+        let pyramid = with_header(&|h| h["spec"]["model"]["pyramid_above"] = (-3.0).into());
+        assert_eq!(pyramid, "header's pyramid_above: -3 must be 0 (one pass) or a face side in 8..=4096 px");
+    }
+
+    #[test]
+    fn a_header_written_before_the_pyramid_gets_the_default() {
+        let model = spec().init::<B>(&Default::default());
+        let bytes = to_bytes(&spec(), &model);
+        let header_len = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+        let mut header: serde_json::Value = serde_json::from_slice(&bytes[12..12 + header_len]).unwrap();
+        header["spec"]["model"].as_object_mut().unwrap().remove("pyramid_above");
+        let json = serde_json::to_vec(&header).unwrap();
+        let file =
+            [&b"GRINMDL1"[..], &(json.len() as u32).to_le_bytes(), &json, &bytes[12 + header_len + 8..]].concat();
+        let (loaded, _) = from_bytes::<B>(&file, &Default::default()).unwrap();
+        assert_eq!(loaded.model.pyramid_above, ModelConfig::default().pyramid_above);
     }
 }

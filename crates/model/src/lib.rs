@@ -21,6 +21,7 @@ pub mod layers;
 mod loss;
 mod metrics;
 mod points;
+mod pyramid;
 mod targets;
 
 pub use backend::{DetectorBackend, TrainBackend};
@@ -32,4 +33,5 @@ pub use folded::{FoldedConv, FoldedDetector, FoldedHead};
 pub use loss::{loss, LossParts, LossWeights};
 pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint};
 pub use points::Points;
+pub use pyramid::{halve, merge as merge_passes, pass_sizes};
 pub use targets::{assign, PointTensors, Targets};

@@ -171,6 +171,9 @@ impl GrinConfig {
         if !(m.is_finite() && m > 0.0 && m <= grin_model::config::MAX_WIDTH_MULT) {
             bail!("key `model.width_mult`: {m} must be in (0, {}]", grin_model::config::MAX_WIDTH_MULT);
         }
+        if let Err(e) = grin_model::config::check_pyramid_above(c.model.pyramid_above) {
+            bail!("key `model.pyramid_above`: {e}");
+        }
         if !(1..=1000).contains(&c.model.max_detections) {
             bail!("key `model.max_detections`: {} must be within 1..=1000", c.model.max_detections);
         }

@@ -40,7 +40,6 @@ pub fn evaluate<B: DetectorBackend>(
     device: &B::Device,
 ) -> Result<EvalReport> {
     let pipeline = Pipeline::new(features, Split::Test)?;
-    let points = spec.points();
     let params = DecodeParams { score_threshold: AP_SCORE_FLOOR, ..spec.model.decode_params() };
     let mut evaluation = Evaluation::default();
     let mut batch = HostBatch::with_capacity(16, features.width, features.height, features.channels);
@@ -49,7 +48,7 @@ pub fn evaluate<B: DetectorBackend>(
         batch.clear();
         pipeline.fill_batch(chunk, &mut batch)?;
         let on_device = upload::<B>(&batch, device);
-        let detections = detect(model, &points, on_device.images, &params);
+        let detections = detect(model, on_device.images, &params);
         for (i, found) in detections.iter().enumerate() {
             let sample = batch.sample(i);
             let (_, faces, regions) = truth(&sample.boxes, 0.0);

@@ -90,7 +90,6 @@ fn score_set<B: DetectorBackend>(
     device: &B::Device,
 ) -> Result<PhotoReport> {
     let (w, h, c) = (spec.width as u32, spec.height as u32, spec.channels as u32);
-    let points = spec.points();
     let deploy = spec.model.decode_params();
     let params = DecodeParams { score_threshold: AP_SCORE_FLOOR.min(deploy.score_threshold), ..deploy };
     let mut evaluation = Evaluation::default();
@@ -119,7 +118,7 @@ fn score_set<B: DetectorBackend>(
             batch.push(sample);
         }
         let on_device = upload::<B>(&batch, device);
-        let detections = detect(model, &points, on_device.images, &params);
+        let detections = detect(model, on_device.images, &params);
         for (sample, found) in samples.iter().zip(&detections) {
             images += 1;
             let (faces, ground, regions) = truth(&sample.boxes, min_face);

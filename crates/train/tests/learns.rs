@@ -1,12 +1,11 @@
 //! A tiny detector really learns: loss falls and held-out AP rises far
 //! above an untrained model's.
 
+mod common;
+
 use grin_features::{FeatureConfig, SourceConfig};
-use grin_model::ModelConfig;
-use grin_train::backend::Cpu;
 use grin_train::eval::evaluate;
-use grin_train::{build_feed, FeedPlan};
-use grin_train::{train, Mode, RunSpec, TrainConfig};
+use grin_train::TrainConfig;
 
 fn tiny_features() -> FeatureConfig {
     FeatureConfig {
@@ -32,26 +31,8 @@ fn loss_falls_and_ap_rises() {
         eval_samples: 96,
         ..TrainConfig::default()
     };
-    let run = RunSpec {
-        name: "tiny".into(),
-        run_dir: dir.path().join("tiny"),
-        features: features.clone(),
-        model: ModelConfig { width_mult: 0.5, ..ModelConfig::default() },
-        train: train_cfg.clone(),
-        mode: Mode::OnTheFly,
-        backend: "cpu".into(),
-        resume: false,
-        overwrite: false,
-        config_toml: String::new(),
-        show_progress: false,
-        evaluate: true,
-    };
+    let (run, summary, losses) = common::short_run("tiny", dir.path(), &features, train_cfg);
     let device = Default::default();
-    let plan = FeedPlan { prefetch: 2, ..FeedPlan::new(Mode::OnTheFly, &features, &run.train, None) };
-    let summary = train::<Cpu>(&run, &device, |start| build_feed(&plan, &device, start)).unwrap();
-
-    let csv = std::fs::read_to_string(run.run_dir.join("metrics.csv")).unwrap();
-    let losses: Vec<f32> = csv.lines().skip(1).map(|l| l.split(',').nth(1).unwrap().parse().unwrap()).collect();
     assert_eq!(losses.len(), 40, "one row per 25 steps");
     let first = losses[0];
     // Batches of 8 make single rows noisy; CPU Burn is not bit-deterministic

@@ -2,26 +2,18 @@
 //! learns, and is scored on whole held-out photos at a larger run size.
 //! Needs `../shared/data` beside the repository; skips, saying so, without it.
 
-use grin_features::{FeatureConfig, PhotoCrops, SourceConfig, SplitConfig};
-use grin_model::{file, ModelConfig};
-use grin_train::backend::Cpu;
-use grin_train::{build_feed, FeedPlan};
-use grin_train::{train, Mode, RunSpec, TrainConfig};
-use std::path::{Path, PathBuf};
+mod common;
 
-fn shared_data() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    let ok = dir.join("caltech-webfaces/WebFaces_GroundThruth.txt").exists()
-        && dir.join("celeba-smile-10k/list_attr_celeba_000001-010000.txt").exists();
-    if !ok {
-        eprintln!("SKIPPED: no ../shared/data (caltech-webfaces, celeba-smile-10k) beside the repository");
-    }
-    ok.then_some(dir)
-}
+#[path = "../../features/tests/shared_data/mod.rs"]
+mod shared_data;
+
+use grin_features::{FeatureConfig, PhotoCrops, SourceConfig, SplitConfig};
+use grin_model::file;
+use grin_train::TrainConfig;
 
 #[test]
 fn short_run_on_real_crops_learns_and_scores_whole_photos() {
-    let Some(data) = shared_data() else { return };
+    let Some(data) = shared_data::shared_data() else { return };
     let celeba = data.join("celeba-smile-10k");
     let crops = PhotoCrops { min_face: 20.0, max_face: 60.0, ..PhotoCrops::default() };
     let features = FeatureConfig {
@@ -55,26 +47,8 @@ fn short_run_on_real_crops_learns_and_scores_whole_photos() {
         ..TrainConfig::default()
     };
     let dir = tempfile::tempdir().unwrap();
-    let run = RunSpec {
-        name: "real".into(),
-        run_dir: dir.path().join("real"),
-        features: features.clone(),
-        model: ModelConfig { width_mult: 0.5, ..ModelConfig::default() },
-        train: train_cfg,
-        mode: Mode::OnTheFly,
-        backend: "cpu".into(),
-        resume: false,
-        overwrite: false,
-        config_toml: String::new(),
-        show_progress: false,
-        evaluate: true,
-    };
+    let (run, summary, losses) = common::short_run("real", dir.path(), &features, train_cfg);
     let device = Default::default();
-    let plan = FeedPlan { prefetch: 2, ..FeedPlan::new(Mode::OnTheFly, &features, &run.train, None) };
-    let summary = train::<Cpu>(&run, &device, |start| build_feed(&plan, &device, start)).unwrap();
-
-    let csv = std::fs::read_to_string(run.run_dir.join("metrics.csv")).unwrap();
-    let losses: Vec<f32> = csv.lines().skip(1).map(|l| l.split(',').nth(1).unwrap().parse().unwrap()).collect();
     let first = losses[..2].iter().sum::<f32>() / 2.0;
     let last = losses[losses.len() - 4..].iter().sum::<f32>() / 4.0;
     eprintln!("loss first {first:.3}, last {last:.3}");

@@ -1,0 +1,74 @@
+//! The pyramid on the shipped model: a face closer to the camera than one
+//! pass can take is found by the half-size pass, where one pass misses it;
+//! and `grin-detect`'s path (fast kernels, frames halved on the CPU) gives
+//! the detections training's evaluation gets from `grin_model::detect`
+//! (Burn, frames halved by `avg_pool2d`).
+
+use burn::tensor::{Tensor, TensorData};
+use grin_infer::{load_image, CpuBackend, Engine, ModelSource, Runner, DEFAULT_MODEL};
+use grin_model::Detection;
+use image::imageops::FilterType;
+use image::DynamicImage;
+use std::path::Path;
+
+fn scene() -> DynamicImage {
+    load_image(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png")).unwrap()
+}
+
+/// The test scene's largest face (about 74 px at 320x240, at (87, 28)),
+/// shown three times as large, as a person leaning in to the camera: a
+/// 107x80 window around it scaled to 320x240, and where that face is then
+/// (about 223 px).
+fn close_up() -> (DynamicImage, [f32; 4]) {
+    let image = scene().crop_imm(71, 25, 107, 80).resize_exact(320, 240, FilterType::Triangle);
+    let s = 320.0 / 107.0;
+    (image, [(87.5 - 71.0) * s, (28.0 - 25.0) * 3.0, (162.0 - 71.0) * s, (101.4 - 25.0) * 3.0])
+}
+
+fn iou(d: &Detection, b: [f32; 4]) -> f32 {
+    grin_model::iou([d.x0, d.y0, d.x1, d.y1], b)
+}
+
+#[test]
+fn a_face_too_close_for_one_pass_is_found_by_the_half_size_pass() {
+    let (image, face) = close_up();
+    let mut runner = Runner::load(ModelSource::Embedded).unwrap();
+    assert_eq!(runner.pass_sizes(), [(320, 240), (160, 120), (80, 60)]);
+    let found = runner.detect(runner.frame(&image));
+    assert_eq!(found.len(), 1, "one face, one detection: {found:?}");
+    assert!(iou(&found[0], face) >= 0.5, "the pyramid misses the close face: {found:?}");
+
+    runner.set_pyramid_above(0.0);
+    assert_eq!(runner.pass_sizes(), [(320, 240)]);
+    let one_pass = runner.detect(runner.frame(&image));
+    assert!(!one_pass.iter().any(|d| iou(d, face) >= 0.5), "one pass finds it after all: {one_pass:?}");
+}
+
+#[test]
+fn grin_detect_and_training_evaluation_make_the_same_pyramid() {
+    let device = Default::default();
+    let (spec, model) = grin_model::file::from_bytes::<CpuBackend>(DEFAULT_MODEL, &device).unwrap();
+    let mut runner = Runner::load(ModelSource::Embedded).unwrap();
+    let params = grin_model::DecodeParams { score_threshold: 0.05, ..spec.model.decode_params() };
+    runner.set_score_threshold(params.score_threshold);
+    for image in [scene(), close_up().0] {
+        let frame = runner.frame(&image);
+        // 320x240 images: the frame's pixels are the image's, boxes need no mapping.
+        let input =
+            Tensor::<CpuBackend, 4>::from_data(TensorData::new(frame.pixels.clone(), [1, 1, 240, 320]), &device);
+        let evaluated = grin_model::detect(&model, input, &params).remove(0);
+        assert!(evaluated.len() > 3, "too few detections to compare: {evaluated:?}");
+        for engine in [Engine::Fast, Engine::Burn] {
+            runner.set_engine(engine);
+            let detected = runner.detect(frame.clone());
+            assert_eq!(detected.len(), evaluated.len(), "{engine:?}");
+            for (a, b) in detected.iter().zip(&evaluated) {
+                let close =
+                    [(a.x0, b.x0), (a.y0, b.y0), (a.x1, b.x1), (a.y1, b.y1), (a.score, b.score), (a.smile, b.smile)]
+                        .iter()
+                        .all(|&(x, y)| (x - y).abs() <= 1e-3 * x.abs().max(1.0));
+                assert!(close, "{engine:?}: {a:?} vs {b:?}");
+            }
+        }
+    }
+}
