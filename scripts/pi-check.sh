@@ -69,7 +69,7 @@ done
     >"$WORK/stream.yuv"
 # Thresholds low enough that the scene's faces (low smile probabilities
 # under the shipped model) switch state, so the events are compared too.
-stream_flags=(--stream "$WORK/stream.yuv" --input-format yuv420 --input-size 320x240 --no-clock --smile-on 0.25 --smile-off 0.1 --smile-hold 2)
+stream_flags=(--stream "$WORK/stream.yuv" --input-format yuv420 --input-size 320x240 --no-clock --smile-on 0.2 --smile-off 0.1 --smile-hold 2)
 "$x86" "${stream_flags[@]}" >"$WORK/x86-stream.json" 2>/dev/null
 if ! timeout 300 "${QEMU[@]}" "$pi" "${stream_flags[@]}" >"$WORK/aarch64-stream.json" 2>"$WORK/aarch64-stream.err"; then
     echo "pi-check: stream: the aarch64 binary failed or took over 300 s under qemu" >&2
