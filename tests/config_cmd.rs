@@ -46,4 +46,21 @@ fn unknown_keys_and_out_of_range_values_are_named() {
     let flip = grin(&["config", "--config", &demo, "--set", "train.device_augment.flip=2"]);
     assert_eq!(flip.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&flip.stderr).contains("key `train.device_augment.flip`: 2 must be within 0..=1"));
+    let pyramid = grin(&["config", "--config", &demo, "--set", "model.pyramid_above=-1"]);
+    assert_eq!(pyramid.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&pyramid.stderr)
+            .contains("key `model.pyramid_above`: -1 must be 0 (one pass) or a face side in 8..=4096 px"),
+        "{}",
+        String::from_utf8_lossy(&pyramid.stderr)
+    );
+}
+
+#[test]
+fn eval_names_a_pyramid_setting_it_cannot_use() {
+    let model = format!("{}/assets/default.grin", env!("CARGO_MANIFEST_DIR"));
+    let out = grin(&["eval", "--model", &model, "--config", &demo(), "--samples", "0", "--pyramid-above", "3"]);
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--pyramid-above 3 must be 0 (one pass) or a face side in 8..=4096 px"), "{err}");
 }

@@ -204,8 +204,8 @@ pub struct AugmentConfig {
 }
 
 impl AugmentConfig {
-    /// Every augmentation off (strengths at their defaults): how held-out
-    /// samples are made, and a baseline to measure one stage against.
+    /// Every augmentation off (strengths at their defaults): what held-out
+    /// samples get, and the baseline one stage is measured against.
     pub fn off() -> AugmentConfig {
         AugmentConfig {
             flip: 0.0,
