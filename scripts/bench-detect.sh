@@ -7,8 +7,9 @@
 # test split only, never seen in training).
 #
 # Then, when the data is there, held-out real photos (the test split by file
-# name: Caltech WebFaces photos, CelebA aligned portraits), letterboxed to
-# 320x240 grey, faces under 10 px ignored: per source, grin against Haar's
+# name: Caltech WebFaces photos, CelebA aligned portraits), letterboxed grey
+# to 320x240 (the model's run size, a stream's) and to 640x480 (grin-detect's
+# default for image files), faces under 10 px at 320x240 ignored: per source, grin against Haar's
 # face + smile cascades on AP@0.5, recall by face size, detections per
 # image, share of portraits found, smile accuracy (CelebA labels) and
 # latency of faces + smiles, and the same portraits as close-ups (twice as
@@ -111,12 +112,12 @@ fi
 # One source of exported photos: grin's detections down to 0.05 for AP, at
 # the model's own threshold for the rest, then timing; then Haar on the same.
 measure_photos() {
-    local dir=$1 source=$2
+    local dir=$1 source=$2 size=$3
     local images=("$dir/$source"-*.png)
     local iterations=$((ITERATIONS > ${#images[@]} ? ITERATIONS : ${#images[@]}))
-    "$DETECT" "${MODEL_FLAGS[@]}" --json --size 320x240 --threshold 0.05 "${images[@]}" >"$dir/$source-grin-ap.jsonl"
-    "$DETECT" "${MODEL_FLAGS[@]}" --json --size 320x240 "${images[@]}" >"$dir/$source-grin.jsonl"
-    "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --size 320x240 --iterations "$iterations" \
+    "$DETECT" "${MODEL_FLAGS[@]}" --json --size "$size" --threshold 0.05 "${images[@]}" >"$dir/$source-grin-ap.jsonl"
+    "$DETECT" "${MODEL_FLAGS[@]}" --json --size "$size" "${images[@]}" >"$dir/$source-grin.jsonl"
+    "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --size "$size" --iterations "$iterations" \
         "${images[@]}" >"$dir/$source-grin-bench.json"
     "$VENV/bin/python" scripts/peers/haar_peer.py --photos "$dir" --source "$source" \
         --grin-detections "$dir/$source-grin-ap.jsonl" --grin-deployed "$dir/$source-grin.jsonl" \
@@ -125,10 +126,16 @@ measure_photos() {
 }
 
 if [ ${#PHOTO_SOURCES[@]} -gt 0 ]; then
-    dir=$WORK/photos-320x240
-    "$EXPORT" --out "$dir" --count "$PHOTOS" --width 320 --height 240 --min-face 10 "${PHOTO_FLAGS[@]}"
-    for source in "${PHOTO_SOURCES[@]}"; do
-        measure_photos "$dir" "$source"
+    # 320x240: the model's run size (a stream); 640x480: grin-detect's default
+    # for image files. Faces under 10 px at 320x240 are ignored at both.
+    for size in 320x240 640x480; do
+        w=${size%x*}
+        dir=$WORK/photos-$size
+        "$EXPORT" --out "$dir" --count "$PHOTOS" --width "$w" --height "${size#*x}" --min-face $((w / 32)) \
+            "${PHOTO_FLAGS[@]}"
+        for source in "${PHOTO_SOURCES[@]}"; do
+            measure_photos "$dir" "$source" "$size"
+        done
     done
     # Close-ups: the same portraits twice as large, cut to 320x240 around
     # their middle (faces of about 190 px), as a robot sees a person leaning in.
@@ -136,7 +143,7 @@ if [ ${#PHOTO_SOURCES[@]} -gt 0 ]; then
         dir=$WORK/photos-320x240-x2
         "$EXPORT" --out "$dir" --count "$PHOTOS" --width 320 --height 240 --min-face 10 --zoom 2 \
             --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR"
-        measure_photos "$dir" celeba-aligned-x2
+        measure_photos "$dir" celeba-aligned-x2 320x240
     fi
 else
     echo "bench-detect: no held-out real photos (set CALTECH / CELEBA): photo comparison skipped" >&2

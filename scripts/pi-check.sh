@@ -8,7 +8,8 @@
 #   cargo run --release -p grin-infer --example export_scenes -- \
 #       --out /tmp/scene --count 1 --start 3 --width 320 --height 240
 #   (then scene-0003.png copied to assets/test-scene.png)
-# It is checked at the model's own size (a downscale) and at 320x240.
+# It is checked at grin-detect's default for photos (twice the model's run
+# size: 640x480, an upscale) and at 320x240 (the model's run size).
 # Then the camera loop: a short yuv420 stream made from the same image by
 # examples/make_stream (frames panned 4 px each) goes through
 # `grin-detect --stream --no-clock` on both builds, tracks and smile events
@@ -50,7 +51,7 @@ status=0
 for size in "" 320x240; do
     flags=(--json)
     [ -z "$size" ] || flags+=(--size "$size")
-    label="size ${size:-model default}"
+    label="size ${size:-photo default}"
     "$x86" "${flags[@]}" "${IMAGES[@]}" >"$WORK/x86.json"
     if ! timeout 300 "${QEMU[@]}" "$pi" "${flags[@]}" "${IMAGES[@]}" >"$WORK/aarch64.json"; then
         echo "pi-check: $label: the aarch64 binary failed or took over 300 s under qemu" >&2

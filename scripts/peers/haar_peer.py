@@ -457,17 +457,17 @@ def photo_table(path):
     with open(path) as f:
         rows = [json.loads(line) for line in f]
     print(f"grin-detect vs OpenCV {rows[0]['opencv']} Haar cascades on held-out real photos letterboxed to "
-          f"{rows[0]['size']}, 1 thread, same images. AP@0.5: grin down to score 0.05, Haar by levelWeights; "
-          f"the rest at grin's deployment threshold and all of Haar's detections")
+          f"the size in each row, 1 thread, same images. AP@0.5: grin down to score 0.05, Haar by levelWeights; "
+          f"the rest at grin's deployment threshold and all of Haar's detections; face sizes in the row's pixels")
     header = ("photos", "detector", "AP@0.5", "recall small/medium/large", "detections/image", "found",
               "smile accuracy", "median ms", "p95 ms")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     sources = {}
     for r in rows:
-        sources.setdefault(r["source"], {})[r["detector"]] = r
+        sources.setdefault(f"{r['source']} at {r['size']}", {})[r["detector"]] = r
         cells = (
-            f"{r['source']} ({r['photos']})",
+            f"{r['source']} at {r['size']} ({r['photos']})",
             r["detector"],
             fmt(r["ap"]),
             " / ".join(fmt(b["recall"], 2) for b in r["recall_by_size"].values()),

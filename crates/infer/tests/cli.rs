@@ -77,7 +77,7 @@ fn json_report_finds_the_scene_faces_with_rounded_values() {
         }
     }
     // Boxes come back in the 320x240 image's pixels although the network
-    // ran at its own (smaller) size: most true faces are matched.
+    // ran at another size (640x480, the default for photos): most true faces are matched.
     let found = boxes(r);
     let matched = SCENE_FACES.iter().filter(|f| found.iter().any(|b| iou(b, &f[..]) >= 0.5)).count();
     assert!(matched * 2 >= SCENE_FACES.len(), "matched {matched} of {} faces: {found:?}", SCENE_FACES.len());
@@ -241,6 +241,9 @@ fn size_flag_runs_the_network_at_that_size() {
     assert!(text(&human.stdout).starts_with("model: embedded default (trained at "));
     // Faces too close for one pass are looked for on the frame halved, then quartered.
     assert!(text(&human.stdout).lines().next().unwrap().ends_with("running at 320x240 + 160x120 + 80x60"));
+    // Without --size an image file runs at twice the model's run size: small faces get the pixels.
+    let photo = grin_detect(&[s(&scene())]);
+    assert!(text(&photo.stdout).lines().next().unwrap().ends_with("running at 640x480 + 320x240 + 160x120 + 80x60"));
     let one_pass = grin_detect(&["--size", "320x240", "--pyramid-above", "0", s(&scene())]);
     assert!(text(&one_pass.stdout).lines().next().unwrap().ends_with("running at 320x240"));
     for bad in ["-1", "3", "many"] {

@@ -102,6 +102,20 @@ fn raw_gray_stream_gives_one_line_per_frame_and_faces_keep_their_tracks() {
 }
 
 #[test]
+fn a_stream_runs_at_the_models_own_size_not_the_photo_default() {
+    let (_dir, path) = write_temp(&stream_of(&frames(3, 2), InputFormat::Gray8));
+    let base = ["--stream", path.to_str().unwrap(), "--input-format", "gray8", "--input-size", "320x240", "--no-clock"];
+    let run = |extra: &[&str]| {
+        let out = detect(&[&base[..], extra].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let default = run(&[]);
+    assert_eq!(default, run(&["--size", "320x240"]), "a stream keeps the model's 320x240 for frame rate");
+    assert_ne!(default, run(&["--size", "640x480"]), "the photo size would give other boxes");
+}
+
+#[test]
 fn smile_events_follow_the_hold_and_match_the_frame_states() {
     // A still scene: each face's smile probability is the same every frame,
     // so a face at or above --smile-on switches on at exactly frame hold-1.
