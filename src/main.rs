@@ -62,6 +62,8 @@ fn main() {
     if let Err(error) = result {
         // One line, outermost context first: "file: key: problem".
         eprintln!("error: {error:#}");
-        std::process::exit(2);
+        // 130, as a shell reports a Ctrl-C: scripts can tell "stopped, resumable" from "failed".
+        let interrupted = error.downcast_ref::<grin_train::trainer::Interrupted>().is_some();
+        std::process::exit(if interrupted { 130 } else { 2 });
     }
 }

@@ -5,6 +5,9 @@
 //! order of gradient accumulation is not fixed), and training amplifies
 //! that, so "where it ends" is judged against the distance between two
 //! uninterrupted runs, measured in the same test.
+//!
+//! A run stopped with SIGINT (Ctrl-C) or SIGTERM writes a checkpoint at the
+//! step it reached, even with periodic checkpoints off, and resumes there.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -12,11 +15,12 @@ use std::time::{Duration, Instant};
 
 const GRIN: &str = env!("CARGO_BIN_EXE_grin");
 
-fn write_config(dir: &Path) -> std::path::PathBuf {
-    let path = dir.join("tiny.toml");
+fn write_config(dir: &Path, steps: usize, checkpoint_every: usize) -> std::path::PathBuf {
+    let path = dir.join(format!("tiny-{steps}-{checkpoint_every}.toml"));
     std::fs::write(
         &path,
-        r#"name = "tiny"
+        format!(
+            r#"name = "tiny"
 [features]
 width = 64
 height = 64
@@ -29,12 +33,13 @@ max_face = 40
 [model]
 width_mult = 0.5
 [train]
-steps = 80
+steps = {steps}
 batch_size = 4
 log_every = 10
-checkpoint_every = 10
+checkpoint_every = {checkpoint_every}
 eval_samples = 8
-"#,
+"#
+        ),
     )
     .unwrap();
     path
@@ -47,7 +52,7 @@ fn train(config: &Path, runs: &Path, name: &str, resume: bool) -> std::process::
         .args(["--name", name, "--runs-dir"])
         .arg(runs)
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(Stdio::piped());
     if resume {
         cmd.arg("--resume");
     }
@@ -69,7 +74,7 @@ fn losses(runs: &Path, name: &str) -> Vec<(usize, f64)> {
 #[test]
 fn killed_run_resumes_to_the_same_end() {
     let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path());
+    let config = write_config(dir.path(), 80, 10);
     let runs = dir.path().join("runs");
 
     assert!(train(&config, &runs, "straight", false).wait().unwrap().success());
@@ -106,4 +111,52 @@ fn killed_run_resumes_to_the_same_end() {
     // first interval after the checkpoint, far outside this tolerance.
     let final_gap = (straight.last().unwrap().1 - resumed.last().unwrap().1).abs();
     assert!(final_gap <= 3.0 * noise + 0.01 * straight.last().unwrap().1, "final loss gap {final_gap}");
+}
+
+/// Waits for `run`'s first metrics row: the loop is running.
+fn wait_for_first_interval(runs: &Path, name: &str) {
+    let csv = runs.join(name).join("metrics.csv");
+    let started = Instant::now();
+    while std::fs::read_to_string(&csv).map(|t| t.lines().count() < 2).unwrap_or(true) {
+        assert!(started.elapsed() < Duration::from_secs(300), "no metrics row written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn interrupted_run_checkpoints_where_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    // No periodic checkpoints: whatever is on disk after the signal, the
+    // interrupt wrote. 1,000 steps, so that the signal lands mid-run.
+    let config = write_config(dir.path(), 1000, 0);
+    let runs = dir.path().join("runs");
+
+    for (signal, name) in [("-INT", "ctrl-c"), ("-TERM", "killed")] {
+        let child = train(&config, &runs, name, false);
+        wait_for_first_interval(&runs, name);
+        let status = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+        assert!(status.success(), "kill {signal} failed");
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{name}: exit status {:?}, stderr:\n{stderr}", out.status);
+        let step: usize = stderr
+            .split("interrupted at step ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{name}: no 'interrupted at step N' in stderr:\n{stderr}"));
+        assert!((10..1000).contains(&step), "{name}: stopped at step {step}");
+        assert!(runs.join(name).join("checkpoint.ckpt").exists(), "{name}: no checkpoint after the interrupt");
+        assert!(!runs.join(name).join("model.grin").exists(), "{name}: an interrupted run wrote a model");
+
+        // Resume from the interrupt's step, not from 0.
+        let resumed = train(&config, &runs, name, true).wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&resumed.stderr);
+        assert!(resumed.status.success(), "{name}: resume failed:\n{stderr}");
+        assert!(stderr.contains(&format!("resuming {name} at step {step}")), "{name}: {stderr}");
+        let steps: Vec<usize> = losses(&runs, name).iter().map(|r| r.0).collect();
+        assert_eq!(steps, (1..=100).map(|i| i * 10).collect::<Vec<_>>(), "{name}: one metrics row per interval");
+        assert!(runs.join(name).join("model.grin").exists());
+        assert!(!runs.join(name).join("checkpoint.ckpt").exists(), "{name}: finished run kept its checkpoint");
+    }
 }

@@ -9,6 +9,8 @@ use grin_train::backend::{self, BackendChoice};
 use grin_train::trainer::{self, Summary};
 use grin_train::{build_feed, PlanRequest, RunPlan};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 #[derive(Args)]
 pub struct TrainArgs {
@@ -94,7 +96,8 @@ fn train_on<B: TrainBackend>(
         allow_stale: args.allow_stale,
         show_progress: !args.quiet,
     };
-    let RunPlan { run, feed } = grin_train::plan::<B>(&request, &device)?;
+    let RunPlan { mut run, feed } = grin_train::plan::<B>(&request, &device)?;
+    run.stop = Some(stop_on_interrupt()?);
     eprintln!(
         "mode {}: training {} for {} steps, batch {}",
         trainer::mode_name(run.mode),
@@ -103,6 +106,24 @@ fn train_on<B: TrainBackend>(
         c.train.batch_size
     );
     trainer::train_parallel::<B>(&run, &devices, |start| build_feed::<B>(&feed, &device, start))
+}
+
+/// Ctrl-C or SIGTERM (what `kill` and job schedulers send) raises the flag
+/// the training loop checks after every step, so the run stops with a fresh
+/// checkpoint instead of losing the steps since the last periodic one. A
+/// second interrupt quits at once, for a run stuck in its final evaluation.
+fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::Relaxed) {
+            eprintln!("\nsecond interrupt: quitting now");
+            std::process::exit(130);
+        }
+        eprintln!("\ninterrupt: stopping after this step with a checkpoint (interrupt again to quit at once)");
+    })
+    .context("cannot install the interrupt handler")?;
+    Ok(stop)
 }
 
 fn print_summary(s: &Summary) {

@@ -23,6 +23,8 @@ use grin_model::{assign, file, loss, Detector, DetectorSpec, LossWeights, ModelC
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Everything a run needs besides the backend.
@@ -44,7 +46,33 @@ pub struct RunSpec {
     pub show_progress: bool,
     /// Skip the held-out evaluation (benchmarks).
     pub evaluate: bool,
+    /// Raised (by `grin train`'s Ctrl-C / SIGTERM handler) to stop at the
+    /// next step boundary: the loop writes a checkpoint there and returns
+    /// [`Interrupted`], so an interrupt loses no steps.
+    pub stop: Option<Arc<AtomicBool>>,
 }
+
+/// The error a stopped run returns once its checkpoint is on disk.
+#[derive(Debug)]
+pub struct Interrupted {
+    pub step: usize,
+    pub steps: usize,
+    pub checkpoint: PathBuf,
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "interrupted at step {} of {}: checkpoint written to {}; add --resume to continue",
+            self.step,
+            self.steps,
+            self.checkpoint.display()
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 impl RunSpec {
     /// A fresh run of `config` in `mode` (resolved, never `Auto`), written
@@ -63,6 +91,7 @@ impl RunSpec {
             config_toml: toml::to_string(config)?,
             show_progress: true,
             evaluate: true,
+            stop: None,
         })
     }
 
@@ -311,13 +340,18 @@ pub fn train_parallel<B: TrainBackend>(
         }
         bar.set_position(done as u64);
 
+        let stopping = done < cfg.steps && run.stop.as_ref().is_some_and(|stop| stop.load(Ordering::Relaxed));
         let checkpoint_due = cfg.checkpoint_every > 0 && done % cfg.checkpoint_every == 0 && done < cfg.steps;
-        if checkpoint_due {
+        if checkpoint_due || stopping {
             state.step = done;
             state.wall_s = wall_before + run_started.elapsed().as_secs_f64();
             let optimizer = BinBytesRecorder::<FullPrecisionSettings>::default().record(optim.to_record(), ())?;
             let ck = Checkpoint { state: state.clone(), model: file::to_bytes(&spec, &model), optimizer };
             checkpoint::save(&ckpt_path, &ck)?;
+        }
+        if stopping {
+            bar.finish_and_clear();
+            return Err(Interrupted { step: done, steps: cfg.steps, checkpoint: ckpt_path }.into());
         }
     }
     let loaders = feed.loaders();

@@ -27,6 +27,7 @@ pub fn short_run(
         config_toml: String::new(),
         show_progress: false,
         evaluate: true,
+        stop: None,
     };
     let device = Default::default();
     let plan = FeedPlan { prefetch: 2, ..FeedPlan::new(Mode::OnTheFly, features, &run.train, None) };
