@@ -53,26 +53,13 @@ pub struct RunSpec {
 }
 
 /// The error a stopped run returns once its checkpoint is on disk.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted at step {step} of {steps}: checkpoint written to {}; add --resume to continue", checkpoint.display())]
 pub struct Interrupted {
     pub step: usize,
     pub steps: usize,
     pub checkpoint: PathBuf,
 }
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "interrupted at step {} of {}: checkpoint written to {}; add --resume to continue",
-            self.step,
-            self.steps,
-            self.checkpoint.display()
-        )
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 impl RunSpec {
     /// A fresh run of `config` in `mode` (resolved, never `Auto`), written
@@ -340,8 +327,10 @@ pub fn train_parallel<B: TrainBackend>(
         }
         bar.set_position(done as u64);
 
-        let stopping = done < cfg.steps && run.stop.as_ref().is_some_and(|stop| stop.load(Ordering::Relaxed));
-        let checkpoint_due = cfg.checkpoint_every > 0 && done % cfg.checkpoint_every == 0 && done < cfg.steps;
+        // The last step needs neither: the model is written next.
+        let mid_run = done < cfg.steps;
+        let stopping = mid_run && run.stop.as_ref().is_some_and(|stop| stop.load(Ordering::Relaxed));
+        let checkpoint_due = mid_run && cfg.checkpoint_every > 0 && done % cfg.checkpoint_every == 0;
         if checkpoint_due || stopping {
             state.step = done;
             state.wall_s = wall_before + run_started.elapsed().as_secs_f64();
