@@ -133,8 +133,11 @@ impl Runner {
         &self.params
     }
 
+    /// The threshold of what is reported; the smile votes follow it, as
+    /// they follow the model's own threshold (`DecodeParams::smile_vote_floor`).
     pub fn set_score_threshold(&mut self, threshold: f32) {
         self.params.score_threshold = threshold;
+        self.params.smile_vote_floor = threshold;
     }
 
     /// Longest face (px) one pass keeps (0: one pass, no pyramid).

@@ -16,7 +16,13 @@ fn close(a: f32, b: f32) -> bool {
 fn check(detector: &mut Runner, image: &image::DynamicImage, sizes: &[(usize, usize)]) {
     // A threshold below the untrained prior (0.01), so that many detections
     // are compared, not only the confident few.
-    let params = DecodeParams { score_threshold: 0.005, nms_iou: 0.4, max_detections: 100, pyramid_above: 0.0 };
+    let params = DecodeParams {
+        score_threshold: 0.005,
+        nms_iou: 0.4,
+        max_detections: 100,
+        pyramid_above: 0.0,
+        smile_vote_floor: 0.3,
+    };
     for &(w, h) in sizes {
         detector.set_run_size(w, h).unwrap();
         let mut raw = Vec::new();

@@ -49,7 +49,9 @@ fn grin_detect_and_training_evaluation_make_the_same_pyramid() {
     let device = Default::default();
     let (spec, model) = grin_model::file::from_bytes::<CpuBackend>(DEFAULT_MODEL, &device).unwrap();
     let mut runner = Runner::load(ModelSource::Embedded).unwrap();
-    let params = grin_model::DecodeParams { score_threshold: 0.05, ..spec.model.decode_params() };
+    // As `set_score_threshold` does: the smile votes follow a threshold set by hand.
+    let params =
+        grin_model::DecodeParams { score_threshold: 0.05, smile_vote_floor: 0.05, ..spec.model.decode_params() };
     runner.set_score_threshold(params.score_threshold);
     for image in [scene(), close_up().0] {
         let frame = runner.frame(&image);

@@ -49,6 +49,7 @@ impl ModelConfig {
             nms_iou: self.nms_iou,
             max_detections: self.max_detections,
             pyramid_above: self.pyramid_above,
+            smile_vote_floor: self.score_threshold,
         }
     }
 }

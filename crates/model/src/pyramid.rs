@@ -88,7 +88,13 @@ mod tests {
     use super::*;
 
     fn params(above: f32) -> DecodeParams {
-        DecodeParams { score_threshold: 0.3, nms_iou: 0.4, max_detections: 50, pyramid_above: above }
+        DecodeParams {
+            score_threshold: 0.3,
+            nms_iou: 0.4,
+            max_detections: 50,
+            pyramid_above: above,
+            smile_vote_floor: 0.3,
+        }
     }
 
     fn face(x0: f32, y0: f32, side: f32, score: f32) -> Detection {
