@@ -59,6 +59,12 @@ fn train(config: &Path, runs: &Path, name: &str, resume: bool) -> std::process::
     cmd.spawn().unwrap()
 }
 
+/// Runs `train` to the end; its stderr is drained (and returned), so the
+/// piped stream can never fill up and stall the run.
+fn train_to_end(config: &Path, runs: &Path, name: &str, resume: bool) -> std::process::Output {
+    train(config, runs, name, resume).wait_with_output().unwrap()
+}
+
 /// (step, loss) per metrics row.
 fn losses(runs: &Path, name: &str) -> Vec<(usize, f64)> {
     let csv = std::fs::read_to_string(runs.join(name).join("metrics.csv")).unwrap();
@@ -77,8 +83,8 @@ fn killed_run_resumes_to_the_same_end() {
     let config = write_config(dir.path(), 80, 10);
     let runs = dir.path().join("runs");
 
-    assert!(train(&config, &runs, "straight", false).wait().unwrap().success());
-    assert!(train(&config, &runs, "straight-again", false).wait().unwrap().success());
+    assert!(train_to_end(&config, &runs, "straight", false).status.success());
+    assert!(train_to_end(&config, &runs, "straight-again", false).status.success());
 
     // Kill -9 as soon as the first checkpoint is on disk.
     let mut child = train(&config, &runs, "crashy", false);
@@ -92,7 +98,7 @@ fn killed_run_resumes_to_the_same_end() {
     child.wait().unwrap();
     assert!(!runs.join("crashy/summary.json").exists(), "the run finished before it could be killed");
 
-    assert!(train(&config, &runs, "crashy", true).wait().unwrap().success());
+    assert!(train_to_end(&config, &runs, "crashy", true).status.success());
 
     let straight = losses(&runs, "straight");
     let again = losses(&runs, "straight-again");
@@ -150,7 +156,7 @@ fn interrupted_run_checkpoints_where_it_stopped() {
         assert!(!runs.join(name).join("model.grin").exists(), "{name}: an interrupted run wrote a model");
 
         // Resume from the interrupt's step, not from 0.
-        let resumed = train(&config, &runs, name, true).wait_with_output().unwrap();
+        let resumed = train_to_end(&config, &runs, name, true);
         let stderr = String::from_utf8_lossy(&resumed.stderr);
         assert!(resumed.status.success(), "{name}: resume failed:\n{stderr}");
         assert!(stderr.contains(&format!("resuming {name} at step {step}")), "{name}: {stderr}");

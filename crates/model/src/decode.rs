@@ -54,14 +54,19 @@ fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }
 
+/// The inverse of [`sigmoid`], with `p` kept off 0 and 1 so it stays finite.
+fn logit(p: f32) -> f32 {
+    let p = p.clamp(1e-6, 1.0 - 1e-6);
+    (p / (1.0 - p)).ln()
+}
+
 /// `raw`: one image's output, `[OUTPUTS, N]` row-major, as the detector
 /// produces it (face logit, log-distances / stride, smile logit).
 pub fn decode(raw: &[f32], points: &Points, params: &DecodeParams) -> Vec<Detection> {
     let n = points.len();
     assert_eq!(raw.len(), OUTPUTS * n, "output does not match the points");
     // Compare logits, not probabilities: one exp per survivor, not per point.
-    let p = params.score_threshold.clamp(1e-6, 1.0 - 1e-6);
-    let logit_threshold = (p / (1.0 - p)).ln();
+    let logit_threshold = logit(params.score_threshold);
     let (w, h) = (points.width as f32, points.height as f32);
     let found: Vec<Detection> = (0..n)
         .filter(|&i| raw[i] > logit_threshold)
@@ -108,10 +113,6 @@ pub(crate) fn nms(mut found: Vec<Detection>, params: &DecodeParams) -> Vec<Detec
 }
 
 fn voted_smile(kept: &Detection, found: &[Detection], params: &DecodeParams) -> f32 {
-    let logit = |p: f32| {
-        let p = p.clamp(1e-6, 1.0 - 1e-6);
-        (p / (1.0 - p)).ln()
-    };
     let (weight, sum) = found
         .iter()
         .filter(|d| d.score >= params.smile_vote_floor && kept.iou(d) > params.nms_iou)
@@ -147,7 +148,6 @@ mod tests {
         let found = vec![face(2.0, 0.6, 0.7), face(0.0, 0.9, 0.4), face(50.0, 0.8, 0.9)];
         let kept = nms(found, &params(0.5));
         assert_eq!(kept.len(), 2);
-        let logit = |p: f32| (p / (1.0 - p)).ln();
         let expected = sigmoid((0.9 * logit(0.4) + 0.6 * logit(0.7)) / 1.5);
         assert!((kept[0].smile - expected).abs() < 1e-5, "{} vs {expected}", kept[0].smile);
         assert_eq!((kept[0].x0, kept[0].score), (0.0, 0.9), "the box and score stay the best one's");
