@@ -27,8 +27,6 @@ import torch.nn.functional as F
 import xxhash
 from PIL import Image
 
-# The attribute's column among CelebA's 40 (1-based 32nd).
-SMILING = 31
 SIZE = (72, 88)  # width, height: the 89x109 portrait at 0.8x
 
 
@@ -46,15 +44,18 @@ def split_of_name(name, train=0.8, val=0.1, test=0.1):
 
 def load(data, channels):
     attr = os.path.join(data, "list_attr_celeba_000001-010000.txt")
-    rows = open(attr).read().split("\n")[2:]
+    lines = open(attr).read().split("\n")
+    if len(lines) < 2 or "Smiling" not in lines[1].split():
+        raise SystemExit(f"{attr}:2: no `Smiling` among the attribute names")
+    smiling = lines[1].split().index("Smiling")
     sets = {"train": ([], [], []), "val": ([], [], []), "test": ([], [], [])}
-    for line_no, row in enumerate(rows, start=3):
+    for line_no, row in enumerate(lines[2:], start=3):
         if not row.strip():
             continue
         parts = row.split()
         if len(parts) != 41:
             raise SystemExit(f"{attr}:{line_no}: expected a name and 40 values, got {len(parts)} fields")
-        name, label = parts[0], parts[1 + SMILING] == "1"
+        name, label = parts[0], parts[1 + smiling] == "1"
         image = Image.open(os.path.join(data, "images", name)).convert("RGB" if channels == 3 else "L")
         pixels = np.asarray(image.resize(SIZE, Image.BILINEAR), dtype=np.uint8)
         if channels == 1:
@@ -101,8 +102,8 @@ def logits_of(net, x):
     return logits
 
 
-def accuracy(net, x, y, _names=None):
-    return ((logits_of(net, x) > 0).float() == y).float().mean().item()
+def accuracy(logits, y):
+    return ((logits > 0).float() == y).float().mean().item()
 
 
 def main():
@@ -137,12 +138,13 @@ def main():
             opt.step()
             sched.step()
         print(f"epoch {epoch + 1}: {time.time() - start:.0f}s, loss {loss.item():.3f}, "
-              f"val {accuracy(net, *sets['val']):.3f}", flush=True)
-    figures = {k: accuracy(net, *sets[k]) for k in ("train", "val", "test")}
+              f"val {accuracy(logits_of(net, sets['val'][0]), sets['val'][1]):.3f}", flush=True)
+    logits = {k: logits_of(net, sets[k][0]) for k in ("train", "val", "test")}
+    figures = {k: accuracy(logits[k], sets[k][1]) for k in logits}
     os.makedirs(a.out, exist_ok=True)
     for split in ("val", "test"):
-        x_held, y_held, names = sets[split]
-        probabilities = torch.sigmoid(logits_of(net, x_held)).tolist()
+        _, y_held, names = sets[split]
+        probabilities = torch.sigmoid(logits[split]).tolist()
         with open(os.path.join(a.out, f"{split}-c{a.channels}-s{a.seed}.tsv"), "w") as f:
             for name, label, p_smile in zip(names, y_held.tolist(), probabilities):
                 f.write(f"{name}\t{int(label)}\t{p_smile:.4f}\n")
