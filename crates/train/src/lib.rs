@@ -18,6 +18,8 @@ mod metrics;
 pub mod photo_eval;
 mod plan;
 pub mod precompute;
+pub mod step;
+pub mod step_bench;
 pub mod trainer;
 
 pub use config::{GrinConfig, LossConfig, Mode, TrainConfig};
