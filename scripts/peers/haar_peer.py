@@ -3,9 +3,9 @@
 the opencv wheel) on the same held-out images grin-detect ran on,
 single-threaded.
 
-(One file of about 500 lines on purpose: bench-detect.sh runs it as one
-script in a venv, and its modes share the image loading, box matching and
-table code below.)
+(One file on purpose: bench-detect.sh runs it as one script in a venv, and
+its modes share the image loading and table code below; the scoring is
+scoring.py's.)
 
 Scenes (synthetic, or SMILEsmileD composites): the face cascade
 (haarcascade_frontalface_default.xml) alone. Latency: `detectMultiScale`
@@ -37,13 +37,8 @@ letterboxed to the run size by export_scenes), per source and detector:
     face cascade then the smile cascade in every face), from decoded
     grayscale images, median and p95 over timed runs cycling over the
     photos, against grin-detect --bench --threads 1 on the same PNGs.
-Faces export_scenes marks `ignore` (too small, cut off) are not faces: a
-detection that matches no face but covers one (IoU >= 0.5, or its centre
-inside) is neither a true nor a false positive.
-
-Matching follows grin_model::metrics (greedy, highest score first, each
-face matched once at IoU >= 0.5; all-point interpolated precision-recall
-area) and grin_train::photo_eval (ignore regions, size buckets, found).
+Box matching, AP, ignore regions, size buckets and "found" are
+scoring.py's (shared with yunet_peer.py for scripts/bench-latency.sh).
 
 Modes:
   --size WxH --scenes DIR --grin-detections F --grin-bench F --results R

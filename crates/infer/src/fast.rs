@@ -72,7 +72,9 @@ impl Group {
     }
 
     fn out_channels(&self) -> usize {
-        self.pointwise.last().map_or_else(|| self.conv3x3.as_ref().expect("a group has layers").out_channels, |p| p.out_channels)
+        self.pointwise
+            .last()
+            .map_or_else(|| self.conv3x3.as_ref().expect("a group has layers").out_channels, |p| p.out_channels)
     }
 
     /// `(height, width)` of the output for an input of `height x width`.
@@ -84,15 +86,13 @@ impl Group {
     /// Floats of band scratch per output row of `width`: the values between
     /// layers (every layer's output but the last) and the 3x3 conv's lines.
     fn scratch_per_row(&self, layout: Option<LineLayout>, width: usize) -> usize {
-        let outputs: Vec<usize> = self
-            .conv3x3
-            .iter()
-            .map(|c| c.out_channels)
-            .chain(self.pointwise.iter().map(|p| p.out_channels))
-            .collect();
+        let outputs: Vec<usize> =
+            self.conv3x3.iter().map(|c| c.out_channels).chain(self.pointwise.iter().map(|p| p.out_channels)).collect();
         let between: usize = outputs[..outputs.len() - 1].iter().sum::<usize>() * width;
         let lines = match (&self.conv3x3, layout) {
-            (Some(c), Some(l)) => l.lines(1).saturating_sub(l.lines(0)) * l.len * if c.depthwise { 1 } else { c.in_channels },
+            (Some(c), Some(l)) => {
+                l.lines(1).saturating_sub(l.lines(0)) * l.len * if c.depthwise { 1 } else { c.in_channels }
+            }
             _ => 0,
         };
         between + lines
@@ -163,7 +163,8 @@ impl FastDetector {
         for conv in folded.trunk.iter().chain(folded.heads.iter().flat_map(|h| &h.convs)) {
             // The kernels in `fast/kernels.rs` are the only ones there are.
             assert!(
-                (conv.kernel == 3 && matches!(conv.stride, 1 | 2)) || (conv.kernel == 1 && conv.stride == 1 && !conv.depthwise),
+                (conv.kernel == 3 && matches!(conv.stride, 1 | 2))
+                    || (conv.kernel == 1 && conv.stride == 1 && !conv.depthwise),
                 "no fast kernel for {}x{} stride {} convs",
                 conv.kernel,
                 conv.kernel,
@@ -183,7 +184,13 @@ impl FastDetector {
         let outputs = heads[0].groups.last().expect("a head has layers").out_channels();
         assert!(heads.iter().all(|h| h.groups.last().map(Group::out_channels) == Some(outputs)), "heads' outputs");
         let arch = pulp::Arch::new();
-        FastDetector { lanes: arch.dispatch(Lanes), arch, trunk: trunk.into_iter().map(|(g, _)| g).collect(), heads, outputs }
+        FastDetector {
+            lanes: arch.dispatch(Lanes),
+            arch,
+            trunk: trunk.into_iter().map(|(g, _)| g).collect(),
+            heads,
+            outputs,
+        }
     }
 
     /// Raw outputs `[OUTPUTS, points]` row-major, in `grin_model::Points` order.
@@ -383,7 +390,15 @@ mod tests {
             .collect()
     }
 
-    fn conv(cin: usize, cout: usize, kernel: usize, stride: usize, depthwise: bool, relu: bool, seed: u64) -> FoldedConv {
+    fn conv(
+        cin: usize,
+        cout: usize,
+        kernel: usize,
+        stride: usize,
+        depthwise: bool,
+        relu: bool,
+        seed: u64,
+    ) -> FoldedConv {
         let per_out = if depthwise { 1 } else { cin } * kernel * kernel;
         FoldedConv {
             in_channels: cin,
@@ -411,7 +426,8 @@ mod tests {
                         for ky in 0..c.kernel {
                             for kx in 0..c.kernel {
                                 let pad = c.kernel / 2;
-                                let (r, q) = ((s * i + ky) as isize - pad as isize, (s * j + kx) as isize - pad as isize);
+                                let (r, q) =
+                                    ((s * i + ky) as isize - pad as isize, (s * j + kx) as isize - pad as isize);
                                 if r < 0 || q < 0 || r >= h as isize || q >= w as isize {
                                     continue;
                                 }
@@ -458,7 +474,11 @@ mod tests {
     fn network(channels: usize) -> FoldedDetector {
         let head = |c: usize, seed: u64| FoldedHead {
             after: 0,
-            convs: vec![conv(c, c, 3, 1, true, true, seed), conv(c, c, 1, 1, false, true, seed + 2), conv(c, 6, 1, 1, false, false, seed + 4)],
+            convs: vec![
+                conv(c, c, 3, 1, true, true, seed),
+                conv(c, c, 1, 1, false, true, seed + 2),
+                conv(c, 6, 1, 1, false, false, seed + 4),
+            ],
         };
         let trunk = vec![
             conv(channels, 5, 3, 2, false, true, 10),
@@ -480,7 +500,12 @@ mod tests {
 
     fn check(channels: usize, height: usize, width: usize) -> Vec<f32> {
         let net = network(channels);
-        let input = Map { channels, height, width, data: values(channels * height * width, 7).iter().map(|v| v.abs()).collect() };
+        let input = Map {
+            channels,
+            height,
+            width,
+            data: values(channels * height * width, 7).iter().map(|v| v.abs()).collect(),
+        };
         let fast = FastDetector::new(net.clone()).forward(input.clone());
         let want = reference(&net, &input);
         assert_eq!(fast.len(), want.len(), "{width}x{height}x{channels}: output size");
@@ -506,7 +531,8 @@ mod tests {
         let one = check(1, 90, 70);
         let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
         let net = network(1);
-        let input = Map { channels: 1, height: 90, width: 70, data: values(90 * 70, 7).iter().map(|v| v.abs()).collect() };
+        let input =
+            Map { channels: 1, height: 90, width: 70, data: values(90 * 70, 7).iter().map(|v| v.abs()).collect() };
         let three = pool.install(|| FastDetector::new(net).forward(input));
         assert_eq!(one, three);
     }
