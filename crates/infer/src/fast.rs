@@ -43,23 +43,12 @@ pub(crate) struct Map {
     pub data: Vec<f32>,
 }
 
-/// A 3x3 conv (padding 1) with its BatchNorm folded in.
-#[derive(Debug, Clone)]
-struct Conv3x3 {
-    in_channels: usize,
-    out_channels: usize,
-    stride: usize,
-    depthwise: bool,
-    weight: Vec<f32>,
-    bias: Vec<f32>,
-    relu: bool,
-}
-
 /// Layers computed together band by band: a 3x3 conv (if any), then 1x1
 /// convs, each reading the one before.
 #[derive(Debug, Clone)]
 struct Group {
-    conv3x3: Option<Conv3x3>,
+    /// Kernel 3, padding 1, stride 1 or 2.
+    conv3x3: Option<FoldedConv>,
     pointwise: Vec<PackedPointwise>,
 }
 
@@ -111,15 +100,7 @@ fn groups(convs: &[FoldedConv], cut_after: impl Fn(usize) -> bool) -> Vec<(Group
         }
         let (group, last) = groups.last_mut().expect("pushed above");
         if conv.kernel == 3 {
-            group.conv3x3 = Some(Conv3x3 {
-                in_channels: conv.in_channels,
-                out_channels: conv.out_channels,
-                stride: conv.stride,
-                depthwise: conv.depthwise,
-                weight: conv.weight.clone(),
-                bias: conv.bias.clone(),
-                relu: conv.relu,
-            });
+            group.conv3x3 = Some(conv.clone());
         } else {
             group.pointwise.push(PackedPointwise::new(&conv.weight, &conv.bias, conv.in_channels, conv.relu));
         }
@@ -319,20 +300,7 @@ impl FastDetector {
         let mut input = Planes { ptr: x.data.as_ptr().cast_mut(), plane: x.height * x.width }.at(r0 * width);
         if let (Some(conv), Some(layout)) = (&group.conv3x3, layout) {
             let dst = target(0, last == 0);
-            self.arch.dispatch(Conv3x3Band {
-                layout,
-                input: &x.data,
-                r0,
-                rows,
-                lines,
-                depthwise: conv.depthwise,
-                in_channels: conv.in_channels,
-                out_channels: conv.out_channels,
-                weight: &conv.weight,
-                bias: &conv.bias,
-                relu: conv.relu,
-                out: dst,
-            });
+            self.arch.dispatch(Conv3x3Band { layout, input: &x.data, r0, rows, lines, conv, out: dst });
             input = dst;
         }
         let first = usize::from(group.conv3x3.is_some());

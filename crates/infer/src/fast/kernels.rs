@@ -15,6 +15,7 @@
 //! cannot say. Every entry point states what it reads and writes; the
 //! engine (`fast.rs`) sizes the buffers.
 
+use grin_model::FoldedConv;
 use pulp::{Simd, WithSimd};
 
 /// Output channels per tile of the 1x1 kernel: 6 rows x 2 vectors are 12
@@ -225,13 +226,8 @@ pub(crate) struct Conv3x3Band<'a> {
     /// for a depthwise conv, every input plane's for a dense one, each
     /// `layout.lines(rows) * layout.len` floats.
     pub lines: &'a mut [f32],
-    pub depthwise: bool,
-    pub in_channels: usize,
-    pub out_channels: usize,
-    /// `[out_channels, in_channels (1 when depthwise), 3, 3]`.
-    pub weight: &'a [f32],
-    pub bias: &'a [f32],
-    pub relu: bool,
+    /// A 3x3 conv, stride 1 or 2, depthwise or dense.
+    pub conv: &'a FoldedConv,
     /// The band's output row `i` of plane `oc` starts at
     /// `out.ptr + oc * out.plane + i * out_width`.
     pub out: Planes,
@@ -245,29 +241,30 @@ impl WithSimd for Conv3x3Band<'_> {
         let layout = self.layout;
         let plane = layout.in_height * layout.in_width;
         let per_plane = layout.lines(self.rows) * layout.len;
-        let planes = if self.depthwise { 1 } else { self.in_channels };
-        assert!(self.input.len() >= self.in_channels * plane, "3x3 input size");
+        let conv = self.conv;
+        let planes = if conv.depthwise { 1 } else { conv.in_channels };
+        assert!(self.input.len() >= conv.in_channels * plane, "3x3 input size");
         assert!(self.lines.len() >= planes * per_plane, "3x3 line scratch");
-        assert_eq!(self.weight.len(), self.out_channels * planes * 9, "3x3 weight size");
+        assert_eq!(conv.weight.len(), conv.out_channels * planes * 9, "3x3 weight size");
         let fill = |c: usize, lines: &mut [f32]| {
             layout.fill(&self.input[c * plane..][..plane], self.r0, self.rows, &mut lines[..per_plane])
         };
-        let mut band = Band { simd, layout, rows: self.rows, bias: self.bias, relu: self.relu, out: self.out };
-        if self.depthwise {
-            assert_eq!(self.in_channels, self.out_channels, "depthwise channels");
+        let mut band = Band { simd, layout, rows: self.rows, bias: &conv.bias, relu: conv.relu, out: self.out };
+        if conv.depthwise {
+            assert_eq!(conv.in_channels, conv.out_channels, "depthwise channels");
             let (mut taps, mut weights) = ([[std::ptr::null(); 9]], [[simd.splat_f32s(0.0); 9]]);
-            for c in 0..self.out_channels {
+            for c in 0..conv.out_channels {
                 fill(c, self.lines);
-                band.channel(c, self.lines, per_plane, &self.weight[c * 9..][..9], &mut taps, &mut weights);
+                band.channel(c, self.lines, per_plane, &conv.weight[c * 9..][..9], &mut taps, &mut weights);
             }
         } else {
-            for c in 0..self.in_channels {
+            for c in 0..conv.in_channels {
                 fill(c, &mut self.lines[c * per_plane..]);
             }
             let mut taps = vec![[std::ptr::null(); 9]; planes];
             let mut weights = vec![[simd.splat_f32s(0.0); 9]; planes];
-            for oc in 0..self.out_channels {
-                let w = &self.weight[oc * planes * 9..][..planes * 9];
+            for oc in 0..conv.out_channels {
+                let w = &conv.weight[oc * planes * 9..][..planes * 9];
                 band.channel(oc, self.lines, per_plane, w, &mut taps, &mut weights);
             }
         }
