@@ -42,6 +42,9 @@ pub struct Figures {
     /// Where `tr_s` was timed: "store" or "in-memory records".
     #[serde(skip_deserializing)]
     pub tr_from: &'static str,
+    /// The step `ti_s` and `ts_s` timed: grin's CPU step or Burn autodiff.
+    #[serde(skip_deserializing)]
+    pub step_path: &'static str,
 }
 
 const WARMUP: usize = 2;
@@ -166,7 +169,8 @@ pub fn measure<B: TrainBackend>(
             (t, "in-memory records")
         }
     };
-    Ok(Figures { tg_s: tg.median_s, workers: pipeline.workers(), batch, ti_s, ts_s, tu_s, tc_s, tr_s, tr_from })
+    let step_path = crate::step::engine_name::<B>();
+    Ok(Figures { tg_s: tg.median_s, workers: pipeline.workers(), batch, ti_s, ts_s, tu_s, tc_s, tr_s, tr_from, step_path })
 }
 
 impl Figures {
@@ -217,7 +221,7 @@ impl Figures {
         let read = format!("{:.3} ms (measured, {})", ms(self.tr_s), self.tr_from);
         let (_, why) = self.recommend(fits_in_device);
         format!(
-            "balance check on {backend}\n\
+            "balance check on {backend}, timing {}\n\
              \x20 T_g  feature time per sample (median, 1 core)   {:>9.3} ms\n\
              \x20 C    generation workers                         {:>9}\n\
              \x20 B    batch size                                 {:>9}\n\
@@ -229,6 +233,7 @@ impl Figures {
              \x20 T_g/C*B = {:.3} ms  vs  T_s = {:.3} ms  ->  {bound}\n\
              \x20 predicted device busy: on-the-fly {:.0}%, precomputed {:.0}%, in-vram {:.0}%\n\
              \x20 recommendation: {why}",
+            self.step_path,
             ms(self.tg_s),
             self.workers,
             self.batch,
@@ -314,6 +319,7 @@ mod tests {
             tc_s: 0.0003,
             tr_s: 0.012,
             tr_from: "store",
+            step_path: "a test's",
         }
     }
 
@@ -329,6 +335,26 @@ mod tests {
         // Without room on the device, the store is the way.
         let warning = on_the_fly.verdict(false);
         assert!(warning.contains("precomputed would reach 87% (--mode precomputed)"), "{warning}");
+    }
+
+    /// T_i and T_s are timed on the trainer's own `Stepper` (step.rs), the
+    /// function the loop and the data-parallel split call: the balance
+    /// check runs exactly its warm-up and timed repetitions through it.
+    #[test]
+    fn the_balance_check_times_the_trainers_step() {
+        // The default source: synthetic scenes, no files needed.
+        let features = FeatureConfig { width: 64, height: 64, workers: 1, ..FeatureConfig::default() };
+        let spec = crate::config::detector_spec(&grin_model::ModelConfig { width_mult: 0.5, ..Default::default() }, &features);
+        let train = TrainConfig { batch_size: 2, ..TrainConfig::default() };
+        let device = Default::default();
+        let before = crate::step::calls_on_this_thread();
+        let f = measure::<crate::backend::Cpu>(&features, &spec, &train, None, &DeviceAugment::default(), &device).unwrap();
+        let after = crate::step::calls_on_this_thread();
+        assert_eq!(after.0 - before.0, WARMUP + REPEATS, "T_s: steps through Stepper::step");
+        assert_eq!(after.1 - before.1, WARMUP + REPEATS, "T_i: forwards through Stepper::forward");
+        assert_eq!(f.step_path, crate::step::engine_name::<crate::backend::Cpu>());
+        assert!(f.ti_s > 0.0 && f.ts_s > 0.0);
+        assert!(f.report("cpu", true).contains(f.step_path));
     }
 
     #[test]
