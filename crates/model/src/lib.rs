@@ -26,7 +26,7 @@ mod targets;
 
 pub use backend::{DetectorBackend, TrainBackend};
 pub use config::ModelConfig;
-pub use decode::{decode, iou, DecodeParams, Detection};
+pub use decode::{decode, iou, nms, DecodeParams, Detection, LOG_DISTANCE_RANGE};
 pub use detector::{budget, detect, Budget, Detector, DetectorOutput, DetectorSpec, OUTPUTS};
 pub use file::{load_model, save_model};
 pub use folded::{FoldedConv, FoldedDetector, FoldedHead};
