@@ -7,10 +7,9 @@ use grin_model::file;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
-#[group(id = "source", required = true, multiple = false, args = ["model", "run"])]
 pub struct ExportArgs {
     /// A model file (`.grin`).
-    #[arg(long)]
+    #[arg(long, required_unless_present = "run", conflicts_with = "run")]
     pub model: Option<PathBuf>,
     /// A run folder (`runs/<name>`): exports its model.grin.
     #[arg(long)]

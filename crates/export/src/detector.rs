@@ -14,7 +14,7 @@
 
 use crate::graph::{int_attr, ints_attr, Dim, Graph};
 use crate::pb::{ModelProto, OperatorSetIdProto, StringStringEntryProto};
-use grin_model::{DetectorSpec, FoldedConv, FoldedDetector, LOG_DISTANCE_RANGE, OUTPUTS};
+use grin_model::{DetectorSpec, FoldedConv, FoldedDetector, LOG_DISTANCE_RANGE, MIN_PASS_SIDE, OUTPUTS, SEAM};
 
 /// The graph's input: `[batch, channels, height, width]`, values in 0..1.
 pub const INPUT: &str = "image";
@@ -113,6 +113,8 @@ fn metadata(spec: &DetectorSpec, strides: &[usize]) -> Vec<StringStringEntryProt
         ("max_detections", p.max_detections.to_string()),
         ("smile_vote_floor", p.smile_vote_floor.to_string()),
         ("pyramid_above", p.pyramid_above.to_string()),
+        ("pyramid_min_side", MIN_PASS_SIDE.to_string()),
+        ("pyramid_seam", SEAM.to_string()),
         ("run_width", spec.width.to_string()),
         ("run_height", spec.height.to_string()),
         ("channels", spec.channels.to_string()),
@@ -221,4 +223,69 @@ fn decode_level(g: &mut Graph, level: usize, y: &str, stride: f32) -> String {
     let rows_of_level = g.op("Concat", format!("{p}.decoded"), &[&boxes, &score, &smile], vec![int_attr("axis", 1)]);
     let flat = g.ints(&[0, DECODED as i64, -1]);
     g.op("Reshape", format!("{p}.decoded_flat"), &[&rows_of_level, &flat], vec![])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grin_infer::CpuBackend;
+    use grin_model::ModelConfig;
+    use std::collections::HashSet;
+
+    fn exported(channels: usize) -> (DetectorSpec, FoldedDetector, ModelProto) {
+        let spec = DetectorSpec { model: ModelConfig::default(), width: 96, height: 64, channels };
+        let folded = spec.init::<CpuBackend>(&Default::default()).folded();
+        let model = model(&spec, &folded);
+        (spec, folded, model)
+    }
+
+    #[test]
+    fn every_tensor_is_defined_once_before_it_is_read() {
+        let (_, folded, model) = exported(3);
+        let graph = model.graph.as_ref().unwrap();
+        let mut defined: HashSet<&str> = graph.initializer.iter().map(|t| t.name()).collect();
+        assert_eq!(defined.len(), graph.initializer.len(), "each constant stored once");
+        assert!(defined.insert(INPUT));
+        for node in &graph.node {
+            for input in &node.input {
+                assert!(defined.contains(input.as_str()), "{} reads {input} before it exists", node.name());
+            }
+            for output in &node.output {
+                assert!(defined.insert(output), "{output} is written twice");
+            }
+        }
+        for output in &graph.output {
+            assert!(defined.contains(output.name()), "output {} is never written", output.name());
+        }
+        let convs = graph.node.iter().filter(|n| n.op_type() == "Conv").count();
+        let network = folded.trunk.len() + folded.heads.iter().map(|h| h.convs.len()).sum::<usize>();
+        // Each level decodes with three 1x1 convs: ones, centres, boxes.
+        assert_eq!(convs, network + 3 * folded.heads.len());
+    }
+
+    #[test]
+    fn the_model_declares_opset_13_its_input_and_the_level_strides() {
+        let (spec, folded, model) = exported(1);
+        assert_eq!(model.opset_import[0].version(), OPSET);
+        assert_eq!(level_strides(&folded), [8, 16, 32]);
+        let graph = model.graph.as_ref().unwrap();
+        let input = &graph.input[0];
+        assert_eq!(input.name(), INPUT);
+        let Some(crate::pb::type_proto::Value::TensorType(tensor)) = &input.r#type.as_ref().unwrap().value else {
+            panic!("the input is a tensor")
+        };
+        let dims: Vec<_> = tensor.shape.as_ref().unwrap().dim.iter().map(|d| d.value.clone().unwrap()).collect();
+        use crate::pb::tensor_shape_proto::dimension::Value::{DimParam, DimValue};
+        assert_eq!(
+            dims,
+            [
+                DimParam("batch".into()),
+                DimValue(spec.channels as i64),
+                DimParam("height".into()),
+                DimParam("width".into())
+            ]
+        );
+        let bytes = to_onnx(&spec, &folded);
+        assert_eq!(<ModelProto as prost::Message>::decode(bytes.as_slice()).unwrap(), model, "the bytes are the model");
+    }
 }

@@ -120,6 +120,8 @@ fn the_metadata_holds_what_decoding_needs() {
     assert_eq!(prop("smile_vote_floor").parse::<f32>().unwrap(), p.smile_vote_floor);
     assert_eq!(prop("max_detections").parse::<usize>().unwrap(), p.max_detections);
     assert_eq!(prop("pyramid_above").parse::<f32>().unwrap(), p.pyramid_above);
+    assert_eq!(prop("pyramid_min_side").parse::<usize>().unwrap(), grin_model::MIN_PASS_SIDE);
+    assert_eq!(prop("pyramid_seam").parse::<f32>().unwrap(), grin_model::SEAM);
     assert_eq!((prop("run_width"), prop("run_height")), (spec.width.to_string(), spec.height.to_string()));
     assert_eq!(prop("channels"), spec.channels.to_string());
     assert_eq!(prop("strides"), "8,16,32");

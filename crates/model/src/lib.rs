@@ -33,5 +33,5 @@ pub use folded::{FoldedConv, FoldedDetector, FoldedHead};
 pub use loss::{loss, LossParts, LossWeights};
 pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint};
 pub use points::Points;
-pub use pyramid::{halve, merge as merge_passes, pass_sizes};
+pub use pyramid::{halve, merge as merge_passes, pass_sizes, MIN_PASS_SIDE, SEAM};
 pub use targets::{assign, PointTensors, Targets};
