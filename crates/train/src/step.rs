@@ -66,6 +66,7 @@ thread_local! {
 }
 
 /// (steps, forward passes) run through a [`Stepper`] on this thread so far.
+#[cfg(test)]
 pub(crate) fn calls_on_this_thread() -> (usize, usize) {
     CALLS.get()
 }
