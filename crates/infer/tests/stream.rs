@@ -358,6 +358,56 @@ fn a_stream_without_jpeg_starts_warns_once_and_the_summary_says_why() {
 }
 
 #[test]
+fn an_empty_stream_says_it_held_no_data() {
+    // A camera command that failed before its first frame: "0 frames, 0 bad" before.
+    let (_dir, path) = write_temp(b"");
+    for format in [&["--input-format", "mjpeg"][..], &["--input-format", "gray8", "--input-size", "320x240"]] {
+        let out = detect(&[&["--stream", path.to_str().unwrap(), "--no-clock"][..], format].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let s = summary(&out);
+        assert_eq!(
+            (s["frames"].as_u64(), s["hint"].as_str()),
+            (Some(0), Some("the stream held no data: not a byte was read from it")),
+            "{s}"
+        );
+        assert!(stderr.contains("\nhint: the stream held no data"), "{stderr}");
+    }
+}
+
+#[test]
+fn mjpeg_read_as_raw_frames_is_warned_about_once() {
+    // MJPEG with a raw --input-format: frames of JPEG bytes read as pixels.
+    let mjpeg = stream_of(&frames(4, 1), InputFormat::Mjpeg);
+    let (_dir, path) = write_temp(&mjpeg);
+    let size = "64x32"; // 2048 bytes a frame: several frames out of the JPEGs
+    let out =
+        detect(&["--stream", path.to_str().unwrap(), "--input-format", "gray8", "--input-size", size, "--no-clock"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let warned: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:") && l.contains("(FF D8 FF)")).collect();
+    assert_eq!(
+        warned,
+        ["warning: frame 0: frames start with a JPEG start marker (FF D8 FF): the source sends MJPEG? Read it with --input-format mjpeg"],
+        "{stderr}"
+    );
+    assert!(summary(&out)["hint"].as_str().unwrap().contains("--input-format mjpeg"), "{stderr}");
+    // Real raw frames are not warned about.
+    let (_raw_dir, raw) = write_temp(&stream_of(&frames(2, 1), InputFormat::Gray8));
+    let out = detect(&[
+        "--stream",
+        raw.to_str().unwrap(),
+        "--input-format",
+        "gray8",
+        "--input-size",
+        "320x240",
+        "--no-clock",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("warning:") && summary(&out).get("hint").is_none(), "{stderr}");
+}
+
+#[test]
 fn an_mjpeg_frame_past_the_bound_is_counted_and_the_stream_goes_on() {
     let good = frames(2, 1);
     let jpeg = |f: &DynamicImage| encode_frame(f, InputFormat::Mjpeg);
@@ -375,4 +425,8 @@ fn an_mjpeg_frame_past_the_bound_is_counted_and_the_stream_goes_on() {
     let s = summary(&out);
     assert_eq!((s["processed"].as_u64(), s["bad"]["too_large"].as_u64()), (Some(2), Some(1)), "{s}");
     assert!(s.get("hint").is_none(), "{s}");
+    // Alone, it is still a JPEG: no hint about raw frames.
+    let (_dir, path) = write_temp(&grin_features::fixtures::jpeg_claiming(65500, 65500));
+    let s = summary(&detect(&["--stream", path.to_str().unwrap(), "--no-clock"]));
+    assert_eq!((s["bad"]["too_large"].as_u64(), s.get("hint")), (Some(1), None), "{s}");
 }
