@@ -265,6 +265,9 @@ impl PlaneConv {
     }
 
     /// `taps += ` the nine taps' gradients from input `x` and output gradient `g`.
+    /// The training step calls [`Self::weight_grad_split`] on inputs it has
+    /// split already; this is the tests' way in.
+    #[cfg(test)]
     pub(crate) fn weight_grad(&self, taps: &mut [f32], x: &[f32], g: &[f32]) {
         self.with_split(x, |xs| self.weight_grad_split(taps, xs, g));
     }
