@@ -17,6 +17,9 @@ pub struct FeatureConfig {
     /// Generation worker threads; 0 means all cores.
     pub workers: usize,
     pub on_bad_sample: OnBadSample,
+    /// Most pixels an image file may have; a larger one is refused before
+    /// it is decoded (an error naming it, or a counted skip).
+    pub max_image_pixels: u64,
     pub source: SourceConfig,
     pub augment: AugmentConfig,
     pub balance: Option<ClassBalanceConfig>,
@@ -32,11 +35,22 @@ impl Default for FeatureConfig {
             seed: 0,
             workers: 0,
             on_bad_sample: OnBadSample::Error,
+            max_image_pixels: crate::io::DEFAULT_MAX_PIXELS,
             source: SourceConfig::default(),
             augment: AugmentConfig::default(),
             balance: None,
             split: SplitConfig::default(),
         }
+    }
+}
+
+impl FeatureConfig {
+    /// The bound every image file of this config is decoded within; an
+    /// error names the key when `max_image_pixels` is out of range.
+    pub fn image_bound(&self) -> Result<crate::io::ImageBound, FeatureError> {
+        const KEY: &str = "features.max_image_pixels";
+        crate::io::ImageBound::new(self.max_image_pixels, KEY)
+            .map_err(|e| FeatureError::Config(format!("key `{KEY}`: {e}")))
     }
 }
 

@@ -21,15 +21,18 @@ pub enum BadInputKind {
     MalformedAnnotation,
     BadBox,
     EmptyFolder,
+    /// Past `features.max_image_pixels` (or `grin-detect --max-pixels`).
+    ImageTooLarge,
 }
 
 impl BadInputKind {
-    pub const ALL: [BadInputKind; 5] = [
+    pub const ALL: [BadInputKind; 6] = [
         BadInputKind::CorruptImage,
         BadInputKind::UnreadableFile,
         BadInputKind::MalformedAnnotation,
         BadInputKind::BadBox,
         BadInputKind::EmptyFolder,
+        BadInputKind::ImageTooLarge,
     ];
 
     pub fn describe(self) -> &'static str {
@@ -39,6 +42,7 @@ impl BadInputKind {
             BadInputKind::MalformedAnnotation => "malformed annotation line",
             BadInputKind::BadBox => "box outside the image or of zero size",
             BadInputKind::EmptyFolder => "empty folder",
+            BadInputKind::ImageTooLarge => "image over the size bound",
         }
     }
 }
@@ -52,7 +56,7 @@ impl FeatureError {
 /// Thread-safe skip counts, printed at the end of a run under `on_bad_sample = "skip"`.
 #[derive(Debug, Default)]
 pub struct SkipCounts {
-    counts: [AtomicU64; 5],
+    counts: [AtomicU64; BadInputKind::ALL.len()],
 }
 
 impl SkipCounts {

@@ -4,6 +4,8 @@
 use crate::config::OnBadSample;
 use crate::error::{skip_or_fail, BadInputKind, FeatureError, SkipCounts};
 use crate::raster::Raster;
+use image::metadata::Orientation;
+use image::{DynamicImage, ImageDecoder, ImageReader};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -53,10 +55,11 @@ pub(crate) fn read_text(path: &Path) -> Result<String, FeatureError> {
 pub(crate) fn load_all(
     files: &[PathBuf],
     channels: u32,
+    bound: ImageBound,
     on_bad: OnBadSample,
     skips: &SkipCounts,
 ) -> Result<Vec<Raster>, FeatureError> {
-    let decoded: Vec<Result<Raster, FeatureError>> = files.par_iter().map(|p| decode(p, channels)).collect();
+    let decoded: Vec<Result<Raster, FeatureError>> = files.par_iter().map(|p| decode(p, channels, bound)).collect();
     let mut images = Vec::with_capacity(decoded.len());
     for result in decoded {
         match result {
@@ -68,33 +71,161 @@ pub(crate) fn load_all(
 }
 
 /// Reads and decodes one image into `channels` (1 = luma, 3 = RGB).
-pub(crate) fn decode(path: &Path, channels: u32) -> Result<Raster, FeatureError> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| FeatureError::bad(path, None, BadInputKind::UnreadableFile, format!("cannot read: {e}")))?;
-    decode_bytes(path, &bytes, channels)
+pub(crate) fn decode(path: &Path, channels: u32, bound: ImageBound) -> Result<Raster, FeatureError> {
+    Ok(Raster::from_image(&read_image(path, bound)?, channels))
 }
 
-/// Decodes `bytes` read from `path` (named in errors).
-fn decode_bytes(path: &Path, bytes: &[u8], channels: u32) -> Result<Raster, FeatureError> {
-    let corrupt = |message: String| FeatureError::bad(path, None, BadInputKind::CorruptImage, message);
-    let format = image::guess_format(bytes).map_err(|e| corrupt(format!("not an image: {e}")))?;
-    // The JPEG decoder fills a truncated scan with grey instead of failing;
-    // a missing end-of-image marker is how a cut-off file shows.
+/// The default of [`ImageBound::max_pixels`]: 64 megapixels, past any phone
+/// or camera photo in ordinary use (12-50 MP), and at most about 0.6 GB of
+/// decoding on a Pi with 1-8 GB.
+pub const DEFAULT_MAX_PIXELS: u64 = 64_000_000;
+
+/// The largest side an image may have: the most a JPEG header can state (a
+/// PNG header may state two billion).
+pub const MAX_IMAGE_SIDE: u32 = 65_535;
+
+/// How large an image may be decoded. A header is read before anything is
+/// allocated for the pixels, so an image whose header claims 65500x65500 is
+/// refused at once instead of taking gigabytes (the image crate's own
+/// default bounds only its allocations, at 512 MiB, and some of its decoders
+/// ignore that).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageBound {
+    /// Most pixels (width x height) an image may have.
+    pub max_pixels: u64,
+    /// The setting that raises the bound, named in the error (`--max-pixels`,
+    /// `features.max_image_pixels`).
+    pub knob: &'static str,
+}
+
+impl ImageBound {
+    /// A bound of `max_pixels`, raised by the setting `knob`; refused when
+    /// it is 0 or past the largest image there can be (65535 px a side).
+    pub fn new(max_pixels: u64, knob: &'static str) -> Result<ImageBound, String> {
+        let most = MAX_IMAGE_SIDE as u64 * MAX_IMAGE_SIDE as u64;
+        if !(1..=most).contains(&max_pixels) {
+            return Err(format!("{max_pixels} must be within 1..={most} pixels"));
+        }
+        Ok(ImageBound { max_pixels, knob })
+    }
+
+    /// Bytes the decoders may allocate: the pixels at 8 bytes each (16-bit
+    /// RGBA, the widest pixel PNG decodes to) plus room for their buffers.
+    /// Also the largest file read: no image within the bound is larger.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_pixels.saturating_mul(8).saturating_add(64 << 20)
+    }
+
+    /// Refuses a `width` x `height` image past the bound: `WxH (N
+    /// megapixels) is over the bound of ...`, naming the setting that raises it.
+    pub fn check(&self, width: u32, height: u32) -> Result<(), String> {
+        let pixels = width as u64 * height as u64;
+        if pixels > self.max_pixels || width.max(height) > MAX_IMAGE_SIDE {
+            return Err(format!(
+                "{width}x{height} ({:.1} megapixels) is over the bound of {:.1} megapixels and \
+                 {MAX_IMAGE_SIDE} px a side ({} raises it)",
+                pixels as f64 / 1e6,
+                self.max_pixels as f64 / 1e6,
+                self.knob
+            ));
+        }
+        Ok(())
+    }
+
+    fn limits(&self) -> image::Limits {
+        let mut limits = image::Limits::default();
+        limits.max_image_width = Some(MAX_IMAGE_SIDE);
+        limits.max_image_height = Some(MAX_IMAGE_SIDE);
+        limits.max_alloc = Some(self.max_bytes());
+        limits
+    }
+}
+
+/// Why bytes did not decode into an image; callers add the file or frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    pub kind: BadInputKind,
+    pub message: String,
+}
+
+/// Reads and decodes an image file within `bound`: the one way every part
+/// of grin (training sources, `grin eval`, `grin calibrate`, `grin-detect`)
+/// opens an image. Errors name the file.
+pub fn read_image(path: &Path, bound: ImageBound) -> Result<DynamicImage, FeatureError> {
+    use std::io::Read;
+    let unreadable =
+        |e: std::io::Error| FeatureError::bad(path, None, BadInputKind::UnreadableFile, format!("cannot read: {e}"));
+    let file = std::fs::File::open(path).map_err(unreadable)?;
+    // Read at most one byte past the bound: `/dev/zero` or a 10 GB file is
+    // refused after a bounded read, never loaded whole.
+    let mut bytes = Vec::new();
+    file.take(bound.max_bytes() + 1).read_to_end(&mut bytes).map_err(unreadable)?;
+    if bytes.len() as u64 > bound.max_bytes() {
+        return Err(FeatureError::bad(
+            path,
+            None,
+            BadInputKind::ImageTooLarge,
+            format!(
+                "file is over {} MiB, more than an image within the bound of {:.1} megapixels takes ({} raises it)",
+                bound.max_bytes() >> 20,
+                bound.max_pixels as f64 / 1e6,
+                bound.knob
+            ),
+        ));
+    }
+    decode_image(&bytes, bound).map_err(|e| FeatureError::bad(path, None, e.kind, e.message))
+}
+
+/// Decodes an image held in memory (a file's bytes, an MJPEG frame), turned
+/// the way its EXIF orientation says, within `bound`.
+///
+/// The JPEG decoder fills a truncated scan with grey instead of failing, so
+/// a JPEG without its end-of-image marker is refused: it would teach, or
+/// report faces on, half a picture. A JPEG whose scan data is scrambled but
+/// whose end marker is intact decodes to noise; nothing in the format tells
+/// it from a real picture.
+///
+/// A phone photo is stored sideways with an EXIF tag saying so; it is turned
+/// as viewers show it, and annotations and reported boxes are in that
+/// picture. An unreadable tag is ignored, as viewers ignore it.
+pub fn decode_image(bytes: &[u8], bound: ImageBound) -> Result<DynamicImage, DecodeError> {
+    let corrupt = |message: String| DecodeError { kind: BadInputKind::CorruptImage, message };
+    let format = image::guess_format(bytes).map_err(|_| corrupt("not an image (unrecognised content)".into()))?;
     if format == image::ImageFormat::Jpeg && !ends_with_jpeg_eoi(bytes) {
         return Err(corrupt("truncated JPEG: no end-of-image marker".into()));
     }
-    let image = image::load_from_memory_with_format(bytes, format)
-        .map_err(|e| corrupt(format!("corrupt or truncated image: {e}")))?;
-    let (width, height) = (image.width(), image.height());
+    let failed = |e: image::ImageError| match e {
+        image::ImageError::Limits(e) => DecodeError {
+            kind: BadInputKind::ImageTooLarge,
+            message: format!(
+                "decoding needs more than the bound of {} MiB ({e}; {} raises it)",
+                bound.max_bytes() >> 20,
+                bound.knob
+            ),
+        },
+        e => corrupt(format!("corrupt or truncated image: {e}")),
+    };
+    // Headers only: the alloc bound applies while the decoder reads them;
+    // the size is checked here, before any pixel buffer exists.
+    let mut reader = ImageReader::with_format(std::io::Cursor::new(bytes), format);
+    let mut header_limits = bound.limits();
+    (header_limits.max_image_width, header_limits.max_image_height) = (None, None);
+    reader.limits(header_limits);
+    let mut decoder = reader.into_decoder().map_err(failed)?;
+    let (width, height) = decoder.dimensions();
     if width == 0 || height == 0 {
         return Err(corrupt("image has zero size".into()));
     }
-    let pixels = match channels {
-        1 => image.into_luma8().into_raw(),
-        3 => image.into_rgb8().into_raw(),
-        n => return Err(FeatureError::Config(format!("key `features.channels`: {n} must be 1 or 3"))),
-    };
-    Ok(Raster { width, height, channels, pixels })
+    bound
+        .check(width, height)
+        .map_err(|e| DecodeError { kind: BadInputKind::ImageTooLarge, message: format!("image {e}") })?;
+    let mut limits = bound.limits();
+    limits.reserve(decoder.total_bytes()).map_err(failed)?;
+    decoder.set_limits(limits).map_err(failed)?;
+    let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
+    let mut image = DynamicImage::from_decoder(decoder).map_err(failed)?;
+    image.apply_orientation(orientation);
+    Ok(image)
 }
 
 /// EOI (FF D9) among the last bytes: encoders may pad after it, never before.
@@ -148,9 +279,58 @@ mod tests {
         image::GrayImage::from_pixel(16, 16, image::Luma([90]))
             .write_to(&mut std::io::Cursor::new(&mut bytes), image::ImageFormat::Jpeg)
             .unwrap();
-        assert_eq!(decode_bytes(Path::new("ok.jpg"), &bytes, 1).unwrap().pixels.len(), 256);
-        let err = decode_bytes(Path::new("cut.jpg"), &bytes[..bytes.len() / 2], 1).unwrap_err();
+        let bound = ImageBound { max_pixels: DEFAULT_MAX_PIXELS, knob: "test" };
+        let dir = tempfile::tempdir().unwrap();
+        let (ok, cut) = (dir.path().join("ok.jpg"), dir.path().join("cut.jpg"));
+        std::fs::write(&ok, &bytes).unwrap();
+        std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+        assert_eq!(decode(&ok, 1, bound).unwrap().pixels.len(), 256);
+        let err = decode(&cut, 1, bound).unwrap_err();
         assert!(matches!(err, FeatureError::BadInput { kind: BadInputKind::CorruptImage, .. }), "{err}");
-        assert!(err.to_string().starts_with("cut.jpg:"), "{err}");
+        assert!(err.to_string().starts_with(&format!("{}:", cut.display())), "{err}");
+    }
+
+    #[test]
+    fn a_photo_is_turned_as_its_exif_orientation_says() {
+        use image::{DynamicImage, GrayImage, Luma};
+        let bound = ImageBound { max_pixels: DEFAULT_MAX_PIXELS, knob: "test" };
+        // Bright left half, dark right half, 64x32 as stored.
+        let stored = DynamicImage::ImageLuma8(GrayImage::from_fn(64, 32, |x, _| Luma([if x < 32 { 250 } else { 5 }])));
+        let turned = crate::fixtures::jpeg_with_exif_orientation(&stored, 6);
+        let shown = decode_image(&turned, bound).unwrap().into_luma8();
+        // Turned a quarter clockwise: 32 wide, 64 tall, the bright half on top.
+        assert_eq!(shown.dimensions(), (32, 64));
+        assert!(shown.get_pixel(16, 8).0[0] > 200 && shown.get_pixel(16, 56).0[0] < 50);
+        let plain = decode_image(&crate::fixtures::jpeg_with_exif_orientation(&stored, 1), bound).unwrap();
+        assert_eq!((plain.width(), plain.height()), (64, 32));
+    }
+
+    #[test]
+    fn the_bound_counts_pixels_and_sides_and_names_its_setting() {
+        let bound = ImageBound::new(1000, "--max-pixels").unwrap();
+        assert!(bound.check(40, 25).is_ok());
+        let error = bound.check(40, 26).unwrap_err();
+        assert_eq!(
+            error,
+            "40x26 (0.0 megapixels) is over the bound of 0.0 megapixels and 65535 px a side (--max-pixels raises it)"
+        );
+        let wide = ImageBound::new(MAX_IMAGE_SIDE as u64 * MAX_IMAGE_SIDE as u64, "k").unwrap();
+        assert!(wide.check(65_536, 1).is_err(), "a PNG may claim a side no JPEG can");
+        assert!(ImageBound::new(0, "k").is_err());
+        // A 16x16 JPEG under a bound of 255 pixels, then 256.
+        let jpeg = crate::fixtures::jpeg_claiming(16, 16);
+        let error = decode_image(&jpeg, ImageBound { max_pixels: 255, knob: "k" }).unwrap_err();
+        assert_eq!(error.kind, BadInputKind::ImageTooLarge);
+        assert!(error.message.starts_with("image 16x16 "), "{}", error.message);
+        assert!(decode_image(&jpeg, ImageBound { max_pixels: 256, knob: "k" }).is_ok());
+    }
+
+    #[test]
+    fn a_file_past_the_bound_is_not_read_whole() {
+        // /dev/zero never ends: it is refused after the bound's bytes.
+        let bound = ImageBound { max_pixels: 1, knob: "--max-pixels" };
+        let err = read_image(Path::new("/dev/zero"), bound).unwrap_err();
+        assert!(matches!(err, FeatureError::BadInput { kind: BadInputKind::ImageTooLarge, .. }), "{err}");
+        assert!(err.to_string().starts_with("/dev/zero: file is over 64 MiB"), "{err}");
     }
 }

@@ -13,8 +13,9 @@
 /// Bumped whenever a source or an augmentation makes other bytes from the
 /// same config, so precomputed datasets written before are reported stale
 /// (2: crops without a backgrounds folder draw their noise from the one
-/// value-noise generator the synthetic scenes use).
-pub const GENERATOR_VERSION: u32 = 2;
+/// value-noise generator the synthetic scenes use; 3: images are turned by
+/// their EXIF orientation, as `grin-detect` turns them).
+pub const GENERATOR_VERSION: u32 = 3;
 
 mod annotations;
 mod class_balance;
@@ -22,6 +23,7 @@ mod config;
 mod crops;
 mod error;
 mod io;
+mod letterbox;
 mod mix;
 mod noise;
 mod photos;
@@ -33,9 +35,11 @@ mod synthetic;
 
 // Public as modules because callers use them as such: the trainer and the
 // CLI name `pipeline::Pipeline`, `bench::*` and `preview::contact_sheet`,
-// and tests drive each augmentation stage on its own.
+// and tests drive each augmentation stage on its own; `fixtures` writes the
+// hostile and EXIF-turned image files the tests of every crate need.
 pub mod augment;
 pub mod bench;
+pub mod fixtures;
 pub mod pipeline;
 pub mod preview;
 
@@ -49,6 +53,12 @@ pub use pipeline::Pipeline;
 pub use sample::{FaceBox, HostBatch, Sample, SceneClass, Smile, LABEL_IGNORE, LABEL_PADDING, MAX_BOXES};
 pub use source::{SampleRng, Source};
 
+// The one photo path: decoding within a size bound, EXIF orientation and
+// the letterbox, shared by the training sources, `grin eval`, `grin
+// calibrate` and `grin-detect`.
+pub use io::{decode_image, read_image, DecodeError, ImageBound, DEFAULT_MAX_PIXELS, MAX_IMAGE_SIDE};
+pub use letterbox::{letterbox, letterbox_image, letterbox_photo, Letterbox, LetterboxedPhoto, LETTERBOX_FILL};
+
 // The sources, and the held-out photos that reports score whole images on.
 pub use annotations::AnnotatedSource;
 pub use crops::CropsSource;
@@ -57,9 +67,7 @@ pub use photos::{held_out_photos, photos_of_split, HeldOutPhotos, PhotoSource};
 pub use synthetic::{SyntheticParams, SyntheticSource};
 
 // Building blocks that tests and tools check or reuse on their own.
-pub use annotations::{
-    parse_celeba, parse_jsonl, parse_wider, Annotated, AnnotationText, BadLines, Entry, LETTERBOX_FILL,
-};
+pub use annotations::{parse_celeba, parse_jsonl, parse_wider, Annotated, AnnotationText, BadLines, Entry};
 pub use crops::{paste_face, Placement};
 pub use photos::{celeba_aligned_box, crop_scene, landmarks_to_box, parse_caltech};
 pub use raster::{resample_region, Raster};

@@ -9,6 +9,24 @@ pub struct Raster {
     pub pixels: Vec<u8>,
 }
 
+impl Raster {
+    /// A decoded image as `channels` (1: luma, 3: RGB) interleaved u8
+    /// planes; luma is the image crate's conversion, for every reader alike.
+    ///
+    /// # Panics
+    /// On another channel count: configs and model headers are checked for
+    /// 1 or 3 when they are loaded, long before an image is read.
+    pub fn from_image(image: &image::DynamicImage, channels: u32) -> Raster {
+        let (width, height) = (image.width(), image.height());
+        let pixels = match channels {
+            1 => image.to_luma8().into_raw(),
+            3 => image.to_rgb8().into_raw(),
+            n => panic!("{n} channels: images become 1 (luma) or 3 (RGB)"),
+        };
+        Raster { width, height, channels, pixels }
+    }
+}
+
 /// Rounds to the nearest byte. `as u8` saturates (and maps NaN to 0), so no
 /// clamp is needed, and it avoids `f32::round`, a libm call on baseline x86-64.
 #[inline]

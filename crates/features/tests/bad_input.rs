@@ -2,7 +2,7 @@
 //! counted skip under `on_bad_sample = "skip"`. Fixtures are written here.
 
 use grin_features::{
-    AnnotatedSource, BadInputKind, CropsSource, FeatureConfig, FeatureError, OnBadSample, SampleRng, Source,
+    fixtures, AnnotatedSource, BadInputKind, CropsSource, FeatureConfig, FeatureError, OnBadSample, SampleRng, Source,
     SourceConfig, Split, SplitConfig,
 };
 use rand::SeedableRng;
@@ -79,10 +79,11 @@ fn expect_bad(result: Result<impl std::fmt::Debug, FeatureError>, kind: BadInput
     }
 }
 
-fn assert_crops_case(bad_name: &str, bad: Option<&[u8]>, kind: BadInputKind) {
+/// The bad file is named (with `words`) under Error, and counted under Skip.
+fn assert_crops_case(bad_name: &str, bad: Option<&[u8]>, kind: BadInputKind, words: &[&str]) {
     let (dir, bad_path) = crops_with(bad_name, bad);
     let error = CropsSource::new(&crops_config(dir.path().into(), OnBadSample::Error), Split::Train);
-    expect_bad(error, kind, &[&bad_path.display().to_string()]);
+    expect_bad(error, kind, &[&[bad_path.display().to_string().as_str()][..], words].concat());
     let source = CropsSource::new(&crops_config(dir.path().into(), OnBadSample::Skip), Split::Train).unwrap();
     assert_eq!(source.load_skips().get(kind), 1);
     assert_eq!(source.load_skips().total(), 1);
@@ -92,24 +93,61 @@ fn assert_crops_case(bad_name: &str, bad: Option<&[u8]>, kind: BadInputKind) {
 
 #[test]
 fn corrupt_image_is_named_or_skipped() {
-    assert_crops_case("garbage.jpg", Some(b"this is not an image at all"), BadInputKind::CorruptImage);
+    assert_crops_case("garbage.jpg", Some(b"this is not an image at all"), BadInputKind::CorruptImage, &[]);
 }
 
 #[test]
 fn truncated_jpeg_is_named_or_skipped() {
     let bytes = jpeg_bytes();
-    assert_crops_case("cut.jpg", Some(&bytes[..bytes.len() / 2]), BadInputKind::CorruptImage);
+    assert_crops_case("cut.jpg", Some(&bytes[..bytes.len() / 2]), BadInputKind::CorruptImage, &[]);
 }
 
 #[test]
 fn truncated_png_is_named_or_skipped() {
     let bytes = png_bytes();
-    assert_crops_case("cut.png", Some(&bytes[..bytes.len() / 2]), BadInputKind::CorruptImage);
+    assert_crops_case("cut.png", Some(&bytes[..bytes.len() / 2]), BadInputKind::CorruptImage, &[]);
 }
 
 #[test]
 fn unreadable_file_is_named_or_skipped() {
-    assert_crops_case("folder.jpg", None, BadInputKind::UnreadableFile);
+    assert_crops_case("folder.jpg", None, BadInputKind::UnreadableFile, &[]);
+}
+
+/// Issue 28's image bombs: a 300-byte JPEG whose header claims 65500x65500
+/// (an unbounded decoder took 8.9 GB and 49 s) and a small PNG claiming
+/// 20000x20000 (it panicked inside the image crate under a 1.5 GB limit).
+/// Both are refused from their header, at once, naming the file, the size,
+/// the bound and the key that raises it.
+#[test]
+fn image_bombs_are_refused_from_their_header_or_skipped() {
+    for (name, bytes, size) in [
+        ("bomb.jpg", fixtures::jpeg_claiming(65500, 65500), "65500x65500"),
+        ("bomb.png", fixtures::png_claiming(20000, 20000), "20000x20000"),
+    ] {
+        let started = std::time::Instant::now();
+        let words = [size, "over the bound of 64.0 megapixels", "features.max_image_pixels raises it"];
+        assert_crops_case(name, Some(&bytes), BadInputKind::ImageTooLarge, &words);
+        // Six real crops decoded twice, and the bomb refused twice.
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "{name}: {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn the_image_bound_is_a_config_key() {
+    let (dir, _) = crops_with("3.jpg", Some(&jpeg_bytes()));
+    // Every crop is 64x64 = 4096 pixels.
+    let bounded = |max_image_pixels: u64| FeatureConfig {
+        max_image_pixels,
+        ..crops_config(dir.path().into(), OnBadSample::Error)
+    };
+    expect_bad(
+        CropsSource::new(&bounded(4095), Split::Train),
+        BadInputKind::ImageTooLarge,
+        &["64x64", "features.max_image_pixels"],
+    );
+    assert_eq!(CropsSource::new(&bounded(4096), Split::Train).unwrap().counts(), (4, 3));
+    let error = CropsSource::new(&bounded(0), Split::Train).unwrap_err().to_string();
+    assert!(error.starts_with("key `features.max_image_pixels`: 0 must be within 1..="), "{error}");
 }
 
 #[test]

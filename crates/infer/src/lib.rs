@@ -1,8 +1,9 @@
 //! grin-infer: runs a trained grin detector on a CPU, as the `grin-detect`
 //! binary does on a Raspberry Pi.
 //!
-//! Data flow: an image file is decoded ([`load_image`]), letterboxed to the
-//! run size ([`Frame`]), pushed through the network by a [`Runner`] (a
+//! Data flow: an image file is decoded and letterboxed to the run size by
+//! grin-features' one photo path (`letterbox_photo`, what training and
+//! evaluation use), made a [`Frame`], pushed through the network by a [`Runner`] (a
 //! hand-written CPU pass, `fast.rs`, or the Burn model definition training
 //! uses; they agree to 1e-4), decoded by `grin_model::decode` (the one
 //! decoder of the project), and the boxes are mapped back to the original
@@ -17,5 +18,5 @@ pub mod report;
 mod runner;
 pub mod stream;
 
-pub use frame::{load_image, Frame, Mapping};
+pub use frame::{Frame, Mapping};
 pub use runner::{CpuBackend, Engine, ModelSource, Runner, DEFAULT_MODEL};

@@ -8,11 +8,12 @@
 
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
+use grin_features::{read_image, ImageBound, DEFAULT_MAX_PIXELS};
 use grin_infer::bench::{self, Latency};
 use grin_infer::draw;
 use grin_infer::report::ImageReport;
 use grin_infer::stream::{self, InputFormat, StreamOptions, TrackerConfig};
-use grin_infer::{load_image, Engine, ModelSource, Runner};
+use grin_infer::{Engine, ModelSource, Runner};
 use image::DynamicImage;
 use serde::Serialize;
 use std::os::fd::AsFd;
@@ -92,6 +93,10 @@ struct Cli {
     /// Forward pass: the hand-written CPU path, or Burn's ndarray backend (the training code).
     #[arg(long, value_enum, default_value = "fast")]
     engine: Engine,
+    /// Most pixels an image (or stream frame) may have; a larger one is
+    /// refused before it is decoded, with one line naming it.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PIXELS, value_parser = parse_max_pixels)]
+    max_pixels: u64,
     /// Time detection instead of printing it: median and p95 latency, frames/s.
     #[arg(long)]
     bench: bool,
@@ -120,6 +125,19 @@ fn parse_threshold(s: &str) -> Result<f32, String> {
 fn parse_pyramid(s: &str) -> Result<f32, String> {
     let above = s.trim().parse::<f32>().map_err(|_| format!("`{s}` is not a number"))?;
     grin_model::config::check_pyramid_above(above).map(|_| above)
+}
+
+fn parse_max_pixels(s: &str) -> Result<u64, String> {
+    let n = s.trim().parse::<u64>().map_err(|_| format!("`{s}` is not a pixel count"))?;
+    ImageBound::new(n, MAX_PIXELS_FLAG).map(|b| b.max_pixels)
+}
+
+const MAX_PIXELS_FLAG: &str = "--max-pixels";
+
+impl Cli {
+    fn image_bound(&self) -> ImageBound {
+        ImageBound { max_pixels: self.max_pixels, knob: MAX_PIXELS_FLAG }
+    }
 }
 
 fn parse_size(s: &str) -> Result<(usize, usize), String> {
@@ -200,15 +218,16 @@ fn detect_images(cli: &Cli, detector: &Runner) -> Result<bool> {
     }
     let mut ok = true;
     for (i, path) in cli.images.iter().enumerate() {
-        let image = match load_image(path) {
-            Ok(image) => image,
+        let (image, frame) = match detector.read_photo(path, cli.image_bound()) {
+            Ok(read) => read,
             Err(e) => {
-                report_failure(path, &e);
+                // The error names the file already.
+                eprintln!("error: {}", one_line(&e.into()));
                 ok = false;
                 continue;
             }
         };
-        let detections = detector.detect(detector.frame(&image));
+        let detections = detector.detect(frame);
         let report = ImageReport::new(path.display().to_string(), image.width(), image.height(), &detections);
         println!("{}", if cli.json { report.to_json() } else { report.to_text() });
         if let Some(out) = &cli.draw {
@@ -231,11 +250,18 @@ fn run_stream(cli: &Cli, detector: &Runner, source: &Path) -> Result<bool> {
     } else {
         std::fs::File::open(source).map_err(|e| anyhow!("{}: cannot open: {e}", source.display()))?
     };
+    let metadata = input.metadata().ok();
+    // Opening a folder succeeds and reading it fails: it would be an empty stream.
+    if metadata.as_ref().is_some_and(|m| m.is_dir()) {
+        let name = if source == Path::new("-") { "standard input".into() } else { source.display().to_string() };
+        anyhow::bail!("{name}: is a folder; --stream reads a file, a FIFO or standard input");
+    }
     // A regular file is not live: nothing goes stale while it waits.
-    let is_file = input.metadata().map(|m| m.is_file()).unwrap_or(false);
+    let is_file = metadata.is_some_and(|m| m.is_file());
     let options = StreamOptions {
         format: cli.input_format,
         size: cli.input_size,
+        bound: cli.image_bound(),
         every_frame: cli.every_frame || is_file,
         events_only: cli.events_only,
         no_clock: cli.no_clock,
@@ -279,10 +305,10 @@ fn bench_images(cli: &Cli, detector: &Runner) -> Result<bool> {
     let mut ok = true;
     let mut images: Vec<DynamicImage> = Vec::new();
     for path in &cli.images {
-        match load_image(path) {
+        match read_image(path, cli.image_bound()) {
             Ok(image) => images.push(image),
             Err(e) => {
-                report_failure(path, &e);
+                eprintln!("error: {}", one_line(&e.into()));
                 ok = false;
             }
         }

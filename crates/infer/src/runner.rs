@@ -13,8 +13,9 @@ use crate::frame::Frame;
 use anyhow::{anyhow, bail, Result};
 use burn::tensor::{Tensor, TensorData};
 use burn_ndarray::{NdArray, NdArrayDevice};
+use grin_features::{FeatureError, ImageBound};
 use grin_model::{merge_passes, pass_sizes, Budget, DecodeParams, Detection, DetectorSpec, Points};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Plain f32 ndarray, no autodiff: inference only.
 pub type CpuBackend = NdArray<f32>;
@@ -151,6 +152,16 @@ impl Runner {
     pub fn frame(&self, image: &image::DynamicImage) -> Frame {
         let (w, h) = self.run_size();
         Frame::new(image, self.spec.channels, w, h)
+    }
+
+    /// Reads an image file within `bound` and makes its frame by the one
+    /// photo path training's evaluation takes (`grin_features::letterbox_photo`):
+    /// the picture as decoded (EXIF orientation applied) and the frame.
+    pub fn read_photo(&self, path: &Path, bound: ImageBound) -> Result<(image::DynamicImage, Frame), FeatureError> {
+        let (w, h) = self.run_size();
+        let photo = grin_features::letterbox_photo(path, self.spec.channels as u32, w as u32, h as u32, bound)?;
+        let frame = Frame::from_letterboxed(&photo.frame, photo.placement);
+        Ok((photo.image, frame))
     }
 
     pub fn engine(&self) -> Engine {

@@ -1,8 +1,9 @@
 //! grin-detect end to end: the built binary on fixtures these tests write
 //! (plus the committed test scene), checking output, exit codes and errors.
 
-use grin_infer::DEFAULT_MODEL;
-use image::{GrayImage, ImageFormat, Luma};
+use grin_features::{fixtures, held_out_photos, FeatureConfig, ImageBound, SourceConfig, SplitConfig};
+use grin_infer::{ModelSource, Runner, DEFAULT_MODEL};
+use image::{DynamicImage, GrayImage, ImageFormat, Luma, Rgb, RgbImage};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -312,4 +313,134 @@ fn bench_reports_latency_and_cost() {
     assert!(text(&human.stdout).contains("median"), "{}", text(&human.stdout));
     let needs_bench = grin_detect(&["--iterations", "3", s(&scene())]);
     assert_eq!(needs_bench.status.code(), Some(2));
+}
+
+/// A 16:9 colour photo, 1280x720: the test scene three times as large at
+/// (200, 0) on a coloured gradient, and its faces there.
+fn wide_photo() -> (DynamicImage, Vec<[f64; 4]>) {
+    let scene = image::open(scene()).unwrap().resize_exact(960, 720, image::imageops::FilterType::Triangle).to_rgb8();
+    let photo = RgbImage::from_fn(1280, 720, |x, y| match x.checked_sub(200) {
+        Some(sx) if sx < 960 => *scene.get_pixel(sx, y),
+        _ => Rgb([(x / 5) as u8, (y / 3) as u8, 90]),
+    });
+    let faces = SCENE_FACES.iter().map(|f| [f[0] * 3.0 + 200.0, f[1] * 3.0, f[2] * 3.0 + 200.0, f[3] * 3.0]).collect();
+    (DynamicImage::ImageRgb8(photo), faces)
+}
+
+/// The 16:9 photo as a PNG, and as a phone writes it: a JPEG stored on its
+/// side (720x1280) with an EXIF tag saying to turn it a quarter clockwise.
+fn write_wide_photos(dir: &Path) -> [PathBuf; 2] {
+    let (photo, _) = wide_photo();
+    let (png, turned) = (dir.join("wide.png"), dir.join("turned.jpg"));
+    photo.save(&png).unwrap();
+    std::fs::write(&turned, fixtures::jpeg_with_exif_orientation(&photo.rotate270(), 6)).unwrap();
+    [png, turned]
+}
+
+/// Issue 27's one photo path: `grin eval` and `grin calibrate` (held-out
+/// photos, through grin-features) and `grin-detect` make the same frame
+/// from the same file, byte for byte, and map boxes between the photo and
+/// the frame the same way.
+#[test]
+fn eval_and_grin_detect_make_the_same_frame_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = write_wide_photos(dir.path());
+    let (_, faces) = wide_photo();
+    let boxes = serde_json::to_string(&faces).unwrap();
+    let manifest = dir.path().join("m.jsonl");
+    let lines: Vec<String> = files
+        .iter()
+        .map(|f| format!(r#"{{"image": "{}", "boxes": {boxes}}}"#, f.file_name().unwrap().to_str().unwrap()))
+        .collect();
+    std::fs::write(&manifest, lines.join("\n")).unwrap();
+    let cfg = FeatureConfig {
+        source: SourceConfig::Jsonl { manifest },
+        split: SplitConfig { train: 0.0, val: 0.0, test: 1.0 },
+        ..FeatureConfig::default()
+    };
+    let held = held_out_photos(&cfg, 0).unwrap();
+    let mut runner = Runner::load(ModelSource::Embedded).unwrap();
+    runner.set_run_size(640, 480).unwrap();
+    let bound = ImageBound { max_pixels: grin_features::DEFAULT_MAX_PIXELS, knob: "--max-pixels" };
+    assert_eq!(held[0].len(), 2);
+    for i in 0..2 {
+        let path = held[0].image_path(i);
+        let evaluated = held[0].letterboxed(i, 640, 480, 1).unwrap();
+        let (image, frame) = runner.read_photo(path, bound).unwrap();
+        // The JPEG is turned upright: 1280x720 as shown, not 720x1280 as stored.
+        assert_eq!((image.width(), image.height()), (1280, 720), "{}", path.display());
+        let bytes: Vec<u8> = frame.pixels.iter().map(|v| (v * 255.0).round() as u8).collect();
+        assert_eq!(bytes, evaluated.pixels, "{}: grin-detect's frame is not eval's", path.display());
+        assert!(frame.pixels.iter().zip(&evaluated.pixels).all(|(&f, &e)| f == e as f32 / 255.0));
+        // 1280x720 in 640x480: 640x360, centred 60 rows down on grey.
+        assert!(evaluated.pixels[..640 * 60].iter().all(|&v| v == grin_features::LETTERBOX_FILL));
+        // Eval's boxes, mapped back by grin-detect's mapping, are the faces.
+        assert_eq!(evaluated.boxes.len(), faces.len());
+        for (b, face) in evaluated.boxes.iter().zip(&faces) {
+            let d = grin_model::Detection { x0: b.x0, y0: b.y0, x1: b.x1, y1: b.y1, score: 1.0, smile: 0.0 };
+            let back = frame.mapping().to_source(d).unwrap();
+            let got = [back.x0, back.y0, back.x1, back.y1];
+            assert!(got.iter().zip(face).all(|(&g, &f)| (g as f64 - f).abs() < 0.01), "{got:?} vs {face:?}");
+        }
+    }
+}
+
+#[test]
+fn grin_detect_reports_boxes_in_the_pixels_of_a_wide_or_turned_photo() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = write_wide_photos(dir.path());
+    let (_, faces) = wide_photo();
+    let out = grin_detect(&["--json", s(&files[0]), s(&files[1])]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for report in json_lines(&out) {
+        assert_eq!((report["width"].as_u64(), report["height"].as_u64()), (Some(1280), Some(720)), "{report}");
+        let found = boxes(&report);
+        let matched = faces.iter().filter(|f| found.iter().any(|b| iou(b, &f[..]) >= 0.5)).count();
+        assert!(matched * 2 >= faces.len(), "{}: matched {matched} of {}: {found:?}", report["image"], faces.len());
+    }
+}
+
+/// Issue 28's image bombs, through `grin-detect`: each is one line naming
+/// the file and the bound, at once (an unbounded decoder took 8.9 GB and
+/// 49 s on the JPEG); the other images still run; `--max-pixels` moves the bound.
+#[test]
+fn image_bombs_are_refused_at_once_and_max_pixels_moves_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let (jpeg, png) = (dir.path().join("bomb.jpg"), dir.path().join("bomb.png"));
+    std::fs::write(&jpeg, fixtures::jpeg_claiming(65500, 65500)).unwrap();
+    std::fs::write(&png, fixtures::png_claiming(20000, 20000)).unwrap();
+    let started = std::time::Instant::now();
+    let out = grin_detect(&["--json", s(&jpeg), s(&png), s(&scene())]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(json_lines(&out).len(), 1, "the scene still runs");
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "error: {}: image 65500x65500 (4290.2 megapixels) is over the bound of 64.0 megapixels and 65535 px \
+                 a side (--max-pixels raises it)",
+                jpeg.display()
+            ),
+            format!(
+                "error: {}: image 20000x20000 (400.0 megapixels) is over the bound of 64.0 megapixels and 65535 px \
+                 a side (--max-pixels raises it)",
+                png.display()
+            ),
+        ]
+    );
+    // The scene is 320x240 = 76800 pixels.
+    let refused = grin_detect(&["--max-pixels", "76799", s(&scene())]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stderr).contains("image 320x240 (0.1 megapixels) is over the bound"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(grin_detect(&["--max-pixels", "76800", s(&scene())]).status.success());
+    let zero = grin_detect(&["--max-pixels", "0", s(&scene())]);
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(text(&zero.stderr).contains("--max-pixels"), "{}", text(&zero.stderr));
 }

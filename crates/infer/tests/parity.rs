@@ -3,7 +3,7 @@
 //! for boxes above 1 px), for the shipped model and for a random 3-channel
 //! model of another width, at the training size and at other run sizes.
 
-use grin_infer::{load_image, Engine, ModelSource, Runner};
+use grin_infer::{Engine, ModelSource, Runner};
 use grin_model::{DecodeParams, DetectorSpec, ModelConfig};
 use std::path::Path;
 
@@ -49,7 +49,7 @@ fn check(detector: &mut Runner, image: &image::DynamicImage, sizes: &[(usize, us
 }
 
 fn scene() -> image::DynamicImage {
-    load_image(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png")).unwrap()
+    image::open(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png")).unwrap()
 }
 
 #[test]

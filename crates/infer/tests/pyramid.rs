@@ -2,17 +2,18 @@
 //! pass can take is found by the half-size pass, where one pass misses it;
 //! and `grin-detect`'s path (fast kernels, frames halved on the CPU) gives
 //! the detections training's evaluation gets from `grin_model::detect`
-//! (Burn, frames halved by `avg_pool2d`).
+//! (Burn, frames halved by `avg_pool2d`), on 16:9 images that both
+//! letterbox by the one photo path and map back through its placement.
 
 use burn::tensor::{Tensor, TensorData};
-use grin_infer::{load_image, CpuBackend, Engine, ModelSource, Runner, DEFAULT_MODEL};
+use grin_infer::{CpuBackend, Engine, Mapping, ModelSource, Runner, DEFAULT_MODEL};
 use grin_model::Detection;
 use image::imageops::FilterType;
 use image::DynamicImage;
 use std::path::Path;
 
 fn scene() -> DynamicImage {
-    load_image(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png")).unwrap()
+    image::open(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png")).unwrap()
 }
 
 /// The test scene's largest face (about 74 px at 320x240, at (87, 28)),
@@ -23,6 +24,19 @@ fn close_up() -> (DynamicImage, [f32; 4]) {
     let image = scene().crop_imm(71, 25, 107, 80).resize_exact(320, 240, FilterType::Triangle);
     let s = 320.0 / 107.0;
     (image, [(87.5 - 71.0) * s, (28.0 - 25.0) * 3.0, (162.0 - 71.0) * s, (101.4 - 25.0) * 3.0])
+}
+
+/// `image` (320x240) widened to 16:9 with a gradient on its right, so the
+/// frame has letterbox bars and boxes must be mapped back.
+fn widened(image: &DynamicImage) -> DynamicImage {
+    let grey = image.to_luma8();
+    DynamicImage::ImageLuma8(image::GrayImage::from_fn(427, 240, |x, y| {
+        if x < 320 {
+            *grey.get_pixel(x, y)
+        } else {
+            image::Luma([(x / 2 + y / 3) as u8])
+        }
+    }))
 }
 
 fn iou(d: &Detection, b: [f32; 4]) -> f32 {
@@ -53,16 +67,21 @@ fn grin_detect_and_training_evaluation_make_the_same_pyramid() {
     let params =
         grin_model::DecodeParams { score_threshold: 0.05, smile_vote_floor: 0.05, ..spec.model.decode_params() };
     runner.set_score_threshold(params.score_threshold);
-    for image in [scene(), close_up().0] {
-        let frame = runner.frame(&image);
-        // 320x240 images: the frame's pixels are the image's, boxes need no mapping.
-        let input =
-            Tensor::<CpuBackend, 4>::from_data(TensorData::new(frame.pixels.clone(), [1, 1, 240, 320]), &device);
-        let evaluated = grin_model::detect(&model, input, &params).remove(0);
+    for image in [scene(), close_up().0].map(|i| widened(&i)) {
+        // Evaluation's input: the photo path's u8 frame, divided by 255 as
+        // training's batch upload divides it.
+        let (frame, placement) = grin_features::letterbox_image(&image, 1, 320, 240);
+        let pixels: Vec<f32> = frame.pixels.iter().map(|&v| v as f32 / 255.0).collect();
+        let input = Tensor::<CpuBackend, 4>::from_data(TensorData::new(pixels, [1, 1, 240, 320]), &device);
+        let evaluated: Vec<Detection> = grin_model::detect(&model, input, &params)
+            .remove(0)
+            .into_iter()
+            .filter_map(|d| Mapping(placement).to_source(d))
+            .collect();
         assert!(evaluated.len() > 3, "too few detections to compare: {evaluated:?}");
         for engine in [Engine::Fast, Engine::Burn] {
             runner.set_engine(engine);
-            let detected = runner.detect(frame.clone());
+            let detected = runner.detect(runner.frame(&image));
             assert_eq!(detected.len(), evaluated.len(), "{engine:?}");
             for (a, b) in detected.iter().zip(&evaluated) {
                 let close =

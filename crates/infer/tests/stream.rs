@@ -295,3 +295,138 @@ fn stream_flags_are_checked_before_anything_runs() {
     let both = detect(&["--stream", "-", "image.png"]);
     assert_eq!(both.status.code(), Some(2), "images and --stream do not mix");
 }
+
+/// Issue 28's silent streams: each gets an error before anything runs, or
+/// a warning and a summary that say what is wrong.
+#[test]
+fn a_zero_frame_size_a_folder_or_a_huge_raw_frame_is_refused() {
+    let zero = detect(&["--stream", "-", "--input-format", "gray8", "--input-size", "0x0"]);
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&zero.stderr).contains("--input-size 0x0: a frame has at least one pixel a side"),
+        "{}",
+        String::from_utf8_lossy(&zero.stderr)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let folder = detect(&["--stream", dir.path().to_str().unwrap()]);
+    assert_eq!(folder.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&folder.stderr);
+    assert!(stderr.contains(&format!("{}: is a folder", dir.path().display())), "{stderr}");
+    // rgb24 at 100000x100000 was a 30 GB allocation.
+    let huge = detect(&["--stream", "-", "--input-format", "rgb24", "--input-size", "100000x100000"]);
+    assert_eq!(huge.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&huge.stderr);
+    assert!(
+        stderr.contains("--input-size: a frame of 100000x100000 (10000.0 megapixels) is over the bound"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--max-pixels raises it"), "{stderr}");
+    // The bound moves with --max-pixels: 320x240 is 76800 pixels.
+    let (_dir, path) = write_temp(&stream_of(&frames(1, 0), InputFormat::Gray8));
+    let args = |max: &'static str| {
+        ["--stream", path.to_str().unwrap(), "--input-format", "gray8", "--input-size", "320x240", "--max-pixels", max]
+            .map(String::from)
+    };
+    assert_eq!(
+        Command::new(env!("CARGO_BIN_EXE_grin-detect")).args(args("76799")).output().unwrap().status.code(),
+        Some(2)
+    );
+    assert!(Command::new(env!("CARGO_BIN_EXE_grin-detect")).args(args("76800")).output().unwrap().status.success());
+}
+
+#[test]
+fn a_stream_without_jpeg_starts_warns_once_and_the_summary_says_why() {
+    // What forgetting --input-format on a raw camera looks like: 3 MiB of
+    // raw grey frames with no FF D8 in them, read as MJPEG.
+    let (_dir, path) = write_temp(&vec![0x40u8; 3 << 20]);
+    let out = detect(&["--stream", path.to_str().unwrap(), "--no-clock"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 2, "{stderr}");
+    assert_eq!(
+        warnings[0],
+        "warning: frame 0: no JPEG start marker (FF D8) in 1048576 bytes: not an MJPEG stream? Raw frames need \
+         --input-format gray8|rgb24|yuv420 and --input-size WxH"
+    );
+    // The rest, to the end, is counted too: never "0 frames, 0 bad".
+    assert_eq!(warnings[1], "warning: frame 1: 2097152 stray bytes outside any JPEG frame");
+    let s = summary(&out);
+    assert_eq!((s["bad"]["no_jpeg_start"].as_u64(), s["bad"]["stray_bytes"].as_u64()), (Some(1), Some(1)), "{s}");
+    assert!(s["hint"].as_str().unwrap().contains("give --input-format gray8|rgb24|yuv420"), "{s}");
+    assert!(stderr.contains("\nhint: no usable JPEG frame was found"), "{stderr}");
+}
+
+#[test]
+fn an_empty_stream_says_it_held_no_data() {
+    // A camera command that failed before its first frame: "0 frames, 0 bad" before.
+    let (_dir, path) = write_temp(b"");
+    for format in [&["--input-format", "mjpeg"][..], &["--input-format", "gray8", "--input-size", "320x240"]] {
+        let out = detect(&[&["--stream", path.to_str().unwrap(), "--no-clock"][..], format].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let s = summary(&out);
+        assert_eq!(
+            (s["frames"].as_u64(), s["hint"].as_str()),
+            (Some(0), Some("the stream held no data: not a byte was read from it")),
+            "{s}"
+        );
+        assert!(stderr.contains("\nhint: the stream held no data"), "{stderr}");
+    }
+}
+
+#[test]
+fn mjpeg_read_as_raw_frames_is_warned_about_once() {
+    // MJPEG with a raw --input-format: frames of JPEG bytes read as pixels.
+    let mjpeg = stream_of(&frames(4, 1), InputFormat::Mjpeg);
+    let (_dir, path) = write_temp(&mjpeg);
+    let size = "64x32"; // 2048 bytes a frame: several frames out of the JPEGs
+    let out =
+        detect(&["--stream", path.to_str().unwrap(), "--input-format", "gray8", "--input-size", size, "--no-clock"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let warned: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning:") && l.contains("(FF D8 FF)")).collect();
+    assert_eq!(
+        warned,
+        ["warning: frame 0: frames start with a JPEG start marker (FF D8 FF): the source sends MJPEG? Read it with --input-format mjpeg"],
+        "{stderr}"
+    );
+    assert!(summary(&out)["hint"].as_str().unwrap().contains("--input-format mjpeg"), "{stderr}");
+    // Real raw frames are not warned about.
+    let (_raw_dir, raw) = write_temp(&stream_of(&frames(2, 1), InputFormat::Gray8));
+    let out = detect(&[
+        "--stream",
+        raw.to_str().unwrap(),
+        "--input-format",
+        "gray8",
+        "--input-size",
+        "320x240",
+        "--no-clock",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("warning:") && summary(&out).get("hint").is_none(), "{stderr}");
+}
+
+#[test]
+fn an_mjpeg_frame_past_the_bound_is_counted_and_the_stream_goes_on() {
+    let good = frames(2, 1);
+    let jpeg = |f: &DynamicImage| encode_frame(f, InputFormat::Mjpeg);
+    let stream = [jpeg(&good[0]), grin_features::fixtures::jpeg_claiming(65500, 65500), jpeg(&good[1])].concat();
+    let (_dir, path) = write_temp(&stream);
+    let started = std::time::Instant::now();
+    let out = detect(&["--stream", path.to_str().unwrap(), "--no-clock"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: frame 1: frame too large: image 65500x65500 (4290.2 megapixels) is over the bound"),
+        "{stderr}"
+    );
+    let s = summary(&out);
+    assert_eq!((s["processed"].as_u64(), s["bad"]["too_large"].as_u64()), (Some(2), Some(1)), "{s}");
+    assert!(s.get("hint").is_none(), "{s}");
+    // Alone, it is still a JPEG: no hint about raw frames.
+    let (_dir, path) = write_temp(&grin_features::fixtures::jpeg_claiming(65500, 65500));
+    let s = summary(&detect(&["--stream", path.to_str().unwrap(), "--no-clock"]));
+    assert_eq!((s["bad"]["too_large"].as_u64(), s.get("hint")), (Some(1), None), "{s}");
+}

@@ -164,6 +164,7 @@ impl GrinConfig {
         if f.channels != 1 && f.channels != 3 {
             bail!("key `features.channels`: {} must be 1 or 3", f.channels);
         }
+        f.image_bound().map_err(|e| anyhow::anyhow!("{e}"))?;
         if c.name.is_empty() || c.name.contains(['/', '\\']) || c.name == ".." {
             bail!("key `name`: {:?} must be a plain folder name", c.name);
         }

@@ -13,15 +13,13 @@ pub use parse::{parse_celeba, parse_jsonl, parse_wider, AnnotationText, BadLines
 
 use crate::config::{FeatureConfig, SourceConfig, Split};
 use crate::error::{BadInputKind, FeatureError, SkipCounts};
-use crate::io::{decode, read_text};
-use crate::raster::{resize, Raster};
+use crate::io::{read_text, ImageBound};
+use crate::letterbox::{letterbox_photo, Letterbox, LetterboxedPhoto};
 use crate::sample::{FaceBox, Sample, MAX_BOXES};
 use crate::source::{SampleRng, Source};
 use crate::split::{check_split, keep_split};
 use std::path::{Path, PathBuf};
 
-/// Grey of the letterbox bars (the usual detector padding value).
-pub const LETTERBOX_FILL: u8 = 114;
 /// Boxes may overhang their image by this many pixels (annotators round outwards).
 const EDGE_TOLERANCE: f32 = 1.0;
 
@@ -49,6 +47,7 @@ pub struct AnnotatedSource {
     width: u32,
     height: u32,
     channels: u32,
+    bound: ImageBound,
     load_skips: SkipCounts,
 }
 
@@ -107,6 +106,7 @@ impl AnnotatedSource {
             width: cfg.width,
             height: cfg.height,
             channels: cfg.channels,
+            bound: cfg.image_bound()?,
             load_skips,
         })
     }
@@ -136,9 +136,10 @@ impl Source for AnnotatedSource {
 
     fn scene(&self, index: u64, _rng: &mut SampleRng) -> Result<Sample, FeatureError> {
         let entry = &self.entries[(index % self.entries.len() as u64) as usize];
-        let image = decode(&entry.image, self.channels)?;
-        check_inside(entry, &image, &self.annotations)?;
-        Ok(letterbox(&image, &entry.faces, self.width, self.height))
+        let photo = letterbox_photo(&entry.image, self.channels, self.width, self.height, self.bound)?;
+        check_inside(entry, &photo.placement, &self.annotations)?;
+        let faces: Vec<FaceBox> = entry.faces.iter().map(|a| a.face).collect();
+        Ok(letterboxed_sample(photo, &faces))
     }
 }
 
@@ -167,8 +168,8 @@ fn wrong_kind(kind: &str) -> FeatureError {
 }
 
 /// A box outside its decoded image names the annotation line it came from.
-fn check_inside(entry: &Entry, image: &Raster, annotations: &Path) -> Result<(), FeatureError> {
-    let (w, h) = (image.width as f32, image.height as f32);
+fn check_inside(entry: &Entry, image: &Letterbox, annotations: &Path) -> Result<(), FeatureError> {
+    let (w, h) = (image.source_width as f32, image.source_height as f32);
     for a in &entry.faces {
         let f = &a.face;
         if f.x0 < -EDGE_TOLERANCE || f.y0 < -EDGE_TOLERANCE || f.x1 > w + EDGE_TOLERANCE || f.y1 > h + EDGE_TOLERANCE {
@@ -183,8 +184,8 @@ fn check_inside(entry: &Entry, image: &Raster, annotations: &Path) -> Result<(),
                     f.x1,
                     f.y1,
                     entry.image.display(),
-                    image.width,
-                    image.height
+                    image.source_width,
+                    image.source_height
                 ),
             ));
         }
@@ -192,30 +193,15 @@ fn check_inside(entry: &Entry, image: &Raster, annotations: &Path) -> Result<(),
     Ok(())
 }
 
-/// Scales the image to fit `width` x `height` keeping its aspect, centres it
-/// on grey bars, and moves the boxes with it (largest `MAX_BOXES` kept).
-pub(crate) fn letterbox(image: &Raster, faces: &[Annotated], width: u32, height: u32) -> Sample {
-    let scale = (width as f32 / image.width as f32).min(height as f32 / image.height as f32);
-    let nw = ((image.width as f32 * scale).round() as u32).clamp(1, width);
-    let nh = ((image.height as f32 * scale).round() as u32).clamp(1, height);
-    let (ox, oy) = ((width - nw) / 2, (height - nh) / 2);
-    let resized = resize(image, nw, nh);
-    let c = image.channels as usize;
-    let mut pixels = vec![LETTERBOX_FILL; (width * height) as usize * c];
-    let row = nw as usize * c;
-    for y in 0..nh as usize {
-        let at = ((oy as usize + y) * width as usize + ox as usize) * c;
-        pixels[at..at + row].copy_from_slice(&resized[y * row..(y + 1) * row]);
-    }
-    let (sx, sy) = (nw as f32 / image.width as f32, nh as f32 / image.height as f32);
+/// A letterboxed photo as a training or evaluation sample, its faces (in
+/// the photo's pixels) moved into the frame; the largest `MAX_BOXES` kept.
+pub(crate) fn letterboxed_sample(photo: LetterboxedPhoto, faces: &[FaceBox]) -> Sample {
+    let LetterboxedPhoto { frame, placement, .. } = photo;
     let mut boxes: Vec<FaceBox> = faces
         .iter()
-        .map(|a| FaceBox {
-            x0: (a.face.x0 * sx + ox as f32).clamp(ox as f32, (ox + nw) as f32),
-            y0: (a.face.y0 * sy + oy as f32).clamp(oy as f32, (oy + nh) as f32),
-            x1: (a.face.x1 * sx + ox as f32).clamp(ox as f32, (ox + nw) as f32),
-            y1: (a.face.y1 * sy + oy as f32).clamp(oy as f32, (oy + nh) as f32),
-            smile: a.face.smile,
+        .map(|f| {
+            let [x0, y0, x1, y1] = placement.to_frame([f.x0, f.y0, f.x1, f.y1]);
+            FaceBox { x0, y0, x1, y1, smile: f.smile }
         })
         // Faces below a pixel after scaling carry no signal and break box losses.
         .filter(|b| b.x1 - b.x0 >= 1.0 && b.y1 - b.y0 >= 1.0)
@@ -225,5 +211,5 @@ pub(crate) fn letterbox(image: &Raster, faces: &[Annotated], width: u32, height:
         boxes.sort_by(|a, b| area(b).total_cmp(&area(a)));
         boxes.truncate(MAX_BOXES);
     }
-    Sample { width, height, channels: image.channels, pixels, boxes }
+    Sample { width: frame.width, height: frame.height, channels: frame.channels, pixels: frame.pixels, boxes }
 }

@@ -72,6 +72,7 @@ impl CropsSource {
             )));
         }
         let channels = cfg.channels;
+        let bound = cfg.image_bound()?;
         let load_skips = SkipCounts::default();
         let mut smiling = Vec::new();
         let mut non_smiling = Vec::new();
@@ -85,7 +86,7 @@ impl CropsSource {
                 }
             };
             let files = keep_split(files, |p| p.as_path(), &cfg.split, split);
-            let crops = load_all(&files, channels, cfg.on_bad_sample, &load_skips)?;
+            let crops = load_all(&files, channels, bound, cfg.on_bad_sample, &load_skips)?;
             let target = if smile == Smile::Yes { &mut smiling } else { &mut non_smiling };
             target.extend(crops.into_iter().map(|image| Crop { image, smile }));
         }
@@ -102,7 +103,7 @@ impl CropsSource {
         let backgrounds = match backgrounds {
             Some(dir) => {
                 let images = match list_images(dir) {
-                    Ok(files) => load_all(&files, channels, cfg.on_bad_sample, &load_skips)?,
+                    Ok(files) => load_all(&files, channels, bound, cfg.on_bad_sample, &load_skips)?,
                     Err(e) => {
                         skip_or_fail(cfg.on_bad_sample, &load_skips, e)?;
                         Vec::new()

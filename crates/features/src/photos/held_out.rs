@@ -2,10 +2,11 @@
 //! scoring a model on real images rather than on crops.
 
 use super::{faces_in, parse_source, BoxRule};
-use crate::annotations::{letterbox, Annotated, AnnotatedSource, Entry};
+use crate::annotations::{letterboxed_sample, AnnotatedSource, Entry};
 use crate::config::{FeatureConfig, SourceConfig, Split};
 use crate::error::{FeatureError, SkipCounts};
-use crate::io::decode;
+use crate::io::ImageBound;
+use crate::letterbox::letterbox_photo;
 use crate::sample::Sample;
 use crate::source::Source;
 use crate::split::keep_split;
@@ -23,6 +24,7 @@ pub struct HeldOutPhotos {
     entries: Vec<Entry>,
     rule: BoxRule,
     annotations: PathBuf,
+    bound: ImageBound,
 }
 
 impl HeldOutPhotos {
@@ -38,14 +40,15 @@ impl HeldOutPhotos {
         &self.entries[index].image
     }
 
-    /// Photo `index` letterboxed to `width` x `height` in `channels`, with
-    /// its faces in the letterboxed pixels (ignore regions included).
+    /// Photo `index` letterboxed to `width` x `height` in `channels` by the
+    /// one photo path `grin-detect` takes ([`letterbox_photo`]), with its
+    /// faces in the letterboxed pixels (ignore regions included).
     pub fn letterboxed(&self, index: usize, width: u32, height: u32, channels: u32) -> Result<Sample, FeatureError> {
         let entry = &self.entries[index];
-        let image = decode(&entry.image, channels)?;
-        let faces = faces_in(entry, self.rule, &image, &self.annotations)?;
-        let annotated: Vec<Annotated> = faces.into_iter().map(|face| Annotated { face, line: 0 }).collect();
-        Ok(letterbox(&image, &annotated, width, height))
+        let photo = letterbox_photo(&entry.image, channels, width, height, self.bound)?;
+        let size = (photo.placement.source_width, photo.placement.source_height);
+        let faces = faces_in(entry, self.rule, size, &self.annotations)?;
+        Ok(letterboxed_sample(photo, &faces))
     }
 }
 
@@ -105,6 +108,6 @@ fn collect_held_out(
         let step = entries.len() as f64 / limit as f64;
         entries = (0..limit).map(|i| entries[(i as f64 * step) as usize].clone()).collect();
     }
-    out.push(HeldOutPhotos { name, portraits, entries, rule, annotations });
+    out.push(HeldOutPhotos { name, portraits, entries, rule, annotations, bound: cfg.image_bound()? });
     Ok(())
 }

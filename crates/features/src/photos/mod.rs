@@ -27,7 +27,7 @@ pub use window::crop_scene;
 use crate::annotations::{bad_box, entries_of_split, AnnotationText, BadLines, Entry};
 use crate::config::{FeatureConfig, PhotoCrops, SourceConfig, Split};
 use crate::error::{FeatureError, SkipCounts};
-use crate::io::{decode, read_text};
+use crate::io::{decode, read_text, ImageBound};
 use crate::raster::{resize, Raster};
 use crate::sample::{FaceBox, Sample};
 use crate::source::{SampleRng, Source};
@@ -62,6 +62,7 @@ pub struct PhotoSource {
     width: u32,
     height: u32,
     channels: u32,
+    bound: ImageBound,
     /// Each photo is decoded once, on first use, by whichever worker needs it.
     cache: Vec<OnceLock<Arc<Photo>>>,
     load_skips: SkipCounts,
@@ -89,6 +90,7 @@ impl PhotoSource {
             width: cfg.width,
             height: cfg.height,
             channels: cfg.channels,
+            bound: cfg.image_bound()?,
             cache,
             load_skips: skips,
         })
@@ -98,8 +100,8 @@ impl PhotoSource {
         if let Some(photo) = self.cache[index].get() {
             return Ok(photo.clone());
         }
-        let photo =
-            Arc::new(load_photo(&self.entries[index], self.rule, self.channels, &self.crops, &self.annotations)?);
+        let entry = &self.entries[index];
+        let photo = Arc::new(load_photo(entry, self.rule, self.channels, self.bound, &self.crops, &self.annotations)?);
         Ok(self.cache[index].get_or_init(|| photo).clone())
     }
 }
@@ -187,11 +189,12 @@ fn load_photo(
     entry: &Entry,
     rule: BoxRule,
     channels: u32,
+    bound: ImageBound,
     crops: &PhotoCrops,
     annotations: &Path,
 ) -> Result<Photo, FeatureError> {
-    let image = decode(&entry.image, channels)?;
-    let faces = faces_in(entry, rule, &image, annotations)?;
+    let image = decode(&entry.image, channels, bound)?;
+    let faces = faces_in(entry, rule, (image.width, image.height), annotations)?;
     let longest = image.width.max(image.height);
     if longest <= crops.max_side {
         return Ok(Photo { image, faces });
@@ -205,19 +208,20 @@ fn load_photo(
     Ok(Photo { image: Raster { width: w, height: h, channels, pixels }, faces })
 }
 
+/// `entry`'s faces in its decoded `(width, height)` photo.
 pub(super) fn faces_in(
     entry: &Entry,
     rule: BoxRule,
-    image: &Raster,
+    (width, height): (u32, u32),
     annotations: &Path,
 ) -> Result<Vec<FaceBox>, FeatureError> {
-    let (w, h) = (image.width as f32, image.height as f32);
+    let (w, h) = (width as f32, height as f32);
     entry
         .faces
         .iter()
         .map(|a| match rule {
             BoxRule::CelebaAligned => {
-                let [x0, y0, x1, y1] = celeba_aligned_box(image.width, image.height);
+                let [x0, y0, x1, y1] = celeba_aligned_box(width, height);
                 Ok(FaceBox { x0, y0, x1, y1, smile: a.face.smile })
             }
             BoxRule::Annotated => {
@@ -230,8 +234,8 @@ pub(super) fn faces_in(
                         format!(
                             "face centred at ({cx:.1}, {cy:.1}) lies outside {} ({}x{})",
                             entry.image.display(),
-                            image.width,
-                            image.height
+                            width,
+                            height
                         ),
                     ));
                 }

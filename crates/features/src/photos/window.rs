@@ -1,8 +1,8 @@
 //! Cutting one training scene out of a photo: the window around a face (or
 //! clear of every face), its pixels, and the faces moved into it.
 
-use crate::annotations::LETTERBOX_FILL;
 use crate::config::PhotoCrops;
+use crate::letterbox::LETTERBOX_FILL;
 use crate::raster::{resize, sub_raster, Raster};
 use crate::sample::{FaceBox, Sample, Smile, MAX_BOXES};
 use crate::source::{log_uniform, SampleRng};

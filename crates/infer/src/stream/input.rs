@@ -7,6 +7,7 @@
 //! more. A frame the reader cannot cut cleanly comes back as a
 //! [`BadFrame`] and the stream goes on from the next good frame.
 
+use grin_features::{decode_image, BadInputKind, ImageBound};
 use image::{DynamicImage, GrayImage, RgbImage};
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 
@@ -48,6 +49,13 @@ pub enum BadFrame {
     WrongSize { width: u32, height: u32, expected: (usize, usize) },
     /// A frame that does not decode.
     Undecodable(String),
+    /// A JPEG frame whose header claims more pixels than `--max-pixels`.
+    TooLarge(String),
+    /// This many bytes in a row without a JPEG start: a raw stream read as
+    /// MJPEG, most likely. Reported once a stream.
+    NoJpegStart(usize),
+    /// Reading the stream failed; it ends here.
+    ReadError(String),
 }
 
 impl BadFrame {
@@ -59,6 +67,9 @@ impl BadFrame {
             BadFrame::BrokenJpeg(_) => "broken_jpeg",
             BadFrame::WrongSize { .. } => "wrong_size",
             BadFrame::Undecodable(_) => "undecodable",
+            BadFrame::TooLarge(_) => "too_large",
+            BadFrame::NoJpegStart(_) => "no_jpeg_start",
+            BadFrame::ReadError(_) => "read_error",
         }
     }
 }
@@ -72,12 +83,19 @@ impl std::fmt::Display for BadFrame {
             BadFrame::Truncated { got, expected: None } => {
                 write!(f, "truncated JPEG: the stream ended after {got} bytes, before its end marker")
             }
-            BadFrame::StrayBytes(n) => write!(f, "{n} stray bytes before the next JPEG start"),
+            BadFrame::StrayBytes(n) => write!(f, "{n} stray bytes outside any JPEG frame"),
             BadFrame::BrokenJpeg(why) => write!(f, "broken JPEG: {why}"),
             BadFrame::WrongSize { width, height, expected: (w, h) } => {
                 write!(f, "wrong frame size {width}x{height}, expected {w}x{h} (--input-size)")
             }
             BadFrame::Undecodable(why) => write!(f, "cannot decode frame: {why}"),
+            BadFrame::TooLarge(why) => write!(f, "frame too large: {why}"),
+            BadFrame::NoJpegStart(n) => write!(
+                f,
+                "no JPEG start marker (FF D8) in {n} bytes: not an MJPEG stream? Raw frames need \
+                 --input-format gray8|rgb24|yuv420 and --input-size WxH"
+            ),
+            BadFrame::ReadError(why) => write!(f, "cannot read the stream: {why}; it ends here"),
         }
     }
 }
@@ -92,7 +110,29 @@ pub struct FrameReader<R: Read> {
     /// The last frame was refused part way: the bytes up to the next start
     /// are its rest, not stray bytes of their own.
     resync: bool,
+    /// [`BadFrame::NoJpegStart`] was reported (once a stream).
+    warned_no_start: bool,
+    /// A read failed: reported as the last bad frame, then the stream ends.
+    read_error: Option<String>,
+    ended: bool,
 }
+
+/// Where the search for the next JPEG start stopped.
+enum Seek {
+    /// A start, after this many other bytes.
+    Found(usize),
+    /// [`NO_START_BYTES`] bytes without one (the search goes on at the next call).
+    NotYet(usize),
+    /// The end of the stream, after this many bytes without a start.
+    End(usize),
+}
+
+/// Bytes without a JPEG start after which a stream is reported as not
+/// MJPEG: far more than any camera frame holds (a raw 640x480 grey frame
+/// is 300 KiB, a JPEG frame of it 20-60 KiB), so a real MJPEG stream never
+/// gets there, and a raw stream read by mistake is told in a third of a
+/// second at camera rates, not at its end.
+pub const NO_START_BYTES: usize = 1 << 20;
 
 /// Frames larger than this are not a camera's: the MJPEG cutter gives up on
 /// one and looks for the next start rather than buffer without end.
@@ -101,9 +141,23 @@ const MAX_JPEG_BYTES: usize = 32 << 20;
 impl<R: Read> FrameReader<R> {
     /// `size` is required for raw formats (it fixes the frame's byte count)
     /// and optional for MJPEG (frames of another size are then refused).
-    pub fn new(reader: R, format: InputFormat, size: Option<(usize, usize)>) -> Result<Self, String> {
+    /// A size with a zero side, or past `bound`, is refused: raw frames of
+    /// it would be empty, or a buffer of gigabytes.
+    pub fn new(
+        reader: R,
+        format: InputFormat,
+        size: Option<(usize, usize)>,
+        bound: ImageBound,
+    ) -> Result<Self, String> {
         if format != InputFormat::Mjpeg && size.is_none() {
             return Err(format!("--input-format {format:?}: give --input-size WxH (raw frames carry no size)"));
+        }
+        if let Some((w, h)) = size {
+            if w == 0 || h == 0 {
+                return Err(format!("--input-size {w}x{h}: a frame has at least one pixel a side"));
+            }
+            let side = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+            bound.check(side(w), side(h)).map_err(|e| format!("--input-size: a frame of {e}"))?;
         }
         if let (InputFormat::Yuv420, Some((w, h))) = (format, size) {
             if w % 2 == 1 || h % 2 == 1 {
@@ -116,15 +170,35 @@ impl<R: Read> FrameReader<R> {
             size,
             pending_start: false,
             resync: false,
+            warned_no_start: false,
+            read_error: None,
+            ended: false,
         })
     }
 
-    /// The next frame's bytes, a bad frame, or `None` at the end of the stream.
+    /// The next frame's bytes, a bad frame, or `None` at the end of the
+    /// stream. A read error is the last bad frame.
     pub fn next_frame(&mut self) -> Option<Result<Vec<u8>, BadFrame>> {
-        match self.format.frame_bytes(self.size.map_or(0, |s| s.0), self.size.map_or(0, |s| s.1)) {
-            Some(n) => self.next_raw(n),
-            None => self.next_jpeg(),
+        let next = if self.ended {
+            None
+        } else {
+            match self.format.frame_bytes(self.size.map_or(0, |s| s.0), self.size.map_or(0, |s| s.1)) {
+                Some(n) => self.next_raw(n),
+                None => self.next_jpeg(),
+            }
+        };
+        match next {
+            None => {
+                self.ended = true;
+                self.read_error.take().map(|e| Err(BadFrame::ReadError(e)))
+            }
+            frame => frame,
         }
+    }
+
+    fn failed(&mut self, e: std::io::Error) {
+        self.read_error = Some(e.to_string());
+        self.ended = true;
     }
 
     fn next_raw(&mut self, n: usize) -> Option<Result<Vec<u8>, BadFrame>> {
@@ -135,7 +209,10 @@ impl<R: Read> FrameReader<R> {
                 Ok(0) => break,
                 Ok(k) => got += k,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => break,
+                Err(e) => {
+                    self.failed(e);
+                    break;
+                }
             }
         }
         match got {
@@ -155,26 +232,32 @@ impl<R: Read> FrameReader<R> {
                     return Some(b);
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => return None,
+                Err(e) => {
+                    self.failed(e);
+                    return None;
+                }
             }
         }
     }
 
-    /// Skips to the next SOI (FF D8); the count of skipped bytes, or `None`
-    /// when the stream ends first.
-    fn seek_start(&mut self) -> Option<usize> {
+    /// Skips to the next SOI (FF D8), counting the bytes skipped.
+    fn seek_start(&mut self) -> Seek {
         if std::mem::take(&mut self.pending_start) {
-            return Some(0);
+            return Seek::Found(0);
         }
         let mut skipped = 0usize;
         let mut prev_ff = false;
         loop {
-            let b = self.byte()?;
+            let Some(b) = self.byte() else { return Seek::End(skipped) };
             if prev_ff && b == 0xD8 {
-                return Some(skipped - 1);
+                return Seek::Found(skipped - 1);
             }
             prev_ff = b == 0xFF;
             skipped += 1;
+            if skipped >= NO_START_BYTES && !self.warned_no_start && !prev_ff {
+                self.warned_no_start = true;
+                return Seek::NotYet(skipped);
+            }
         }
     }
 
@@ -191,7 +274,15 @@ impl<R: Read> FrameReader<R> {
     }
 
     fn cut_jpeg(&mut self) -> Option<Result<Vec<u8>, BadFrame>> {
-        let skipped = self.seek_start()?;
+        let skipped = match self.seek_start() {
+            Seek::Found(n) => n,
+            Seek::NotYet(n) => return Some(Err(BadFrame::NoJpegStart(n))),
+            // Bytes after the last frame are stray too (unless they are the
+            // rest of a broken one): a stream of nothing but them is not
+            // "0 frames, 0 bad".
+            Seek::End(n) if n > 0 && !self.resync => return Some(Err(BadFrame::StrayBytes(n))),
+            Seek::End(_) => return None,
+        };
         if skipped > 0 && !self.resync {
             // The start just found is kept for the next call.
             self.pending_start = true;
@@ -281,6 +372,7 @@ pub fn decode(
     format: InputFormat,
     size: Option<(usize, usize)>,
     model_channels: usize,
+    bound: ImageBound,
 ) -> Result<DynamicImage, BadFrame> {
     let raw_size = || size.map(|(w, h)| (w as u32, h as u32)).expect("raw formats have a size");
     match format {
@@ -302,8 +394,11 @@ pub fn decode(
             Ok(DynamicImage::ImageRgb8(yuv420_to_rgb(&bytes, w as usize, h as usize)))
         }
         InputFormat::Mjpeg => {
-            let image = image::load_from_memory_with_format(&bytes, image::ImageFormat::Jpeg)
-                .map_err(|e| BadFrame::Undecodable(e.to_string()))?;
+            // The one decoder image files go through: the bound, EXIF orientation.
+            let image = decode_image(&bytes, bound).map_err(|e| match e.kind {
+                BadInputKind::ImageTooLarge => BadFrame::TooLarge(e.message),
+                _ => BadFrame::Undecodable(e.message),
+            })?;
             match size {
                 Some((w, h)) if (image.width() as usize, image.height() as usize) != (w, h) => {
                     Err(BadFrame::WrongSize { width: image.width(), height: image.height(), expected: (w, h) })
@@ -376,6 +471,8 @@ fn yuv420_to_rgb(bytes: &[u8], w: usize, h: usize) -> RgbImage {
 mod tests {
     use super::*;
 
+    const BOUND: ImageBound = ImageBound { max_pixels: grin_features::DEFAULT_MAX_PIXELS, knob: "--max-pixels" };
+
     /// A busy picture, so most of the file is scan data (where the tests cut).
     fn jpeg(w: u32, h: u32, value: u8) -> Vec<u8> {
         let mut out = Vec::new();
@@ -387,7 +484,7 @@ mod tests {
     }
 
     fn frames(bytes: &[u8], format: InputFormat, size: Option<(usize, usize)>) -> Vec<Result<Vec<u8>, BadFrame>> {
-        let mut reader = FrameReader::new(bytes, format, size).unwrap();
+        let mut reader = FrameReader::new(bytes, format, size, BOUND).unwrap();
         std::iter::from_fn(|| reader.next_frame()).collect()
     }
 
@@ -427,16 +524,49 @@ mod tests {
     #[test]
     fn decode_checks_the_declared_size_and_reads_luma_from_yuv() {
         let a = jpeg(16, 8, 40);
-        assert!(decode(a.clone(), InputFormat::Mjpeg, Some((16, 8)), 1).is_ok());
+        assert!(decode(a.clone(), InputFormat::Mjpeg, Some((16, 8)), 1, BOUND).is_ok());
         assert_eq!(
-            decode(a.clone(), InputFormat::Mjpeg, Some((32, 8)), 1).unwrap_err(),
+            decode(a.clone(), InputFormat::Mjpeg, Some((32, 8)), 1, BOUND).unwrap_err(),
             BadFrame::WrongSize { width: 16, height: 8, expected: (32, 8) }
         );
-        assert!(matches!(decode(a[..20].to_vec(), InputFormat::Mjpeg, None, 1), Err(BadFrame::Undecodable(_))));
+        assert!(matches!(decode(a[..20].to_vec(), InputFormat::Mjpeg, None, 1, BOUND), Err(BadFrame::Undecodable(_))));
         let yuv: Vec<u8> = [vec![100u8; 8], vec![128u8; 4]].concat();
-        let grey = decode(yuv.clone(), InputFormat::Yuv420, Some((4, 2)), 1).unwrap().into_luma8();
+        let grey = decode(yuv.clone(), InputFormat::Yuv420, Some((4, 2)), 1, BOUND).unwrap().into_luma8();
         assert!(grey.pixels().all(|p| p.0[0] == 100));
-        let rgb = decode(yuv, InputFormat::Yuv420, Some((4, 2)), 3).unwrap().into_rgb8();
+        let rgb = decode(yuv, InputFormat::Yuv420, Some((4, 2)), 3, BOUND).unwrap().into_rgb8();
         assert!(rgb.pixels().all(|p| p.0[0] == p.0[1] && p.0[1] == p.0[2]), "neutral chroma is grey");
+    }
+
+    /// Gives its bytes, then fails: a camera unplugged, a disk error.
+    struct Failing(std::io::Cursor<Vec<u8>>);
+
+    impl Read for Failing {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            match self.0.read(buf)? {
+                0 => Err(std::io::Error::other("device gone")),
+                n => Ok(n),
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_error_is_the_last_bad_frame_not_a_silent_end() {
+        let a = jpeg(16, 8, 40);
+        for (format, size, bytes) in
+            [(InputFormat::Mjpeg, None, a.clone()), (InputFormat::Gray8, Some((16, 8)), vec![7u8; 16 * 8])]
+        {
+            let mut reader =
+                FrameReader::new(Failing(std::io::Cursor::new(bytes.clone())), format, size, BOUND).unwrap();
+            let got: Vec<_> = std::iter::from_fn(|| reader.next_frame()).collect();
+            assert_eq!(got, vec![Ok(bytes), Err(BadFrame::ReadError("device gone".into()))], "{format:?}");
+        }
+    }
+
+    #[test]
+    fn frame_sizes_are_checked_before_reading() {
+        let new = |size| FrameReader::new(&b""[..], InputFormat::Gray8, Some(size), BOUND).err();
+        assert_eq!(new((0, 0)).unwrap(), "--input-size 0x0: a frame has at least one pixel a side");
+        assert!(new((100_000, 100_000)).unwrap().contains("over the bound"));
+        assert!(new((8000, 8000)).is_none(), "64 megapixels is within the default bound");
     }
 }

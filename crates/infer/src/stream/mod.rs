@@ -15,6 +15,7 @@ use crate::bench::{self, Latency};
 use crate::report::{round_probability, round_px};
 use crate::runner::Runner;
 use anyhow::{Context, Result};
+use grin_features::ImageBound;
 use input::{BadFrame, FrameReader};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -33,6 +34,9 @@ pub struct StreamOptions {
     /// Frame size on the stream: required for raw formats; for MJPEG, frames
     /// of another size are refused when it is given.
     pub size: Option<(usize, usize)>,
+    /// The size bound of a frame: raw frame sizes and JPEG headers past it
+    /// are refused.
+    pub bound: ImageBound,
     /// Process every frame, in order, making the reader wait: for files
     /// and reproducible runs. Off, stale frames are dropped.
     pub every_frame: bool,
@@ -63,6 +67,9 @@ pub struct Summary {
     pub latency: Option<Latency>,
     pub tracks: u64,
     pub smile_events: u64,
+    /// What to do about a stream that gave no usable frame (`--input-format`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 impl Summary {
@@ -77,8 +84,9 @@ impl Summary {
             .as_ref()
             .map(|l| format!("; latency median {:.1} ms, p95 {:.1} ms", l.median_ms, l.p95_ms))
             .unwrap_or_default();
+        let hint = self.hint.as_ref().map(|h| format!("\nhint: {h}")).unwrap_or_default();
         format!(
-            "stream: {} frames, {} processed, {} dropped, {} bad{}; {:.1} frames/s processing, {:.1} delivered{latency}; {} tracks, {} smile events",
+            "stream: {} frames, {} processed, {} dropped, {} bad{}; {:.1} frames/s processing, {:.1} delivered{latency}; {} tracks, {} smile events{hint}",
             self.frames,
             self.processed,
             self.dropped,
@@ -90,6 +98,49 @@ impl Summary {
             self.smile_events
         )
     }
+}
+
+/// What to do about a stream that gave nothing usable, so that a wrong
+/// flag or a camera command that never started is not just "0 frames":
+/// - no bytes at all: the source wrote nothing (a camera command that
+///   failed before its first frame, an empty file);
+/// - read as MJPEG, no JPEG frame: raw video without `--input-format`;
+/// - read as raw frames that are JPEGs: MJPEG given a raw `--input-format`.
+fn hint(format: InputFormat, summary: &Summary, jpeg_in_raw: bool) -> Option<String> {
+    if summary.frames == 0 && summary.bad_total() == 0 {
+        return Some("the stream held no data: not a byte was read from it".into());
+    }
+    let no_start = summary.bad.contains_key(BadFrame::NoJpegStart(0).kind());
+    // Bytes that would not cut into JPEGs; frames too large or of the wrong
+    // size were JPEGs, and say so in their own warnings.
+    let not_jpeg = [
+        BadFrame::StrayBytes(0),
+        BadFrame::BrokenJpeg(String::new()),
+        BadFrame::Undecodable(String::new()),
+        BadFrame::Truncated { got: 0, expected: None },
+    ]
+    .iter()
+    .any(|b| summary.bad.contains_key(b.kind()));
+    let nothing_decoded = summary.processed == 0 && summary.dropped == 0 && not_jpeg;
+    if format == InputFormat::Mjpeg && (no_start || nothing_decoded) {
+        return Some(
+            "no usable JPEG frame was found; if the source sends raw frames, give --input-format \
+             gray8|rgb24|yuv420 and --input-size WxH"
+                .into(),
+        );
+    }
+    jpeg_in_raw.then(|| JPEG_IN_RAW.into())
+}
+
+/// Said once when a raw frame starts as a JPEG file does.
+const JPEG_IN_RAW: &str = "frames start with a JPEG start marker (FF D8 FF): the source sends MJPEG? \
+     Read it with --input-format mjpeg";
+
+/// A raw frame whose first bytes are a JPEG's start marker and the first
+/// byte of the next marker: a camera's pixels begin so about once in 16
+/// million frames, an MJPEG stream always.
+fn starts_as_jpeg(bytes: &[u8]) -> bool {
+    bytes.starts_with(&[0xFF, 0xD8, 0xFF])
 }
 
 struct Incoming {
@@ -221,7 +272,8 @@ pub fn run<R: Read + Send + 'static>(
     out: &mut impl Write,
     stop: Arc<AtomicBool>,
 ) -> Result<Summary> {
-    let mut reader = FrameReader::new(input, options.format, options.size).map_err(anyhow::Error::msg)?;
+    let mut reader =
+        FrameReader::new(input, options.format, options.size, options.bound).map_err(anyhow::Error::msg)?;
     let slot = Arc::new(Slot { queue: Mutex::new(Queue::default()), changed: Condvar::new() });
     let start = Instant::now();
     {
@@ -248,10 +300,17 @@ pub fn run<R: Read + Send + 'static>(
     let mut latencies = Vec::new();
     let mut busy = Duration::ZERO;
     let mut last_frame = 0;
+    let mut jpeg_in_raw = false;
     while let Some(item) = slot.pop(&stop) {
         let began = Instant::now();
         last_frame = item.number;
-        let image = item.bytes.and_then(|b| input::decode(b, options.format, options.size, detector.spec().channels));
+        let channels = detector.spec().channels;
+        if options.format != InputFormat::Mjpeg && !jpeg_in_raw && item.bytes.as_ref().is_ok_and(|b| starts_as_jpeg(b))
+        {
+            jpeg_in_raw = true;
+            eprintln!("warning: frame {}: {JPEG_IN_RAW}", item.number);
+        }
+        let image = item.bytes.and_then(|b| input::decode(b, options.format, options.size, channels, options.bound));
         let image = match image {
             Ok(image) => image,
             Err(bad) => {
@@ -303,5 +362,6 @@ pub fn run<R: Read + Send + 'static>(
     summary.processing_fps = if busy.is_zero() { 0.0 } else { summary.processed as f64 / busy.as_secs_f64() };
     summary.delivered_fps = if summary.wall_s > 0.0 { summary.processed as f64 / summary.wall_s } else { 0.0 };
     summary.latency = bench::summarize(&latencies);
+    summary.hint = hint(options.format, &summary, jpeg_in_raw);
     Ok(summary)
 }

@@ -1,0 +1,163 @@
+//! The one photo path: a whole photo becomes a network frame here, for
+//! training sources that show whole photos, `grin eval`, `grin calibrate`
+//! and `grin-detect` alike, so the threshold chosen on validation photos is
+//! chosen on the frames the Pi sees.
+//!
+//! A photo is decoded within a size bound and turned by its EXIF
+//! orientation ([`read_image`]), scaled by one factor to fit the frame
+//! (faces keep their shape whatever the aspect ratio), centred, and the rest
+//! filled with [`LETTERBOX_FILL`]. That is what the shipped model was
+//! trained on: its real-photo crops fill with that grey wherever the window
+//! leaves the photo, and place the photo anywhere in the window, centred on
+//! average.
+
+use crate::error::FeatureError;
+use crate::io::{read_image, ImageBound};
+use crate::raster::{resize, Raster};
+use image::DynamicImage;
+use std::path::Path;
+
+/// Grey of the letterbox bars (the usual detector padding value, 114/255).
+pub const LETTERBOX_FILL: u8 = 114;
+
+/// Where a photo lies in its letterboxed frame: the scaled picture at
+/// (`x`, `y`), `scaled_width` x `scaled_height`, in a `width` x `height`
+/// frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Letterbox {
+    pub source_width: u32,
+    pub source_height: u32,
+    pub width: u32,
+    pub height: u32,
+    pub x: u32,
+    pub y: u32,
+    pub scaled_width: u32,
+    pub scaled_height: u32,
+}
+
+impl Letterbox {
+    /// A `source_width` x `source_height` picture fitted into `width` x `height`.
+    pub fn fit(source_width: u32, source_height: u32, width: u32, height: u32) -> Letterbox {
+        let scale = (width as f32 / source_width as f32).min(height as f32 / source_height as f32);
+        let scaled_width = ((source_width as f32 * scale).round() as u32).clamp(1, width);
+        let scaled_height = ((source_height as f32 * scale).round() as u32).clamp(1, height);
+        Letterbox {
+            source_width,
+            source_height,
+            width,
+            height,
+            x: (width - scaled_width) / 2,
+            y: (height - scaled_height) / 2,
+            scaled_width,
+            scaled_height,
+        }
+    }
+
+    /// Frame pixels per source pixel, per axis (they differ only by the
+    /// rounding of the scaled size).
+    pub fn scale(&self) -> (f32, f32) {
+        (self.scaled_width as f32 / self.source_width as f32, self.scaled_height as f32 / self.source_height as f32)
+    }
+
+    /// A box `[x0, y0, x1, y1]` in source pixels moved into the frame,
+    /// clipped to the picture.
+    pub fn to_frame(&self, b: [f32; 4]) -> [f32; 4] {
+        let (sx, sy) = self.scale();
+        let (x, y) = (self.x as f32, self.y as f32);
+        let (x_end, y_end) = ((self.x + self.scaled_width) as f32, (self.y + self.scaled_height) as f32);
+        [
+            (b[0] * sx + x).clamp(x, x_end),
+            (b[1] * sy + y).clamp(y, y_end),
+            (b[2] * sx + x).clamp(x, x_end),
+            (b[3] * sy + y).clamp(y, y_end),
+        ]
+    }
+
+    /// A box in frame pixels moved back to source pixels, clipped to the
+    /// photo; `None` when it lies wholly in the bars.
+    pub fn to_source(&self, b: [f32; 4]) -> Option<[f32; 4]> {
+        let (sx, sy) = self.scale();
+        let (w, h) = (self.source_width as f32, self.source_height as f32);
+        let x = |v: f32| ((v - self.x as f32) / sx).clamp(0.0, w);
+        let y = |v: f32| ((v - self.y as f32) / sy).clamp(0.0, h);
+        let out = [x(b[0]), y(b[1]), x(b[2]), y(b[3])];
+        (out[2] > out[0] && out[3] > out[1]).then_some(out)
+    }
+}
+
+/// `image` letterboxed into a `width` x `height` frame.
+pub fn letterbox(image: &Raster, width: u32, height: u32) -> (Raster, Letterbox) {
+    let placement = Letterbox::fit(image.width, image.height, width, height);
+    let Letterbox { x, y, scaled_width: nw, scaled_height: nh, .. } = placement;
+    // Triangle widens with the downscale factor, so a big photo is averaged,
+    // not sampled (no aliasing).
+    let resized = resize(image, nw, nh);
+    let c = image.channels as usize;
+    let mut pixels = vec![LETTERBOX_FILL; (width * height) as usize * c];
+    let row = nw as usize * c;
+    for r in 0..nh as usize {
+        let at = ((y as usize + r) * width as usize + x as usize) * c;
+        pixels[at..at + row].copy_from_slice(&resized[r * row..(r + 1) * row]);
+    }
+    (Raster { width, height, channels: image.channels, pixels }, placement)
+}
+
+/// A decoded image (a camera frame, a photo already read) as a
+/// `channels`-plane frame: [`Raster::from_image`], then [`letterbox`].
+pub fn letterbox_image(image: &DynamicImage, channels: u32, width: u32, height: u32) -> (Raster, Letterbox) {
+    letterbox(&Raster::from_image(image, channels), width, height)
+}
+
+/// A photo as the network sees it, with the decoded picture kept for what
+/// needs its own pixels (its size, drawing boxes on it).
+#[derive(Debug, Clone)]
+pub struct LetterboxedPhoto {
+    /// The photo as decoded and turned upright.
+    pub image: DynamicImage,
+    pub frame: Raster,
+    pub placement: Letterbox,
+}
+
+/// Reads `path` within `bound`, turns it by its EXIF orientation and
+/// letterboxes it into a `channels`-plane `width` x `height` frame.
+pub fn letterbox_photo(
+    path: &Path,
+    channels: u32,
+    width: u32,
+    height: u32,
+    bound: ImageBound,
+) -> Result<LetterboxedPhoto, FeatureError> {
+    let image = read_image(path, bound)?;
+    let (frame, placement) = letterbox_image(&image, channels, width, height);
+    Ok(LetterboxedPhoto { image, frame, placement })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boxes_go_into_the_frame_and_back() {
+        // 16:9 into 4:3: bars above and below.
+        let l = Letterbox::fit(1280, 720, 320, 240);
+        assert_eq!((l.x, l.y, l.scaled_width, l.scaled_height), (0, 30, 320, 180));
+        let face = [100.0, 200.0, 300.0, 400.0];
+        let framed = l.to_frame(face);
+        assert_eq!(framed, [25.0, 80.0, 75.0, 130.0]);
+        assert_eq!(l.to_source(framed), Some(face));
+        // In the bars only: nothing to report.
+        assert_eq!(l.to_source([10.0, 2.0, 50.0, 29.0]), None);
+        // Overhanging the picture: clipped to the photo.
+        assert_eq!(l.to_source([-5.0, 200.0, 330.0, 239.0]), Some([0.0, 680.0, 1280.0, 720.0]));
+    }
+
+    #[test]
+    fn the_picture_is_centred_on_grey() {
+        let image = Raster { width: 8, height: 2, channels: 1, pixels: vec![200; 16] };
+        let (frame, l) = letterbox(&image, 8, 6);
+        assert_eq!((l.x, l.y), (0, 2));
+        let rows: Vec<&[u8]> = frame.pixels.chunks(8).collect();
+        assert!(rows[..2].iter().chain(&rows[4..]).all(|r| r.iter().all(|&v| v == LETTERBOX_FILL)));
+        assert!(rows[2..4].iter().all(|r| r.iter().all(|&v| v == 200)));
+    }
+}
