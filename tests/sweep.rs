@@ -12,6 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 const BASE: &str = r#"name = "tiny"
@@ -50,7 +51,28 @@ fn python_ok() -> bool {
         .args(["-c", "import tomllib, venv, ensurepip"])
         .output()
         .is_ok_and(|o| o.status.success());
-    found || !missing("python3 (3.11+, with the venv module: Debian's python3-venv) not found; scripts/sweep cannot run")
+    found
+        || !missing("python3 (3.11+, with the venv module: Debian's python3-venv) not found; scripts/sweep cannot run")
+}
+
+/// Whether Optuna is there: `scripts/sweep --setup` (what a first sweep
+/// does) installs it from PyPI into `.venv-sweep` once for all the tests;
+/// without PyPI they skip, naming pip's last line (under CI they fail).
+fn optuna_ok() -> bool {
+    static SETUP: OnceLock<Result<(), String>> = OnceLock::new();
+    if !python_ok() {
+        return false;
+    }
+    let setup = SETUP.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/sweep");
+        let out = Command::new("python3").arg(script).arg("--setup").output().map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        out.status.success().then_some(()).ok_or(text)
+    });
+    match setup {
+        Ok(()) => true,
+        Err(why) => !missing(&format!("scripts/sweep --setup cannot install Optuna into .venv-sweep: {why}")),
+    }
 }
 
 /// A finished `scripts/sweep`.
@@ -191,12 +213,16 @@ fn mtimes(dir: &Path) -> Vec<(PathBuf, SystemTime)> {
 
 /// Trial names a sweep's output says it started.
 fn started(stdout: &str) -> Vec<String> {
-    stdout.lines().filter(|l| l.contains(" started")).map(|l| l.split_whitespace().next().unwrap().to_string()).collect()
+    stdout
+        .lines()
+        .filter(|l| l.contains(" started"))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect()
 }
 
 #[test]
 fn a_grid_sweep_ranks_writes_best_and_a_rerun_runs_nothing() {
-    if !python_ok() {
+    if !optuna_ok() {
         return;
     }
     let dir = setup(
@@ -213,7 +239,10 @@ samples = 64
     let out = sweep(dir.path(), &["configs/sweep.toml", "--jobs", "2"]);
     let stdout = out.text();
     assert_eq!(out.code, Some(0), "{stdout}");
-    assert!(stdout.contains("(grid sampler, median pruner") && stdout.contains("3 trials, 0 done, 3 to run"), "{stdout}");
+    assert!(
+        stdout.contains("(grid sampler, median pruner") && stdout.contains("3 trials, 0 done, 3 to run"),
+        "{stdout}"
+    );
     assert!(stdout.contains("train.eval_every is 0"), "pruning without validation figures is pointed out: {stdout}");
     let root = dir.path().join("runs/sweeps/tiny");
     assert!(root.join("data.done").is_file() && root.join("study.journal").is_file(), "{stdout}");
@@ -314,7 +343,7 @@ seed = 3
 
 #[test]
 fn two_workers_share_a_journal_file_without_running_a_trial_twice() {
-    if !python_ok() {
+    if !optuna_ok() {
         return;
     }
     two_workers_share_one_study("journal", None);
@@ -365,7 +394,12 @@ impl Postgres {
             None => Command::new(&program),
         };
         let out = cmd.args(args).output().unwrap_or_else(|e| panic!("{}: {e}", program.display()));
-        assert!(out.status.success(), "{tool} {args:?}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{tool} {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     fn url(&self) -> String {
@@ -400,7 +434,7 @@ fn postgres_bin() -> Option<PathBuf> {
 
 #[test]
 fn two_workers_share_a_postgresql_study_without_running_a_trial_twice() {
-    if !python_ok() {
+    if !optuna_ok() {
         return;
     }
     let Some(pg) = Postgres::start() else { return };
@@ -409,7 +443,7 @@ fn two_workers_share_a_postgresql_study_without_running_a_trial_twice() {
 
 #[test]
 fn a_hopeless_trial_is_pruned_before_its_last_step() {
-    if !python_ok() {
+    if !optuna_ok() {
         return;
     }
     // Optuna's grid sampler shuffles the grid by the seed: seed 5 runs
@@ -437,7 +471,10 @@ pruner_startup_trials = 2
     let rows = results(&root.join("results.csv"));
     let lrs: Vec<f64> = rows.iter().map(|r| num(r, "train.lr")).collect();
     assert_eq!(lrs, [0.01, 0.005, 1e-9], "Optuna's grid order for seed 5 changed; pick a seed that runs 1e-9 last");
-    assert_eq!(statuses(&rows)[..2], [("trial-0000".into(), "complete".into()), ("trial-0001".into(), "complete".into())]);
+    assert_eq!(
+        statuses(&rows)[..2],
+        [("trial-0000".into(), "complete".into()), ("trial-0001".into(), "complete".into())]
+    );
     let hopeless = &rows[2];
     assert_eq!(hopeless["status"], "pruned", "{}", out.text());
     let at = num(hopeless, "pruned_at");
@@ -457,7 +494,7 @@ pruner_startup_trials = 2
 
 #[test]
 fn ctrl_c_stops_the_whole_sweep_and_a_rerun_continues_it() {
-    if !python_ok() {
+    if !optuna_ok() {
         return;
     }
     let dir = setup(
@@ -533,8 +570,80 @@ pruner = "none"
 }
 
 #[test]
+fn a_killed_worker_checkpoints_its_trial_and_requeue_running_continues_it() {
+    if !optuna_ok() {
+        return;
+    }
+    let dir = setup(
+        r#"name = "killed"
+base = "base.toml"
+mode = "on-the-fly"
+sampler = "random"
+trials = 1
+pruner = "none"
+[params]
+"train.lr" = { min = 3e-3, max = 1e-2, log = true }
+[set]
+"train.steps" = 300
+"train.log_every" = 5
+"#,
+    );
+    let root = dir.path().join("runs/sweeps/killed");
+    let mut child = start(dir.path(), &["configs/sweep.toml"], "first");
+    let waited = Instant::now();
+    while !root.join("trials/trial-0000/metrics.csv").is_file() {
+        assert!(waited.elapsed() < LIMIT, "the trial never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SIGKILL: the sweep records nothing. The kernel sends its trial SIGTERM
+    // (setpriv --pdeathsig), so grin checkpoints and stops instead of
+    // training on unsupervised.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let log = root.join("logs/trial-0000.log");
+    let waited = Instant::now();
+    while !read(&log).contains("interrupted at step") {
+        assert!(waited.elapsed() < Duration::from_secs(120), "grin kept running after its sweep died: {}", read(&log));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(root.join("trials/trial-0000/checkpoint.ckpt").is_file());
+
+    // The study still holds the trial as running: a rerun says so and how to queue it again.
+    let out = sweep(dir.path(), &["configs/sweep.toml"]);
+    assert_eq!(out.code, Some(0), "{}", out.text());
+    assert!(out.stdout.contains("1 trials, 0 done, 0 to run"), "{}", out.text());
+    assert!(
+        out.stdout.contains("note: trial-0000 running") && out.stdout.contains("--requeue-running"),
+        "{}",
+        out.text()
+    );
+    assert!(started(&out.stdout).is_empty(), "{}", out.text());
+
+    let out = sweep(dir.path(), &["configs/sweep.toml", "--requeue-running"]);
+    assert_eq!(out.code, Some(0), "{}", out.text());
+    assert!(out.stdout.contains("trial-0000: recorded as interrupted and queued again"), "{}", out.text());
+
+    let out = sweep(dir.path(), &["configs/sweep.toml"]);
+    assert_eq!(out.code, Some(0), "{}", out.text());
+    assert_eq!(started(&out.stdout), ["trial-0001"], "{}", out.text());
+    assert!(out.stdout.contains("trial-0001 started (continues trial-0000)"), "{}", out.text());
+    let rows = results(&root.join("results.csv"));
+    assert_eq!(
+        statuses(&rows),
+        [("trial-0000".into(), "interrupted".into()), ("trial-0001".into(), "complete".into())],
+        "{}",
+        out.text()
+    );
+    assert_eq!(rows[1]["train.lr"], rows[0]["train.lr"], "the same params");
+    let log = read(&root.join("logs/trial-0001.log"));
+    assert!(log.contains("resuming"), "continued from the checkpoint: {log}");
+    let summary: serde_json::Value = serde_json::from_str(&read(&root.join("trials/trial-0001/summary.json"))).unwrap();
+    assert_eq!(summary["steps"], 300);
+}
+
+#[test]
 fn a_failing_trial_is_recorded_with_its_error_and_not_retried() {
-    if !python_ok() {
+    if !optuna_ok() {
         return;
     }
     // grin config cannot know a file is missing; grin train finds out when it starts.
@@ -567,7 +676,7 @@ mode = "on-the-fly"
 
 #[test]
 fn slurm_scripts_make_every_array_task_a_worker_on_the_study() {
-    if !python_ok() {
+    if !optuna_ok() {
         return;
     }
     let dir = setup(
@@ -615,7 +724,7 @@ fn values_grin_refuses_are_named_before_anything_runs() {
 
 #[test]
 fn a_study_refuses_a_sweep_that_changed_under_it() {
-    if !python_ok() {
+    if !optuna_ok() {
         return;
     }
     let first = "name = \"same\"\nbase = \"base.toml\"\nmode = \"on-the-fly\"\n[params]\n\"train.lr\" = [0.01]\n";
@@ -667,9 +776,14 @@ fn a_huge_budget_or_grid_is_refused_quickly() {
     let msg = assert_refused(dir.path(), &out, "key `trials`");
     assert!(msg.contains("100000"), "the limit is named: {msg}");
     // A grid of 10^8 points: the grid sampler would hold every one in memory.
-    let grid = (b'a'..=b'h').map(|c| format!("\"train.{}\" = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n", c as char)).collect::<String>();
-    std::fs::write(dir.path().join("configs/sweep.toml"), format!("name = \"grid\"\nbase = \"base.toml\"\n[params]\n{grid}"))
-        .unwrap();
+    let grid = (b'a'..=b'h')
+        .map(|c| format!("\"train.{}\" = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n", c as char))
+        .collect::<String>();
+    std::fs::write(
+        dir.path().join("configs/sweep.toml"),
+        format!("name = \"grid\"\nbase = \"base.toml\"\n[params]\n{grid}"),
+    )
+    .unwrap();
     let started = Instant::now();
     let out = sweep(dir.path(), &["configs/sweep.toml"]);
     let msg = assert_refused(dir.path(), &out, "100000000 points");
@@ -682,7 +796,9 @@ fn a_list_mixing_numbers_and_strings_is_refused_before_any_trial() {
     if !python_ok() {
         return;
     }
-    let dir = setup("name = \"mixed\"\nbase = \"base.toml\"\nmode = \"on-the-fly\"\n[params]\n\"train.lr\" = [0.01, \"fast\"]\n");
+    let dir = setup(
+        "name = \"mixed\"\nbase = \"base.toml\"\nmode = \"on-the-fly\"\n[params]\n\"train.lr\" = [0.01, \"fast\"]\n",
+    );
     let out = sweep(dir.path(), &["configs/sweep.toml"]);
     let msg = assert_refused(dir.path(), &out, "param `train.lr`");
     assert!(msg.contains("\"fast\""), "the bad value is named: {msg}");
