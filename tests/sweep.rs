@@ -815,6 +815,8 @@ fn bad_counts_ranges_samplers_and_list_values_are_refused_before_any_trial() {
         ("trials = -3\n[params]\n\"train.lr\" = [0.01]\n", "key `trials`"),
         ("trials = 2.5\n[params]\n\"train.lr\" = [0.01]\n", "key `trials`"),
         ("sampler = \"cmaes\"\n[params]\n\"train.lr\" = [0.01]\n", "key `sampler`"),
+        ("tpe_startup_trials = 3\n[params]\n\"train.lr\" = [0.01]\n", "key `tpe_startup_trials` is for sampler = \"tpe\""),
+        ("sampler = \"tpe\"\ntpe_startup_trials = 0\n[params]\n\"train.lr\" = [0.01]\n", "key `tpe_startup_trials` must be"),
         ("sampler = \"grid\"\n[params]\n\"train.lr\" = { min = 0.001, max = 0.01 }\n", "needs every param as a list"),
         ("pruner = \"median\"\nmetric = \"steps_per_s\"\n[params]\n\"train.lr\" = [0.01]\n", "key `pruner`"),
         ("[params]\n\"train.lr\" = { min = 0.1, max = 0.01 }\n", "param `train.lr`: min"),
