@@ -240,7 +240,7 @@ samples = 64
     let stdout = out.text();
     assert_eq!(out.code, Some(0), "{stdout}");
     assert!(
-        stdout.contains("(grid sampler, median pruner") && stdout.contains("3 trials, 0 done, 3 to run"),
+        stdout.contains("(grid sampler, median pruner from step 5,") && stdout.contains("3 trials, 0 done, 3 to run"),
         "{stdout}"
     );
     assert!(stdout.contains("train.eval_every is 0"), "pruning without validation figures is pointed out: {stdout}");
@@ -492,34 +492,44 @@ pruner_startup_trials = 2
     assert!(best["train"]["lr"].as_float().unwrap() >= 0.005, "a pruned trial is never best");
 }
 
+/// A random sweep of `trials` 300-step trials: long enough to interrupt.
+fn long_trials(name: &str, trials: usize) -> String {
+    format!(
+        r#"name = "{name}"
+base = "base.toml"
+mode = "on-the-fly"
+sampler = "random"
+trials = {trials}
+pruner = "none"
+[params]
+"train.lr" = {{ min = 3e-3, max = 1e-2, log = true }}
+[set]
+"train.steps" = 300
+"train.log_every" = 5
+"#
+    )
+}
+
+/// Polls `done` until it holds; fails naming `what` past `limit`.
+fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "waited {limit:?} for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn ctrl_c_stops_the_whole_sweep_and_a_rerun_continues_it() {
     if !optuna_ok() {
         return;
     }
-    let dir = setup(
-        r#"name = "stop"
-base = "base.toml"
-mode = "on-the-fly"
-sampler = "random"
-trials = 2
-pruner = "none"
-[params]
-"train.lr" = { min = 3e-3, max = 1e-2, log = true }
-[set]
-"train.steps" = 300
-"train.log_every" = 5
-"#,
-    );
+    let dir = setup(&long_trials("stop", 2));
     let root = dir.path().join("runs/sweeps/stop");
     let child = start(dir.path(), &["configs/sweep.toml"], "first");
     // Interrupt while the second trial trains: the first one is finished by then.
     let metrics = root.join("trials/trial-0001/metrics.csv");
-    let waited = Instant::now();
-    while !metrics.is_file() {
-        assert!(waited.elapsed() < LIMIT, "the second trial never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the second trial to start", LIMIT, || metrics.is_file());
     let pid = child.id();
     // What a terminal's Ctrl-C does: SIGINT to the foreground process group.
     let kill = Command::new("sh").arg("-c").arg(format!("kill -INT -{pid}")).status().unwrap();
@@ -574,38 +584,19 @@ fn a_killed_worker_checkpoints_its_trial_and_requeue_running_continues_it() {
     if !optuna_ok() {
         return;
     }
-    let dir = setup(
-        r#"name = "killed"
-base = "base.toml"
-mode = "on-the-fly"
-sampler = "random"
-trials = 1
-pruner = "none"
-[params]
-"train.lr" = { min = 3e-3, max = 1e-2, log = true }
-[set]
-"train.steps" = 300
-"train.log_every" = 5
-"#,
-    );
+    let dir = setup(&long_trials("killed", 1));
     let root = dir.path().join("runs/sweeps/killed");
     let mut child = start(dir.path(), &["configs/sweep.toml"], "first");
-    let waited = Instant::now();
-    while !root.join("trials/trial-0000/metrics.csv").is_file() {
-        assert!(waited.elapsed() < LIMIT, "the trial never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the trial to start", LIMIT, || root.join("trials/trial-0000/metrics.csv").is_file());
     // SIGKILL: the sweep records nothing. The kernel sends its trial SIGTERM
     // (setpriv --pdeathsig), so grin checkpoints and stops instead of
     // training on unsupervised.
     child.kill().unwrap();
     child.wait().unwrap();
     let log = root.join("logs/trial-0000.log");
-    let waited = Instant::now();
-    while !read(&log).contains("interrupted at step") {
-        assert!(waited.elapsed() < Duration::from_secs(120), "grin kept running after its sweep died: {}", read(&log));
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("grin to stop after its sweep died", Duration::from_secs(120), || {
+        read(&log).contains("interrupted at step")
+    });
     assert!(root.join("trials/trial-0000/checkpoint.ckpt").is_file());
 
     // The study still holds the trial as running: a rerun says so and how to queue it again.
@@ -815,8 +806,14 @@ fn bad_counts_ranges_samplers_and_list_values_are_refused_before_any_trial() {
         ("trials = -3\n[params]\n\"train.lr\" = [0.01]\n", "key `trials`"),
         ("trials = 2.5\n[params]\n\"train.lr\" = [0.01]\n", "key `trials`"),
         ("sampler = \"cmaes\"\n[params]\n\"train.lr\" = [0.01]\n", "key `sampler`"),
-        ("tpe_startup_trials = 3\n[params]\n\"train.lr\" = [0.01]\n", "key `tpe_startup_trials` is for sampler = \"tpe\""),
-        ("sampler = \"tpe\"\ntpe_startup_trials = 0\n[params]\n\"train.lr\" = [0.01]\n", "key `tpe_startup_trials` must be"),
+        (
+            "tpe_startup_trials = 3\n[params]\n\"train.lr\" = [0.01]\n",
+            "key `tpe_startup_trials` is for sampler = \"tpe\"",
+        ),
+        (
+            "sampler = \"tpe\"\ntpe_startup_trials = 0\n[params]\n\"train.lr\" = [0.01]\n",
+            "key `tpe_startup_trials` must be",
+        ),
         ("sampler = \"grid\"\n[params]\n\"train.lr\" = { min = 0.001, max = 0.01 }\n", "needs every param as a list"),
         ("pruner = \"median\"\nmetric = \"steps_per_s\"\n[params]\n\"train.lr\" = [0.01]\n", "key `pruner`"),
         ("[params]\n\"train.lr\" = { min = 0.1, max = 0.01 }\n", "param `train.lr`: min"),
