@@ -11,6 +11,7 @@ use grin_train::{build_feed, PlanRequest, RunPlan};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 #[derive(Args)]
 pub struct TrainArgs {
@@ -112,6 +113,11 @@ fn train_on<B: TrainBackend>(
     trainer::train_parallel::<B>(&run, &devices, |start| build_feed::<B>(&feed, &device, start))
 }
 
+/// Signals closer together than this are one interrupt: a parent-death
+/// signal (what `scripts/sweep` asks for, so a killed sweep's trial stops)
+/// is sent once per thread of the dying parent, microseconds apart.
+const ONE_INTERRUPT: Duration = Duration::from_millis(250);
+
 /// Ctrl-C or SIGTERM (what `kill` and job schedulers send) raises the flag
 /// the training loop checks after every step, so the run stops with a fresh
 /// checkpoint instead of losing the steps since the last periodic one. A
@@ -119,12 +125,18 @@ fn train_on<B: TrainBackend>(
 fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
-    ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::Relaxed) {
+    let mut first: Option<Instant> = None;
+    ctrlc::set_handler(move || match first {
+        None => {
+            first = Some(Instant::now());
+            flag.store(true, Ordering::Relaxed);
+            eprintln!("\ninterrupt: stopping after this step with a checkpoint (interrupt again to quit at once)");
+        }
+        Some(at) if at.elapsed() < ONE_INTERRUPT => {}
+        Some(_) => {
             eprintln!("\nsecond interrupt: quitting now");
             std::process::exit(130);
         }
-        eprintln!("\ninterrupt: stopping after this step with a checkpoint (interrupt again to quit at once)");
     })
     .context("cannot install the interrupt handler")?;
     Ok(stop)

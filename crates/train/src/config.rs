@@ -32,6 +32,10 @@ pub struct TrainConfig {
     pub checkpoint_every: usize,
     /// Held-out samples scored at the end of a run.
     pub eval_samples: usize,
+    /// Steps between validation scores during training (0 = none): face AP
+    /// on `eval_samples` scenes of the validation split, written to
+    /// `metrics.csv` as `val_face_ap` (what a sweep prunes on).
+    pub eval_every: usize,
     /// Held-out real photos scored per real source at the end of a run
     /// (whole photos letterboxed to `run_size`); 0 scores none.
     pub eval_photos: usize,
@@ -70,6 +74,7 @@ impl Default for TrainConfig {
             log_every: 50,
             checkpoint_every: 500,
             eval_samples: 500,
+            eval_every: 0,
             eval_photos: 500,
             eval_min_face: 10.0,
             run_size: None,
@@ -184,6 +189,7 @@ impl GrinConfig {
             ("train.steps", t.steps, 1, 100_000_000),
             ("train.batch_size", t.batch_size, 1, 4096),
             ("train.eval_samples", t.eval_samples, 0, 1_000_000),
+            ("train.eval_every", t.eval_every, 0, 100_000_000),
             ("train.eval_photos", t.eval_photos, 0, 1_000_000),
             ("train.prefetch", t.prefetch, 0, 1024),
             ("train.store_samples", t.store_samples, 0, 1_000_000_000),
@@ -199,6 +205,9 @@ impl GrinConfig {
         }
         if t.log_every == 0 {
             bail!("key `train.log_every`: must be at least 1");
+        }
+        if t.eval_every > 0 && t.eval_samples == 0 {
+            bail!("key `train.eval_every`: {} needs train.eval_samples > 0 (the scenes it scores)", t.eval_every);
         }
         if let Some([w, h]) = t.run_size {
             if !(32..=4096).contains(&w) || !(32..=4096).contains(&h) {

@@ -32,6 +32,7 @@ pub(crate) fn truth(boxes: &[FaceBox], min_face: f32) -> (Vec<&FaceBox>, Vec<Gro
     (faces, truth, regions)
 }
 
+/// Scores `model` on the first `samples` scenes of the test split.
 pub fn evaluate<B: DetectorBackend>(
     model: &Detector<B>,
     spec: &DetectorSpec,
@@ -39,7 +40,19 @@ pub fn evaluate<B: DetectorBackend>(
     samples: usize,
     device: &B::Device,
 ) -> Result<EvalReport> {
-    let pipeline = Pipeline::new(features, Split::Test)?;
+    evaluate_split(model, spec, features, Split::Test, samples, device)
+}
+
+/// As [`evaluate`], on any split's scenes.
+pub fn evaluate_split<B: DetectorBackend>(
+    model: &Detector<B>,
+    spec: &DetectorSpec,
+    features: &FeatureConfig,
+    split: Split,
+    samples: usize,
+    device: &B::Device,
+) -> Result<EvalReport> {
+    let pipeline = Pipeline::new(features, split)?;
     let params = DecodeParams { score_threshold: AP_SCORE_FLOOR, ..spec.model.decode_params() };
     let mut evaluation = Evaluation::default();
     let mut batch = HostBatch::with_capacity(16, features.width, features.height, features.channels);

@@ -21,6 +21,7 @@ pub mod precompute;
 pub mod step;
 pub mod step_bench;
 pub mod trainer;
+mod validation;
 
 pub use config::{GrinConfig, LossConfig, Mode, TrainConfig};
 pub use device_batch::DeviceBatch;

@@ -21,15 +21,19 @@ pub struct MetricRow {
     pub compute_ms: f64,
     /// Median producer time for one batch over the interval (host modes).
     pub produce_ms: f64,
+    /// Face AP on the validation scenes, on the intervals `train.eval_every`
+    /// scores (empty in the CSV otherwise). Absent from older checkpoints.
+    #[serde(default)]
+    pub val_face_ap: Option<f32>,
 }
 
 pub const CSV_HEADER: &str =
-    "step,loss,face_loss,box_loss,smile_loss,lr,samples_per_s,gpu_busy_pct,wait_ms,compute_ms,produce_ms";
+    "step,loss,face_loss,box_loss,smile_loss,lr,samples_per_s,gpu_busy_pct,wait_ms,compute_ms,produce_ms,val_face_ap";
 
 impl MetricRow {
     pub fn csv(&self) -> String {
         format!(
-            "{},{:.6},{:.6},{:.6},{:.6},{:.6e},{:.2},{:.2},{:.3},{:.3},{:.3}",
+            "{},{:.6},{:.6},{:.6},{:.6},{:.6e},{:.2},{:.2},{:.3},{:.3},{:.3},{}",
             self.step,
             self.loss,
             self.face_loss,
@@ -40,7 +44,8 @@ impl MetricRow {
             self.gpu_busy_pct,
             self.wait_ms,
             self.compute_ms,
-            self.produce_ms
+            self.produce_ms,
+            self.val_face_ap.map(|ap| format!("{ap:.4}")).unwrap_or_default()
         )
     }
 }

@@ -283,7 +283,7 @@ pub fn train_parallel<B: TrainBackend>(
             let parts = &parts;
             let wall = interval_start.elapsed().as_secs_f64();
             let wait = interval_wait.as_secs_f64().min(wall);
-            let row = MetricRow {
+            let mut row = MetricRow {
                 step: done,
                 loss: scalar(&parts.total),
                 face_loss: scalar(&parts.face),
@@ -295,10 +295,14 @@ pub fn train_parallel<B: TrainBackend>(
                 wait_ms: 1e3 * wait / interval_steps as f64,
                 compute_ms: 1e3 * (wall - wait) / interval_steps as f64,
                 produce_ms: median(&mut produce_ms),
+                val_face_ap: None,
             };
             if !row.loss.is_finite() {
                 bail!("loss became {} at step {done}; lower train.lr", row.loss);
             }
+            // After the interval's timing is taken, so scoring is not counted as compute.
+            let since = state.history.last().map_or(0, |r| r.step);
+            row.val_face_ap = crate::validation::score_if_due(run, since, done, &model, device)?;
             bar.set_message(format!(
                 "loss {:.3} | {:.0} samples/s | device busy {:.0}%",
                 row.loss, row.samples_per_s, row.gpu_busy_pct

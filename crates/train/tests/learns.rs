@@ -1,5 +1,6 @@
 //! A tiny detector really learns: loss falls and held-out AP rises far
-//! above an untrained model's.
+//! above an untrained model's, on the validation scenes during training
+//! (`train.eval_every`) as on the test scenes at the end.
 
 mod common;
 
@@ -29,6 +30,7 @@ fn loss_falls_and_ap_rises() {
         log_every: 25,
         checkpoint_every: 0,
         eval_samples: 96,
+        eval_every: 250,
         ..TrainConfig::default()
     };
     let (run, summary, losses) = common::short_run("tiny", dir.path(), &features, train_cfg);
@@ -48,6 +50,24 @@ fn loss_falls_and_ap_rises() {
     eprintln!("loss last/first {:.3}, AP {after:.3} (untrained {before:.3})", last / first);
     assert!(after > before + 0.3 && after > 0.4, "AP {after} should rise well above untrained {before}");
     assert!(run.run_dir.join("model.grin").exists() && run.run_dir.join("training.svg").exists());
+
+    // Validation AP in metrics.csv on the rows at each multiple of eval_every, empty elsewhere.
+    let csv = std::fs::read_to_string(run.run_dir.join("metrics.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|&c| c == "val_face_ap").expect("val_face_ap column");
+    let mut val = Vec::new();
+    for line in csv.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        let step: usize = cells[0].parse().unwrap();
+        match (step % 250 == 0, cells[col]) {
+            (true, ap) => val.push(ap.parse::<f32>().unwrap_or_else(|_| panic!("step {step}: {line}"))),
+            (false, ap) => assert!(ap.is_empty(), "step {step} scored off the interval: {line}"),
+        }
+    }
+    eprintln!("validation AP at 250, 500, 750, 1000: {val:?}");
+    assert_eq!(val.len(), 4, "{csv}");
+    assert!(val.iter().all(|ap| (0.0..=1.0).contains(ap)), "{val:?}");
+    assert!(val[3] > before + 0.3, "validation AP {val:?} should rise well above untrained {before}");
     // The summary records the loaders that really ran (the feature workers)
     // and one loader's time per batch, which is what `grin simulate` models.
     let workers = grin_features::Pipeline::new(&features, grin_features::Split::Train).unwrap().workers();

@@ -1,0 +1,41 @@
+//! Validation during training (`train.eval_every`): face AP on held-out
+//! scenes of the validation split, added to the metric row of the log
+//! interval that reaches each multiple of `eval_every`. `metrics.csv` is
+//! rewritten at every interval, so a sweep reads these figures while the run
+//! goes on and stops a hopeless trial early.
+//!
+//! Scenes rather than held-out photos: every source makes scenes (synthetic,
+//! crops, photos), at the training size, so one score costs `eval_samples`
+//! scene generations and forward passes at the size the step already runs;
+//! held-out photos exist only for real photo sources, and each is decoded
+//! and letterboxed to the run size every time. The validation split, not
+//! the test split of the final figures, so pruning never looks at the
+//! scenes a run is finally scored on.
+
+use crate::eval::evaluate_split;
+use crate::trainer::RunSpec;
+use anyhow::{Context, Result};
+use burn::module::AutodiffModule;
+use grin_features::Split;
+use grin_model::{Detector, TrainBackend};
+
+/// Face AP on the validation scenes when the interval `(since, step]` holds
+/// a multiple of `train.eval_every`, else `None` (also when the scenes hold
+/// no face, as AP is undefined there).
+pub(crate) fn score_if_due<B: TrainBackend>(
+    run: &RunSpec,
+    since: usize,
+    step: usize,
+    model: &Detector<B>,
+    device: &B::Device,
+) -> Result<Option<f32>> {
+    let every = run.train.eval_every;
+    if every == 0 || !run.evaluate || step / every == since / every {
+        return Ok(None);
+    }
+    let inference: Detector<B::InnerBackend> = model.valid();
+    let report =
+        evaluate_split(&inference, &run.detector_spec(), &run.features, Split::Val, run.train.eval_samples, device)
+            .with_context(|| format!("validation at step {step} (train.eval_every)"))?;
+    Ok(report.face_ap)
+}
