@@ -39,8 +39,11 @@ pub struct RunPlan {
 /// stderr what was decided and why.
 pub fn plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Result<RunPlan> {
     let c = request.config;
+    let run_dir = request.runs_dir.join(&c.name);
+    // Before anything slow: a refused run folder should not cost a store build.
+    crate::run_folder::check(&run_dir, request.resume, request.overwrite)?;
     let feed = feed_plan::<B>(request, device)?;
-    let mut run = RunSpec::new(c, feed.mode, request.backend, request.runs_dir.join(&c.name))?;
+    let mut run = RunSpec::new(c, feed.mode, request.backend, run_dir)?;
     run.resume = request.resume;
     run.overwrite = request.overwrite;
     run.show_progress = request.show_progress;
