@@ -305,7 +305,7 @@ impl FeatureConfig {
 
 impl SourceConfig {
     /// This source's own keys; a mix's weights and every part's keys.
-    pub fn validate(&self) -> Result<(), FeatureError> {
+    pub(crate) fn validate(&self) -> Result<(), FeatureError> {
         match self {
             SourceConfig::Synthetic { max_faces, min_face, max_face, hard_negatives } => {
                 check_faces(*max_faces, *min_face, *max_face)?;

@@ -43,7 +43,7 @@ pub fn check_pyramid_above(above: f32) -> Result<(), String> {
 }
 
 /// Most detections a model may keep per image.
-pub const MAX_DETECTIONS: usize = 1000;
+const MAX_DETECTIONS: usize = 1000;
 
 impl ModelConfig {
     /// Every key's range, checked wherever a `[model]` table comes from: a

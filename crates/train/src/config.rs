@@ -180,7 +180,7 @@ const MAX_STEPS: usize = 100_000_000;
 impl TrainConfig {
     /// Every key's range. NaN fails every comparison, so each float check
     /// is written to accept rather than to refuse.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         let t = self;
         // Bounds keep a typo from allocating gigabytes or looping for days.
         let counts = [
@@ -234,7 +234,7 @@ impl LossConfig {
     /// Each weight finite and in a range where the loss stays finite: a NaN
     /// or infinite weight would otherwise surface steps later as "loss
     /// became NaN", blaming the learning rate, or as a panic inside Burn.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         let keys = [
             ("focal_alpha", self.focal_alpha, 1.0),
             ("focal_gamma", self.focal_gamma, 10.0),

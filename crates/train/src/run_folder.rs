@@ -19,7 +19,7 @@ const RESULTS: [&str; 5] = ["model.grin", "summary.json", "metrics.csv", "traini
 /// Refuses to start in `run_dir` unless `resume` / `overwrite` says what
 /// to do with what is there. Reads only; called before anything slow (a
 /// store build, a balance measurement) and again by the trainer.
-pub fn check(run_dir: &Path, resume: bool, overwrite: bool) -> Result<()> {
+pub(crate) fn check(run_dir: &Path, resume: bool, overwrite: bool) -> Result<()> {
     let (ckpt_path, model_path, _) = run_paths(run_dir);
     if resume && !ckpt_path.exists() {
         let finished = if model_path.exists() { " (the run finished: model.grin is there)" } else { "" };
@@ -48,7 +48,7 @@ pub fn check(run_dir: &Path, resume: bool, overwrite: bool) -> Result<()> {
 
 /// [`check`], then the folder made ready: created, and under `overwrite`
 /// emptied of the previous run's results.
-pub fn prepare(run_dir: &Path, resume: bool, overwrite: bool) -> Result<()> {
+pub(crate) fn prepare(run_dir: &Path, resume: bool, overwrite: bool) -> Result<()> {
     check(run_dir, resume, overwrite)?;
     std::fs::create_dir_all(run_dir).with_context(|| format!("{}: cannot create run folder", run_dir.display()))?;
     if overwrite {
