@@ -3,9 +3,9 @@
 the opencv wheel) on the same held-out images grin-detect ran on,
 single-threaded.
 
-(One file of about 500 lines on purpose: bench-detect.sh runs it as one
-script in a venv, and its modes share the image loading, box matching and
-table code below.)
+(One file on purpose: bench-detect.sh runs it as one script in a venv, and
+its modes share the image loading and table code below; the scoring is
+scoring.py's.)
 
 Scenes (synthetic, or SMILEsmileD composites): the face cascade
 (haarcascade_frontalface_default.xml) alone. Latency: `detectMultiScale`
@@ -37,13 +37,8 @@ letterboxed to the run size by export_scenes), per source and detector:
     face cascade then the smile cascade in every face), from decoded
     grayscale images, median and p95 over timed runs cycling over the
     photos, against grin-detect --bench --threads 1 on the same PNGs.
-Faces export_scenes marks `ignore` (too small, cut off) are not faces: a
-detection that matches no face but covers one (IoU >= 0.5, or its centre
-inside) is neither a true nor a false positive.
-
-Matching follows grin_model::metrics (greedy, highest score first, each
-face matched once at IoU >= 0.5; all-point interpolated precision-recall
-area) and grin_train::photo_eval (ignore regions, size buckets, found).
+Box matching, AP, ignore regions, size buckets and "found" are
+scoring.py's (shared with yunet_peer.py for scripts/bench-latency.sh).
 
 Modes:
   --size WxH --scenes DIR --grin-detections F --grin-bench F --results R
@@ -66,87 +61,11 @@ import time
 import cv2
 import numpy as np
 
-MATCH_IOU = 0.5
+# One copy of the matching and the photo figures, shared with the YuNet peer.
+from scoring import MATCH_IOU, SIZE_BUCKETS, Evaluation, covers, fmt, grin_detections, iou, photo_figures  # noqa: F401
+
 FACE_CASCADE = "haarcascade_frontalface_default.xml"
 SMILE_CASCADE = "haarcascade_smile.xml"
-# Longer box side at the run size, px: [low, high).
-SIZE_BUCKETS = (("small", 0.0, 24.0), ("medium", 24.0, 64.0), ("large", 64.0, float("inf")))
-
-
-def iou(a, b):
-    iw = max(min(a[2], b[2]) - max(a[0], b[0]), 0.0)
-    ih = max(min(a[3], b[3]) - max(a[1], b[1]), 0.0)
-    inter = iw * ih
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
-def covers(region, box):
-    """A detection lies on an ignore box: IoU >= 0.5, or its centre inside."""
-    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-    inside = region[0] <= cx <= region[2] and region[1] <= cy <= region[3]
-    return inside or iou(box, region) >= MATCH_IOU
-
-
-class Evaluation:
-    """A port of grin_model::metrics::Evaluation."""
-
-    def __init__(self):
-        self.scored = []
-        self.faces = 0
-        self.smile_correct = 0
-        self.smile_total = 0
-
-    def add(self, detections, faces, ignore=()):
-        """detections: [(box, score, smile probability or None)];
-        faces: [(box, smile label or None)]; ignore: [box].
-        Returns, per face, the detection that matched it, or None."""
-        order = sorted(range(len(detections)), key=lambda i: -detections[i][1])
-        matches = [None] * len(faces)
-        for i in order:
-            box, score, smile = detections[i]
-            best, best_iou = None, -1.0
-            for j, (face, _) in enumerate(faces):
-                if matches[j] is not None:
-                    continue
-                o = iou(box, face)
-                # max_by keeps the last of equal maxima.
-                if o >= MATCH_IOU and o >= best_iou:
-                    best, best_iou = j, o
-            if best is not None:
-                matches[best] = detections[i]
-                self.scored.append((score, True))
-                label = faces[best][1]
-                if label is not None and smile is not None:
-                    self.smile_total += 1
-                    self.smile_correct += (smile >= 0.5) == label
-            elif not any(covers(region, box) for region in ignore):
-                self.scored.append((score, False))
-        self.faces += len(faces)
-        return matches
-
-    def average_precision(self):
-        if self.faces == 0:
-            return 0.0 if any(not hit for _, hit in self.scored) else 1.0
-        scored = sorted(self.scored, key=lambda s: -s[0])
-        tp = fp = 0
-        curve = []
-        for _, hit in scored:
-            if hit:
-                tp += 1
-            else:
-                fp += 1
-            curve.append((tp / self.faces, tp / (tp + fp)))
-        ap, best_precision = 0.0, 0.0
-        previous_recall = curve[-1][0] if curve else 0.0
-        for recall, precision in reversed(curve):
-            ap += (previous_recall - recall) * best_precision
-            best_precision = max(best_precision, precision)
-            previous_recall = recall
-        return ap + previous_recall * best_precision
-
-    def smile_accuracy(self):
-        return self.smile_correct / self.smile_total if self.smile_total else None
 
 
 def load_truth(scenes):
@@ -171,22 +90,6 @@ def load_images(folder, names):
             sys.exit(f"{os.path.join(folder, name)}: cannot read")
         images.append(img)
     return images
-
-
-def grin_detections(path, names):
-    """grin-detect --json output as {image name: [(box, score, smile)]}, for
-    every one of `names`."""
-    found = {}
-    with open(path) as f:
-        for line in f:
-            report = json.loads(line)
-            found[os.path.basename(report["image"])] = [
-                (d["box"], d["score"], d["smile"]) for d in report["detections"]
-            ]
-    missing = set(names) - set(found)
-    if missing:
-        sys.exit(f"{path}: no grin result for {len(missing)} images, e.g. {sorted(missing)[0]}")
-    return {name: found[name] for name in names}
 
 
 def read_grin_bench(path):
@@ -327,48 +230,6 @@ class HaarFacesAndSmiles:
         return [((x, y, x + w, y + h), float(s), None) for (x, y, w, h), s in zip(boxes, np.ravel(weights))]
 
 
-def photo_figures(scenes, scored, deployed):
-    """Accuracy figures on photos: AP from `scored` (every detection with a
-    score), the rest from `deployed` (the detections at the operating point);
-    both map image name -> [(box, score, smile)]."""
-    ranked, operating = Evaluation(), Evaluation()
-    by_size = [[0, 0] for _ in SIZE_BUCKETS]
-    shown = smiling = ignored = portraits = found = 0
-    for scene in scenes:
-        name = scene["image"]
-        faces = list(zip(scene["boxes"], scene["smile"]))
-        ranked.add(scored[name], faces, scene["ignore"])
-        matches = operating.add(deployed[name], faces, scene["ignore"])
-        shown += len(deployed[name])
-        smiling += sum(smile >= 0.5 for _, _, smile in deployed[name])
-        ignored += len(scene["ignore"])
-        for (box, _), match in zip(faces, matches):
-            side = max(box[2] - box[0], box[3] - box[1])
-            k = next(k for k, (_, lo, hi) in enumerate(SIZE_BUCKETS) if lo <= side < hi)
-            by_size[k][0] += 1
-            by_size[k][1] += match is not None
-        if scene["portrait"] and faces:
-            portraits += 1
-            found += all(match is not None for match in matches)
-    hits = sum(hit for _, hit in by_size)
-    return {
-        "faces": ranked.faces,
-        "ignored_faces": ignored,
-        "ap": ranked.average_precision(),
-        "recall": hits / ranked.faces if ranked.faces else None,
-        "recall_by_size": {
-            bucket: {"faces": n, "recall": hit / n if n else None}
-            for (bucket, _, _), (n, hit) in zip(SIZE_BUCKETS, by_size)
-        },
-        "detections_per_image": shown / len(scenes),
-        "smiling": smiling / shown if shown else None,
-        "portraits": portraits,
-        "found": found / portraits if portraits else None,
-        "smile_accuracy": operating.smile_accuracy(),
-        "smile_faces": operating.smile_total,
-    }
-
-
 def measure_photos(args):
     cv2.setNumThreads(1)
     with open(os.path.join(args.photos, "truth.json")) as f:
@@ -424,10 +285,6 @@ def measure_photos(args):
     with open(args.results, "a") as f:
         for row in rows:
             f.write(json.dumps(row) + "\n")
-
-
-def fmt(value, digits=3):
-    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def behind(grin, haar):

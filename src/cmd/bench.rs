@@ -37,6 +37,34 @@ fn balance_on<B: TrainBackend>(loaded: &LoadedConfig, choice: BackendChoice, dev
 pub enum BenchCommand {
     /// Train the same model on the same data once per mode; compare steps/s and device-busy %, measured and predicted.
     Modes(BenchModesArgs),
+    /// Time the training step alone, phase by phase, on batches cut from a store in device memory.
+    Step(BenchStepArgs),
+}
+
+#[derive(Args)]
+pub struct BenchStepArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendArg>,
+    /// The precomputed dataset to cut batches from (built there from the config if missing).
+    #[arg(long, default_value = "runs/bench-step/data")]
+    pub store: PathBuf,
+    /// Samples in the store when it has to be built.
+    #[arg(long, default_value_t = 1024)]
+    pub samples: u64,
+    /// Untimed steps first (allocation, first touch, autotune).
+    #[arg(long, default_value_t = 10)]
+    pub warmup: usize,
+    /// Steps per timed window.
+    #[arg(long, default_value_t = 50)]
+    pub steps: usize,
+    /// Timed windows; the figures are their medians.
+    #[arg(long, default_value_t = 5)]
+    pub repeats: usize,
+    /// Also write the figures as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -62,10 +90,48 @@ pub struct BenchModesArgs {
 }
 
 pub fn bench(command: BenchCommand) -> Result<()> {
-    let BenchCommand::Modes(args) = command;
-    let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
-    eprintln!("{why}");
-    on_backend!(choice, B, device => bench_modes::<B>(&args, choice, &device))
+    match command {
+        BenchCommand::Modes(args) => {
+            let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
+            eprintln!("{why}");
+            on_backend!(choice, B, device => bench_modes::<B>(&args, choice, &device))
+        }
+        BenchCommand::Step(args) => {
+            let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
+            eprintln!("{why}");
+            on_backend!(choice, B, device => bench_step::<B>(&args, &device))
+        }
+    }
+}
+
+fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Result<()> {
+    let c = args.config.load()?.config;
+    if !args.store.join("manifest.json").exists() {
+        grin_train::precompute::write_whole_store(&c.features, args.samples, &args.store)?;
+    }
+    let store = grin_train::feed::precomputed::open_store(&args.store, &c.features, false)?;
+    let b = grin_train::step_bench::bench_step::<B>(&c, store, args.warmup, args.steps, args.repeats, device)?;
+    let m = &b.median;
+    println!(
+        "bench step: {} ({} threads), batch {} at {}x{}, width {} ({} parameters)",
+        b.engine, b.threads, b.batch, b.width, b.height, b.width_mult, b.params
+    );
+    println!(
+        "median of {} windows of {} steps: {:.2} steps/s | ms per step: batch {:.2}, forward {:.2}, loss {:.2}, backward {:.2}, optimizer {:.2}",
+        b.windows.len(),
+        args.steps,
+        m.steps_per_s,
+        m.batch_ms,
+        m.forward_ms,
+        m.loss_ms,
+        m.backward_ms,
+        m.optimizer_ms
+    );
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&b)?)
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+    }
+    Ok(())
 }
 
 /// One mode's measured and predicted figures.
@@ -101,8 +167,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
     let figures = grin_train::balance::measure::<B>(
         &c.features,
         &c.detector_spec(),
-        c.train.batch_size,
-        c.train.loss.weights(),
+        &c.train,
         Some(&store),
         &c.train.device_augment,
         device,

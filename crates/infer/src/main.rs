@@ -105,9 +105,9 @@ struct Cli {
 
 /// Image files run at this many times the model's run size per side. A photo
 /// is searched once, so its latency matters less than the faces it holds: on
-/// the validation photos Caltech AP@0.5 is 0.820 at 320x240 and 0.908 at
-/// 640x480 (small faces get four times the pixels), at 11 vs 51 ms on one
-/// core; a stream keeps the model's run size, for frame rate.
+/// the validation photos Caltech AP@0.5 is 0.845 at 320x240 and 0.931 at
+/// 640x480 (small faces get four times the pixels), at about four times the
+/// time; a stream keeps the model's run size, for frame rate.
 const PHOTO_SCALE: usize = 2;
 
 fn parse_threshold(s: &str) -> Result<f32, String> {

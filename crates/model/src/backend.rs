@@ -1,28 +1,25 @@
 //! The two operations the detector runs through its own backend trait, so
-//! that each backend can supply them and their backward passes:
+//! that a backend can supply a faster one:
 //!
-//! - the depthwise 3x3 convolution: Burn's generic conv backward computes a
-//!   grouped conv's weight gradient one group at a time, and burn-ndarray's
-//!   input gradient goes through a slow transposed conv, so on the CPU a
-//!   depthwise layer's backward cost 10-30x its forward pass;
-//! - training-mode BatchNorm (+ ReLU): composed from Burn ops it is about
-//!   fifteen passes over the activations, several of them broadcasts.
+//! - the depthwise 3x3 convolution: on the CPU, Burn's generic grouped conv
+//!   was 8-14x slower than a loop over each plane ([`crate::kernels`]),
+//!   which evaluation and `grin-detect --engine burn` run;
+//! - training-mode BatchNorm (+ ReLU), for backends that train through
+//!   Burn's autodiff (CUDA), where Burn's own ops compose it and fusion
+//!   merges the arithmetic.
 //!
-//! Together they were about two thirds of a CPU training step. The defaults
-//! are Burn's own ops (CUDA's conv backward kernels are native, and fusion
-//! merges the BatchNorm arithmetic); the CPU backend runs the loops in
-//! [`crate::kernels`] on the tensors' own memory. [`autodiff`] records both
-//! ops on the autodiff graph with backward passes that call these methods.
+//! The defaults are Burn's own ops ([`burn_ops`]). A CPU training step does
+//! not go through either: it is grin's own (`crate::cpu`).
 
-mod autodiff;
 pub mod burn_ops;
 
 use crate::kernels;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::ndarray::NdArrayTensor;
-use burn::backend::NdArray;
+use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::ops::FloatTensor;
-use burn::tensor::TensorMetadata;
+use burn::tensor::{Tensor, TensorMetadata, TensorPrimitive};
 use std::borrow::Cow;
 
 /// What a depthwise op needs beyond its tensors: the input's spatial size
@@ -50,33 +47,16 @@ pub struct NormOutput<B: Backend> {
     pub var: FloatTensor<B>,
 }
 
-/// Gradients of training-mode BatchNorm: input, gamma, beta.
-pub type NormGrads<B> = (FloatTensor<B>, FloatTensor<B>, FloatTensor<B>);
-
 /// A backend that can run the detector. Tensors are `[batch, channels,
 /// points]`; the depthwise weight is `[channels, 1, 3, 3]` (padding 1, no
 /// bias), gamma and beta are `[channels]`.
 pub trait DetectorBackend: Backend {
+    /// Training on autodiff over this backend runs grin's own CPU step
+    /// (`crate::cpu::CpuStep`) instead of Burn's autodiff graph.
+    const CPU_STEP: bool = false;
+
     fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
         burn_ops::depthwise3x3::<Self>(x, weight, geometry)
-    }
-
-    fn depthwise3x3_x_backward(
-        x: FloatTensor<Self>,
-        weight: FloatTensor<Self>,
-        grad: FloatTensor<Self>,
-        geometry: Geometry,
-    ) -> FloatTensor<Self> {
-        burn_ops::depthwise3x3_x_backward::<Self>(x, weight, grad, geometry)
-    }
-
-    fn depthwise3x3_weight_backward(
-        x: FloatTensor<Self>,
-        weight: FloatTensor<Self>,
-        grad: FloatTensor<Self>,
-        geometry: Geometry,
-    ) -> FloatTensor<Self> {
-        burn_ops::depthwise3x3_weight_backward::<Self>(x, weight, grad, geometry)
     }
 
     fn batch_norm_train(
@@ -88,16 +68,11 @@ pub trait DetectorBackend: Backend {
         burn_ops::batch_norm_train::<Self>(x, gamma, beta, settings)
     }
 
-    /// `forward` is what `batch_norm_train` returned (its output gives
-    /// ReLU's mask), `grad` the gradient arriving at the output.
-    fn batch_norm_train_backward(
-        x: FloatTensor<Self>,
-        gamma: FloatTensor<Self>,
-        forward: NormOutput<Self>,
-        grad: FloatTensor<Self>,
-        settings: NormSettings,
-    ) -> NormGrads<Self> {
-        burn_ops::batch_norm_train_backward::<Self>(x, gamma, forward, grad, settings)
+    /// Hands `f` the tensor's values in row-major order: how the CPU step
+    /// reads a batch. The default reads the data back.
+    fn with_values<R>(x: FloatTensor<Self>, f: impl FnOnce(&[f32]) -> R) -> R {
+        let data = Tensor::<Self, 1>::from_primitive(TensorPrimitive::Float(x)).into_data();
+        f(&data.convert::<f32>().to_vec::<f32>().expect("f32 values"))
     }
 }
 
@@ -124,87 +99,29 @@ fn from_values(values: Vec<f32>, dims: &[usize]) -> NdArrayTensor {
     NdArrayTensor::from(array)
 }
 
-fn depthwise_shape(x: &NdArrayTensor, geometry: Geometry) -> kernels::depthwise::Shape {
-    let [batch, channels, _] = x.shape().dims();
-    let Geometry { height, width, stride } = geometry;
-    kernels::depthwise::Shape { batch, channels, height, width, stride }
-}
-
-fn norm_shape(x: &NdArrayTensor) -> kernels::batch_norm::Shape {
-    let [batch, channels, points] = x.shape().dims();
-    kernels::batch_norm::Shape { batch, channels, points }
-}
-
-/// The CPU backend: both ops and their gradients are [`kernels`]' loops.
+/// The CPU backend: the depthwise forward pass is [`kernels`]' loop, and
+/// training steps are grin's own.
 impl DetectorBackend for NdArray<f32> {
+    const CPU_STEP: bool = true;
+
     fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
-        let shape = depthwise_shape(&x, geometry);
+        let [batch, channels, _] = x.shape().dims();
+        let Geometry { height, width, stride } = geometry;
+        let shape = kernels::depthwise::Shape { batch, channels, height, width, stride };
         let y = kernels::depthwise::forward(&values(&x), &values(&weight), shape, None);
         from_values(y, &[shape.batch, shape.channels, shape.out_height() * shape.out_width()])
     }
 
-    fn depthwise3x3_x_backward(
-        x: FloatTensor<Self>,
-        weight: FloatTensor<Self>,
-        grad: FloatTensor<Self>,
-        geometry: Geometry,
-    ) -> FloatTensor<Self> {
-        let shape = depthwise_shape(&x, geometry);
-        let dx = kernels::depthwise::input_grad(&values(&grad), &values(&weight), shape);
-        from_values(dx, &x.shape().dims::<3>())
-    }
-
-    fn depthwise3x3_weight_backward(
-        x: FloatTensor<Self>,
-        _weight: FloatTensor<Self>,
-        grad: FloatTensor<Self>,
-        geometry: Geometry,
-    ) -> FloatTensor<Self> {
-        let shape = depthwise_shape(&x, geometry);
-        let dw = kernels::depthwise::weight_grad(&values(&x), &values(&grad), shape);
-        from_values(dw, &[shape.channels, 1, 3, 3])
-    }
-
-    fn batch_norm_train(
-        x: FloatTensor<Self>,
-        gamma: FloatTensor<Self>,
-        beta: FloatTensor<Self>,
-        settings: NormSettings,
-    ) -> NormOutput<Self> {
-        let shape = norm_shape(&x);
-        let epsilon = settings.epsilon as f32;
-        let f =
-            kernels::batch_norm::forward(&values(&x), &values(&gamma), &values(&beta), epsilon, settings.relu, shape);
-        NormOutput {
-            output: from_values(f.output, &x.shape().dims::<3>()),
-            mean: from_values(f.mean, &[shape.channels]),
-            var: from_values(f.var, &[shape.channels]),
-        }
-    }
-
-    fn batch_norm_train_backward(
-        x: FloatTensor<Self>,
-        gamma: FloatTensor<Self>,
-        forward: NormOutput<Self>,
-        grad: FloatTensor<Self>,
-        settings: NormSettings,
-    ) -> NormGrads<Self> {
-        let shape = norm_shape(&x);
-        let epsilon = settings.epsilon as f32;
-        let g = kernels::batch_norm::backward(
-            &values(&x),
-            &values(&gamma),
-            &values(&forward.output),
-            &values(&grad),
-            (&values(&forward.mean), &values(&forward.var)),
-            epsilon,
-            settings.relu,
-            shape,
-        );
-        let channels = [shape.channels];
-        (from_values(g.input, &x.shape().dims::<3>()), from_values(g.gamma, &channels), from_values(g.beta, &channels))
+    /// The tensor's own memory, without a copy when it is contiguous (a
+    /// read back through `into_data` walked a shared tensor element by
+    /// element: 10 ms of a 60 ms step).
+    fn with_values<R>(x: FloatTensor<Self>, f: impl FnOnce(&[f32]) -> R) -> R {
+        f(&values(&x))
     }
 }
+
+/// Autodiff differentiates the defaults, Burn's own ops.
+impl<B: DetectorBackend, C: CheckpointStrategy> DetectorBackend for Autodiff<B, C> {}
 
 #[cfg(feature = "cuda")]
 impl DetectorBackend for burn_cuda::Cuda<f32, i32> {}

@@ -11,6 +11,7 @@ use crate::points::{Points, STRIDES};
 use crate::pyramid::{merge, pass_sizes};
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::BatchNorm;
 use burn::tensor::backend::Backend;
 use burn::tensor::module::avg_pool2d;
 use burn::tensor::{Tensor, TensorData};
@@ -143,11 +144,11 @@ impl<B: Backend> Detector<B> {
     /// The one statement of how the layers connect, which `forward`, `macs`
     /// and `folded` all take: `layer` carries the state through each trunk
     /// conv in turn, and each tapped state goes through its level's `head`.
-    fn walk<S: Clone, L>(
-        &self,
+    fn walk<'a, S: Clone, L>(
+        &'a self,
         input: S,
-        mut layer: impl FnMut(&ConvBn<B>, S) -> S,
-        mut head: impl FnMut(&Head<B>, S) -> L,
+        mut layer: impl FnMut(&'a ConvBn<B>, S) -> S,
+        mut head: impl FnMut(&'a Head<B>, S) -> L,
     ) -> Vec<L> {
         let mut x = layer(&self.stem, input);
         let mut levels = Vec::with_capacity(self.heads.len());
@@ -161,6 +162,35 @@ impl<B: Backend> Detector<B> {
         }
         debug_assert_eq!(levels.len(), STRIDES.len());
         levels
+    }
+
+    /// Every trainable conv in one list, the trunk in run order and then
+    /// each head's convs, finest level first, and where each head sits in
+    /// it: the order the CPU step (`crate::cpu`) keeps its layers and
+    /// gradients in.
+    pub(crate) fn trainables(&self) -> (Vec<Trainable<'_, B>>, Vec<HeadSpan>) {
+        fn conv_bn<B: Backend>(layer: &ConvBn<B>) -> Trainable<'_, B> {
+            Trainable::ConvBn { conv: &layer.conv, norm: &layer.norm, relu: layer.relu }
+        }
+        let mut list = Vec::new();
+        let heads = self.walk(
+            0,
+            |layer, ran| {
+                list.push(conv_bn(layer));
+                ran + 1
+            },
+            |head, ran| (ran - 1, head),
+        );
+        let spans = heads
+            .into_iter()
+            .map(|(after, head)| {
+                let first = list.len();
+                list.extend(head.mix.layers().map(conv_bn));
+                list.push(Trainable::Out(&head.out));
+                HeadSpan { after, first, len: list.len() - first }
+            })
+            .collect();
+        (list, spans)
     }
 
     /// Multiply-adds of one forward pass at `h x w`, from the real layers.
@@ -190,6 +220,21 @@ impl<B: Backend> Detector<B> {
         );
         FoldedDetector { trunk, heads }
     }
+}
+
+/// One trainable conv: with its BatchNorm and activation (trunk and head
+/// mixing layers), or a head's output conv with its bias.
+pub(crate) enum Trainable<'a, B: Backend> {
+    ConvBn { conv: &'a Conv2d<B>, norm: &'a BatchNorm<B>, relu: bool },
+    Out(&'a Conv2d<B>),
+}
+
+/// A head's place in [`Detector::trainables`]' list: it reads the output of
+/// entry `after` (a trunk conv) and is entries `first..first + len`.
+pub(crate) struct HeadSpan {
+    pub after: usize,
+    pub first: usize,
+    pub len: usize,
 }
 
 /// What `grin model-info` prints, computed from the real layers.

@@ -1,6 +1,4 @@
-//! CPU loops behind the CPU backend's [`crate::backend::DetectorBackend`]
-//! ops: plain `f32` slices in, `Vec<f32>` out, parallel on rayon's pool.
-//! The depthwise forward is public: the Pi's engine runs it too.
+//! CPU loops over plain `f32` slices: the depthwise 3x3 convolution of the
+//! CPU backend's forward pass, the Pi's engine and the CPU training step.
 
-pub(crate) mod batch_norm;
 pub mod depthwise;

@@ -39,9 +39,9 @@ impl<B: Backend> FeatureMap<B> {
 /// Conv + BatchNorm + optional ReLU.
 #[derive(Module, Debug)]
 pub struct ConvBn<B: Backend> {
-    conv: Conv2d<B>,
-    norm: BatchNorm<B>,
-    relu: bool,
+    pub(crate) conv: Conv2d<B>,
+    pub(crate) norm: BatchNorm<B>,
+    pub(crate) relu: bool,
 }
 
 impl<B: Backend> ConvBn<B> {

@@ -12,6 +12,7 @@
 // examples); the rest is re-exported below.
 pub mod backend;
 pub mod config;
+pub mod cpu;
 mod decode;
 mod detector;
 pub mod file;

@@ -7,16 +7,17 @@
 use crate::backend::BackendChoice;
 use crate::config::GrinConfig;
 use crate::config::Mode;
+use crate::config::TrainConfig;
 use crate::device_batch::upload;
 use crate::feed::in_vram::{fits_in_device, DeviceAugment, DeviceDataset};
 use crate::feed::precomputed::open_store;
+use crate::step::Stepper;
 use crate::trainer::median;
 use anyhow::Result;
-use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use grin_features::{bench::measure_tg, FeatureConfig, HostBatch, Pipeline, Split};
-use grin_model::{assign, loss, DetectorSpec, LossWeights, PointTensors, TrainBackend};
+use grin_model::{DetectorSpec, TrainBackend};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -80,49 +81,49 @@ pub fn check<B: TrainBackend>(
     let store =
         if dir.join("manifest.json").exists() { Some(open_store(&dir, &c.features, allow_stale)?) } else { None };
     let fits_in_device = store.as_ref().is_none_or(|s| fits_in_device(s, backend, device_index).0);
-    let figures = measure::<B>(
-        &c.features,
-        &c.detector_spec(),
-        c.train.batch_size,
-        c.train.loss.weights(),
-        store.as_ref(),
-        &c.train.device_augment,
-        device,
-    )?;
+    let figures =
+        measure::<B>(&c.features, &c.detector_spec(), &c.train, store.as_ref(), &c.train.device_augment, device)?;
     Ok(Check { figures, fits_in_device })
 }
 
 pub fn measure<B: TrainBackend>(
     features: &FeatureConfig,
     spec: &DetectorSpec,
-    batch: usize,
-    weights: LossWeights,
+    train: &TrainConfig,
     store: Option<&grin_store::Store>,
     augment: &DeviceAugment,
     device: &B::Device,
 ) -> Result<Figures> {
+    let batch = train.batch_size;
     let pipeline = Pipeline::new(features, Split::Train)?;
     let tg = measure_tg(&pipeline, 64.max(batch))?;
     let host: HostBatch = pipeline.batch(&(0..batch as u64).collect::<Vec<_>>())?;
 
-    let points = PointTensors::<B>::new(&spec.points(), device);
     let mut model = spec.init::<B>(device);
-    let mut optim = AdamWConfig::new().init::<B, grin_model::Detector<B>>();
+    let mut optim = crate::step::optimizer::<B>(train);
+    let mut stepper = Stepper::<B>::new(spec, train.loss.weights(), std::slice::from_ref(device));
     let on_device = upload::<B>(&host, device);
 
     let tu_s = timed::<B>(device, || {
         let _ = upload::<B>(&host, device);
     });
+    // T_i and T_s on the trainer's own step (`step.rs`): the same ops,
+    // optimizer, weight decay and clipping as every training step.
+    let mut failed = None;
     let ti_s = timed::<B>(device, || {
-        let _ = model.forward(on_device.images.clone());
+        if let Err(e) = stepper.forward(&model, &on_device) {
+            failed.get_or_insert(e);
+        }
     });
-    let ts_s = timed::<B>(device, || {
-        let out = model.forward(on_device.images.clone());
-        let targets = assign(&points, on_device.boxes.clone(), on_device.labels.clone());
-        let parts = loss(&out, &targets, &points, weights);
-        let grads = GradientsParams::from_grads(parts.total.backward(), &model);
-        model = optim.step(1e-4, model.clone(), grads);
+    let ts_s = timed::<B>(device, || match stepper.step(model.clone(), &mut optim, 1e-4, on_device.clone(), None) {
+        Ok((next, _)) => model = next,
+        Err(e) => {
+            failed.get_or_insert(e);
+        }
     });
+    if let Some(e) = failed {
+        return Err(e);
+    }
     let resident = DeviceDataset::<B>::upload(&host, device);
     let indices =
         Tensor::<B, 1, Int>::from_data(TensorData::new((0..batch as i32).collect::<Vec<_>>(), [batch]), device);

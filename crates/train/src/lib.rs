@@ -19,6 +19,8 @@ pub mod photo_eval;
 mod plan;
 pub mod precompute;
 mod run_folder;
+pub mod step;
+pub mod step_bench;
 pub mod trainer;
 
 pub use config::{GrinConfig, LossConfig, Mode, TrainConfig};

@@ -11,15 +11,14 @@ use crate::eval::{evaluate, EvalReport};
 use crate::feed::{Feed, FeedTiming};
 use crate::metrics::{self, MetricRow};
 use crate::photo_eval::{evaluate_photos, plot_pr, PhotoReport};
+use crate::step::{self, Stepper};
 use anyhow::{bail, Context, Result};
 use burn::module::AutodiffModule;
-use burn::module::Module;
-use burn::optim::{AdamWConfig, GradientsParams, MultiGradientsParams, Optimizer};
+use burn::optim::Optimizer;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
-use burn::tensor::backend::DeviceOps;
 use burn::tensor::ElementConversion;
 use grin_features::FeatureConfig;
-use grin_model::{assign, file, loss, Detector, DetectorSpec, LossWeights, ModelConfig, PointTensors, TrainBackend};
+use grin_model::{file, Detector, DetectorSpec, ModelConfig, TrainBackend};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -195,10 +194,7 @@ pub fn train_parallel<B: TrainBackend>(
 
     B::seed(device, run.features.seed);
     let mut model: Detector<B> = spec.init(device);
-    let mut optim = AdamWConfig::new()
-        .with_weight_decay(cfg.weight_decay)
-        .with_grad_clipping(Some(burn::grad_clipping::GradientClippingConfig::Norm(10.0)))
-        .init::<B, Detector<B>>();
+    let mut optim = step::optimizer::<B>(cfg);
     let mut state = LoopState { step: 0, config_json: config_json.clone(), history: vec![], wall_s: 0.0 };
 
     if let (Some(init), false) = (&cfg.init, run.resume) {
@@ -236,14 +232,7 @@ pub fn train_parallel<B: TrainBackend>(
     crate::run_folder::prepare(&run.run_dir, run.resume, run.overwrite)?;
     std::fs::write(run.run_dir.join("config.toml"), &run.config_toml)?;
 
-    let points = PointTensors::<B>::new(&spec.points(), device);
-    // Each device's point table, built once rather than every step.
-    let device_points: Vec<PointTensors<B>> = if devices.len() > 1 {
-        devices.iter().map(|d| PointTensors::<B>::new(&spec.points(), d)).collect()
-    } else {
-        vec![]
-    };
-    let weights = cfg.loss.weights();
+    let mut stepper = Stepper::<B>::new(&spec, cfg.loss.weights(), devices);
     let mut feed = feed_for(state.step)?;
 
     let bar = if run.show_progress { ProgressBar::new(cfg.steps as u64) } else { ProgressBar::hidden() };
@@ -263,19 +252,8 @@ pub fn train_parallel<B: TrainBackend>(
         interval_wait += timing.wait;
         produce_ms.push(timing.produce.as_secs_f64() * 1e3);
 
-        let lr = learning_rate(cfg, step);
-        let parts = if devices.len() == 1 {
-            let output = model.forward(batch.images);
-            let targets = assign(&points, batch.boxes, batch.labels);
-            let parts = loss(&output, &targets, &points, weights);
-            let grads = GradientsParams::from_grads(parts.total.backward(), &model);
-            model = optim.step(lr, model, grads);
-            parts
-        } else {
-            let (next, parts) = parallel_step(model, &mut optim, lr, batch, devices, &device_points, weights)?;
-            model = next;
-            parts
-        };
+        let (next, parts) = stepper.step(model, &mut optim, learning_rate(cfg, step), batch, None)?;
+        model = next;
         interval_steps += 1;
 
         let done = step + 1;
@@ -292,7 +270,7 @@ pub fn train_parallel<B: TrainBackend>(
                 face_loss: scalar(&parts.face),
                 box_loss: scalar(&parts.boxes),
                 smile_loss: scalar(&parts.smile),
-                lr,
+                lr: learning_rate(cfg, step),
                 samples_per_s: (interval_steps * cfg.batch_size) as f64 / wall,
                 gpu_busy_pct: 100.0 * (wall - wait) / wall,
                 wait_ms: 1e3 * wait / interval_steps as f64,
@@ -363,41 +341,6 @@ pub fn train_parallel<B: TrainBackend>(
         .or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })
         .with_context(|| format!("{}: cannot remove the finished run's checkpoint", ckpt_path.display()))?;
     Ok(summary)
-}
-
-/// One data-parallel step: split the batch, forward/backward per device,
-/// then one optimizer step over all devices' gradients.
-fn parallel_step<B: TrainBackend, O: Optimizer<Detector<B>, B>>(
-    model: Detector<B>,
-    optim: &mut O,
-    lr: f64,
-    batch: crate::device_batch::DeviceBatch<B>,
-    devices: &[B::Device],
-    device_points: &[PointTensors<B>],
-    weights: LossWeights,
-) -> Result<(Detector<B>, grin_model::LossParts<B>)> {
-    let n = batch.images.dims()[0];
-    let share = n.div_ceil(devices.len());
-    let mut grads = MultiGradientsParams { grads: Vec::with_capacity(devices.len()) };
-    let mut first_parts = None;
-    for (i, d) in devices.iter().enumerate() {
-        let (start, len) = (i * share, share.min(n.saturating_sub(i * share)));
-        if len == 0 {
-            break;
-        }
-        let replica = model.clone().fork(d);
-        let points = &device_points[i];
-        let images = batch.images.clone().narrow(0, start, len).to_device(d);
-        let boxes = batch.boxes.clone().narrow(0, start, len).to_device(d);
-        let labels = batch.labels.clone().narrow(0, start, len).to_device(d);
-        let parts = loss(&replica.forward(images), &assign(points, boxes, labels), points, weights);
-        // Gradients are summed across devices: weight each by its share.
-        let scaled = parts.total.clone() * (len as f32 / n as f32);
-        grads.grads.push((GradientsParams::from_grads(scaled.backward(), &replica), d.id()));
-        first_parts.get_or_insert(parts);
-    }
-    let model = optim.step_multi(lr, model, grads);
-    Ok((model, first_parts.context("empty batch")?))
 }
 
 fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>, loaders: usize) -> Summary {

@@ -1,14 +1,15 @@
 //! The depthwise 3x3 (padding 1) convolution and its two gradients as plain
-//! loops over NCHW `f32` slices, parallel over planes or channels; and, for
-//! inference, the same forward loop with a fused bias + ReLU and a dense
-//! variant for the stem, so training and the Pi run one kernel.
+//! loops over one plane ([`PlaneConv`]), which the CPU training step runs
+//! per channel; and, for inference over NCHW slices, the same forward loop
+//! with a fused bias + ReLU and a dense variant for the stem, so training
+//! and the Pi run one kernel.
 //!
 //! Output `(i, j)` of a plane reads input `(s*i + ky - 1, s*j + kx - 1)` for
 //! its nine taps. [`rows`] lists, once per call, every (tap, output row)
 //! pair whose input row is inside the image together with the span of
 //! columns that is; the three kernels then only walk those spans, so no
-//! inner loop tests bounds, and at stride 1 they run over contiguous memory
-//! and vectorise.
+//! inner loop tests bounds, and each runs over contiguous memory and
+//! vectorises (at stride 2, over the input split into even and odd columns).
 
 use rayon::prelude::*;
 
@@ -40,8 +41,9 @@ impl Shape {
     }
 }
 
-/// Tap `k` (`ky * 3 + kx`) of output row `out_row` reads input row
-/// `in_row`; outputs `lo..hi` of that row read inputs `start`, `start + s`, ...
+/// Tap `k` (`ky * 3 + kx`) of output row `out_row` reads row `in_row` of
+/// the input split into column phases ([`PlaneConv::split`]); outputs
+/// `lo..hi` of that row read the split row's `start..start + (hi - lo)`.
 #[derive(Debug, Clone, Copy)]
 struct Row {
     k: usize,
@@ -61,8 +63,21 @@ fn inside(k: usize, side: usize, out: usize, stride: usize) -> (usize, usize) {
     (lo, hi.max(lo))
 }
 
+/// Where each column phase starts in a split row: phase `p` holds columns
+/// `p, p + s, p + 2s, ...`.
+fn phase_starts(width: usize, stride: usize) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(stride);
+    let mut at = 0;
+    for p in 0..stride {
+        starts.push(at);
+        at += width.saturating_sub(p).div_ceil(stride);
+    }
+    starts
+}
+
 fn rows(shape: Shape) -> Vec<Row> {
     let (oh, ow, s) = (shape.out_height(), shape.out_width(), shape.stride);
+    let phases = phase_starts(shape.width, s);
     let mut rows = Vec::with_capacity(9 * oh);
     for ky in 0..3 {
         let (i_lo, i_hi) = inside(ky, shape.height, oh, s);
@@ -71,18 +86,16 @@ fn rows(shape: Shape) -> Vec<Row> {
             if lo == hi {
                 continue;
             }
+            // Output column j reads column s*j + kx - 1: phase (kx - 1) mod s,
+            // index j + floor((kx - 1) / s) within it.
+            let d = kx as isize - 1;
+            let start = phases[d.rem_euclid(s as isize) as usize] as isize + lo as isize + d.div_euclid(s as isize);
             for out_row in i_lo..i_hi {
-                let start = s * lo + kx - 1;
-                rows.push(Row { k: ky * 3 + kx, out_row, in_row: s * out_row + ky - 1, lo, hi, start });
+                rows.push(Row { k: ky * 3 + kx, out_row, in_row: s * out_row + ky - 1, lo, hi, start: start as usize });
             }
         }
     }
     rows
-}
-
-/// The `n` inputs `start, start + stride, ...` of `row`.
-fn strided(row: &[f32], start: usize, stride: usize, n: usize) -> impl Iterator<Item = &f32> {
-    row[start..].iter().step_by(stride).take(n)
 }
 
 /// Eight independent partial sums let the compiler vectorise a float dot
@@ -127,19 +140,156 @@ impl Epilogue<'_> {
     }
 }
 
-/// Adds one input plane `xp` convolved with the nine taps `w` to the
-/// output plane `y`.
-fn accumulate(y: &mut [f32], xp: &[f32], w: &[f32], rows: &[Row], shape: Shape) {
-    let (ow, s) = (shape.out_width(), shape.stride);
-    for r in rows {
-        let input = &xp[r.in_row * shape.width..][..shape.width];
-        let output = &mut y[r.out_row * ow..][r.lo..r.hi];
-        let wk = w[r.k];
-        if s == 1 {
-            output.iter_mut().zip(&input[r.start..]).for_each(|(o, v)| *o += wk * v);
-        } else {
-            output.iter_mut().zip(strided(input, r.start, s, r.hi - r.lo)).for_each(|(o, v)| *o += wk * v);
+/// One plane's convolution walk for a (height, width, stride), built once
+/// per layer: the NCHW functions below and the training step's per-channel
+/// tasks (`crate::cpu`) run every plane through it.
+///
+/// At stride 2 the taps read every other column, which no loop over the
+/// input vectorises; so the input is first split into its even and odd
+/// columns ([`PlaneConv::split`], one pass), after which every tap reads a
+/// contiguous run, as at stride 1.
+#[derive(Debug, Clone)]
+pub(crate) struct PlaneConv {
+    rows: Vec<Row>,
+    shape: Shape,
+}
+
+thread_local! {
+    /// A split plane, per thread, for the methods that take an unsplit input.
+    static SPLIT: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl PlaneConv {
+    pub(crate) fn new(height: usize, width: usize, stride: usize) -> PlaneConv {
+        let shape = Shape { batch: 1, channels: 1, height, width, stride };
+        PlaneConv { rows: rows(shape), shape }
+    }
+
+    pub(crate) fn out_len(&self) -> usize {
+        self.shape.out_plane()
+    }
+
+    /// Whether inputs are read split into column phases (stride > 1); at
+    /// stride 1 a split plane is the plane itself.
+    pub(crate) fn splits(&self) -> bool {
+        self.shape.stride > 1
+    }
+
+    /// Writes plane `x` with each row's columns regrouped by phase (`0, s,
+    /// 2s, ..`, then `1, s + 1, ..`) into `out`.
+    pub(crate) fn split(&self, x: &[f32], out: &mut [f32]) {
+        let (w, s) = (self.shape.width, self.shape.stride);
+        for (row, split) in x.chunks_exact(w).zip(out.chunks_exact_mut(w)) {
+            if s == 2 {
+                // Pairs to two runs: a deinterleave the compiler vectorises.
+                let (even, odd) = split.split_at_mut(w.div_ceil(2));
+                for (pair, (e, o)) in row.chunks_exact(2).zip(even.iter_mut().zip(odd.iter_mut())) {
+                    (*e, *o) = (pair[0], pair[1]);
+                }
+                if w % 2 == 1 {
+                    even[w / 2] = row[w - 1];
+                }
+                continue;
+            }
+            let mut at = 0;
+            for p in 0..s {
+                for &v in row[p..].iter().step_by(s) {
+                    split[at] = v;
+                    at += 1;
+                }
+            }
         }
+    }
+
+    /// `x += ` a split plane `split`, put back in column order.
+    fn merge_add(&self, split: &[f32], x: &mut [f32]) {
+        let (w, s) = (self.shape.width, self.shape.stride);
+        for (row, split) in x.chunks_exact_mut(w).zip(split.chunks_exact(w)) {
+            if s == 2 {
+                let (even, odd) = split.split_at(w.div_ceil(2));
+                for (pair, (e, o)) in row.chunks_exact_mut(2).zip(even.iter().zip(odd)) {
+                    pair[0] += e;
+                    pair[1] += o;
+                }
+                if w % 2 == 1 {
+                    row[w - 1] += even[w / 2];
+                }
+                continue;
+            }
+            let mut at = 0;
+            for p in 0..s {
+                for v in row[p..].iter_mut().step_by(s) {
+                    *v += split[at];
+                    at += 1;
+                }
+            }
+        }
+    }
+
+    /// Runs `f` on `x` split (or on `x` itself at stride 1).
+    fn with_split<R>(&self, x: &[f32], f: impl FnOnce(&[f32]) -> R) -> R {
+        if !self.splits() {
+            return f(x);
+        }
+        SPLIT.with_borrow_mut(|buffer| {
+            buffer.resize(x.len(), 0.0);
+            self.split(x, buffer);
+            f(buffer)
+        })
+    }
+
+    /// `y += conv(x)` with the nine taps `w`; `xs` is the input split.
+    pub(crate) fn forward_split(&self, y: &mut [f32], xs: &[f32], w: &[f32]) {
+        let (ow, width) = (self.shape.out_width(), self.shape.width);
+        for r in &self.rows {
+            let output = &mut y[r.out_row * ow..][r.lo..r.hi];
+            let input = &xs[r.in_row * width + r.start..][..output.len()];
+            let wk = w[r.k];
+            output.iter_mut().zip(input).for_each(|(o, v)| *o += wk * v);
+        }
+    }
+
+    /// `y += conv(x)` with the nine taps `w`.
+    pub(crate) fn forward(&self, y: &mut [f32], x: &[f32], w: &[f32]) {
+        self.with_split(x, |xs| self.forward_split(y, xs, w));
+    }
+
+    /// `taps += ` the nine taps' gradients from the split input `xs` and
+    /// the output gradient `g`.
+    pub(crate) fn weight_grad_split(&self, taps: &mut [f32], xs: &[f32], g: &[f32]) {
+        let (ow, width) = (self.shape.out_width(), self.shape.width);
+        for r in &self.rows {
+            let g = &g[r.out_row * ow..][r.lo..r.hi];
+            taps[r.k] += dot(g, &xs[r.in_row * width + r.start..][..g.len()]);
+        }
+    }
+
+    /// `taps += ` the nine taps' gradients from input `x` and output gradient `g`.
+    pub(crate) fn weight_grad(&self, taps: &mut [f32], x: &[f32], g: &[f32]) {
+        self.with_split(x, |xs| self.weight_grad_split(taps, xs, g));
+    }
+
+    /// `dx += conv^T(g)`: the gradient reaching the input from the output
+    /// gradient `g`.
+    pub(crate) fn input_grad(&self, dx: &mut [f32], g: &[f32], w: &[f32]) {
+        let (ow, width) = (self.shape.out_width(), self.shape.width);
+        let scatter = |d: &mut [f32]| {
+            for r in &self.rows {
+                let g = &g[r.out_row * ow..][r.lo..r.hi];
+                let row = &mut d[r.in_row * width + r.start..][..g.len()];
+                let wk = w[r.k];
+                row.iter_mut().zip(g).for_each(|(d, gv)| *d += wk * gv);
+            }
+        };
+        if !self.splits() {
+            return scatter(dx);
+        }
+        SPLIT.with_borrow_mut(|buffer| {
+            buffer.clear();
+            buffer.resize(dx.len(), 0.0);
+            scatter(buffer);
+            self.merge_add(buffer, dx);
+        });
     }
 }
 
@@ -148,10 +298,10 @@ fn accumulate(y: &mut [f32], xp: &[f32], w: &[f32], rows: &[Row], shape: Shape) 
 pub fn forward(x: &[f32], weight: &[f32], shape: Shape, epilogue: Option<Epilogue>) -> Vec<f32> {
     let mut out = vec![0.0f32; shape.batch * shape.channels * shape.out_plane()];
     check(shape, x.len(), weight.len(), out.len());
-    let rows = rows(shape);
+    let conv = PlaneConv::new(shape.height, shape.width, shape.stride);
     out.par_chunks_mut(shape.out_plane()).enumerate().for_each(|(plane, y)| {
         let c = plane % shape.channels;
-        accumulate(y, &x[plane * shape.plane()..][..shape.plane()], &weight[c * 9..][..9], &rows, shape);
+        conv.forward(y, &x[plane * shape.plane()..][..shape.plane()], &weight[c * 9..][..9]);
         if let Some(e) = &epilogue {
             e.apply(y, c);
         }
@@ -174,65 +324,15 @@ pub fn dense_forward(
     assert_eq!(x.len(), shape.batch * cin * shape.plane(), "conv input size");
     assert_eq!(weight.len(), out_channels * cin * 9, "conv weight size");
     let mut out = vec![0.0f32; shape.batch * out_channels * shape.out_plane()];
-    let rows = rows(shape);
+    let conv = PlaneConv::new(shape.height, shape.width, shape.stride);
     out.par_chunks_mut(shape.out_plane()).enumerate().for_each(|(plane, y)| {
         let (b, oc) = (plane / out_channels, plane % out_channels);
         for ic in 0..cin {
             let xp = &x[(b * cin + ic) * shape.plane()..][..shape.plane()];
-            accumulate(y, xp, &weight[(oc * cin + ic) * 9..][..9], &rows, shape);
+            conv.forward(y, xp, &weight[(oc * cin + ic) * 9..][..9]);
         }
         if let Some(e) = &epilogue {
             e.apply(y, oc);
-        }
-    });
-    out
-}
-
-/// dL/dx, `[batch, channels, height, width]` flattened, from the weight and
-/// the output gradient `grad`.
-pub fn input_grad(grad: &[f32], weight: &[f32], shape: Shape) -> Vec<f32> {
-    let (ow, s) = (shape.out_width(), shape.stride);
-    let mut out = vec![0.0f32; shape.batch * shape.channels * shape.plane()];
-    check(shape, out.len(), weight.len(), grad.len());
-    let rows = rows(shape);
-    out.par_chunks_mut(shape.plane()).enumerate().for_each(|(plane, dx)| {
-        let w = &weight[(plane % shape.channels) * 9..][..9];
-        let gp = &grad[plane * shape.out_plane()..][..shape.out_plane()];
-        for r in &rows {
-            let g = &gp[r.out_row * ow..][r.lo..r.hi];
-            let row = &mut dx[r.in_row * shape.width..][..shape.width];
-            let wk = w[r.k];
-            if s == 1 {
-                row[r.start..].iter_mut().zip(g).for_each(|(d, gv)| *d += wk * gv);
-            } else {
-                row[r.start..].iter_mut().step_by(s).zip(g).for_each(|(d, gv)| *d += wk * gv);
-            }
-        }
-    });
-    out
-}
-
-/// dL/dweight, `[channels, 1, 3, 3]` flattened, from the forward input `x`
-/// and the output gradient `grad`.
-pub fn weight_grad(x: &[f32], grad: &[f32], shape: Shape) -> Vec<f32> {
-    let (ow, s) = (shape.out_width(), shape.stride);
-    let mut out = vec![0.0f32; shape.channels * 9];
-    check(shape, x.len(), out.len(), grad.len());
-    let rows = rows(shape);
-    out.par_chunks_mut(9).enumerate().for_each(|(c, taps)| {
-        for b in 0..shape.batch {
-            let plane = b * shape.channels + c;
-            let xp = &x[plane * shape.plane()..][..shape.plane()];
-            let gp = &grad[plane * shape.out_plane()..][..shape.out_plane()];
-            for r in &rows {
-                let g = &gp[r.out_row * ow..][r.lo..r.hi];
-                let input = &xp[r.in_row * shape.width..][..shape.width];
-                taps[r.k] += if s == 1 {
-                    dot(g, &input[r.start..r.start + g.len()])
-                } else {
-                    g.iter().zip(strided(input, r.start, s, g.len())).map(|(a, v)| a * v).sum()
-                };
-            }
         }
     });
     out
@@ -292,8 +392,18 @@ mod tests {
                 let close =
                     |a: &[f32], b: &[f32]| a.len() == b.len() && a.iter().zip(b).all(|(p, q)| (p - q).abs() < 1e-4);
                 assert!(close(&forward(&x, &w, s, None), &y), "forward {s:?}");
-                assert!(close(&input_grad(&grad, &w, s), &dx), "input grad {s:?}");
-                assert!(close(&weight_grad(&x, &grad, s), &dw), "weight grad {s:?}");
+                // The gradients, plane by plane, as the training step runs them.
+                let conv = PlaneConv::new(height, width, stride);
+                let (plane, out_plane) = (height * width, conv.out_len());
+                let (mut ours_dx, mut ours_dw) = (vec![0.0; dx.len()], vec![0.0; dw.len()]);
+                for p in 0..2 * 3 {
+                    let taps = &w[(p % 3) * 9..][..9];
+                    let g = &grad[p * out_plane..][..out_plane];
+                    conv.input_grad(&mut ours_dx[p * plane..][..plane], g, taps);
+                    conv.weight_grad(&mut ours_dw[(p % 3) * 9..][..9], &x[p * plane..][..plane], g);
+                }
+                assert!(close(&ours_dx, &dx), "input grad {s:?}");
+                assert!(close(&ours_dw, &dw), "weight grad {s:?}");
             }
         }
     }

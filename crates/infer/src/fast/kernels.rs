@@ -1,0 +1,502 @@
+//! The fast engine's SIMD micro-kernels, written once over pulp's [`Simd`]
+//! and entered through `pulp::Arch::dispatch`, which picks at run time the
+//! widest the CPU has: AVX2 + FMA on x86-64 (8 lanes), NEON on aarch64 (4),
+//! plain scalars elsewhere. Everything below an entry point is
+//! `#[inline(always)]`, so it is compiled with the chosen instruction set.
+//!
+//! Each output value is summed in one fixed order (input channel, then tap
+//! row, then tap column) with fused multiply-adds, starting from zero, and
+//! the bias is added last, whatever the vector width: so the AVX2 and NEON
+//! builds give bit-identical outputs, and `scripts/pi-check.sh` can ask the
+//! aarch64 binary's JSON to equal the x86 one's.
+//!
+//! Memory is addressed through raw pointers with strides: a band's rows of
+//! every plane are written by the thread that owns the band, which slices
+//! cannot say. Every entry point states what it reads and writes; the
+//! engine (`fast.rs`) sizes the buffers.
+
+use grin_model::FoldedConv;
+use pulp::{Simd, WithSimd};
+
+/// Output channels per tile of the 1x1 kernel: 6 rows x 2 vectors are 12
+/// accumulators, which with 2 input vectors and a broadcast fill AVX2's 16
+/// registers.
+pub(crate) const PW_ROWS: usize = 6;
+
+#[inline(always)]
+unsafe fn load<S: Simd>(p: *const f32) -> S::f32s {
+    p.cast::<S::f32s>().read_unaligned()
+}
+
+#[inline(always)]
+unsafe fn store<S: Simd>(p: *mut f32, v: S::f32s) {
+    p.cast::<S::f32s>().write_unaligned(v)
+}
+
+/// Bias, then ReLU if asked.
+#[inline(always)]
+fn finish<S: Simd>(simd: S, acc: S::f32s, bias: S::f32s, relu: bool) -> S::f32s {
+    let v = simd.add_f32s(acc, bias);
+    if relu {
+        simd.max_f32s(v, simd.splat_f32s(0.0))
+    } else {
+        v
+    }
+}
+
+/// A feature map's planes as raw memory: value `(c, p)` (plane `c`, pixel
+/// `p` in row-major order) is at `ptr + c * plane + p`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Planes {
+    pub ptr: *mut f32,
+    pub plane: usize,
+}
+
+// The engine hands each thread a band of rows that no other thread writes.
+unsafe impl Send for Planes {}
+unsafe impl Sync for Planes {}
+
+impl Planes {
+    /// The same planes from pixel `offset` on.
+    pub fn at(self, offset: usize) -> Planes {
+        Planes { ptr: self.ptr.wrapping_add(offset), ..self }
+    }
+}
+
+/// Where a 3x3 conv (padding 1, stride 1 or 2) finds its input for a band
+/// of output rows: "lines", zero-padded copies of the input rows, laid out
+/// so that every tap of an output row is one contiguous run.
+///
+/// Stride 1: line `t` is input row `r0 + t - 1` with one zero on each side;
+/// tap `(ky, kx)` of output row `r0 + i`, column `j` is line `i + ky`,
+/// element `j + kx`. Stride 2: each input row `2 r0 - 1 + t` is split into
+/// its even and odd padded columns (lines `2t` and `2t + 1`), so that taps
+/// at stride 2 are contiguous too: `kx = 0, 1, 2` read even `j`, odd `j`,
+/// even `j + 1`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LineLayout {
+    pub stride: usize,
+    pub in_width: usize,
+    pub in_height: usize,
+    pub out_width: usize,
+    /// Floats per line: every vector a row's output reads stays inside.
+    pub len: usize,
+}
+
+impl LineLayout {
+    pub fn new(stride: usize, in_height: usize, in_width: usize, lanes: usize) -> LineLayout {
+        assert!(stride == 1 || stride == 2, "3x3 stride {stride}");
+        let out_width = in_width.div_ceil(stride);
+        // A row's last vector starts at most at max(out_width - lanes, 0);
+        // it reads `lanes` values from there plus the tap offset (2 at
+        // stride 1, 1 at stride 2).
+        let len = out_width.max(lanes) + 3 - stride;
+        LineLayout { stride, in_width, in_height, out_width, len }
+    }
+
+    /// Lines one input plane needs for `rows` output rows.
+    pub fn lines(&self, rows: usize) -> usize {
+        if self.stride == 1 {
+            rows + 2
+        } else {
+            2 * (2 * rows + 1)
+        }
+    }
+
+    /// (line, offset) of tap `(ky, kx)` of the band's output row `i`.
+    #[inline(always)]
+    fn tap(&self, i: usize, ky: usize, kx: usize) -> (usize, usize) {
+        if self.stride == 1 {
+            (i + ky, kx)
+        } else {
+            (2 * (2 * i + ky) + (kx & 1), kx >> 1)
+        }
+    }
+
+    /// Writes the lines of one input `plane` for output rows `r0..r0 + rows`
+    /// into `lines` (`self.lines(rows) * self.len` floats). Parts that are
+    /// padding are zero; elements past the padded row are never written, so
+    /// they stay what the caller zeroed them to.
+    #[inline(always)]
+    pub fn fill(&self, plane: &[f32], r0: usize, rows: usize, lines: &mut [f32]) {
+        let (w, len) = (self.in_width, self.len);
+        let input_row = |r: isize| (r >= 0 && (r as usize) < self.in_height).then(|| &plane[r as usize * w..][..w]);
+        if self.stride == 1 {
+            for t in 0..rows + 2 {
+                let line = &mut lines[t * len..][..w + 2];
+                match input_row((r0 + t) as isize - 1) {
+                    Some(row) => {
+                        line[0] = 0.0;
+                        line[1..=w].copy_from_slice(row);
+                        line[w + 1] = 0.0;
+                    }
+                    None => line.fill(0.0),
+                }
+            }
+        } else {
+            let wo = self.out_width;
+            for t in 0..2 * rows + 1 {
+                let (even, odd) = lines[2 * t * len..][..2 * len].split_at_mut(len);
+                let (even, odd) = (&mut even[..=wo], &mut odd[..=wo]);
+                let Some(row) = input_row((2 * r0 + t) as isize - 1) else {
+                    even.fill(0.0);
+                    odd.fill(0.0);
+                    continue;
+                };
+                // Padded column q is input column q - 1: even j is input
+                // 2j - 1, odd j is input 2j.
+                even[0] = 0.0;
+                let j = split_columns(row, &mut odd[..wo], &mut even[1..]);
+                let (pairs, last) = row[2 * j..].as_chunks::<2>();
+                for (k, &[a, b]) in pairs.iter().enumerate() {
+                    odd[j + k] = a;
+                    even[j + k + 1] = b;
+                }
+                let n = j + pairs.len();
+                if let [a] = last {
+                    odd[n] = *a;
+                    even[n + 1] = 0.0;
+                    odd[n + 1] = 0.0;
+                } else {
+                    odd[n] = 0.0;
+                }
+            }
+        }
+    }
+}
+
+/// Splits the first `2n` values of `row` into `firsts` (columns 0, 2, ...)
+/// and `seconds` (1, 3, ...) as far as whole vectors go, and returns `n`;
+/// the caller does the rest. A plain copy, so exact on every instruction
+/// set; pulp's own deinterleave leaves lanes in another order.
+fn split_columns(row: &[f32], firsts: &mut [f32], seconds: &mut [f32]) -> usize {
+    let n = (row.len() / 2).min(firsts.len()).min(seconds.len());
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is there; the chunks stay inside the three slices.
+        return unsafe { split_columns_avx2(row, firsts, seconds, n) };
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let done = n / 4 * 4;
+        for j in (0..done).step_by(4) {
+            // SAFETY: NEON is part of aarch64; 8 values read, 4 + 4 written.
+            unsafe {
+                use std::arch::aarch64::{vld2q_f32, vst1q_f32};
+                let pair = vld2q_f32(row.as_ptr().add(2 * j));
+                vst1q_f32(firsts.as_mut_ptr().add(j), pair.0);
+                vst1q_f32(seconds.as_mut_ptr().add(j), pair.1);
+            }
+        }
+        return done;
+    }
+    #[allow(unreachable_code)]
+    0
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn split_columns_avx2(row: &[f32], firsts: &mut [f32], seconds: &mut [f32], n: usize) -> usize {
+    use std::arch::x86_64::*;
+    let done = n / 8 * 8;
+    for j in (0..done).step_by(8) {
+        let lo = _mm256_loadu_ps(row.as_ptr().add(2 * j));
+        let hi = _mm256_loadu_ps(row.as_ptr().add(2 * j + 8));
+        // Within each 128-bit half: lo's and hi's even (odd) columns; then
+        // the 64-bit quarters back in order.
+        let firsts_mixed = _mm256_shuffle_ps::<0b10_00_10_00>(lo, hi);
+        let seconds_mixed = _mm256_shuffle_ps::<0b11_01_11_01>(lo, hi);
+        let order = |v: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(v)));
+        _mm256_storeu_ps(firsts.as_mut_ptr().add(j), order(firsts_mixed));
+        _mm256_storeu_ps(seconds.as_mut_ptr().add(j), order(seconds_mixed));
+    }
+    done
+}
+
+/// One 3x3 conv over a band of output rows `r0..r0 + rows`: a depthwise
+/// conv (output plane `c` reads input plane `c`) or a dense one (every
+/// output plane reads every input plane).
+pub(crate) struct Conv3x3Band<'a> {
+    pub layout: LineLayout,
+    /// The whole input map, `[in_channels, in_height, in_width]`.
+    pub input: &'a [f32],
+    pub r0: usize,
+    pub rows: usize,
+    /// Scratch for the lines (zeroed by the caller once): one input plane's
+    /// for a depthwise conv, every input plane's for a dense one, each
+    /// `layout.lines(rows) * layout.len` floats.
+    pub lines: &'a mut [f32],
+    /// A 3x3 conv, stride 1 or 2, depthwise or dense.
+    pub conv: &'a FoldedConv,
+    /// The band's output row `i` of plane `oc` starts at
+    /// `out.ptr + oc * out.plane + i * out_width`.
+    pub out: Planes,
+}
+
+impl WithSimd for Conv3x3Band<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) {
+        let layout = self.layout;
+        let plane = layout.in_height * layout.in_width;
+        let per_plane = layout.lines(self.rows) * layout.len;
+        let conv = self.conv;
+        let planes = if conv.depthwise { 1 } else { conv.in_channels };
+        assert!(self.input.len() >= conv.in_channels * plane, "3x3 input size");
+        assert!(self.lines.len() >= planes * per_plane, "3x3 line scratch");
+        assert_eq!(conv.weight.len(), conv.out_channels * planes * 9, "3x3 weight size");
+        let fill = |c: usize, lines: &mut [f32]| {
+            layout.fill(&self.input[c * plane..][..plane], self.r0, self.rows, &mut lines[..per_plane])
+        };
+        let mut band = Band { simd, layout, rows: self.rows, bias: &conv.bias, relu: conv.relu, out: self.out };
+        if conv.depthwise {
+            assert_eq!(conv.in_channels, conv.out_channels, "depthwise channels");
+            let (mut taps, mut weights) = ([[std::ptr::null(); 9]], [[simd.splat_f32s(0.0); 9]]);
+            for c in 0..conv.out_channels {
+                fill(c, self.lines);
+                band.channel(c, self.lines, per_plane, &conv.weight[c * 9..][..9], &mut taps, &mut weights);
+            }
+        } else {
+            for c in 0..conv.in_channels {
+                fill(c, &mut self.lines[c * per_plane..]);
+            }
+            let mut taps = vec![[std::ptr::null(); 9]; planes];
+            let mut weights = vec![[simd.splat_f32s(0.0); 9]; planes];
+            for oc in 0..conv.out_channels {
+                let w = &conv.weight[oc * planes * 9..][..planes * 9];
+                band.channel(oc, self.lines, per_plane, w, &mut taps, &mut weights);
+            }
+        }
+    }
+}
+
+/// What every output plane of a [`Conv3x3Band`] shares.
+struct Band<'a, S: Simd> {
+    simd: S,
+    layout: LineLayout,
+    rows: usize,
+    bias: &'a [f32],
+    relu: bool,
+    out: Planes,
+}
+
+impl<S: Simd> Band<'_, S> {
+    /// Output plane `oc` from the lines of `taps.len()` input planes
+    /// (`per_plane` floats each) and their taps `w` (`[planes, 9]`);
+    /// `taps` and `weights` are the caller's scratch.
+    #[inline(always)]
+    fn channel(
+        &mut self,
+        oc: usize,
+        lines: &[f32],
+        per_plane: usize,
+        w: &[f32],
+        taps: &mut [[*const f32; 9]],
+        weights: &mut [[S::f32s; 9]],
+    ) {
+        let (simd, layout) = (self.simd, self.layout);
+        let (lanes, wo) = (S::F32_LANES, layout.out_width);
+        for (ic, ws) in weights.iter_mut().enumerate() {
+            *ws = std::array::from_fn(|k| simd.splat_f32s(w[ic * 9 + k]));
+        }
+        let bias = simd.splat_f32s(self.bias[oc]);
+        let relu = self.relu;
+        for i in 0..self.rows {
+            for (ic, tap) in taps.iter_mut().enumerate() {
+                *tap = std::array::from_fn(|k| {
+                    let (line, offset) = layout.tap(i, k / 3, k % 3);
+                    lines[ic * per_plane + line * layout.len + offset..].as_ptr()
+                });
+            }
+            let out = self.out.ptr.wrapping_add(oc * self.out.plane + i * wo);
+            // SAFETY: `LineLayout::len` keeps every vector read below
+            // inside its line; writes stay in `0..wo` of the row.
+            unsafe {
+                let mut j = 0;
+                while j + 4 * lanes <= wo {
+                    let acc = taps_sum::<S, 4>(simd, taps, weights, j);
+                    for (v, a) in acc.into_iter().enumerate() {
+                        store::<S>(out.add(j + v * lanes), finish(simd, a, bias, relu));
+                    }
+                    j += 4 * lanes;
+                }
+                while j + lanes <= wo {
+                    let [a] = taps_sum::<S, 1>(simd, taps, weights, j);
+                    store::<S>(out.add(j), finish(simd, a, bias, relu));
+                    j += lanes;
+                }
+                if j < wo {
+                    // The row's last values: one vector ending at the row's
+                    // end (recomputing some, to the same bits), or a
+                    // partial store when the row is shorter than a vector.
+                    let start = wo.saturating_sub(lanes);
+                    let [a] = taps_sum::<S, 1>(simd, taps, weights, start);
+                    let v = finish(simd, a, bias, relu);
+                    simd.partial_store_f32s(std::slice::from_raw_parts_mut(out.add(start), wo - start), v);
+                }
+            }
+        }
+    }
+}
+
+/// `NV` vectors of one output row from column `j`: the sum over input
+/// planes and taps, in that order.
+#[inline(always)]
+unsafe fn taps_sum<S: Simd, const NV: usize>(
+    simd: S,
+    taps: &[[*const f32; 9]],
+    weights: &[[S::f32s; 9]],
+    j: usize,
+) -> [S::f32s; NV] {
+    let lanes = S::F32_LANES;
+    let mut acc = [simd.splat_f32s(0.0); NV];
+    for (tap, w) in taps.iter().zip(weights) {
+        for k in 0..9 {
+            for (v, a) in acc.iter_mut().enumerate() {
+                *a = simd.mul_add_f32s(w[k], load::<S>(tap[k].add(j + v * lanes)), *a);
+            }
+        }
+    }
+    acc
+}
+
+/// 1x1 conv weights packed for the kernel: blocks of [`PW_ROWS`] output
+/// channels (the last may be smaller), each `[in_channels, rows]`, so the
+/// kernel reads one block's weights in order.
+#[derive(Debug, Clone)]
+pub(crate) struct PackedPointwise {
+    pub in_channels: usize,
+    pub out_channels: usize,
+    pub weight: Vec<f32>,
+    pub bias: Vec<f32>,
+    pub relu: bool,
+}
+
+impl PackedPointwise {
+    /// `weight`: `[out_channels, in_channels]`.
+    pub fn new(weight: &[f32], bias: &[f32], in_channels: usize, relu: bool) -> PackedPointwise {
+        let out_channels = bias.len();
+        assert_eq!(weight.len(), out_channels * in_channels, "1x1 weight size");
+        let mut packed = Vec::with_capacity(weight.len());
+        for oc0 in (0..out_channels).step_by(PW_ROWS) {
+            let rows = PW_ROWS.min(out_channels - oc0);
+            for ic in 0..in_channels {
+                packed.extend((0..rows).map(|m| weight[(oc0 + m) * in_channels + ic]));
+            }
+        }
+        PackedPointwise { in_channels, out_channels, weight: packed, bias: bias.to_vec(), relu }
+    }
+}
+
+/// One 1x1 conv over `pixels` consecutive pixels of every plane.
+pub(crate) struct PointwiseBand<'a> {
+    pub conv: &'a PackedPointwise,
+    /// `conv.in_channels` planes, `pixels` values read from each.
+    pub input: Planes,
+    /// `conv.out_channels` planes, `pixels` values written to each.
+    pub out: Planes,
+    pub pixels: usize,
+}
+
+impl WithSimd for PointwiseBand<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) {
+        let conv = self.conv;
+        let mut block = 0;
+        for oc0 in (0..conv.out_channels).step_by(PW_ROWS) {
+            let rows = PW_ROWS.min(conv.out_channels - oc0);
+            let weight = &conv.weight[block..block + rows * conv.in_channels];
+            block += weight.len();
+            let tile = Tile { conv, weight, oc0, input: self.input, out: self.out, pixels: self.pixels };
+            // SAFETY: the caller guarantees `pixels` values per plane on
+            // both sides; `Tile::run` stays inside them.
+            unsafe {
+                match rows {
+                    6 => tile.run::<S, 6>(simd),
+                    5 => tile.run::<S, 5>(simd),
+                    4 => tile.run::<S, 4>(simd),
+                    3 => tile.run::<S, 3>(simd),
+                    2 => tile.run::<S, 2>(simd),
+                    _ => tile.run::<S, 1>(simd),
+                }
+            }
+        }
+    }
+}
+
+/// One block of `MR` output channels of a [`PointwiseBand`].
+struct Tile<'a> {
+    conv: &'a PackedPointwise,
+    /// `[in_channels, MR]`.
+    weight: &'a [f32],
+    oc0: usize,
+    input: Planes,
+    out: Planes,
+    pixels: usize,
+}
+
+impl Tile<'_> {
+    #[inline(always)]
+    unsafe fn run<S: Simd, const MR: usize>(&self, simd: S) {
+        let (lanes, n) = (S::F32_LANES, self.pixels);
+        let mut p = 0;
+        while p + 2 * lanes <= n {
+            self.pixels_at::<S, MR, 2>(simd, p, 2 * lanes);
+            p += 2 * lanes;
+        }
+        while p + lanes <= n {
+            self.pixels_at::<S, MR, 1>(simd, p, lanes);
+            p += lanes;
+        }
+        if p < n {
+            // One vector ending at the last pixel (recomputing some, to
+            // the same bits), or a partial one when there are fewer pixels.
+            let start = n.saturating_sub(lanes);
+            self.pixels_at::<S, MR, 1>(simd, start, n - start);
+        }
+    }
+
+    /// Output pixels `p..p + len` (`len <= NV * lanes`; under one vector only
+    /// when `NV == 1`) of the block's `MR` channels.
+    #[inline(always)]
+    unsafe fn pixels_at<S: Simd, const MR: usize, const NV: usize>(&self, simd: S, p: usize, len: usize) {
+        let lanes = S::F32_LANES;
+        let partial = len < NV * lanes;
+        let mut acc = [[simd.splat_f32s(0.0); NV]; MR];
+        let mut x = self.input.ptr.add(p) as *const f32;
+        let mut w = self.weight.as_ptr();
+        for _ in 0..self.conv.in_channels {
+            let xs: [S::f32s; NV] = std::array::from_fn(|v| {
+                if partial {
+                    simd.partial_load_f32s(std::slice::from_raw_parts(x, len))
+                } else {
+                    load::<S>(x.add(v * lanes))
+                }
+            });
+            for (m, row) in acc.iter_mut().enumerate() {
+                let wm = simd.splat_f32s(*w.add(m));
+                for (a, &xv) in row.iter_mut().zip(&xs) {
+                    *a = simd.mul_add_f32s(wm, xv, *a);
+                }
+            }
+            x = x.add(self.input.plane);
+            w = w.add(MR);
+        }
+        for (m, row) in acc.iter().enumerate() {
+            let oc = self.oc0 + m;
+            let bias = simd.splat_f32s(self.conv.bias[oc]);
+            let out = self.out.ptr.add(oc * self.out.plane + p);
+            for (v, &a) in row.iter().enumerate() {
+                let value = finish(simd, a, bias, self.conv.relu);
+                if partial {
+                    simd.partial_store_f32s(std::slice::from_raw_parts_mut(out, len), value);
+                } else {
+                    store::<S>(out.add(v * lanes), value);
+                }
+            }
+        }
+    }
+}

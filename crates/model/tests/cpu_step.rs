@@ -1,0 +1,146 @@
+//! The CPU training step against Burn's autodiff on the same model and
+//! batch: the loss, every parameter's gradient and the BatchNorm running
+//! averages. Burn's side runs the ops CUDA runs (the backend trait's
+//! defaults), so this also pins the GPU path to the CPU one.
+
+use burn::backend::{Autodiff, NdArray};
+use burn::module::Module;
+use burn::optim::GradientsParams;
+use burn::tensor::backend::Backend;
+use burn::tensor::{Distribution, Int, Tensor, TensorData};
+use grin_model::cpu::{Batch, CpuStep, Labels};
+use grin_model::{assign, loss, Detector, DetectorSpec, LossWeights, ModelConfig, PointTensors};
+
+type B = Autodiff<NdArray<f32>>;
+
+const WEIGHTS: LossWeights = LossWeights { focal_alpha: 0.25, focal_gamma: 2.0, box_weight: 2.0, smile_weight: 5.0 };
+
+fn model(spec: &DetectorSpec) -> Detector<B> {
+    let device = Default::default();
+    B::seed(&device, 11);
+    let model = spec.init::<B>(&device);
+    // Parameters draw their random values when first read: read them all
+    // now, in one order, so both models get the same values.
+    params(&model);
+    model
+}
+
+/// Every parameter of `model` as (id, values), in module order.
+fn params(model: &Detector<B>) -> Vec<(burn::module::ParamId, Vec<f32>)> {
+    struct Collect(Vec<(burn::module::ParamId, Vec<f32>)>);
+    impl burn::module::ModuleVisitor<B> for Collect {
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<B, D>>) {
+            self.0.push((param.id, param.val().into_data().to_vec::<f32>().unwrap()));
+        }
+    }
+    let mut c = Collect(vec![]);
+    model.visit(&mut c);
+    c.0
+}
+
+fn grad(grads: &GradientsParams, id: burn::module::ParamId, len: usize) -> Option<Vec<f32>> {
+    // Parameters have 1 or 4 dimensions here.
+    grads
+        .get::<NdArray<f32>, 1>(id)
+        .map(|t| t.into_data().to_vec::<f32>().unwrap())
+        .or_else(|| grads.get::<NdArray<f32>, 4>(id).map(|t| t.into_data().to_vec::<f32>().unwrap()))
+        .inspect(|g| assert_eq!(g.len(), len))
+}
+
+#[test]
+fn the_cpu_step_equals_burns_autodiff_on_loss_gradients_and_running_averages() {
+    let device = Default::default();
+    for (width_mult, batch) in [(1.0, 3), (1.15, 2)] {
+        let spec = DetectorSpec {
+            model: ModelConfig { width_mult, ..ModelConfig::default() },
+            width: 96,
+            height: 72,
+            channels: 1,
+        };
+        let points = spec.points();
+        let images = Tensor::<B, 4>::random([batch, 1, 72, 96], Distribution::Uniform(0.0, 1.0), &device);
+        // Faces on each level, a smile, a known non-smile, an unknown smile,
+        // an ignore region and empty slots.
+        let slots = [
+            ([10.0, 12.0, 30.0, 34.0], 1),
+            ([40.0, 8.0, 84.0, 56.0], 0),
+            ([60.0, 40.0, 80.0, 62.0], -1),
+            ([0.0, 40.0, 30.0, 72.0], -3),
+            ([0.0, 0.0, 0.0, 0.0], -2),
+        ];
+        let k = slots.len();
+        let mut boxes = Vec::new();
+        let mut labels = Vec::new();
+        for b in 0..batch {
+            for (i, (bx, label)) in slots.iter().enumerate() {
+                // Shift each image's faces a little so images differ.
+                let shift = if *label == -2 { 0.0 } else { (b * 3 + i) as f32 };
+                boxes.extend(bx.iter().map(|v| v + shift));
+                labels.push(*label as i64);
+            }
+        }
+
+        // Burn's autodiff: the reference.
+        let reference = model(&spec);
+        let table = PointTensors::<B>::new(&points, &device);
+        let out = reference.forward(images.clone());
+        let boxes_t = Tensor::<B, 3>::from_data(TensorData::new(boxes.clone(), [batch, k, 4]), &device);
+        let labels_t = Tensor::<B, 2, Int>::from_data(TensorData::new(labels.clone(), [batch, k]), &device);
+        let parts = loss(&out, &assign(&table, boxes_t, labels_t), &table, WEIGHTS);
+        let want_grads = GradientsParams::from_grads(parts.total.backward(), &reference);
+        let want = [parts.total, parts.face, parts.boxes, parts.smile].map(|t| t.into_scalar());
+
+        // The CPU step on an identical model.
+        let ours = model(&spec);
+        let pixels = images.into_data().to_vec::<f32>().unwrap();
+        let batch_in = Batch {
+            images: &pixels,
+            batch,
+            channels: 1,
+            height: 72,
+            width: 96,
+            labels: Labels { boxes: &boxes, labels: &labels, slots: k },
+        };
+        let mut step = CpuStep::new();
+        let (values, got_grads) = step.gradients(&ours, batch_in, &points, WEIGHTS, &device, &mut |_| ());
+        let got = [values.total, values.face, values.boxes, values.smile];
+        eprintln!("ours {got:?}, Burn {want:?}");
+        for (name, (g, w)) in ["total", "face", "boxes", "smile"].iter().zip(got.iter().zip(want)) {
+            assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "{name} loss: ours {g}, Burn {w}");
+        }
+        assert!(want[2] > 0.0 && want[3] > 0.0, "the batch has positives and known smiles");
+
+        let (ours_params, reference_params) = (params(&ours), params(&reference));
+        let (mut compared, mut running) = (0, 0);
+        for ((id, values), (ref_id, ref_values)) in ours_params.iter().zip(&reference_params) {
+            // Identical models: the same values; ids differ per model.
+            let w = grad(&want_grads, *ref_id, values.len());
+            let g = grad(&got_grads, *id, values.len());
+            match (g, w) {
+                (Some(g), Some(w)) => {
+                    let scale = w.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-3);
+                    let err = g.iter().zip(&w).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+                    assert!(
+                        err <= 2e-3 * scale,
+                        "width {width_mult}: a {}-value gradient is off by {err} (scale {scale})",
+                        values.len()
+                    );
+                    compared += 1;
+                }
+                // Running averages are not parameters: neither side has a gradient.
+                (None, None) => {
+                    // The running averages after one training step.
+                    let err = values.iter().zip(ref_values).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+                    assert!(err < 1e-4, "width {width_mult}: running average off by {err}");
+                    running += 1;
+                }
+                (g, w) => panic!("only one side has a gradient: ours {}, Burn {}", g.is_some(), w.is_some()),
+            }
+        }
+        assert!(compared >= 70, "compared {compared} parameter gradients");
+        // Every conv but the heads' output convs has a BatchNorm.
+        let folded = ours.folded();
+        let norms = folded.trunk.len() + folded.heads.iter().map(|h| h.convs.len() - 1).sum::<usize>();
+        assert_eq!(running, 2 * norms, "every BatchNorm's two running averages");
+    }
+}

@@ -1,0 +1,232 @@
+//! The training step, once: forward, target assignment and loss, backward,
+//! optimizer step. The training loop, the data-parallel split over several
+//! devices and the balance check's `T_s` all call [`Stepper::step`], so the
+//! time the check predicts with is the time the loop spends.
+//!
+//! Where the gradients come from depends on the backend: on the CPU,
+//! grin's own fused step (`grin_model::cpu`); elsewhere (CUDA), Burn's
+//! autodiff over the model's ops. Both hand Burn's optimizer the same
+//! gradients (`grin_model`'s `tests/cpu_step.rs`).
+
+use crate::config::TrainConfig;
+use crate::device_batch::DeviceBatch;
+use anyhow::{Context, Result};
+use burn::grad_clipping::GradientClippingConfig;
+use burn::module::Module;
+use burn::optim::adaptor::OptimizerAdaptor;
+use burn::optim::{AdamW, AdamWConfig, GradientsParams, MultiGradientsParams, Optimizer};
+use burn::tensor::backend::DeviceOps;
+use burn::tensor::{Tensor, TensorData};
+use grin_model::cpu::{Batch, CpuStep, Labels, Phase};
+use grin_model::{assign, loss, Detector, DetectorBackend, DetectorSpec, LossParts, LossWeights, Points};
+use grin_model::{PointTensors, TrainBackend};
+use std::time::{Duration, Instant};
+
+/// Time spent in each phase of the steps timed, device work included
+/// (the device is synced at each phase's end only when timing).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PhaseTimes {
+    pub forward: Duration,
+    pub loss: Duration,
+    pub backward: Duration,
+    pub optimizer: Duration,
+}
+
+impl PhaseTimes {
+    pub fn total(&self) -> Duration {
+        self.forward + self.loss + self.backward + self.optimizer
+    }
+}
+
+/// The optimizer every run steps with: AdamW with the config's weight
+/// decay, each parameter's gradient clipped to norm 10.
+pub fn optimizer<B: TrainBackend>(cfg: &TrainConfig) -> OptimizerAdaptor<AdamW, Detector<B>, B> {
+    AdamWConfig::new()
+        .with_weight_decay(cfg.weight_decay)
+        .with_grad_clipping(Some(GradientClippingConfig::Norm(10.0)))
+        .init::<B, Detector<B>>()
+}
+
+/// What a step needs besides the model, the optimizer and the batch, made
+/// once per run.
+pub struct Stepper<B: TrainBackend> {
+    points: Points,
+    weights: LossWeights,
+    devices: Vec<B::Device>,
+    /// Burn's path: each device's point table.
+    tables: Vec<PointTensors<B>>,
+    /// The CPU path's buffers, kept across steps.
+    cpu: CpuStep,
+}
+
+/// Which gradient engine runs on `B`.
+pub fn engine_name<B: TrainBackend>() -> &'static str {
+    if B::InnerBackend::CPU_STEP {
+        "grin's CPU step (fused conv + BatchNorm + ReLU, GEMM 1x1 convs)"
+    } else {
+        "Burn autodiff"
+    }
+}
+
+impl<B: TrainBackend> Stepper<B> {
+    pub fn new(spec: &DetectorSpec, weights: LossWeights, devices: &[B::Device]) -> Stepper<B> {
+        let points = spec.points();
+        let tables = if B::InnerBackend::CPU_STEP {
+            vec![]
+        } else {
+            devices.iter().map(|d| PointTensors::new(&points, d)).collect()
+        };
+        Stepper { points, weights, devices: devices.to_vec(), tables, cpu: CpuStep::new() }
+    }
+
+    /// One training step on `batch`: the updated model and the loss parts
+    /// (read them only when needed: on a GPU that syncs). With `timing`,
+    /// each phase's time is added to it (with a device sync per phase).
+    pub fn step<O: Optimizer<Detector<B>, B>>(
+        &mut self,
+        model: Detector<B>,
+        optim: &mut O,
+        lr: f64,
+        batch: DeviceBatch<B>,
+        mut timing: Option<&mut PhaseTimes>,
+    ) -> Result<(Detector<B>, LossParts<B>)> {
+        if self.devices.len() == 1 {
+            let (parts, grads) = self.gradients(&model, batch, 0, timing.as_deref_mut())?;
+            let started = Instant::now();
+            let model = optim.step(lr, model, grads);
+            self.mark(0, started, timing, |t| &mut t.optimizer);
+            return Ok((model, parts));
+        }
+        // Data-parallel: each device runs forward and backward on its share
+        // of the batch on a replica; the optimizer sums the gradients, each
+        // weighted by its share, where each parameter lives.
+        let n = batch.images.dims()[0];
+        let share = n.div_ceil(self.devices.len());
+        let mut grads = MultiGradientsParams { grads: Vec::with_capacity(self.devices.len()) };
+        let mut first = None;
+        for i in 0..self.devices.len() {
+            let (start, len) = (i * share, share.min(n.saturating_sub(i * share)));
+            if len == 0 {
+                break;
+            }
+            let device = self.devices[i].clone();
+            let part = DeviceBatch {
+                images: batch.images.clone().narrow(0, start, len).to_device(&device),
+                boxes: batch.boxes.clone().narrow(0, start, len).to_device(&device),
+                labels: batch.labels.clone().narrow(0, start, len).to_device(&device),
+            };
+            let replica = model.clone().fork(&device);
+            let (parts, g) = self.gradients_scaled(&replica, part, i, len as f32 / n as f32, timing.as_deref_mut())?;
+            grads.grads.push((g, device.id()));
+            first.get_or_insert(parts);
+        }
+        let started = Instant::now();
+        let model = optim.step_multi(lr, model, grads);
+        self.mark(0, started, timing, |t| &mut t.optimizer);
+        Ok((model, first.context("empty batch")?))
+    }
+
+    /// The training forward pass alone, on the ops the step runs: `T_i`.
+    pub fn forward(&mut self, model: &Detector<B>, batch: &DeviceBatch<B>) -> Result<()> {
+        if B::InnerBackend::CPU_STEP {
+            let cpu = &mut self.cpu;
+            with_host_batch(batch, |host| cpu.forward_only(model, host))?;
+        } else {
+            let _ = model.forward(batch.images.clone());
+        }
+        Ok(())
+    }
+
+    fn gradients(
+        &mut self,
+        model: &Detector<B>,
+        batch: DeviceBatch<B>,
+        device: usize,
+        timing: Option<&mut PhaseTimes>,
+    ) -> Result<(LossParts<B>, GradientsParams)> {
+        self.gradients_scaled(model, batch, device, 1.0, timing)
+    }
+
+    /// Loss and gradients of `model` on `batch` (on device `device`), the
+    /// gradients scaled by `scale`.
+    fn gradients_scaled(
+        &mut self,
+        model: &Detector<B>,
+        batch: DeviceBatch<B>,
+        device: usize,
+        scale: f32,
+        mut timing: Option<&mut PhaseTimes>,
+    ) -> Result<(LossParts<B>, GradientsParams)> {
+        let dev = self.devices[device].clone();
+        if B::InnerBackend::CPU_STEP {
+            let mut last = Instant::now();
+            let mut phase = |p: Phase| {
+                if let Some(t) = timing.as_deref_mut() {
+                    let slot = match p {
+                        Phase::Forward => &mut t.forward,
+                        Phase::Loss => &mut t.loss,
+                        Phase::Backward => &mut t.backward,
+                    };
+                    *slot += last.elapsed();
+                    last = Instant::now();
+                }
+            };
+            if scale != 1.0 {
+                anyhow::bail!("the CPU step trains on one device; --devices names several");
+            }
+            let (cpu, points, weights) = (&mut self.cpu, &self.points, self.weights);
+            let (values, grads) =
+                with_host_batch(&batch, |host| cpu.gradients(model, host, points, weights, &dev, &mut phase))?;
+            let scalar = |v: f32| Tensor::<B, 1>::from_data(TensorData::new(vec![v], [1]), &dev);
+            let parts = LossParts {
+                total: scalar(values.total),
+                face: scalar(values.face),
+                boxes: scalar(values.boxes),
+                smile: scalar(values.smile),
+            };
+            return Ok((parts, grads));
+        }
+        let started = Instant::now();
+        let output = model.forward(batch.images);
+        self.mark(device, started, timing.as_deref_mut(), |t| &mut t.forward);
+        let started = Instant::now();
+        let table = &self.tables[device];
+        let parts = loss(&output, &assign(table, batch.boxes, batch.labels), table, self.weights);
+        self.mark(device, started, timing.as_deref_mut(), |t| &mut t.loss);
+        let started = Instant::now();
+        let total = if scale == 1.0 { parts.total.clone() } else { parts.total.clone() * scale };
+        let grads = GradientsParams::from_grads(total.backward(), model);
+        self.mark(device, started, timing, |t| &mut t.backward);
+        Ok((parts, grads))
+    }
+
+    /// Adds the time since `started` to a phase, after syncing the device,
+    /// when timing.
+    fn mark(
+        &self,
+        device: usize,
+        started: Instant,
+        timing: Option<&mut PhaseTimes>,
+        slot: impl FnOnce(&mut PhaseTimes) -> &mut Duration,
+    ) {
+        if let Some(t) = timing {
+            let _ = B::sync(&self.devices[device]);
+            *slot(t) += started.elapsed();
+        }
+    }
+}
+
+/// Runs the CPU step's `f` on `batch` read as plain values (on the CPU
+/// backend, the tensors' own memory).
+fn with_host_batch<B: TrainBackend, R>(batch: &DeviceBatch<B>, f: impl FnOnce(Batch) -> R) -> Result<R> {
+    let [n, channels, height, width] = batch.images.dims();
+    let slots = batch.labels.dims()[1];
+    let err = |e| anyhow::anyhow!("reading a batch back: {e:?}");
+    let boxes = batch.boxes.clone().into_data().convert::<f32>().to_vec::<f32>().map_err(err)?;
+    let labels = batch.labels.clone().into_data().convert::<i64>().to_vec::<i64>().map_err(err)?;
+    let images = batch.images.clone().inner().into_primitive().tensor();
+    Ok(B::InnerBackend::with_values(images, |images| {
+        let labels = Labels { boxes: &boxes, labels: &labels, slots };
+        f(Batch { images, batch: n, channels, height, width, labels })
+    }))
+}

@@ -1,0 +1,117 @@
+//! `grin bench step`: the training step alone, timed phase by phase, on
+//! batches cut from a store held in device memory (the in-VRAM feed): what
+//! `scripts/bench-train.sh` sets beside PyTorch eager on the same records.
+
+use crate::config::{GrinConfig, Mode};
+use crate::feed::{build_feed, FeedPlan};
+use crate::step::{optimizer, PhaseTimes, Stepper};
+use anyhow::{bail, Result};
+use burn::module::Module;
+use grin_model::TrainBackend;
+use grin_store::Store;
+use serde::Serialize;
+use std::time::Instant;
+
+/// One timed window of steps: rates and milliseconds per step by phase.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct StepTimes {
+    pub steps_per_s: f64,
+    /// Waiting for the batch: cutting (and augmenting) it from the store.
+    pub batch_ms: f64,
+    pub forward_ms: f64,
+    /// Target assignment and the loss.
+    pub loss_ms: f64,
+    pub backward_ms: f64,
+    pub optimizer_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepBench {
+    pub engine: &'static str,
+    pub threads: usize,
+    pub batch: usize,
+    pub width: usize,
+    pub height: usize,
+    pub width_mult: f32,
+    pub params: usize,
+    /// Median of each figure over the windows.
+    pub median: StepTimes,
+    pub windows: Vec<StepTimes>,
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    crate::trainer::median(&mut values.collect::<Vec<f64>>())
+}
+
+/// Trains `warmup` steps, then `repeats` windows of `steps` steps each, on
+/// the config's model, optimizer and batch.
+pub fn bench_step<B: TrainBackend>(
+    c: &GrinConfig,
+    store: Store,
+    warmup: usize,
+    steps: usize,
+    repeats: usize,
+    device: &B::Device,
+) -> Result<StepBench> {
+    if steps == 0 || repeats == 0 {
+        bail!("--steps and --repeats must be at least 1");
+    }
+    let spec = c.detector_spec();
+    B::seed(device, c.features.seed);
+    let mut model = spec.init::<B>(device);
+    let mut optim = optimizer::<B>(&c.train);
+    let mut stepper = Stepper::<B>::new(&spec, c.train.loss.weights(), std::slice::from_ref(device));
+    let plan = FeedPlan::new(Mode::InVram, &c.features, &c.train, Some(store));
+    let mut feed = build_feed::<B>(&plan, device, 0)?;
+    let lr = c.train.lr;
+    let mut windows = Vec::with_capacity(repeats);
+    let mut step = 0;
+    for window in 0..=repeats {
+        // Window 0 is the warm-up: allocation, first-touch page faults, autotune.
+        let count = if window == 0 { warmup } else { steps };
+        let mut phases = PhaseTimes::default();
+        let mut batch_wait = 0.0;
+        let _ = B::sync(device);
+        let started = Instant::now();
+        for _ in 0..count {
+            let (batch, timing) = feed.next(step)?;
+            batch_wait += timing.wait.as_secs_f64();
+            let (next, _) = stepper.step(model, &mut optim, lr, batch, Some(&mut phases))?;
+            model = next;
+            step += 1;
+        }
+        let _ = B::sync(device);
+        if window == 0 {
+            continue;
+        }
+        let per_step = |d: std::time::Duration| 1e3 * d.as_secs_f64() / steps as f64;
+        windows.push(StepTimes {
+            steps_per_s: steps as f64 / started.elapsed().as_secs_f64(),
+            batch_ms: 1e3 * batch_wait / steps as f64,
+            forward_ms: per_step(phases.forward),
+            loss_ms: per_step(phases.loss),
+            backward_ms: per_step(phases.backward),
+            optimizer_ms: per_step(phases.optimizer),
+        });
+    }
+    let m = |f: fn(&StepTimes) -> f64| median(windows.iter().map(f));
+    let median = StepTimes {
+        steps_per_s: m(|w| w.steps_per_s),
+        batch_ms: m(|w| w.batch_ms),
+        forward_ms: m(|w| w.forward_ms),
+        loss_ms: m(|w| w.loss_ms),
+        backward_ms: m(|w| w.backward_ms),
+        optimizer_ms: m(|w| w.optimizer_ms),
+    };
+    Ok(StepBench {
+        engine: crate::step::engine_name::<B>(),
+        threads: rayon::current_num_threads(),
+        batch: c.train.batch_size,
+        width: spec.width,
+        height: spec.height,
+        width_mult: spec.model.width_mult,
+        params: model.num_params(),
+        median,
+        windows,
+    })
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Latency and accuracy of grin-detect against the YuNet peer
+# (libfacedetection, ../shared/peers/yunet), one thread each, on the same
+# held-out validation photos (the validation split of Caltech WebFaces and
+# of the CelebA aligned portraits, by file name, as every grin config
+# splits them), letterboxed to 320x240 and to 640x480 by export_scenes and
+# saved as colour PNGs: both detectors read the same files, grin converts
+# to grey itself, YuNet reads colour.
+#
+# Latency: rounds that alternate grin-detect --bench (pyramid included, the
+# default) and yunet-detect --bench at each size, each timing detection
+# from a decoded image of the run size (grin: the frame, every pyramid pass
+# and decoding; YuNet: facedetect_cnn). Reported per size: the median over
+# rounds of each round's median and p95, and their ratio.
+# Accuracy from the same photos: AP@0.5 and AP@0.3 (every detection each
+# exposes), recall by face size, detections per image, portraits found and
+# grin's smile accuracy (at each one's operating point); scoring is
+# scripts/peers/scoring.py, shared with bench-detect.sh's Haar peer.
+# The last line is `grin/yunet <R>x at 320x240, <R>x at 640x480`.
+#
+# Usage: scripts/bench-latency.sh [--model PATH]
+#   env: PHOTOS (validation photos per source for accuracy, default 300),
+#        TIMED (photos per source timed, default 50), ROUNDS (default 5),
+#        ITERATIONS (timed runs per detector, size and round, default 100),
+#        WORK (default target/bench-latency), YUNET_BUILD (default
+#        target/yunet), CALTECH (default ../shared/data/caltech-webfaces),
+#        CELEBA (default ../shared/data/celeba-smile-10k), GRIN_DETECT (a
+#        grin-detect binary to measure instead of this tree's, e.g. an older
+#        build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PHOTOS=${PHOTOS:-300}
+TIMED=${TIMED:-50}
+ROUNDS=${ROUNDS:-5}
+ITERATIONS=${ITERATIONS:-100}
+WORK=${WORK:-target/bench-latency}
+YUNET_BUILD=${YUNET_BUILD:-target/yunet}
+CALTECH=${CALTECH:-../shared/data/caltech-webfaces}
+CELEBA=${CELEBA:-../shared/data/celeba-smile-10k}
+PEER=../shared/peers/yunet
+TARGET=${CARGO_TARGET_DIR:-target}
+SIZES=(320x240 640x480)
+MODEL_FLAGS=("$@")
+
+CELEBA_ATTR=$CELEBA/list_attr_celeba_000001-010000.txt
+for need in "$PEER/build.sh" "$CALTECH/images" "$CELEBA/images" "$CELEBA_ATTR"; do
+    [ -e "$need" ] || { echo "bench-latency: $need is missing (set CALTECH / CELEBA; the peer is ../shared/peers/yunet)" >&2; exit 1; }
+done
+
+# The peer's build needs cmake and a C++ compiler.
+missing=()
+for tool in cmake g++; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "bench-latency: installing ${missing[*]}" >&2
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2
+fi
+YUNET=$YUNET_BUILD/yunet-detect
+[ -x "$YUNET" ] || "$PEER/build.sh" "$YUNET_BUILD"
+
+cargo build --locked --release -p grin-infer --bin grin-detect --example export_scenes
+DETECT=${GRIN_DETECT:-$TARGET/release/grin-detect}
+EXPORT=$TARGET/release/examples/export_scenes
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+for size in "${SIZES[@]}"; do
+    w=${size%x*}
+    dir=$WORK/$size
+    # Faces under 1/32 of the width (10 px at 320x240) are ignore regions, as in bench-detect.sh.
+    "$EXPORT" --out "$dir" --validation --channels 3 --count "$PHOTOS" --width "$w" --height "${size#*x}" \
+        --min-face $((w / 32)) --caltech "$CALTECH" --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR"
+    images=("$dir"/*.png)
+    "$DETECT" "${MODEL_FLAGS[@]}" --json --size "$size" --threshold 0.05 "${images[@]}" >"$dir/grin-scored.jsonl"
+    "$DETECT" "${MODEL_FLAGS[@]}" --json --size "$size" "${images[@]}" >"$dir/grin-deployed.jsonl"
+    "$YUNET" --threshold 0.2 "${images[@]}" >"$dir/yunet-scored.jsonl"
+    "$YUNET" "${images[@]}" >"$dir/yunet-deployed.jsonl"
+done
+
+# Timed photos: the first TIMED of each source (group photos and portraits).
+timed() {
+    local caltech=("$WORK/$1"/caltech-*.png) celeba=("$WORK/$1"/celeba-aligned-*.png)
+    printf '%s\n' "${caltech[@]:0:$TIMED}" "${celeba[@]:0:$TIMED}"
+}
+CONDITIONS="(machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg))"
+LATENCY=$WORK/latency.jsonl
+for round in $(seq 1 "$ROUNDS"); do
+    for size in "${SIZES[@]}"; do
+        mapfile -t images < <(timed "$size")
+        "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --size "$size" --iterations "$ITERATIONS" "${images[@]}" |
+            python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"grin","size":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"]}))' \
+                "$size" "$round" >>"$LATENCY"
+        "$YUNET" --bench "$ITERATIONS" --size "$size" "${images[@]}" |
+            python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"yunet","size":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"]}))' \
+                "$size" "$round" >>"$LATENCY"
+    done
+done
+CONDITIONS="${CONDITIONS%)}; at the end: $(cut -d' ' -f1-3 /proc/loadavg))"
+
+python3 scripts/peers/yunet_peer.py --work "$WORK" --sizes "$(IFS=,; echo "${SIZES[*]}")" --conditions "$CONDITIONS"

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Report of `scripts/bench-latency.sh`: grin-detect against the YuNet peer
+(libfacedetection, built from ../shared/peers/yunet) on the same held-out
+validation photos, letterboxed to each size by export_scenes.
+
+Reads, under --work DIR:
+  latency.jsonl       one line per timed run: {"detector", "size", "round",
+                      "median_ms", "p95_ms"} (the runs alternate grin and
+                      YuNet, size by size, round by round);
+  SIZE/truth.json     export_scenes' ground truth;
+  SIZE/DET-scored.jsonl, SIZE/DET-deployed.jsonl
+                      each detector's --json lines: every detection it
+                      exposes (grin down to score 0.05, YuNet down to its
+                      library's floor of 0.2), and at its operating point
+                      (grin: the model's threshold; YuNet: the driver's 0.5).
+
+Prints the latency table (per size: the median over rounds of each round's
+median and p95, and the ratio of those medians), the accuracy table (per
+source and size: AP@0.5 and AP@0.3 from the scored runs; recall by face
+size, detections per image, portraits found and, for grin, smile accuracy
+at the operating point), and as its last line
+`grin/yunet <R>x at 320x240, <R>x at 640x480`. Writes DIR/report.json.
+Standard library only: the scoring is scoring.py's, shared with the Haar peer.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+from scoring import fmt, grin_detections, photo_figures
+
+DETECTORS = ("grin", "yunet")
+
+
+def latency(work, sizes):
+    with open(os.path.join(work, "latency.jsonl")) as f:
+        runs = [json.loads(line) for line in f]
+    rows = {}
+    for size in sizes:
+        row = {"size": size}
+        for detector in DETECTORS:
+            mine = [r for r in runs if r["detector"] == detector and r["size"] == size]
+            if not mine:
+                sys.exit(f"{work}/latency.jsonl: no {detector} runs at {size}")
+            row[detector] = {
+                "rounds": len(mine),
+                "median_ms": statistics.median(r["median_ms"] for r in mine),
+                "p95_ms": statistics.median(r["p95_ms"] for r in mine),
+                "round_medians_ms": [r["median_ms"] for r in mine],
+            }
+        # Each round's ratio, to show how much the shared machine moved them.
+        by_round = {}
+        for r in runs:
+            if r["size"] == size:
+                by_round.setdefault(r["round"], {})[r["detector"]] = r["median_ms"]
+        ratios = [d["grin"] / d["yunet"] for d in by_round.values() if len(d) == 2]
+        row["ratio"] = row["grin"]["median_ms"] / row["yunet"]["median_ms"]
+        row["round_ratios"] = ratios
+        rows[size] = row
+    return rows
+
+
+def accuracy(work, sizes):
+    rows = []
+    for size in sizes:
+        folder = os.path.join(work, size)
+        with open(os.path.join(folder, "truth.json")) as f:
+            truth = json.load(f)
+        sources = sorted({s["source"] for s in truth["scenes"]}, key=lambda s: s != "caltech")
+        for source in sources:
+            scenes = [s for s in truth["scenes"] if s["source"] == source]
+            names = [s["image"] for s in scenes]
+            for detector in DETECTORS:
+                scored = grin_detections(os.path.join(folder, f"{detector}-scored.jsonl"), names)
+                deployed = grin_detections(os.path.join(folder, f"{detector}-deployed.jsonl"), names)
+                at_05 = photo_figures(scenes, scored, deployed)
+                at_03 = photo_figures(scenes, scored, deployed, match_iou=0.3)
+                rows.append(
+                    {
+                        "size": size,
+                        "source": source,
+                        "photos": len(scenes),
+                        "detector": detector,
+                        **at_05,
+                        "ap_03": at_03["ap"],
+                    }
+                )
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--work", required=True)
+    p.add_argument("--sizes", default="320x240,640x480")
+    p.add_argument("--conditions", default="", help="a line about the machine, printed with the latency table")
+    args = p.parse_args()
+    sizes = args.sizes.split(",")
+    lat = latency(args.work, sizes)
+    acc = accuracy(args.work, sizes)
+
+    print("Latency, one thread, same photos, grin-detect (pyramid included) and YuNet runs interleaved:")
+    if args.conditions:
+        print(args.conditions)
+    header = ("size", "grin median ms", "grin p95 ms", "YuNet median ms", "YuNet p95 ms", "grin/YuNet", "per round")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for size, r in lat.items():
+        cells = (
+            size,
+            fmt(r["grin"]["median_ms"], 2),
+            fmt(r["grin"]["p95_ms"], 2),
+            fmt(r["yunet"]["median_ms"], 2),
+            fmt(r["yunet"]["p95_ms"], 2),
+            f"{r['ratio']:.2f}x",
+            f"{min(r['round_ratios']):.2f}-{max(r['round_ratios']):.2f}x",
+        )
+        print("| " + " | ".join(cells) + " |")
+    rounds = next(iter(lat.values()))["grin"]["rounds"]
+    print(f"(median over {rounds} rounds of each round's median and p95)")
+    print()
+    print("Accuracy on the same validation photos, letterboxed to each size; faces under 1/32 of the width ignored:")
+    header = ("photos", "detector", "AP@0.5", "AP@0.3", "recall small/medium/large", "detections/image", "found",
+              "smile accuracy")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for r in acc:
+        cells = (
+            f"{r['source']} at {r['size']} ({r['photos']})",
+            r["detector"],
+            fmt(r["ap"]),
+            fmt(r["ap_03"]),
+            " / ".join(fmt(b["recall"], 2) for b in r["recall_by_size"].values()),
+            fmt(r["detections_per_image"], 2),
+            fmt(r["found"]),
+            fmt(r["smile_accuracy"]),
+        )
+        print("| " + " | ".join(cells) + " |")
+    for r in acc:
+        if r["detector"] == "grin":
+            sizes_text = ", ".join(f"{bucket} {b['faces']}" for bucket, b in r["recall_by_size"].items())
+            print(f"({r['source']} at {r['size']}: {r['faces']} faces ({sizes_text}), {r['ignored_faces']} ignored)")
+    print("(AP from every detection each exposes: grin down to 0.05, YuNet down to 0.2, its library's floor; "
+          "the rest at each one's operating point: grin's model threshold, YuNet's 0.5; size buckets are the "
+          "longer box side in the row's pixels: small < 24, medium 24-64, large >= 64)")
+    with open(os.path.join(args.work, "report.json"), "w") as f:
+        json.dump({"latency": lat, "accuracy": acc}, f, indent=1)
+    print("grin/yunet " + ", ".join(f"{r['ratio']:.2f}x at {size}" for size, r in lat.items()))
+
+
+if __name__ == "__main__":
+    main()
