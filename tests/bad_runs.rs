@@ -273,6 +273,11 @@ fn training_refuses_a_shard_that_verify_would_reject() {
     let out = train("before");
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("1 shard(s), 0.00 GB, match their checksums"), "{}", stderr(&out));
+    // `auto` measures balance on the dataset and then trains from it: hashed once, not twice.
+    let args = ["train", "--backend", "cpu", "--quiet", "--mode", "auto", "--set", &store_set, "--name", "auto"];
+    let out = grin(&args, &config, &runs);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out).matches("match their checksums").count(), 1, "{}", stderr(&out));
 
     // A 64x64x1 record: pixels, 16 boxes of 4 f32, then 16 label bytes.
     let shard = store.join("shard-00000.bin");

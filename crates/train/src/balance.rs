@@ -66,6 +66,9 @@ fn timed<B: Backend>(device: &B::Device, mut f: impl FnMut()) -> f64 {
 pub struct Check {
     pub figures: Figures,
     pub fits_in_device: bool,
+    /// The precomputed dataset, opened (and its shards hashed) once: `auto`
+    /// trains from this same handle rather than hashing every shard again.
+    pub store: Option<grin_store::Store>,
 }
 
 /// Measures a config's balance figures, with the store's read time and the
@@ -83,7 +86,7 @@ pub fn check<B: TrainBackend>(
     let fits_in_device = store.as_ref().is_none_or(|s| fits_in_device(s, backend, device_index).0);
     let figures =
         measure::<B>(&c.features, &c.detector_spec(), &c.train, store.as_ref(), &c.train.device_augment, device)?;
-    Ok(Check { figures, fits_in_device })
+    Ok(Check { figures, fits_in_device, store })
 }
 
 pub fn measure<B: TrainBackend>(

@@ -54,11 +54,13 @@ fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resu
     let c = request.config;
     let dir = c.store_dir();
     let mut mode = c.train.mode;
+    let mut opened = None;
     if mode == Mode::Auto {
         let check = crate::balance::check::<B>(c, request.backend, request.device_index, request.allow_stale, device)?;
         eprintln!("{}", check.figures.report(request.backend.name(), check.fits_in_device));
         mode = check.figures.recommend(check.fits_in_device).0;
         eprintln!("auto: chose {}", mode_name(mode));
+        opened = check.store;
     }
     if mode == Mode::OnTheFly {
         return Ok(FeedPlan::new(mode, &c.features, &c.train, None));
@@ -75,7 +77,10 @@ fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resu
         eprintln!("auto: building the precomputed dataset in {}", dir.display());
         crate::precompute::write_whole_store(&c.features, c.train.store_samples as u64, &dir)?;
     }
-    let store = open_store(&dir, &c.features, request.allow_stale)?;
+    let store = match opened {
+        Some(store) => store,
+        None => open_store(&dir, &c.features, request.allow_stale)?,
+    };
     if mode == Mode::InVram {
         let (fits, need, free) = fits_in_device(&store, request.backend, request.device_index);
         if !fits {
