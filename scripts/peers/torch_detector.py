@@ -18,7 +18,9 @@ step cuts a random batch there and flips half of it, as grin's in-VRAM mode
 does.
 
 Prints one JSON line: steps/s and samples/s (median of --repeats timed
-windows, each between two device syncs), parameter count.
+windows, each between two device syncs), milliseconds per step by phase
+(batch, forward, loss, backward, optimizer: medians over the windows),
+parameter count.
 """
 import argparse
 import json
@@ -166,6 +168,7 @@ def main():
     ap.add_argument("--width-mult", type=float, default=1.0)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--phases", action="store_true", help="time each phase on a GPU too (adds a sync per phase)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -183,7 +186,21 @@ def main():
     bn_stats = sum(b.numel() for name, b in model.named_buffers() if "running" in name)
     gen = torch.Generator(device=dev).manual_seed(0)
 
-    def step():
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    # Phase clocks, as `grin bench step` reports them. On a GPU each phase
+    # boundary is a device sync, which costs overlap: so phases are only
+    # timed there with --phases; on the CPU the ops are synchronous already.
+    timed = args.phases or dev.type != "cuda"
+    phase_names = ("batch", "forward", "loss", "backward", "optimizer")
+
+    def step(acc):
+        marks = [time.perf_counter()]
+
+        def mark():
+            if timed:
+                sync()
+                marks.append(time.perf_counter())
+
         idx = torch.randint(n, (args.batch,), device=dev, generator=gen)
         x = pix[idx].permute(0, 3, 1, 2).float() / 255.0
         b = bx[idx]
@@ -191,27 +208,40 @@ def main():
         x = torch.where(flip[:, None, None, None], x.flip(3), x)
         fb = torch.stack([w - b[..., 2], b[..., 1], w - b[..., 0], b[..., 3]], -1)
         b = torch.where(flip[:, None, None], fb, b)
-        loss = loss_fn(model(x), b, lb[idx], pts)
+        mark()
+        raw = model(x)
+        mark()
+        loss = loss_fn(raw, b, lb[idx], pts)
+        mark()
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        mark()
         opt.step()
+        mark()
+        if timed:
+            for k, (a, z) in enumerate(zip(marks, marks[1:])):
+                acc[k] += z - a
         return loss
 
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     for _ in range(args.warmup):
-        step()
+        step([0.0] * 5)
     sync()
-    rates = []
+    rates, windows = [], []
     for _ in range(args.repeats):
+        acc = [0.0] * 5
         sync()
         t = time.perf_counter()
         for _ in range(args.steps):
-            loss = step()
+            loss = step(acc)
         sync()
         rates.append(args.steps / (time.perf_counter() - t))
+        windows.append([1e3 * a / args.steps for a in acc])
     if not torch.isfinite(loss):
         sys.exit(f"torch peer: loss became {loss.item()}")
     sps = statistics.median(rates)
+    phases_ms = (
+        {name: statistics.median(w[k] for w in windows) for k, name in enumerate(phase_names)} if timed else None
+    )
     print(json.dumps({
         "peer": "pytorch-eager",
         "torch": torch.__version__,
@@ -225,6 +255,9 @@ def main():
         "params_with_bn_stats": params + bn_stats,
         "steps_per_s": sps,
         "samples_per_s": sps * args.batch,
+        "threads": torch.get_num_threads(),
+        "width_mult": args.width_mult,
+        "phases_ms": phases_ms,
         "final_loss": float(loss.detach()),
     }))
 

@@ -85,6 +85,7 @@ impl ConfigArgs {
 pub mod bench;
 pub mod config_cmd;
 pub mod eval;
+pub mod export;
 pub mod features;
 pub mod model_info;
 pub mod simulate;

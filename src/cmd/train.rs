@@ -43,6 +43,9 @@ pub struct TrainArgs {
     /// No progress bar (logs and CI).
     #[arg(long)]
     pub quiet: bool,
+    /// Skip the balance check before the run (it takes a few seconds; `--mode auto` always runs it).
+    #[arg(long)]
+    pub no_balance: bool,
 }
 
 pub fn train(args: TrainArgs) -> Result<()> {
@@ -96,6 +99,7 @@ fn train_on<B: TrainBackend>(
         overwrite: args.overwrite,
         allow_stale: args.allow_stale,
         show_progress: !args.quiet,
+        balance: !args.no_balance,
     };
     let RunPlan { mut run, feed } = grin_train::plan::<B>(&request, &device)?;
     run.stop = Some(stop_on_interrupt()?);
@@ -142,6 +146,14 @@ fn print_summary(s: &Summary) {
         s.gpu_busy_pct,
         s.final_loss
     );
+    if let Some(b) = &s.balance {
+        println!(
+            "balance check: predicted device busy {:.0}%, measured {:.0}% ({})",
+            b.predicted_busy_pct,
+            s.gpu_busy_pct,
+            trainer::mode_name(b.mode)
+        );
+    }
     println!("held-out scenes: face AP@0.5 {}  smile accuracy {}", pct(s.face_ap), pct(s.smile_accuracy));
     for report in &s.photos {
         println!("held-out photos: {}", grin_train::photo_eval::describe(report));

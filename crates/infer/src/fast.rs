@@ -22,8 +22,9 @@
 
 mod kernels;
 
+use grin_model::kernels::lines::LineLayout;
 use grin_model::{FoldedConv, FoldedDetector};
-use kernels::{Conv3x3Band, LineLayout, PackedPointwise, Planes, PointwiseBand};
+use kernels::{Conv3x3Band, PackedPointwise, Planes, PointwiseBand};
 use rayon::prelude::*;
 
 /// A band's scratch (the values between a group's layers and the 3x3

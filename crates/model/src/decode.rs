@@ -50,6 +50,11 @@ pub struct DecodeParams {
     pub smile_vote_floor: f32,
 }
 
+/// The range the log-distance outputs are clamped to before `exp`: an early
+/// bad training step cannot overflow, and no box is wider than `e^5`
+/// strides. Training's loss, [`decode`] and the ONNX export all read it here.
+pub const LOG_DISTANCE_RANGE: (f32, f32) = (-4.0, 5.0);
+
 fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }
@@ -71,7 +76,8 @@ pub fn decode(raw: &[f32], points: &Points, params: &DecodeParams) -> Vec<Detect
     let found: Vec<Detection> = (0..n)
         .filter(|&i| raw[i] > logit_threshold)
         .map(|i| {
-            let d = |k: usize| raw[k * n + i].clamp(-4.0, 5.0).exp() * points.stride[i];
+            let (lo, hi) = LOG_DISTANCE_RANGE;
+            let d = |k: usize| raw[k * n + i].clamp(lo, hi).exp() * points.stride[i];
             Detection {
                 x0: (points.cx[i] - d(1)).clamp(0.0, w),
                 y0: (points.cy[i] - d(2)).clamp(0.0, h),
@@ -95,7 +101,7 @@ pub fn decode(raw: &[f32], points: &Points, params: &DecodeParams) -> Vec<Detect
 /// Measured on the validation portraits with the shipped model: smile
 /// accuracy 0.906 -> 0.912 at 320x240 and 0.907 -> 0.912 at 640x480, at no
 /// cost to boxes or scores.
-pub(crate) fn nms(mut found: Vec<Detection>, params: &DecodeParams) -> Vec<Detection> {
+pub fn nms(mut found: Vec<Detection>, params: &DecodeParams) -> Vec<Detection> {
     found.sort_by(|a, b| b.score.total_cmp(&a.score));
     let mut kept: Vec<Detection> = Vec::new();
     for d in &found {

@@ -4,7 +4,7 @@
 
 use crate::backend::DetectorBackend;
 use crate::config::ModelConfig;
-use crate::decode::{decode, DecodeParams, Detection};
+use crate::decode::{decode, DecodeParams, Detection, LOG_DISTANCE_RANGE};
 use crate::folded::{FoldedConv, FoldedDetector, FoldedHead};
 use crate::layers::{conv, folded_conv, ConvBn, DwSep, FeatureMap};
 use crate::points::{Points, STRIDES};
@@ -124,7 +124,8 @@ impl<B: Backend> DetectorOutput<B> {
         // exp keeps distances positive; the clamp keeps an early bad step
         // from overflowing; multiplying by the stride makes one output scale
         // serve every level.
-        self.raw.clone().narrow(1, 1, 4).clamp(-4.0, 5.0).exp() * strides
+        let (lo, hi) = LOG_DISTANCE_RANGE;
+        self.raw.clone().narrow(1, 1, 4).clamp(lo, hi).exp() * strides
     }
 
     pub fn smile_logits(&self) -> Tensor<B, 2> {

@@ -2,3 +2,5 @@
 //! CPU backend's forward pass, the Pi's engine and the CPU training step.
 
 pub mod depthwise;
+pub mod lines;
+pub(crate) mod plane3x3;

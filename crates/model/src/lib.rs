@@ -27,12 +27,12 @@ mod targets;
 
 pub use backend::{DetectorBackend, TrainBackend};
 pub use config::ModelConfig;
-pub use decode::{decode, iou, DecodeParams, Detection};
+pub use decode::{decode, iou, nms, DecodeParams, Detection, LOG_DISTANCE_RANGE};
 pub use detector::{budget, detect, Budget, Detector, DetectorOutput, DetectorSpec, OUTPUTS};
 pub use file::{load_model, save_model};
 pub use folded::{FoldedConv, FoldedDetector, FoldedHead};
 pub use loss::{loss, LossParts, LossWeights};
 pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint};
 pub use points::Points;
-pub use pyramid::{halve, merge as merge_passes, pass_sizes};
+pub use pyramid::{halve, merge as merge_passes, pass_sizes, MIN_PASS_SIDE, SEAM};
 pub use targets::{assign, PointTensors, Targets};

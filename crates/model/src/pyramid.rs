@@ -18,7 +18,7 @@ pub const MIN_PASS_SIDE: usize = 32;
 
 /// How far below its band (`above / 2`) a coarser pass still keeps faces, so
 /// a face at the seam is found by both passes and NMS keeps the better box.
-const SEAM: f32 = 0.8;
+pub const SEAM: f32 = 0.8;
 
 /// The passes over a `width` x `height` frame, finest first: the frame
 /// itself, then halves (rounded down, as 2x2 pooling gives them) while a

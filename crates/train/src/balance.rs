@@ -18,10 +18,10 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use grin_features::{bench::measure_tg, FeatureConfig, HostBatch, Pipeline, Split};
 use grin_model::{DetectorSpec, TrainBackend};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Figures {
     /// Per-sample feature time, one core (median).
     pub tg_s: f64,
@@ -40,7 +40,11 @@ pub struct Figures {
     /// path with the page cache already warm).
     pub tr_s: f64,
     /// Where `tr_s` was timed: "store" or "in-memory records".
+    #[serde(skip_deserializing)]
     pub tr_from: &'static str,
+    /// The step `ti_s` and `ts_s` timed: grin's CPU step or Burn autodiff.
+    #[serde(skip_deserializing)]
+    pub step_path: &'static str,
 }
 
 const WARMUP: usize = 2;
@@ -168,7 +172,19 @@ pub fn measure<B: TrainBackend>(
             (t, "in-memory records")
         }
     };
-    Ok(Figures { tg_s: tg.median_s, workers: pipeline.workers(), batch, ti_s, ts_s, tu_s, tc_s, tr_s, tr_from })
+    let step_path = crate::step::engine_name::<B>();
+    Ok(Figures {
+        tg_s: tg.median_s,
+        workers: pipeline.workers(),
+        batch,
+        ti_s,
+        ts_s,
+        tu_s,
+        tc_s,
+        tr_s,
+        tr_from,
+        step_path,
+    })
 }
 
 impl Figures {
@@ -219,7 +235,7 @@ impl Figures {
         let read = format!("{:.3} ms (measured, {})", ms(self.tr_s), self.tr_from);
         let (_, why) = self.recommend(fits_in_device);
         format!(
-            "balance check on {backend}\n\
+            "balance check on {backend}, timing {}\n\
              \x20 T_g  feature time per sample (median, 1 core)   {:>9.3} ms\n\
              \x20 C    generation workers                         {:>9}\n\
              \x20 B    batch size                                 {:>9}\n\
@@ -231,6 +247,7 @@ impl Figures {
              \x20 T_g/C*B = {:.3} ms  vs  T_s = {:.3} ms  ->  {bound}\n\
              \x20 predicted device busy: on-the-fly {:.0}%, precomputed {:.0}%, in-vram {:.0}%\n\
              \x20 recommendation: {why}",
+            self.step_path,
             ms(self.tg_s),
             self.workers,
             self.batch,
@@ -245,5 +262,120 @@ impl Figures {
             busy[1].1,
             busy[2].1,
         )
+    }
+}
+
+/// What the balance check predicted for the mode a run trains in: written
+/// to `summary.json` beside the device-busy share the run then measured.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Prediction {
+    pub figures: Figures,
+    pub mode: Mode,
+    pub predicted_busy_pct: f64,
+}
+
+/// Below this predicted device-busy share the run is told which mode feeds
+/// the device better.
+const WARN_BELOW_PCT: f64 = 80.0;
+
+impl Prediction {
+    pub fn new(figures: Figures, mode: Mode) -> Prediction {
+        let busy = figures.predicted_busy();
+        let predicted_busy_pct = busy.iter().find(|(m, _)| *m == mode).map_or(100.0, |(_, b)| *b);
+        Prediction { figures, mode, predicted_busy_pct }
+    }
+
+    /// One line on the chosen mode: a warning naming the best other mode
+    /// when this one leaves the device idle more than a fifth of the time.
+    pub fn verdict(&self, fits_in_device: bool) -> String {
+        let name = crate::trainer::mode_name;
+        if self.predicted_busy_pct >= WARN_BELOW_PCT {
+            return format!(
+                "balance: {} should keep the device busy {:.0}% of the time",
+                name(self.mode),
+                self.predicted_busy_pct
+            );
+        }
+        let better = self
+            .figures
+            .predicted_busy()
+            .into_iter()
+            .filter(|(m, _)| *m != Mode::InVram || fits_in_device)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .filter(|(m, b)| *m != self.mode && *b > self.predicted_busy_pct);
+        let advice = match better {
+            Some((m, b)) => format!("; {} would reach {b:.0}% (--mode {})", name(m), name(m)),
+            None => String::new(),
+        };
+        format!(
+            "warning: {} keeps the device busy only {:.0}% of the time by the balance check{advice}",
+            name(self.mode),
+            self.predicted_busy_pct
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host too slow for its step: 28 ms a sample on 4 cores at batch 32
+    /// against a 10.4 ms step (the brief's example), and a store read a
+    /// little slower than the step.
+    fn starved() -> Figures {
+        Figures {
+            tg_s: 0.028,
+            workers: 4,
+            batch: 32,
+            ti_s: 0.0052,
+            ts_s: 0.0104,
+            tu_s: 0.0002,
+            tc_s: 0.0003,
+            tr_s: 0.012,
+            tr_from: "store",
+            step_path: "a test's",
+        }
+    }
+
+    #[test]
+    fn a_starved_mode_is_warned_about_and_the_best_mode_that_fits_named() {
+        let f = starved();
+        let on_the_fly = Prediction::new(f, Mode::OnTheFly);
+        // 10.4 / 224 ms: the device computes under 5% of the time.
+        assert!(on_the_fly.predicted_busy_pct < 5.0, "{}", on_the_fly.predicted_busy_pct);
+        let warning = on_the_fly.verdict(true);
+        assert!(warning.starts_with("warning: on-the-fly keeps the device busy only 5%"), "{warning}");
+        assert!(warning.contains("in-vram would reach 97% (--mode in-vram)"), "{warning}");
+        // Without room on the device, the store is the way.
+        let warning = on_the_fly.verdict(false);
+        assert!(warning.contains("precomputed would reach 87% (--mode precomputed)"), "{warning}");
+    }
+
+    /// T_i and T_s are timed on the trainer's own `Stepper` (step.rs), the
+    /// function the loop and the data-parallel split call: the balance
+    /// check runs exactly its warm-up and timed repetitions through it.
+    #[test]
+    fn the_balance_check_times_the_trainers_step() {
+        // The default source: synthetic scenes, no files needed.
+        let features = FeatureConfig { width: 64, height: 64, workers: 1, ..FeatureConfig::default() };
+        let spec =
+            crate::config::detector_spec(&grin_model::ModelConfig { width_mult: 0.5, ..Default::default() }, &features);
+        let train = TrainConfig { batch_size: 2, ..TrainConfig::default() };
+        let device = Default::default();
+        let before = crate::step::calls_on_this_thread();
+        let f =
+            measure::<crate::backend::Cpu>(&features, &spec, &train, None, &DeviceAugment::default(), &device).unwrap();
+        let after = crate::step::calls_on_this_thread();
+        assert_eq!(after.0 - before.0, WARMUP + REPEATS, "T_s: steps through Stepper::step");
+        assert_eq!(after.1 - before.1, WARMUP + REPEATS, "T_i: forwards through Stepper::forward");
+        assert_eq!(f.step_path, crate::step::engine_name::<crate::backend::Cpu>());
+        assert!(f.ti_s > 0.0 && f.ts_s > 0.0);
+        assert!(f.report("cpu", true).contains(f.step_path));
+    }
+
+    #[test]
+    fn a_mode_that_keeps_the_device_busy_gets_its_figure_and_no_warning() {
+        let busy = Prediction::new(starved(), Mode::InVram);
+        assert_eq!(busy.verdict(true), "balance: in-vram should keep the device busy 97% of the time");
     }
 }

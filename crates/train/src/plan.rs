@@ -1,10 +1,13 @@
-//! Every decision a run makes before its first step, made once: `auto`'s
-//! choice (from measured balance figures), building the precomputed
+//! Every decision a run makes before its first step, made once: the
+//! balance check (measured before every run unless `--no-balance`), `auto`'s
+//! choice from its figures, a warning when the chosen mode starves the
+//! device, building the precomputed
 //! dataset when the chosen mode needs one, the in-VRAM fit check and its
 //! fallback, and the run's spec. The CLI parses arguments into a
 //! [`PlanRequest`], calls [`plan`], and hands the [`RunPlan`] to the trainer.
 
 use crate::backend::BackendChoice;
+use crate::balance::Prediction;
 use crate::config::{GrinConfig, Mode};
 use crate::feed::in_vram::fits_in_device;
 use crate::feed::precomputed::open_store;
@@ -27,6 +30,8 @@ pub struct PlanRequest<'a> {
     /// Train from a precomputed dataset built with other feature settings.
     pub allow_stale: bool,
     pub show_progress: bool,
+    /// Measure the balance equation before the run (`--no-balance` skips it).
+    pub balance: bool,
 }
 
 /// A run, resolved: what it is and how it is fed.
@@ -42,57 +47,72 @@ pub fn plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resul
     let run_dir = request.runs_dir.join(&c.name);
     // Before anything slow: a refused run folder should not cost a store build.
     crate::run_folder::check(&run_dir, request.resume, request.overwrite)?;
-    let feed = feed_plan::<B>(request, device)?;
+    let (feed, balance) = feed_plan::<B>(request, device)?;
     let mut run = RunSpec::new(c, feed.mode, request.backend, run_dir)?;
+    run.balance = balance;
     run.resume = request.resume;
     run.overwrite = request.overwrite;
     run.show_progress = request.show_progress;
     Ok(RunPlan { run, feed })
 }
 
-fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Result<FeedPlan> {
+fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Result<(FeedPlan, Option<Prediction>)> {
     let c = request.config;
     let dir = c.store_dir();
     let mut mode = c.train.mode;
-    let mut opened = None;
-    if mode == Mode::Auto {
+    let has_store = dir.join("manifest.json").exists();
+    if !has_store && matches!(mode, Mode::Precomputed | Mode::InVram) {
+        bail!(
+            "{}: no precomputed dataset; build it with `grin precompute --config {} --out {}`",
+            dir.display(),
+            request.config_path.display(),
+            dir.display()
+        );
+    }
+    let mut check = if request.balance || mode == Mode::Auto {
         let check = crate::balance::check::<B>(c, request.backend, request.device_index, request.allow_stale, device)?;
         eprintln!("{}", check.figures.report(request.backend.name(), check.fits_in_device));
+        Some(check)
+    } else {
+        eprintln!("balance check skipped (--no-balance)");
+        None
+    };
+    // The dataset the check opened (and hashed): the run trains from this same handle.
+    let mut checked_store = check.as_mut().and_then(|check| check.store.take());
+    if mode == Mode::Auto {
+        let check = check.as_ref().expect("measured for auto above");
         mode = check.figures.recommend(check.fits_in_device).0;
         eprintln!("auto: chose {}", mode_name(mode));
-        opened = check.store;
     }
-    if mode == Mode::OnTheFly {
-        return Ok(FeedPlan::new(mode, &c.features, &c.train, None));
-    }
-    if !dir.join("manifest.json").exists() {
-        if c.train.mode != Mode::Auto {
-            bail!(
-                "{}: no precomputed dataset; build it with `grin precompute --config {} --out {}`",
-                dir.display(),
-                request.config_path.display(),
-                dir.display()
-            );
+    let mut store = None;
+    if mode != Mode::OnTheFly {
+        if !dir.join("manifest.json").exists() {
+            eprintln!("auto: building the precomputed dataset in {}", dir.display());
+            crate::precompute::write_whole_store(&c.features, c.train.store_samples as u64, &dir)?;
         }
-        eprintln!("auto: building the precomputed dataset in {}", dir.display());
-        crate::precompute::write_whole_store(&c.features, c.train.store_samples as u64, &dir)?;
-    }
-    let store = match opened {
-        Some(store) => store,
-        None => open_store(&dir, &c.features, request.allow_stale)?,
-    };
-    if mode == Mode::InVram {
-        let (fits, need, free) = fits_in_device(&store, request.backend, request.device_index);
-        if !fits {
-            eprintln!(
-                "in-vram: the dataset needs {:.1} MB, device has {} free: falling back to precomputed",
-                need as f64 / 1e6,
-                free.map(|f| format!("{:.1} MB", f as f64 / 1e6)).unwrap_or_else(|| "unknown".into())
-            );
-            mode = Mode::Precomputed;
-        } else {
-            eprintln!("in-vram: uploading {} samples ({:.1} MB) once", store.len(), need as f64 / 1e6);
+        let opened = match checked_store.take() {
+            Some(opened) => opened,
+            None => open_store(&dir, &c.features, request.allow_stale)?,
+        };
+        if mode == Mode::InVram {
+            let (fits, need, free) = fits_in_device(&opened, request.backend, request.device_index);
+            if !fits {
+                eprintln!(
+                    "in-vram: the dataset needs {:.1} MB, device has {} free: falling back to precomputed",
+                    need as f64 / 1e6,
+                    free.map(|f| format!("{:.1} MB", f as f64 / 1e6)).unwrap_or_else(|| "unknown".into())
+                );
+                mode = Mode::Precomputed;
+            } else {
+                eprintln!("in-vram: uploading {} samples ({:.1} MB) once", opened.len(), need as f64 / 1e6);
+            }
         }
+        store = Some(opened);
     }
-    Ok(FeedPlan::new(mode, &c.features, &c.train, Some(store)))
+    let prediction = check.map(|check| {
+        let prediction = Prediction::new(check.figures, mode);
+        eprintln!("{}", prediction.verdict(check.fits_in_device));
+        prediction
+    });
+    Ok((FeedPlan::new(mode, &c.features, &c.train, store), prediction))
 }

@@ -59,6 +59,17 @@ pub struct Stepper<B: TrainBackend> {
     cpu: CpuStep,
 }
 
+thread_local! {
+    /// Steps and forward passes this thread has run through the [`Stepper`],
+    /// so a test can tell which code a timer timed (`balance.rs`).
+    static CALLS: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// (steps, forward passes) run through a [`Stepper`] on this thread so far.
+pub(crate) fn calls_on_this_thread() -> (usize, usize) {
+    CALLS.get()
+}
+
 /// Which gradient engine runs on `B`.
 pub fn engine_name<B: TrainBackend>() -> &'static str {
     if B::InnerBackend::CPU_STEP {
@@ -90,6 +101,7 @@ impl<B: TrainBackend> Stepper<B> {
         batch: DeviceBatch<B>,
         mut timing: Option<&mut PhaseTimes>,
     ) -> Result<(Detector<B>, LossParts<B>)> {
+        CALLS.set((CALLS.get().0 + 1, CALLS.get().1));
         if self.devices.len() == 1 {
             let (parts, grads) = self.gradients(&model, batch, 0, timing.as_deref_mut())?;
             let started = Instant::now();
@@ -128,6 +140,7 @@ impl<B: TrainBackend> Stepper<B> {
 
     /// The training forward pass alone, on the ops the step runs: `T_i`.
     pub fn forward(&mut self, model: &Detector<B>, batch: &DeviceBatch<B>) -> Result<()> {
+        CALLS.set((CALLS.get().0, CALLS.get().1 + 1));
         if B::InnerBackend::CPU_STEP {
             let cpu = &mut self.cpu;
             with_host_batch(batch, |host| cpu.forward_only(model, host))?;

@@ -49,6 +49,8 @@ pub struct RunSpec {
     /// next step boundary: the loop writes a checkpoint there and returns
     /// [`Interrupted`], so an interrupt loses no steps.
     pub stop: Option<Arc<AtomicBool>>,
+    /// What the balance check predicted for this run, when it ran.
+    pub balance: Option<crate::balance::Prediction>,
 }
 
 /// The error a stopped run returns once its checkpoint is on disk.
@@ -78,6 +80,7 @@ impl RunSpec {
             show_progress: true,
             evaluate: true,
             stop: None,
+            balance: None,
         })
     }
 
@@ -133,6 +136,10 @@ pub struct Summary {
     /// Scores on held-out real photos, one entry per real source.
     #[serde(default)]
     pub photos: Vec<PhotoReport>,
+    /// The balance check's figures and predicted device-busy share, to set
+    /// beside the measured `gpu_busy_pct` (none with `--no-balance`).
+    #[serde(default)]
+    pub balance: Option<crate::balance::Prediction>,
 }
 
 pub fn run_paths(run_dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
@@ -379,6 +386,7 @@ fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>, loade
         step_ms: median(&mut step_ms),
         wait_ms_per_step: middle(&|r| r.wait_ms),
         photos: vec![],
+        balance: run.balance,
     }
 }
 

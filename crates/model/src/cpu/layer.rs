@@ -12,7 +12,8 @@
 
 use super::gemm::{matmul, View};
 use super::net::{Kind, Layer};
-use crate::kernels::depthwise::PlaneConv;
+use super::rows;
+use crate::kernels::plane3x3::Plane3x3;
 use rayon::prelude::*;
 
 /// A layer's activations and gradients, kept across steps.
@@ -28,9 +29,6 @@ pub(crate) struct Act {
     /// The gradient at `y`; backward turns it, in place, into the gradient
     /// before BatchNorm and ReLU.
     pub dy: Vec<f32>,
-    /// A dense conv's input split into column phases (`PlaneConv::split`),
-    /// once for all its output channels and again for its backward pass.
-    pub xs: Vec<f32>,
     /// Whether `dy` holds a gradient yet this step (a tapped trunk layer
     /// gets one from its head and one from the next trunk layer).
     pub has_grad: bool,
@@ -51,7 +49,6 @@ impl Act {
             z: vec![0.0; if layer.norm.is_some() { len } else { 0 }],
             y: vec![0.0; len],
             dy: vec![0.0; len],
-            xs: Vec::new(),
             has_grad: false,
             mean: vec![0.0; stats],
             var: vec![0.0; stats],
@@ -90,79 +87,20 @@ pub struct LayerGrads {
     pub stats: Option<(Vec<f32>, Vec<f32>)>,
 }
 
-/// Sum over eight lanes, so the compiler can vectorise it.
-fn sum_by(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let chunks = values.chunks_exact(8);
-    let tail: f32 = chunks.remainder().iter().map(|&v| f(v)).sum();
-    for chunk in chunks {
-        for k in 0..8 {
-            lanes[k] += f(chunk[k]);
-        }
+/// Splits a channel-major buffer of `planes_per_channel` planes per channel
+/// into each image's planes: entry `b` holds image `b`'s plane of every
+/// channel, in channel order. How a dense conv's per-image tasks write.
+fn planes_by_image(values: &mut [f32], plane: usize, batch: usize) -> Vec<Vec<&mut [f32]>> {
+    let mut by_image: Vec<Vec<&mut [f32]>> = (0..batch).map(|_| Vec::new()).collect();
+    for (i, p) in values.chunks_exact_mut(plane).enumerate() {
+        by_image[i % batch].push(p);
     }
-    lanes.iter().sum::<f32>() + tail
+    by_image
 }
 
-/// In one pass over a channel's row: applies ReLU's mask (where the
-/// output `y` is not positive) to the gradient `g` in place, and returns
-/// the sums of the masked gradient and of it times `z - mean`, eight lanes
-/// at a time so the compiler vectorises it.
-fn mask_and_sum(g: &mut [f32], y: &[f32], z: &[f32], mean: f32, relu: bool) -> (f32, f32) {
-    let (mut sum, mut dot) = ([0.0f32; 8], [0.0f32; 8]);
-    let step = |g: &mut [f32], y: &[f32], z: &[f32], sum: &mut [f32], dot: &mut [f32]| {
-        for k in 0..g.len() {
-            let v = if relu && y[k] <= 0.0 { 0.0 } else { g[k] };
-            g[k] = v;
-            sum[k] += v;
-            dot[k] += v * (z[k] - mean);
-        }
-    };
-    let (mut gs, ys, zs) = (g.chunks_exact_mut(8), y.chunks_exact(8), z.chunks_exact(8));
-    for ((g, y), z) in (&mut gs).zip(ys).zip(zs) {
-        step(g, y, z, &mut sum, &mut dot);
-    }
-    let n = g.len() / 8 * 8;
-    step(&mut g[n..], &y[n..], &z[n..], &mut sum[..], &mut dot[..]);
-    (sum.iter().sum(), dot.iter().sum())
-}
-
-/// Normalises one channel's row `z` into `y` with its batch statistics
-/// (two passes, mean then squared deviations: exact where one pass of sums
-/// of squares would cancel) and returns (mean, var, inv_std).
-fn normalise(z: &[f32], y: &mut [f32], gamma: f32, beta: f32, epsilon: f32, relu: bool) -> (f32, f32, f32) {
-    let n = z.len() as f32;
-    let mean = sum_by(z, |v| v) / n;
-    let var = sum_by(z, |v| (v - mean) * (v - mean)) / n;
-    let inv_std = 1.0 / (var + epsilon).sqrt();
-    let scale = gamma * inv_std;
-    let shift = beta - mean * scale;
-    if relu {
-        y.iter_mut().zip(z).for_each(|(o, &v)| *o = (v * scale + shift).max(0.0));
-    } else {
-        y.iter_mut().zip(z).for_each(|(o, &v)| *o = v * scale + shift);
-    }
-    (mean, var, inv_std)
-}
-
-/// The bias and activation of a layer without BatchNorm, in place.
-fn add_bias(y: &mut [f32], bias: f32, relu: bool) {
-    if relu {
-        y.iter_mut().for_each(|v| *v = (*v + bias).max(0.0));
-    } else {
-        y.iter_mut().for_each(|v| *v += bias);
-    }
-}
-
-/// `x` split plane by plane into `xs` (a copy when the plane needs no split).
-fn split_all(plane: &PlaneConv, x: &[f32], in_plane: usize, xs: &mut Vec<f32>) {
-    xs.resize(x.len(), 0.0);
-    xs.par_chunks_mut(in_plane).zip(x.par_chunks(in_plane)).for_each(|(out, x)| {
-        if plane.splits() {
-            plane.split(x, out);
-        } else {
-            out.copy_from_slice(x);
-        }
-    });
+/// Image `b`'s plane of each of `channels` channels of a channel-major buffer.
+fn image_planes(values: &[f32], channels: usize, batch: usize, plane: usize, b: usize) -> Vec<&[f32]> {
+    (0..channels).map(|c| &values[(c * batch + b) * plane..][..plane]).collect()
 }
 
 /// Runs `layer` on `x` into `act` (training mode: batch statistics).
@@ -170,7 +108,41 @@ pub(crate) fn forward(layer: &Layer, x: Input, act: &mut Act) {
     let (row, batch) = (act.row(), act.batch);
     let in_plane = x.height * x.width;
     assert_eq!(x.values.len(), layer.cin * batch * in_plane, "layer input size");
-    let Act { z, y, mean, var, inv_std, xs, .. } = act;
+    let Act { z, y, mean, var, inv_std, .. } = act;
+    let mut set_stats = |stats: Vec<(f32, f32, f32)>| {
+        for (c, (m, v, s)) in stats.into_iter().enumerate() {
+            (mean[c], var[c], inv_std[c]) = (m, v, s);
+        }
+    };
+    if let Kind::Depthwise { stride } = layer.kind {
+        // Convolve, then normalise while the channel's row is in cache.
+        let plane = Plane3x3::new(x.height, x.width, stride);
+        let (out_plane, in_row) = (plane.out_len(), batch * in_plane);
+        let conv = |c: usize, out: &mut [f32]| {
+            let w = &layer.weight[c * 9..][..9];
+            for (o, xp) in out.chunks_exact_mut(out_plane).zip(x.values[c * in_row..][..in_row].chunks_exact(in_plane))
+            {
+                plane.forward(&[xp], w, &mut [o]);
+            }
+        };
+        match &layer.norm {
+            Some(n) => set_stats(
+                z.par_chunks_mut(row)
+                    .zip(y.par_chunks_mut(row))
+                    .enumerate()
+                    .map(|(c, (z, y))| {
+                        conv(c, z);
+                        rows::normalise(z, y, n.gamma[c], n.beta[c], n.epsilon, layer.relu)
+                    })
+                    .collect(),
+            ),
+            None => y.par_chunks_mut(row).enumerate().for_each(|(c, y)| {
+                conv(c, y);
+                rows::add_bias(y, layer.bias[c], layer.relu);
+            }),
+        }
+        return;
+    }
     // The conv writes `z` when a BatchNorm follows, else the output itself.
     let conv_out: &mut Vec<f32> = if layer.norm.is_some() { z } else { y };
     match layer.kind {
@@ -178,47 +150,24 @@ pub(crate) fn forward(layer: &Layer, x: Input, act: &mut Act) {
             let w = View::rows(&layer.weight, layer.cout, layer.cin);
             matmul(w, View::rows(x.values, layer.cin, row), conv_out, false);
         }
-        Kind::Depthwise { stride } | Kind::Dense { stride } => {
-            let plane = PlaneConv::new(x.height, x.width, stride);
-            let (out_plane, in_row) = (plane.out_len(), batch * in_plane);
-            let dense = matches!(layer.kind, Kind::Dense { .. });
-            // Strided taps read the input split into column phases: split
-            // each plane once, for every output channel and for backward.
-            let src = if plane.splits() {
-                split_all(&plane, x.values, in_plane, xs);
-                &xs[..]
-            } else {
-                x.values
-            };
-            conv_out.par_chunks_mut(row).enumerate().for_each(|(c, out)| {
-                out.fill(0.0);
-                for (b, o) in out.chunks_exact_mut(out_plane).enumerate() {
-                    let inputs = if dense { 0..layer.cin } else { c..c + 1 };
-                    for ic in inputs {
-                        let w = if dense {
-                            &layer.weight[(c * layer.cin + ic) * 9..][..9]
-                        } else {
-                            &layer.weight[c * 9..][..9]
-                        };
-                        plane.forward_split(o, &src[ic * in_row + b * in_plane..][..in_plane], w);
-                    }
-                }
+        Kind::Dense { stride } => {
+            // Each image's input planes are padded once for every output channel.
+            let plane = Plane3x3::new(x.height, x.width, stride);
+            planes_by_image(conv_out, plane.out_len(), batch).into_par_iter().enumerate().for_each(|(b, mut outs)| {
+                plane.forward(&image_planes(x.values, layer.cin, batch, in_plane, b), &layer.weight, &mut outs);
             });
         }
+        Kind::Depthwise { .. } => unreachable!("run above"),
     }
     match &layer.norm {
-        Some(norm) => {
-            let stats: Vec<(f32, f32, f32)> = z
-                .par_chunks(row)
+        Some(norm) => set_stats(
+            z.par_chunks(row)
                 .zip(y.par_chunks_mut(row))
                 .enumerate()
-                .map(|(c, (z, y))| normalise(z, y, norm.gamma[c], norm.beta[c], norm.epsilon, layer.relu))
-                .collect();
-            for (c, (m, v, s)) in stats.into_iter().enumerate() {
-                (mean[c], var[c], inv_std[c]) = (m, v, s);
-            }
-        }
-        None => y.par_chunks_mut(row).enumerate().for_each(|(c, y)| add_bias(y, layer.bias[c], layer.relu)),
+                .map(|(c, (z, y))| rows::normalise(z, y, norm.gamma[c], norm.beta[c], norm.epsilon, layer.relu))
+                .collect(),
+        ),
+        None => y.par_chunks_mut(row).enumerate().for_each(|(c, y)| rows::add_bias(y, layer.bias[c], layer.relu)),
     }
 }
 
@@ -229,86 +178,92 @@ pub(crate) fn backward(layer: &Layer, x: Input, act: &mut Act, dx: Option<InputG
     let (row, batch) = (act.row(), act.batch);
     let in_plane = x.height * x.width;
     let in_row = batch * in_plane;
-    let n = row as f32;
-    let Act { z, y, dy, mean, var, inv_std, xs, .. } = act;
-    let (z, y, mean, var, inv_std, xs) = (&z[..], &y[..], &mean[..], &var[..], &inv_std[..], &xs[..]);
-    let relu = layer.relu;
-    // ReLU's gradient mask: where the output is positive.
-    let masked = |o: f32, g: f32| if relu && o <= 0.0 { 0.0 } else { g };
-
-    // Per channel: the gradient before BatchNorm (in place), gamma's and
-    // beta's gradients (or the bias's), and, for 3x3 convs, the taps' and
-    // the input's gradients while the row is in cache.
-    let per_channel =
-        |c: usize, dz: &mut [f32], dx_row: Option<&mut [f32]>, accumulate: bool| -> ([f32; 2], Vec<f32>) {
-            let (ys, zs) = (&y[c * row..][..row], layer.norm.as_ref().map(|_| &z[c * row..][..row]));
-            let sums = match (&layer.norm, zs) {
-                (Some(norm), Some(zs)) => {
-                    let (m, s) = (mean[c], inv_std[c]);
-                    let (dbeta, dgamma) = mask_and_sum(dz, ys, zs, m, relu);
-                    let dgamma = dgamma * s;
-                    let k = norm.gamma[c] * s;
-                    let (mean_dz, mean_dz_xhat) = (dbeta / n, dgamma / n);
-                    dz.iter_mut().zip(zs).for_each(|(d, &v)| *d = k * (*d - mean_dz - (v - m) * s * mean_dz_xhat));
-                    [dgamma, dbeta]
-                }
-                _ => {
-                    dz.iter_mut().zip(ys).for_each(|(d, &o)| *d = masked(o, *d));
-                    [0.0, sum_by(dz, |v| v)]
-                }
-            };
-            let taps = match layer.kind {
-                Kind::Pointwise => Vec::new(),
-                Kind::Depthwise { stride } | Kind::Dense { stride } => {
-                    let plane = PlaneConv::new(x.height, x.width, stride);
-                    let out_plane = plane.out_len();
-                    let dense = matches!(layer.kind, Kind::Dense { .. });
-                    let inputs = if dense { layer.cin } else { 1 };
-                    let mut taps = vec![0.0f32; inputs * 9];
-                    // The input as forward read it (split at stride 2).
-                    let src = if plane.splits() { xs } else { x.values };
-                    for (b, g) in dz.chunks_exact(out_plane).enumerate() {
-                        for (i, t) in taps.chunks_exact_mut(9).enumerate() {
-                            let ic = if dense { i } else { c };
-                            plane.weight_grad_split(t, &src[ic * in_row + b * in_plane..][..in_plane], g);
-                        }
-                    }
-                    if let Some(dx_row) = dx_row {
-                        if !accumulate {
-                            dx_row.fill(0.0);
-                        }
-                        let w = &layer.weight[c * 9..][..9];
-                        for (g, d) in dz.chunks_exact(out_plane).zip(dx_row.chunks_exact_mut(in_plane)) {
-                            plane.input_grad(d, g, w);
-                        }
-                    }
-                    taps
-                }
-            };
-            (sums, taps)
-        };
-
+    let Act { z, y, dy, mean, var, inv_std, .. } = act;
+    let (z, y, mean, var, inv_std) = (&z[..], &y[..], &mean[..], &var[..], &inv_std[..]);
     let mut dx = dx;
     assert!(
         dx.is_none() || !matches!(layer.kind, Kind::Dense { .. }),
         "a dense 3x3 conv reads the image, which takes no gradient"
     );
-    let depthwise = matches!(layer.kind, Kind::Depthwise { .. });
-    let per: Vec<([f32; 2], Vec<f32>)> = match dx.take_if(|_| depthwise) {
-        // A depthwise channel's input gradient is its own input row.
-        Some(InputGrad { values, accumulate }) => {
-            assert_eq!(values.len(), layer.cin * in_row, "input gradient size");
-            dy.par_chunks_mut(row)
-                .zip(values.par_chunks_mut(in_row))
-                .enumerate()
-                .map(|(c, (dz, d))| per_channel(c, dz, Some(d), accumulate))
-                .collect()
+
+    // The gradient before BatchNorm and ReLU, in place, per channel: returns
+    // (gamma's, beta's) gradients, or (0, the bias's) without BatchNorm.
+    let through_norm = |c: usize, dz: &mut [f32]| -> [f32; 2] {
+        match &layer.norm {
+            Some(norm) => {
+                let zs = &z[c * row..][..row];
+                let (dgamma, dbeta) =
+                    rows::norm_backward(dz, zs, (mean[c], inv_std[c]), (norm.gamma[c], norm.beta[c]), layer.relu);
+                [dgamma, dbeta]
+            }
+            None => {
+                if layer.relu {
+                    rows::mask(dz, &y[c * row..][..row]);
+                }
+                [0.0, rows::sum(dz)]
+            }
         }
-        None => dy.par_chunks_mut(row).enumerate().map(|(c, dz)| per_channel(c, dz, None, false)).collect(),
     };
 
-    let weight = match layer.kind {
+    let (sums, weight): (Vec<[f32; 2]>, Vec<f32>) = match layer.kind {
+        Kind::Depthwise { stride } => {
+            // Per channel, while its rows are in cache: through BatchNorm,
+            // then the taps' gradient and the input's.
+            let plane = Plane3x3::new(x.height, x.width, stride);
+            let out_plane = plane.out_len();
+            let input_grad = dx.take();
+            let accumulate = input_grad.as_ref().is_some_and(|d| d.accumulate);
+            let mut dx_rows: Vec<Option<&mut [f32]>> = match input_grad {
+                Some(InputGrad { values, .. }) => {
+                    assert_eq!(values.len(), layer.cin * in_row, "input gradient size");
+                    values.chunks_exact_mut(in_row).map(Some).collect()
+                }
+                None => (0..layer.cout).map(|_| None).collect(),
+            };
+            let per: Vec<([f32; 2], [f32; 9])> = dy
+                .par_chunks_mut(row)
+                .zip(dx_rows.par_iter_mut())
+                .enumerate()
+                .map(|(c, (dz, dx_row))| {
+                    let sums = through_norm(c, dz);
+                    let w = &layer.weight[c * 9..][..9];
+                    let input = &x.values[c * in_row..][..in_row];
+                    let mut taps = [0.0f32; 9];
+                    for (g, xp) in dz.chunks_exact(out_plane).zip(input.chunks_exact(in_plane)) {
+                        plane.weight_grad(&[xp], &[g], &mut taps);
+                    }
+                    if let Some(dx_row) = dx_row {
+                        for (g, d) in dz.chunks_exact(out_plane).zip(dx_row.chunks_exact_mut(in_plane)) {
+                            plane.input_grad(g, w, d, accumulate);
+                        }
+                    }
+                    (sums, taps)
+                })
+                .collect();
+            let weight = per.iter().flat_map(|(_, taps)| *taps).collect();
+            (per.into_iter().map(|(sums, _)| sums).collect(), weight)
+        }
+        Kind::Dense { stride } => {
+            let sums = dy.par_chunks_mut(row).enumerate().map(|(c, dz)| through_norm(c, dz)).collect();
+            // Per image (its input planes padded once), then summed.
+            let plane = Plane3x3::new(x.height, x.width, stride);
+            let out_plane = plane.out_len();
+            let taps = layer.cout * layer.cin * 9;
+            let dy = &dy[..];
+            let weight = (0..batch)
+                .into_par_iter()
+                .map(|b| {
+                    let xs = image_planes(x.values, layer.cin, batch, in_plane, b);
+                    let gs = image_planes(dy, layer.cout, batch, out_plane, b);
+                    let mut partial = vec![0.0f32; taps];
+                    plane.weight_grad(&xs, &gs, &mut partial);
+                    partial
+                })
+                .reduce(|| vec![0.0f32; taps], |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect());
+            (sums, weight)
+        }
         Kind::Pointwise => {
+            let sums = dy.par_chunks_mut(row).enumerate().map(|(c, dz)| through_norm(c, dz)).collect();
             // dW = dz x^T and dx (+)= W^T dz, over the whole batch at once.
             let dz = View::rows(dy, layer.cout, row);
             let mut weight = vec![0.0f32; layer.cout * layer.cin];
@@ -316,11 +271,10 @@ pub(crate) fn backward(layer: &Layer, x: Input, act: &mut Act, dx: Option<InputG
             if let Some(InputGrad { values, accumulate }) = dx {
                 matmul(View::rows(&layer.weight, layer.cout, layer.cin).t(), dz, values, accumulate);
             }
-            weight
+            (sums, weight)
         }
-        _ => per.iter().flat_map(|(_, taps)| taps.iter().copied()).collect(),
     };
-    let (gammas, betas): (Vec<f32>, Vec<f32>) = per.iter().map(|([g, b], _)| (*g, *b)).unzip();
+    let (gammas, betas): (Vec<f32>, Vec<f32>) = sums.iter().map(|[g, b]| (*g, *b)).unzip();
     match layer.norm {
         Some(_) => {
             LayerGrads { weight, bias: None, norm: Some((gammas, betas)), stats: Some((mean.to_vec(), var.to_vec())) }
@@ -487,5 +441,61 @@ mod tests {
         backward(&layer, input, &mut act, Some(InputGrad { values: &mut dx, accumulate: true }));
         // W^T dy = [[1, 3], [2, 4]] [[1, 0], [0, 1]], added to the 10s.
         assert_eq!(dx, [11.0, 13.0, 12.0, 14.0]);
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use crate::cpu::net::Norm;
+
+    /// `cargo test --release -p grin-model --lib cpu::layer::timing -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn time_layers() {
+        let batch = 16;
+        for (kind, cin, cout, h, w) in [
+            (Kind::Pointwise, 32, 32, 30, 40),
+            (Kind::Depthwise { stride: 1 }, 32, 32, 30, 40),
+            (Kind::Depthwise { stride: 2 }, 16, 16, 60, 80),
+            (Kind::Dense { stride: 2 }, 1, 16, 120, 160),
+        ] {
+            let k = if kind == Kind::Pointwise { 1 } else { 9 };
+            let per = if matches!(kind, Kind::Depthwise { .. }) { 1 } else { cin };
+            let layer = Layer {
+                kind,
+                cin,
+                cout,
+                weight: (0..cout * per * k).map(|i| (i as f32 * 0.37).sin()).collect(),
+                bias: vec![0.0; cout],
+                norm: Some(Norm { gamma: vec![1.0; cout], beta: vec![0.1; cout], epsilon: 1e-5 }),
+                relu: true,
+            };
+            let x: Vec<f32> = (0..cin * batch * h * w).map(|i| (i as f32 * 0.013).cos()).collect();
+            let s = layer.stride();
+            let mut act = Act::new(&layer, batch, h.div_ceil(s), w.div_ceil(s));
+            let input = Input { values: &x, height: h, width: w };
+            let mut dx = vec![0.0; x.len()];
+            let time = |f: &mut dyn FnMut()| {
+                let mut v: Vec<f64> = (0..21)
+                    .map(|_| {
+                        let t = std::time::Instant::now();
+                        f();
+                        t.elapsed().as_secs_f64() * 1e3
+                    })
+                    .collect();
+                v.sort_by(f64::total_cmp);
+                v[10]
+            };
+            let f = time(&mut || forward(&layer, input, &mut act));
+            let b = time(&mut || {
+                act.dy.iter_mut().enumerate().for_each(|(i, v)| *v = (i as f32 * 0.7).sin());
+                let dx =
+                    (!matches!(kind, Kind::Dense { .. })).then(|| InputGrad { values: &mut dx, accumulate: false });
+                backward(&layer, input, &mut act, dx);
+            });
+            let fill = time(&mut || act.dy.iter_mut().enumerate().for_each(|(i, v)| *v = (i as f32 * 0.7).sin()));
+            println!("{kind:?} {cin}->{cout} {h}x{w}: forward {f:.3} ms, backward {:.3} ms", b - fill);
+        }
     }
 }

@@ -17,6 +17,7 @@ mod gemm;
 mod layer;
 mod loss;
 mod net;
+mod rows;
 
 pub use layer::LayerGrads;
 pub use loss::{Labels, LossValues};

@@ -1,13 +1,14 @@
-//! The depthwise 3x3 (padding 1) convolution and its two gradients as plain
-//! loops over one plane ([`PlaneConv`]), which the CPU training step runs
-//! per channel; and, for inference over NCHW slices, the same forward loop
-//! with a fused bias + ReLU and a dense variant for the stem, so training
-//! and the Pi run one kernel.
+//! The depthwise 3x3 (padding 1) convolution over NCHW slices as plain
+//! loops over one plane ([`PlaneConv`]), with a fused bias + ReLU and a
+//! dense variant for the stem: what the NdArray backend's
+//! `DetectorBackend::depthwise3x3` runs for Burn-graph inference and
+//! evaluation. The CPU training step runs the SIMD kernels of
+//! [`super::plane3x3`] instead.
 //!
 //! Output `(i, j)` of a plane reads input `(s*i + ky - 1, s*j + kx - 1)` for
 //! its nine taps. [`rows`] lists, once per call, every (tap, output row)
 //! pair whose input row is inside the image together with the span of
-//! columns that is; the three kernels then only walk those spans, so no
+//! columns that is; the kernel then only walks those spans, so no
 //! inner loop tests bounds, and each runs over contiguous memory and
 //! vectorises (at stride 2, over the input split into even and odd columns).
 
@@ -98,20 +99,6 @@ fn rows(shape: Shape) -> Vec<Row> {
     rows
 }
 
-/// Eight independent partial sums let the compiler vectorise a float dot
-/// product (it may not reorder a single running sum).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a8.remainder().iter().zip(b8.remainder()).map(|(x, y)| x * y).sum();
-    for (ca, cb) in a8.zip(b8) {
-        for k in 0..8 {
-            lanes[k] += ca[k] * cb[k];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
-}
-
 fn check(shape: Shape, x: usize, weight: usize, out: usize) {
     let planes = shape.batch * shape.channels;
     assert_eq!(x, planes * shape.plane(), "depthwise input size");
@@ -141,8 +128,7 @@ impl Epilogue<'_> {
 }
 
 /// One plane's convolution walk for a (height, width, stride), built once
-/// per layer: the NCHW functions below and the training step's per-channel
-/// tasks (`crate::cpu`) run every plane through it.
+/// per call: the NCHW functions below run every plane through it.
 ///
 /// At stride 2 the taps read every other column, which no loop over the
 /// input vectorises; so the input is first split into its even and odd
@@ -163,10 +149,6 @@ impl PlaneConv {
     pub(crate) fn new(height: usize, width: usize, stride: usize) -> PlaneConv {
         let shape = Shape { batch: 1, channels: 1, height, width, stride };
         PlaneConv { rows: rows(shape), shape }
-    }
-
-    pub(crate) fn out_len(&self) -> usize {
-        self.shape.out_plane()
     }
 
     /// Whether inputs are read split into column phases (stride > 1); at
@@ -201,31 +183,6 @@ impl PlaneConv {
         }
     }
 
-    /// `x += ` a split plane `split`, put back in column order.
-    fn merge_add(&self, split: &[f32], x: &mut [f32]) {
-        let (w, s) = (self.shape.width, self.shape.stride);
-        for (row, split) in x.chunks_exact_mut(w).zip(split.chunks_exact(w)) {
-            if s == 2 {
-                let (even, odd) = split.split_at(w.div_ceil(2));
-                for (pair, (e, o)) in row.chunks_exact_mut(2).zip(even.iter().zip(odd)) {
-                    pair[0] += e;
-                    pair[1] += o;
-                }
-                if w % 2 == 1 {
-                    row[w - 1] += even[w / 2];
-                }
-                continue;
-            }
-            let mut at = 0;
-            for p in 0..s {
-                for v in row[p..].iter_mut().step_by(s) {
-                    *v += split[at];
-                    at += 1;
-                }
-            }
-        }
-    }
-
     /// Runs `f` on `x` split (or on `x` itself at stride 1).
     fn with_split<R>(&self, x: &[f32], f: impl FnOnce(&[f32]) -> R) -> R {
         if !self.splits() {
@@ -252,44 +209,6 @@ impl PlaneConv {
     /// `y += conv(x)` with the nine taps `w`.
     pub(crate) fn forward(&self, y: &mut [f32], x: &[f32], w: &[f32]) {
         self.with_split(x, |xs| self.forward_split(y, xs, w));
-    }
-
-    /// `taps += ` the nine taps' gradients from the split input `xs` and
-    /// the output gradient `g`.
-    pub(crate) fn weight_grad_split(&self, taps: &mut [f32], xs: &[f32], g: &[f32]) {
-        let (ow, width) = (self.shape.out_width(), self.shape.width);
-        for r in &self.rows {
-            let g = &g[r.out_row * ow..][r.lo..r.hi];
-            taps[r.k] += dot(g, &xs[r.in_row * width + r.start..][..g.len()]);
-        }
-    }
-
-    /// `taps += ` the nine taps' gradients from input `x` and output gradient `g`.
-    pub(crate) fn weight_grad(&self, taps: &mut [f32], x: &[f32], g: &[f32]) {
-        self.with_split(x, |xs| self.weight_grad_split(taps, xs, g));
-    }
-
-    /// `dx += conv^T(g)`: the gradient reaching the input from the output
-    /// gradient `g`.
-    pub(crate) fn input_grad(&self, dx: &mut [f32], g: &[f32], w: &[f32]) {
-        let (ow, width) = (self.shape.out_width(), self.shape.width);
-        let scatter = |d: &mut [f32]| {
-            for r in &self.rows {
-                let g = &g[r.out_row * ow..][r.lo..r.hi];
-                let row = &mut d[r.in_row * width + r.start..][..g.len()];
-                let wk = w[r.k];
-                row.iter_mut().zip(g).for_each(|(d, gv)| *d += wk * gv);
-            }
-        };
-        if !self.splits() {
-            return scatter(dx);
-        }
-        SPLIT.with_borrow_mut(|buffer| {
-            buffer.clear();
-            buffer.resize(dx.len(), 0.0);
-            scatter(buffer);
-            self.merge_add(buffer, dx);
-        });
     }
 }
 
@@ -342,12 +261,10 @@ pub fn dense_forward(
 mod tests {
     use super::*;
 
-    /// The definition, one multiply at a time: (y, dL/dx, dL/dw).
-    fn reference(x: &[f32], w: &[f32], grad: &[f32], s: Shape) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    /// The definition, one multiply at a time.
+    fn reference(x: &[f32], w: &[f32], s: Shape) -> Vec<f32> {
         let (oh, ow) = (s.out_height(), s.out_width());
-        let mut y = vec![0.0; grad.len()];
-        let mut dx = vec![0.0; x.len()];
-        let mut dw = vec![0.0; w.len()];
+        let mut y = vec![0.0; s.batch * s.channels * oh * ow];
         for b in 0..s.batch {
             for c in 0..s.channels {
                 let plane = b * s.channels + c;
@@ -363,15 +280,13 @@ mod tests {
                                 let at = (plane * s.height + r as usize) * s.width + q as usize;
                                 let k = c * 9 + ky * 3 + kx;
                                 y[out] += w[k] * x[at];
-                                dx[at] += grad[out] * w[k];
-                                dw[k] += grad[out] * x[at];
                             }
                         }
                     }
                 }
             }
         }
-        (y, dx, dw)
+        y
     }
 
     fn values(n: usize, seed: u32) -> Vec<f32> {
@@ -379,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn kernels_match_the_definition_at_every_edge_case() {
+    fn forward_matches_the_definition_at_every_edge_case() {
         // Odd and even sides, stride 1 and 2, sides down to 1, and rows
         // longer than the 8-lane dot product.
         for (height, width) in [(1, 1), (2, 3), (5, 4), (7, 19), (6, 17)] {
@@ -387,23 +302,10 @@ mod tests {
                 let s = Shape { batch: 2, channels: 3, height, width, stride };
                 let x = values(2 * 3 * height * width, 1);
                 let w = values(27, 2);
-                let grad = values(2 * 3 * s.out_height() * s.out_width(), 3);
-                let (y, dx, dw) = reference(&x, &w, &grad, s);
+                let y = reference(&x, &w, s);
                 let close =
                     |a: &[f32], b: &[f32]| a.len() == b.len() && a.iter().zip(b).all(|(p, q)| (p - q).abs() < 1e-4);
                 assert!(close(&forward(&x, &w, s, None), &y), "forward {s:?}");
-                // The gradients, plane by plane, as the training step runs them.
-                let conv = PlaneConv::new(height, width, stride);
-                let (plane, out_plane) = (height * width, conv.out_len());
-                let (mut ours_dx, mut ours_dw) = (vec![0.0; dx.len()], vec![0.0; dw.len()]);
-                for p in 0..2 * 3 {
-                    let taps = &w[(p % 3) * 9..][..9];
-                    let g = &grad[p * out_plane..][..out_plane];
-                    conv.input_grad(&mut ours_dx[p * plane..][..plane], g, taps);
-                    conv.weight_grad(&mut ours_dw[(p % 3) * 9..][..9], &x[p * plane..][..plane], g);
-                }
-                assert!(close(&ours_dx, &dx), "input grad {s:?}");
-                assert!(close(&ours_dw, &dw), "weight grad {s:?}");
             }
         }
     }

@@ -74,27 +74,37 @@ impl<B: Backend> DeviceDataset<B> {
         let labels = self.labels.clone().select(0, indices);
         let w = self.width as f32;
 
-        // Per-sample horizontal flip, chosen with a mask so the batch stays one tensor.
-        let flip = Tensor::<B, 1>::random([n], Distribution::Bernoulli(aug.flip as f64), &device);
-        let m4 = flip.clone().reshape([n, 1, 1, 1]);
-        images = images.clone() * (m4.ones_like() - m4.clone()) + images.flip([3]) * m4;
-        let coord = |t: &Tensor<B, 3>, i| t.clone().narrow(2, i, 1);
-        let flipped = Tensor::cat(
-            vec![coord(&boxes, 2).neg() + w, coord(&boxes, 1), coord(&boxes, 0).neg() + w, coord(&boxes, 3)],
-            2,
-        );
-        let m3 = flip.reshape([n, 1, 1]);
-        boxes = boxes * (m3.ones_like() - m3.clone()) + flipped * m3;
+        // Stages set to 0 are skipped, not run as identities: on the CPU
+        // backend each one is a few passes over the batch.
+        if aug.flip > 0.0 {
+            // Per-sample horizontal flip, chosen with a mask so the batch stays one tensor.
+            let flip = Tensor::<B, 1>::random([n], Distribution::Bernoulli(aug.flip as f64), &device).greater_elem(0.5);
+            let [_, c, h, wi] = images.dims();
+            let m4 = flip.clone().reshape([n, 1, 1, 1]).expand([n, c, h, wi]);
+            images = images.clone().mask_where(m4, images.flip([3]));
+            let coord = |t: &Tensor<B, 3>, i| t.clone().narrow(2, i, 1);
+            let flipped = Tensor::cat(
+                vec![coord(&boxes, 2).neg() + w, coord(&boxes, 1), coord(&boxes, 0).neg() + w, coord(&boxes, 3)],
+                2,
+            );
+            let m3 = flip.reshape([n, 1, 1]).expand([n, MAX_BOXES, 4]);
+            boxes = boxes.mask_where(m3, flipped);
+        }
 
-        // Per-sample brightness and contrast.
-        let contrast = Tensor::<B, 1>::random(
-            [n],
-            Distribution::Uniform(1.0 - aug.contrast as f64, 1.0 + aug.contrast as f64),
-            &device,
-        );
-        let bright =
-            Tensor::<B, 1>::random([n], Distribution::Uniform(-aug.brightness as f64, aug.brightness as f64), &device);
-        images = ((images - 0.5) * contrast.reshape([n, 1, 1, 1]) + 0.5 + bright.reshape([n, 1, 1, 1])).clamp(0.0, 1.0);
+        // Per-sample contrast (around 0.5) and brightness.
+        let uniform = |half: f32, centre: f64| {
+            Tensor::<B, 1>::random([n], Distribution::Uniform(centre - half as f64, centre + half as f64), &device)
+                .reshape([n, 1, 1, 1])
+        };
+        if aug.contrast > 0.0 {
+            images = (images - 0.5) * uniform(aug.contrast, 1.0) + 0.5;
+        }
+        if aug.brightness > 0.0 {
+            images = images + uniform(aug.brightness, 0.0);
+        }
+        if aug.contrast > 0.0 || aug.brightness > 0.0 {
+            images = images.clamp(0.0, 1.0);
+        }
 
         // Whole-batch translation with zero fill.
         if shift != (0, 0) {

@@ -28,6 +28,7 @@ pub fn short_run(
         show_progress: false,
         evaluate: true,
         stop: None,
+        balance: None,
     };
     let device = Default::default();
     let plan = FeedPlan { prefetch: 2, ..FeedPlan::new(Mode::OnTheFly, features, &run.train, None) };

@@ -1,0 +1,73 @@
+//! `grin export`: a model file as an ONNX graph for OpenCV DNN, onnxruntime
+//! and other runtimes (`grin_export`).
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use grin_model::file;
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// A model file (`.grin`).
+    #[arg(long, required_unless_present = "run", conflicts_with = "run")]
+    pub model: Option<PathBuf>,
+    /// A run folder (`runs/<name>`): exports its model.grin.
+    #[arg(long)]
+    pub run: Option<PathBuf>,
+    /// What to write; `onnx` is the one format.
+    #[arg(long, default_value = "onnx")]
+    pub format: String,
+    /// The file to write.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+pub fn export(args: ExportArgs) -> Result<()> {
+    // Checked here rather than by clap, so that the error is one line.
+    if args.format != "onnx" {
+        bail!("--format {}: unknown format; grin exports onnx", args.format);
+    }
+    let path = match (&args.model, &args.run) {
+        (Some(model), _) => model.clone(),
+        (None, Some(run)) => run.join("model.grin"),
+        (None, None) => bail!("give --model FILE or --run runs/<name>"),
+    };
+    let (spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&path, &Default::default())?;
+    let bytes = grin_export::to_onnx(&spec, &model.folded());
+    write(&args.out, &bytes).with_context(|| format!("{}: cannot write", args.out.display()))?;
+    let params = spec.model.decode_params();
+    println!(
+        "wrote {} ({} KiB, ONNX opset {}): input `{}` [batch, {}, height, width] in 0..1; outputs `{}` [batch, points, \
+         6] and `{}` [batch, 6, points]",
+        args.out.display(),
+        bytes.len().div_ceil(1024),
+        grin_export::OPSET,
+        grin_export::INPUT,
+        spec.channels,
+        grin_export::DETECTIONS,
+        grin_export::RAW,
+    );
+    println!(
+        "  from {}: run size {}x{}, score threshold {}, NMS IoU {}, pyramid above {} px (in the file's metadata)",
+        path.display(),
+        spec.width,
+        spec.height,
+        params.score_threshold,
+        params.nms_iou,
+        params.pyramid_above
+    );
+    Ok(())
+}
+
+/// Written beside the target and renamed over it, so that a failed write
+/// never leaves half a model where a complete one was.
+fn write(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = out.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, out));
+    if written.is_err() {
+        std::fs::remove_file(&tmp).ok();
+    }
+    written
+}

@@ -1,0 +1,79 @@
+//! The balance check runs before every training run, whatever the mode,
+//! and what it predicted lands in summary.json beside what the run measured.
+
+use std::path::Path;
+use std::process::Command;
+
+const GRIN: &str = env!("CARGO_BIN_EXE_grin");
+
+fn tiny_config(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("tiny.toml");
+    std::fs::write(
+        &path,
+        r#"name = "tiny"
+[features]
+width = 64
+height = 64
+seed = 5
+[features.source]
+kind = "synthetic"
+max_faces = 2
+[model]
+width_mult = 0.5
+[train]
+steps = 6
+batch_size = 4
+log_every = 3
+eval_samples = 4
+"#,
+    )
+    .unwrap();
+    path
+}
+
+fn train(config: &Path, runs: &Path, name: &str, extra: &[&str]) -> (String, serde_json::Value) {
+    let out = Command::new(GRIN)
+        .args(["train", "--backend", "cpu", "--quiet", "--mode", "on-the-fly", "--config"])
+        .arg(config)
+        .args(["--name", name, "--runs-dir"])
+        .arg(runs)
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "grin train failed: {stderr}");
+    let summary = std::fs::read_to_string(runs.join(name).join("summary.json")).unwrap();
+    (stderr, serde_json::from_str(&summary).unwrap())
+}
+
+#[test]
+fn an_explicit_mode_is_checked_and_the_prediction_is_kept_beside_the_measurement() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = tiny_config(dir.path());
+    let (stderr, summary) = train(&config, dir.path(), "checked", &[]);
+    assert!(stderr.contains("balance check on cpu"), "{stderr}");
+    assert!(stderr.contains("T_g/C*B = "), "{stderr}");
+    // The chosen mode gets its verdict: a busy share, or a warning naming a better mode.
+    assert!(
+        stderr.contains("balance: on-the-fly should keep") || stderr.contains("warning: on-the-fly keeps"),
+        "{stderr}"
+    );
+    let b = &summary["balance"];
+    assert_eq!(b["mode"], "on-the-fly");
+    let predicted = b["predicted_busy_pct"].as_f64().unwrap();
+    assert!(predicted > 0.0 && predicted <= 100.0, "{predicted}");
+    let ts = b["figures"]["ts_s"].as_f64().unwrap();
+    let ti = b["figures"]["ti_s"].as_f64().unwrap();
+    assert!(ts > 0.0 && ti > 0.0, "T_s {ts}, T_i {ti}");
+    assert!(summary["gpu_busy_pct"].as_f64().is_some());
+}
+
+#[test]
+fn no_balance_skips_the_check_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = tiny_config(dir.path());
+    let (stderr, summary) = train(&config, dir.path(), "unchecked", &["--no-balance"]);
+    assert!(stderr.contains("balance check skipped (--no-balance)"), "{stderr}");
+    assert!(!stderr.contains("balance check on"), "{stderr}");
+    assert!(summary["balance"].is_null(), "{summary}");
+}
