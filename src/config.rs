@@ -108,6 +108,99 @@ mod tests {
         assert!(error(&path, &["features.height=8"]).contains("features.height"));
     }
 
+    /// A config with every table and every source kind (a mix of all of them).
+    const EVERY_KEY: &str = r#"
+name = "all"
+[features]
+width = 64
+height = 64
+[features.balance]
+smiling = 0.4
+non_smiling = 0.4
+face_free = 0.2
+[features.source]
+kind = "mix"
+weights = [1.0, 1.0, 1.0, 1.0]
+[[features.source.parts]]
+kind = "synthetic"
+[[features.source.parts]]
+kind = "crops"
+root = "c"
+[[features.source.parts]]
+kind = "caltech"
+root = "w"
+[[features.source.parts]]
+kind = "celeba_aligned"
+images = "i"
+attr = "a"
+[train]
+run_size = [128, 96]
+"#;
+
+    /// Every numeric leaf of `value` with its dotted path (array elements
+    /// as `[i]`), resolved with defaults filled in.
+    fn numeric_leaves(value: &toml::Value, path: String, out: &mut Vec<String>) {
+        match value {
+            toml::Value::Table(t) => {
+                for (k, v) in t {
+                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    numeric_leaves(v, p, out);
+                }
+            }
+            toml::Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    numeric_leaves(v, format!("{path}[{i}]"), out);
+                }
+            }
+            toml::Value::Integer(_) | toml::Value::Float(_) => out.push(path),
+            _ => {}
+        }
+    }
+
+    /// The value at a dotted path from [`numeric_leaves`].
+    fn at<'a>(value: &'a mut toml::Value, path: &str) -> &'a mut toml::Value {
+        path.split('.').fold(value, |node, part| match part.split_once('[') {
+            Some((key, i)) => &mut node[key][i.trim_end_matches(']').parse::<usize>().unwrap()],
+            None => &mut node[part],
+        })
+    }
+
+    /// Every numeric key, wherever it sits (mix parts and arrays included),
+    /// refuses NaN, the infinities and -1 (floats) or 2^63 - 1 (integers)
+    /// with one line naming it: nothing out of range reaches a run, a store
+    /// or a model file.
+    #[test]
+    fn every_numeric_key_has_a_range() {
+        let (_dir, path) = write(EVERY_KEY);
+        let resolved = toml::Value::try_from(load(&path, &[]).unwrap().config).unwrap();
+        let mut keys = Vec::new();
+        numeric_leaves(&resolved, String::new(), &mut keys);
+        assert!(keys.len() > 80, "{keys:?}");
+        for key in keys.iter().filter(|k| *k != "features.seed") {
+            // Any u64 is a seed; every other key has a range.
+            let leaf = key.rsplit('.').next().unwrap().split('[').next().unwrap();
+            let bad = match at(&mut resolved.clone(), key) {
+                toml::Value::Integer(_) => vec![toml::Value::Integer(i64::MAX)],
+                _ => [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0].map(toml::Value::Float).to_vec(),
+            };
+            for with in bad {
+                let mut edited = resolved.clone();
+                *at(&mut edited, key) = with.clone();
+                let (_d, p) = write(&toml::to_string(&edited).unwrap());
+                let e = match load(&p, &[]) {
+                    Ok(_) => panic!("{key} = {with} was accepted"),
+                    Err(e) => format!("{e:#}"),
+                };
+                // A value of the wrong type inside `features.source` is named
+                // by its table only: serde's internally tagged enums (`kind`)
+                // buffer the table and lose the path. Ranges name the key.
+                let named = e.contains(leaf)
+                    || (key.starts_with("features.source") && e.contains("key `features.source`: invalid value"));
+                assert!(named && e.contains("c.toml") && !e.contains('\n'), "{key} = {with}: {e}");
+            }
+        }
+    }
+
     #[test]
     fn missing_file_is_named() {
         let e = error(std::path::Path::new("/no/such/grin.toml"), &[]);

@@ -22,6 +22,16 @@ fn grin(args: &[&str], config: &Path, runs: &Path) -> Output {
     Command::new(GRIN).args(args).arg("--config").arg(config).arg("--runs-dir").arg(runs).output().expect("run grin")
 }
 
+/// `grin precompute` of 8 samples of `config` (plus `sets`) into `store`.
+fn precompute(config: &Path, store: &Path, sets: &[&str]) -> Output {
+    let mut command = Command::new(GRIN);
+    command.args(["precompute", "--config"]).arg(config).arg("--out").arg(store).args(["--samples", "8"]);
+    for set in sets {
+        command.args(["--set", set]);
+    }
+    command.output().expect("run grin precompute")
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -123,14 +133,7 @@ fn allow_stale_never_feeds_records_of_another_size() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "");
     let store = dir.path().join("store64");
-    let out = Command::new(GRIN)
-        .args(["precompute", "--config"])
-        .arg(&config)
-        .arg("--out")
-        .arg(&store)
-        .args(["--samples", "8"])
-        .output()
-        .unwrap();
+    let out = precompute(&config, &store, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     let runs = dir.path().join("runs");
     for mode in ["precomputed", "in-vram"] {
@@ -186,4 +189,154 @@ fn train_init_names_a_missing_or_mismatched_model_and_loads_a_matching_one() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("starting from the weights of"), "{}", stderr(&out));
     assert!(runs.join("tuned/model.grin").exists());
+}
+
+/// Issue 28, item 1: a finished run is never replaced by a rerun of its
+/// name; `--overwrite` replaces it.
+#[test]
+fn a_finished_run_is_never_replaced_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let runs = dir.path().join("runs");
+    let out = grin(&["train", "--backend", "cpu", "--quiet"], &config, &runs);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let model = std::fs::read(runs.join("tiny/model.grin")).unwrap();
+    let summary = std::fs::read(runs.join("tiny/summary.json")).unwrap();
+
+    // Any mode, even one that would first need a dataset: the run folder is
+    // checked before anything slow.
+    let store_set = format!("train.store={:?}", dir.path().join("data").display().to_string());
+    for mode in ["on-the-fly", "precomputed", "auto"] {
+        let args = ["train", "--backend", "cpu", "--quiet", "--mode", mode, "--name", "tiny", "--set", &store_set];
+        let out = grin(&args, &config, &runs);
+        assert_eq!(out.status.code(), Some(2), "{mode}: {}", stderr(&out));
+        let e = stderr(&out);
+        assert_eq!(e.lines().filter(|l| l.starts_with("error")).count(), 1, "{e}");
+        assert!(e.contains("runs/tiny holds a finished run (summary.json: 6 steps, held-out face AP@0.5 "), "{e}");
+        assert!(e.contains("another name (--name), or add --overwrite"), "{e}");
+    }
+    assert_eq!(std::fs::read(runs.join("tiny/model.grin")).unwrap(), model, "the model is untouched");
+    assert_eq!(std::fs::read(runs.join("tiny/summary.json")).unwrap(), summary);
+    assert!(!dir.path().join("data").exists(), "no dataset was built for a refused run");
+
+    let out =
+        grin(&["train", "--backend", "cpu", "--quiet", "--overwrite", "--set", "features.seed=6"], &config, &runs);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_ne!(std::fs::read(runs.join("tiny/model.grin")).unwrap(), model, "--overwrite replaced the run");
+}
+
+/// Issue 28, item 2: out-of-range keys from `--set` (what a sweep passes)
+/// are refused by name before anything is trained or written; the full
+/// key-by-key check is `src/config.rs`'s `every_numeric_key_has_a_range`.
+#[test]
+fn out_of_range_keys_are_refused_before_a_run_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let runs = dir.path().join("runs");
+    let cases = [
+        ("model.nms_iou=nan", "model.nms_iou"),
+        ("model.nms_iou=-1", "model.nms_iou"),
+        ("model.score_threshold=inf", "model.score_threshold"),
+        ("train.loss.box_weight=-1", "train.loss.box_weight"),
+        ("train.loss.focal_gamma=inf", "train.loss.focal_gamma"),
+        ("train.loss.smile_weight=nan", "train.loss.smile_weight"),
+        ("train.weight_decay=-1", "train.weight_decay"),
+        ("features.workers=100000", "features.workers"),
+        ("features.source.max_face=inf", "features.source.min_face`/`max_face"),
+    ];
+    for (set, key) in cases {
+        let out = grin(&["train", "--backend", "cpu", "--quiet", "--set", set], &config, &runs);
+        assert_eq!(out.status.code(), Some(2), "{set}: {}", stderr(&out));
+        let e = stderr(&out);
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains("tiny.toml: key `") && e.contains(key), "{set}: {e}");
+        assert!(!runs.exists(), "{set}: nothing is written");
+    }
+}
+
+/// Issue 28, item 5: training refuses a dataset whose shard no longer
+/// hashes to the manifest (here: label bytes overwritten), naming the shard.
+#[test]
+fn training_refuses_a_shard_that_verify_would_reject() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let store = dir.path().join("store");
+    let out = precompute(&config, &store, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let store_set = format!("train.store={:?}", store.display().to_string());
+    let runs = dir.path().join("runs");
+    let train = |name: &str| {
+        let args =
+            ["train", "--backend", "cpu", "--quiet", "--mode", "precomputed", "--set", &store_set, "--name", name];
+        grin(&args, &config, &runs)
+    };
+    let out = train("before");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("1 shard(s), 0.00 GB, match their checksums"), "{}", stderr(&out));
+    // `auto` measures balance on the dataset and then trains from it: hashed once, not twice.
+    let args = ["train", "--backend", "cpu", "--quiet", "--mode", "auto", "--set", &store_set, "--name", "auto"];
+    let out = grin(&args, &config, &runs);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out).matches("match their checksums").count(), 1, "{}", stderr(&out));
+
+    // A 64x64x1 record: pixels, 16 boxes of 4 f32, then 16 label bytes.
+    let shard = store.join("shard-00000.bin");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let labels = 64 * 64 + 16 * 16;
+    bytes[labels..labels + 16].fill(0);
+    std::fs::write(&shard, bytes).unwrap();
+    let verify = Command::new(GRIN).arg("verify").arg(&store).output().unwrap();
+    assert!(!verify.status.success(), "verify rejects the shard");
+    let out = train("after");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("shard-00000.bin: checksum ") && e.contains("grin verify"), "{e}");
+    assert!(!runs.join("after/model.grin").exists());
+}
+
+/// Issue 28, item 5: a dataset folder that another grin process holds is
+/// refused, naming the folder. The lock is held here as a writer (or a
+/// training run) would hold it: the OS's advisory lock on `grin.lock`.
+#[test]
+fn a_dataset_folder_in_use_is_refused_to_a_second_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let store = dir.path().join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let lock = std::fs::File::create(store.join("grin.lock")).unwrap();
+    for shared in [false, true] {
+        if shared {
+            lock.lock_shared().unwrap()
+        } else {
+            lock.lock().unwrap()
+        }
+        let out = precompute(&config, &store, &["features.seed=1"]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let e = stderr(&out);
+        assert!(e.contains(&format!("{}: in use by another grin process", store.display())), "{e}");
+        lock.unlock().unwrap();
+    }
+    assert!(!store.join("manifest.json").exists() && !store.join("shard-00000.bin").exists());
+    let out = precompute(&config, &store, &["features.seed=1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // A training run does not read a dataset that is being written.
+    lock.lock().unwrap();
+    let store_set = format!("train.store={:?}", store.display().to_string());
+    let runs = dir.path().join("runs");
+    let args = [
+        "train",
+        "--backend",
+        "cpu",
+        "--quiet",
+        "--mode",
+        "precomputed",
+        "--set",
+        &store_set,
+        "--set",
+        "features.seed=1",
+    ];
+    let out = grin(&args, &config, &runs);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("a grin precompute or merge is writing this dataset"), "{}", stderr(&out));
 }

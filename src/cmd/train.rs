@@ -34,7 +34,8 @@ pub struct TrainArgs {
     /// Continue from `<run>/checkpoint.ckpt` with the same data order and optimizer state.
     #[arg(long)]
     pub resume: bool,
-    /// Start afresh even if `runs/<name>` holds an interrupted run's checkpoint (it is replaced).
+    /// Start afresh even if `runs/<name>` holds an interrupted run's checkpoint or a finished
+    /// run (either is replaced).
     #[arg(long, conflicts_with = "resume")]
     pub overwrite: bool,
     /// Train on a precomputed dataset even if its fingerprint differs from the config.

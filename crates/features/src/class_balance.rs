@@ -28,23 +28,30 @@ pub struct ClassBalancer {
     misses: AtomicU64,
 }
 
+/// Each fraction finite and non-negative, at least one above 0 (they are normalised).
+pub(crate) fn check_balance(cfg: &ClassBalanceConfig) -> Result<(), FeatureError> {
+    let raw = [("smiling", cfg.smiling), ("non_smiling", cfg.non_smiling), ("face_free", cfg.face_free)];
+    for (key, v) in raw {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(FeatureError::Config(format!(
+                "key `features.balance.{key}`: {v} must be a finite, non-negative fraction"
+            )));
+        }
+    }
+    if raw.iter().all(|(_, v)| *v == 0.0) {
+        return Err(FeatureError::Config(
+            "key `features.balance`: at least one of smiling, non_smiling, face_free must be > 0".into(),
+        ));
+    }
+    Ok(())
+}
+
 impl ClassBalancer {
     pub fn new(cfg: &ClassBalanceConfig, seed: u64) -> Result<ClassBalancer, FeatureError> {
-        let raw = [("smiling", cfg.smiling), ("non_smiling", cfg.non_smiling), ("face_free", cfg.face_free)];
-        for (key, v) in raw {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(FeatureError::Config(format!(
-                    "features.balance.{key} must be a non-negative fraction, got {v}"
-                )));
-            }
-        }
-        let sum: f64 = raw.iter().map(|(_, v)| *v as f64).sum();
-        if sum <= 0.0 {
-            return Err(FeatureError::Config(
-                "features.balance: at least one of smiling, non_smiling, face_free must be > 0".into(),
-            ));
-        }
-        let targets = [raw[0].1 as f64 / sum, raw[1].1 as f64 / sum, raw[2].1 as f64 / sum];
+        check_balance(cfg)?;
+        let raw = [cfg.smiling, cfg.non_smiling, cfg.face_free];
+        let sum: f64 = raw.iter().map(|v| *v as f64).sum();
+        let targets = [raw[0] as f64 / sum, raw[1] as f64 / sum, raw[2] as f64 / sum];
         Ok(ClassBalancer { seed, targets, achieved: Default::default(), misses: AtomicU64::new(0) })
     }
 

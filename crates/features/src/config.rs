@@ -2,8 +2,14 @@
 //! sample looks like. The store fingerprints this whole struct.
 
 use crate::error::FeatureError;
+use crate::sample::MAX_BOXES;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+
+/// Most feature workers a config may name.
+pub(crate) const MAX_WORKERS: usize = 1024;
+/// Largest face side a source may be asked to draw (px): the largest input side.
+const MAX_FACE_SIDE: f32 = 4096.0;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -294,16 +300,93 @@ pub enum Split {
     Test,
 }
 
+impl FeatureConfig {
+    /// Every key's range, checked when a config is loaded, before any file
+    /// is read, so a bad value is named before minutes of loading. Sources,
+    /// stages and the balancer run their part of these checks again when
+    /// built (the same functions), so a library caller cannot skip them.
+    pub fn validate(&self) -> Result<(), FeatureError> {
+        check_size(self.width, self.height, self.channels)?;
+        check_workers(self.workers)?;
+        crate::augment::validate(&self.augment)?;
+        crate::split::check_split(&self.split)?;
+        if let Some(balance) = &self.balance {
+            crate::class_balance::check_balance(balance)?;
+        }
+        self.source.validate()
+    }
+}
+
+impl SourceConfig {
+    /// This source's own keys; a mix's weights and every part's keys.
+    pub(crate) fn validate(&self) -> Result<(), FeatureError> {
+        match self {
+            SourceConfig::Synthetic { max_faces, min_face, max_face, hard_negatives } => {
+                check_faces(*max_faces, *min_face, *max_face)?;
+                if !(0.0..=64.0).contains(hard_negatives) {
+                    return Err(FeatureError::Config(format!(
+                        "key `features.source.hard_negatives`: {hard_negatives} must be within 0..=64"
+                    )));
+                }
+                Ok(())
+            }
+            SourceConfig::Crops { max_faces, min_face, max_face, rotation_deg, .. } => {
+                check_faces(*max_faces, *min_face, *max_face)?;
+                if !(0.0..=90.0).contains(rotation_deg) {
+                    return Err(FeatureError::Config(format!(
+                        "key `features.source.rotation_deg`: {rotation_deg} must be within 0..=90"
+                    )));
+                }
+                Ok(())
+            }
+            SourceConfig::Caltech { crops, .. } | SourceConfig::CelebaAligned { crops, .. } => {
+                crate::photos::check_crops(crops)
+            }
+            SourceConfig::Mix { weights, parts } => {
+                crate::mix::check_weights(weights, parts.len())?;
+                parts.iter().try_for_each(SourceConfig::validate)
+            }
+            SourceConfig::Wider { .. } | SourceConfig::Celeba { .. } | SourceConfig::Jsonl { .. } => Ok(()),
+        }
+    }
+}
+
+/// Faces a scene may hold and the range of their sides (synthetic and
+/// composited scenes). NaN fails every comparison, so it is refused too.
+pub(crate) fn check_faces(max_faces: usize, min_face: f32, max_face: f32) -> Result<(), FeatureError> {
+    if max_faces > MAX_BOXES {
+        return Err(FeatureError::Config(format!(
+            "key `features.source.max_faces`: {max_faces} must be at most {MAX_BOXES} (the boxes a record holds)"
+        )));
+    }
+    if !(4.0 <= min_face && min_face <= max_face && max_face <= MAX_FACE_SIDE) {
+        return Err(FeatureError::Config(format!(
+            "key `features.source.min_face`/`max_face`: need 4 <= min_face <= max_face <= {MAX_FACE_SIDE}, got {min_face}..{max_face}"
+        )));
+    }
+    Ok(())
+}
+
+/// A worker count past [`MAX_WORKERS`] is a typo. Below it, a count past
+/// the cores is clamped when a pool starts (`pipeline::worker_count`).
+pub(crate) fn check_workers(workers: usize) -> Result<(), FeatureError> {
+    if workers > MAX_WORKERS {
+        return Err(FeatureError::Config(format!(
+            "key `features.workers`: {workers} must be within 0..={MAX_WORKERS} (0 = all cores)"
+        )));
+    }
+    Ok(())
+}
+
 /// Sizes every source accepts: 1 or 3 channels and room for the smallest face.
 pub(crate) fn check_size(width: u32, height: u32, channels: u32) -> Result<(), FeatureError> {
     if channels != 1 && channels != 3 {
-        return Err(FeatureError::Config(format!("features.channels must be 1 or 3, got {channels}")));
+        return Err(FeatureError::Config(format!("key `features.channels`: {channels} must be 1 or 3")));
     }
-    if !(16..=8192).contains(&width) {
-        return Err(FeatureError::Config(format!("features.width must be in 16..=8192, got {width}")));
-    }
-    if !(16..=8192).contains(&height) {
-        return Err(FeatureError::Config(format!("features.height must be in 16..=8192, got {height}")));
+    for (key, side) in [("width", width), ("height", height)] {
+        if !(16..=8192).contains(&side) {
+            return Err(FeatureError::Config(format!("key `features.{key}`: {side} must be within 16..=8192")));
+        }
     }
     Ok(())
 }

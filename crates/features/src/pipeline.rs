@@ -8,7 +8,7 @@
 use crate::annotations::AnnotatedSource;
 use crate::augment;
 use crate::class_balance::ClassBalancer;
-use crate::config::{check_size, FeatureConfig, OnBadSample, SourceConfig, Split};
+use crate::config::{check_size, check_workers, FeatureConfig, OnBadSample, SourceConfig, Split};
 use crate::crops::CropsSource;
 use crate::error::{FeatureError, SkipCounts};
 use crate::mix::{check_weights, MixSource};
@@ -63,6 +63,27 @@ impl std::fmt::Debug for Pipeline {
     }
 }
 
+/// The threads a pool gets for `requested` workers (0: rayon's default,
+/// all cores or `RAYON_NUM_THREADS`). More than the cores are clamped to
+/// the cores, with a warning once per process: generation is CPU-bound
+/// (photos are decoded once and kept in memory), so extra threads only
+/// wait for a core, and output is bit-identical for any worker count, so
+/// clamping changes no sample. It also keeps `grin balance`'s C the number
+/// of workers that really run at once. Clamping rather than refusing keeps
+/// a config that names 32 workers for a cluster node usable on a laptop.
+fn worker_count(requested: usize) -> Result<usize, FeatureError> {
+    check_workers(requested)?;
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    if requested <= cores {
+        return Ok(requested);
+    }
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        eprintln!("warning: features.workers = {requested} is more than the {cores} cores here; using {cores}")
+    });
+    Ok(cores)
+}
+
 impl Pipeline {
     /// Builds the source named by `cfg.source` for `split`.
     pub fn new(cfg: &FeatureConfig, split: Split) -> Result<Pipeline, FeatureError> {
@@ -75,12 +96,13 @@ impl Pipeline {
         check_size(cfg.width, cfg.height, cfg.channels)?;
         augment::validate(&cfg.augment)?;
         let balancer = cfg.balance.as_ref().map(|b| ClassBalancer::new(b, cfg.seed)).transpose()?;
+        let workers = worker_count(cfg.workers)?;
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(cfg.workers)
+            .num_threads(workers)
             .thread_name(|i| format!("grin-features-{i}"))
             .build()
             .map_err(|e| {
-                FeatureError::Config(format!("features.workers: cannot start {} threads: {e}", cfg.workers))
+                FeatureError::Config(format!("key `features.workers`: cannot start {workers} threads: {e}"))
             })?;
         Ok(Pipeline { cfg: cfg.clone(), split, source, balancer, skips: SkipCounts::default(), pool })
     }

@@ -53,7 +53,9 @@ fn fill_batch_is_bit_identical_for_any_worker_count() {
         };
         let one = Pipeline::new(&cfg(1), Split::Train).unwrap();
         let three = Pipeline::new(&cfg(3), Split::Train).unwrap();
-        assert_eq!(three.workers(), 3);
+        // Clamped to the cores on a smaller machine (CI has 2).
+        let cores = std::thread::available_parallelism().unwrap().get();
+        assert_eq!(three.workers(), 3.min(cores));
         let indices: Vec<u64> = (100..164).rev().collect();
         let a = one.batch(&indices).unwrap();
         let mut b = HostBatch::default();
@@ -153,4 +155,25 @@ fn bad_configs_are_rejected_with_the_key() {
     let bad_aug = AugmentConfig { noise: -0.1, ..AugmentConfig::default() };
     let err = Pipeline::new(&FeatureConfig { augment: bad_aug, ..small(1) }, Split::Train).unwrap_err();
     assert!(err.to_string().contains("features.augment.noise"), "{err}");
+}
+
+/// Issue 28: 1024 workers on a 2-core machine took 146 s for 0.2 s of work.
+/// More workers than cores are clamped to the cores (output is the same for
+/// any count); past the hard cap the key is refused, even from a caller
+/// that never loaded a config file.
+#[test]
+fn workers_past_the_cores_are_clamped_and_past_the_cap_refused() {
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let many = Pipeline::new(&small(cores + 3), Split::Train).unwrap();
+    assert_eq!(many.workers(), cores);
+    let one = Pipeline::new(&small(1), Split::Train).unwrap();
+    let (mut a, mut b) = (HostBatch::with_capacity(8, 96, 72, 1), HostBatch::with_capacity(8, 96, 72, 1));
+    let indices: Vec<u64> = (0..8).collect();
+    many.fill_batch(&indices, &mut a).unwrap();
+    one.fill_batch(&indices, &mut b).unwrap();
+    assert_eq!(a.pixels, b.pixels, "a clamped pool makes the same samples");
+
+    let err = Pipeline::new(&small(100_000), Split::Train).unwrap_err().to_string();
+    assert_eq!(err, "key `features.workers`: 100000 must be within 0..=1024 (0 = all cores)");
+    assert_eq!(small(100_000).validate().unwrap_err().to_string(), err);
 }

@@ -101,7 +101,7 @@ fn config_errors_name_the_key() {
     assert!(err.contains("features.channels"), "{err}");
     let p = SyntheticParams { min_face: 40.0, max_face: 20.0, ..SyntheticParams::default() };
     let err = SyntheticSource::with_params(160, 120, 1, p).unwrap_err().to_string();
-    assert!(err.contains("features.source.max_face"), "{err}");
+    assert!(err.contains("key `features.source.min_face`/`max_face`") && err.contains("40..20"), "{err}");
     let err = SyntheticSource::with_params(0, 120, 1, SyntheticParams::default()).unwrap_err().to_string();
     assert!(err.contains("features.width"), "{err}");
 }

@@ -135,11 +135,11 @@ fn as_v1(model: &[u8]) -> Vec<u8> {
     [&b"GRINMDL1"[..], &model[8..end], &model[end + 8..]].concat()
 }
 
-/// A `GRINMDL1` file whose header claims another run width.
-fn with_header_width(v1: &[u8], width: &str) -> Vec<u8> {
+/// A `GRINMDL1` file whose header holds `value` at `pointer` (`/spec/width`).
+fn with_header(v1: &[u8], pointer: &str, value: &str) -> Vec<u8> {
     let end = 12 + u32::from_le_bytes(v1[8..12].try_into().unwrap()) as usize;
     let mut header: Value = serde_json::from_slice(&v1[12..end]).unwrap();
-    header["spec"]["width"] = serde_json::from_str(width).unwrap();
+    *header.pointer_mut(pointer).expect("a header field") = serde_json::from_str(value).unwrap();
     let json = serde_json::to_vec(&header).unwrap();
     [&b"GRINMDL1"[..], &(json.len() as u32).to_le_bytes()[..], &json, &v1[end..]].concat()
 }
@@ -158,10 +158,21 @@ fn unusable_model_files_are_refused_with_one_line_naming_them() {
     let other_arch = dir.path().join("other-arch.grin");
     std::fs::write(&other_arch, &other).unwrap();
 
-    let zero_width = dir.path().join("zero-width.grin");
-    std::fs::write(&zero_width, with_header_width(&as_v1(DEFAULT_MODEL), "0")).unwrap();
-    let huge_width = dir.path().join("huge-width.grin");
-    std::fs::write(&huge_width, with_header_width(&as_v1(DEFAULT_MODEL), "100000")).unwrap();
+    // Out-of-range header values, each named by its key (issue 28).
+    let header_cases = [
+        ("zero-width", "/spec/width", "0", "sides must be 32..=4096"),
+        ("huge-width", "/spec/width", "100000", "sides must be 32..=4096"),
+        ("negative-iou", "/spec/model/nms_iou", "-1", "header: key `model.nms_iou`: -1 must be an IoU in (0, 1]"),
+        ("nan-iou", "/spec/model/nms_iou", "null", "malformed model header: key `spec.model.nms_iou`"),
+        ("big-threshold", "/spec/model/score_threshold", "2.5", "header: key `model.score_threshold`: 2.5"),
+        ("many-detections", "/spec/model/max_detections", "1000000000", "header: key `model.max_detections`"),
+    ];
+    let mut header_files = Vec::new();
+    for (name, pointer, value, expected) in header_cases {
+        let path = dir.path().join(format!("{name}.grin"));
+        std::fs::write(&path, with_header(&as_v1(DEFAULT_MODEL), pointer, value)).unwrap();
+        header_files.push((path, expected));
+    }
 
     let mut header_flip = DEFAULT_MODEL.to_vec();
     header_flip[20] ^= 0x01;
@@ -174,15 +185,14 @@ fn unusable_model_files_are_refused_with_one_line_naming_them() {
     let damaged_path = dir.path().join("damaged.grin");
     std::fs::write(&damaged_path, &damaged).unwrap();
 
-    let cases = [
+    let mut cases = vec![
         (other_arch, "architecture `grin-detector-v9`"),
-        (zero_width, "sides must be 32..=4096"),
-        (huge_width, "sides must be 32..=4096"),
         (header_flip_path, "header"),
         (damaged_path, "checksum"),
         (good.clone(), "not a grin model file"),
         (dir.path().join("absent.grin"), "cannot read model"),
     ];
+    cases.extend(header_files);
     for (model, expected) in &cases {
         let out = grin_detect(&["--model", s(model), s(&good)]);
         assert_eq!(out.status.code(), Some(2));

@@ -42,7 +42,38 @@ pub fn check_pyramid_above(above: f32) -> Result<(), String> {
     }
 }
 
+/// Most detections a model may keep per image.
+const MAX_DETECTIONS: usize = 1000;
+
 impl ModelConfig {
+    /// Every key's range, checked wherever a `[model]` table comes from: a
+    /// config file, `--set`, a sweep (through `--set`) or a model file's
+    /// header. NaN fails every comparison, so each check is written to
+    /// accept rather than to refuse. The message names the dotted key, for
+    /// callers to prefix with the file.
+    pub fn validate(&self) -> Result<(), String> {
+        let m = self.width_mult;
+        if !(m.is_finite() && m > 0.0 && m <= MAX_WIDTH_MULT) {
+            return Err(format!("key `model.width_mult`: {m} must be in (0, {MAX_WIDTH_MULT}]"));
+        }
+        let t = self.score_threshold;
+        if !(0.0..=1.0).contains(&t) {
+            return Err(format!("key `model.score_threshold`: {t} must be a score in [0, 1]"));
+        }
+        // 0 would suppress every box that touches a better one; above 1 nothing.
+        let iou = self.nms_iou;
+        if !(iou > 0.0 && iou <= 1.0) {
+            return Err(format!("key `model.nms_iou`: {iou} must be an IoU in (0, 1]"));
+        }
+        if !(1..=MAX_DETECTIONS).contains(&self.max_detections) {
+            return Err(format!(
+                "key `model.max_detections`: {} must be within 1..={MAX_DETECTIONS}",
+                self.max_detections
+            ));
+        }
+        check_pyramid_above(self.pyramid_above).map_err(|e| format!("key `model.pyramid_above`: {e}"))
+    }
+
     pub fn decode_params(&self) -> DecodeParams {
         DecodeParams {
             score_threshold: self.score_threshold,

@@ -127,7 +127,9 @@ pub fn from_bytes<B: Backend>(bytes: &[u8], device: &B::Device) -> Result<(Detec
     } else {
         header_end
     };
-    let header: Header = serde_json::from_slice(json).map_err(|e| format!("malformed model header: {e}"))?;
+    // The path names the key at fault (NaN is written as `null`, which no f32 reads back as).
+    let header: Header = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(json))
+        .map_err(|e| format!("malformed model header: key `{}`: {}", e.path(), e.inner()))?;
     if header.architecture != ARCHITECTURE {
         return Err(format!("model architecture `{}`, this build runs `{ARCHITECTURE}`", header.architecture));
     }
@@ -149,8 +151,9 @@ pub fn from_bytes<B: Backend>(bytes: &[u8], device: &B::Device) -> Result<(Detec
     Ok((header.spec, model.load_record(record)))
 }
 
-/// Sizes a header may name: anything else would panic or allocate without
-/// bound before the weights are even read.
+/// Sizes and settings a header may name: anything else would panic or
+/// allocate without bound before the weights are even read, or decode
+/// nothing (`nms_iou` NaN).
 fn check_spec(spec: &DetectorSpec) -> Result<(), String> {
     let (w, h, c) = (spec.width, spec.height, spec.channels);
     if !(32..=MAX_SIDE).contains(&w) || !(32..=MAX_SIDE).contains(&h) {
@@ -159,11 +162,8 @@ fn check_spec(spec: &DetectorSpec) -> Result<(), String> {
     if c != 1 && c != 3 {
         return Err(format!("header says {c} channels; must be 1 or 3"));
     }
-    let m = spec.model.width_mult;
-    if !(m.is_finite() && m > 0.0 && m <= crate::config::MAX_WIDTH_MULT) {
-        return Err(format!("header says width_mult {m}; must be in (0, {}]", crate::config::MAX_WIDTH_MULT));
-    }
-    crate::config::check_pyramid_above(spec.model.pyramid_above).map_err(|e| format!("header's pyramid_above: {e}"))
+    // The same ranges a config is held to: a file is as untrusted as a config.
+    spec.model.validate().map_err(|e| format!("header: {e}"))
 }
 
 #[cfg(test)]
@@ -279,7 +279,16 @@ mod tests {
         let wide = with_header(&|h| h["spec"]["model"]["width_mult"] = 0.5.into());
         assert_eq!(wide, "weights do not fit the detector the header describes");
         let pyramid = with_header(&|h| h["spec"]["model"]["pyramid_above"] = (-3.0).into());
-        assert_eq!(pyramid, "header's pyramid_above: -3 must be 0 (one pass) or a face side in 8..=4096 px");
+        assert_eq!(pyramid, "header: key `model.pyramid_above`: -3 must be 0 (one pass) or a face side in 8..=4096 px");
+        let iou = with_header(&|h| h["spec"]["model"]["nms_iou"] = (-1.0).into());
+        assert_eq!(iou, "header: key `model.nms_iou`: -1 must be an IoU in (0, 1]");
+        let threshold = with_header(&|h| h["spec"]["model"]["score_threshold"] = 1.5.into());
+        assert_eq!(threshold, "header: key `model.score_threshold`: 1.5 must be a score in [0, 1]");
+        let kept = with_header(&|h| h["spec"]["model"]["max_detections"] = 1_000_000_000.into());
+        assert_eq!(kept, "header: key `model.max_detections`: 1000000000 must be within 1..=1000");
+        // serde_json writes a NaN as null: the key is named, not just "malformed".
+        let nan = with_header(&|h| h["spec"]["model"]["nms_iou"] = serde_json::Value::Null);
+        assert!(nan.starts_with("malformed model header: key `spec.model.nms_iou`: invalid type: null"), "{nan}");
     }
 
     #[test]

@@ -20,6 +20,12 @@ pub enum StoreError {
     /// The dataset folder already holds shards made from another config or layout.
     #[error("{}: {message}", dir.display())]
     Conflict { dir: PathBuf, message: String },
+    /// Another process holds the dataset's lock (`lock.rs`).
+    #[error("{}: {message}", path.display())]
+    Locked { path: PathBuf, message: &'static str },
+    /// A shard whose bytes no longer hash to the manifest's checksum.
+    #[error("{}: checksum {actual}, the manifest says {expected}: the shard was damaged or rewritten (run `grin verify`)", path.display())]
+    Checksum { path: PathBuf, expected: String, actual: String },
     /// `--merge` found parts that do not make one dataset.
     #[error("{}: cannot merge: {message}", dir.display())]
     Merge { dir: PathBuf, message: String },

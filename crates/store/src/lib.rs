@@ -12,6 +12,7 @@
 //!   shard-00000.json       sidecar: that shard's manifest entry, for resuming
 //!   shard-00001.bin ...
 //!   part-00000-00004.json  part manifest of `--shards 0..4` (scale-out only)
+//!   grin.lock              advisory lock: writers and readers (`lock.rs`)
 //! ```
 //!
 //! **Records.** Every record has the same size, so record `i` lies in shard
@@ -58,6 +59,13 @@
 //! uninterrupted one. A writer refuses a folder that holds shards of another
 //! config. `manifest.json` is written when every shard exists; a
 //! `--shards A..B` run writes `part-A-B.json` instead, and [`merge`] joins parts.
+//! Writers and readers hold `grin.lock` (exclusive for a whole dataset or
+//! a merge, shared for a part or a reader), so two writers never mix their
+//! shards and no writer rewrites a dataset a run is reading.
+//!
+//! **Reading.** [`Store::open`] checks each shard's size; [`Store::check_checksums`]
+//! hashes every shard once against the manifest (what training does when it
+//! opens a dataset), so a record `grin verify` would reject is never trained on.
 
 // Public as modules because the CLI calls them by path: `grin store bench`
 // and `grin store info`'s canonical fingerprint.
@@ -67,6 +75,7 @@ pub mod fingerprint;
 mod error;
 mod layout;
 mod loader;
+mod lock;
 mod manifest;
 mod reader;
 mod verify;

@@ -4,6 +4,7 @@
 use crate::error::{Result, StoreError};
 use crate::fingerprint::Fingerprint;
 use crate::layout::{class_from_letter, RecordLayout};
+use crate::lock::{lock_for_reading, FolderLock};
 use crate::manifest::{resolve, Manifest, MANIFEST_FILE};
 use grin_features::{FeatureConfig, HostBatch, Sample, SceneClass};
 use memmap2::Mmap;
@@ -12,6 +13,8 @@ use std::sync::Arc;
 
 struct Inner {
     dir: PathBuf,
+    /// Held while the store is open: no grin writer rewrites it meanwhile.
+    _lock: Option<FolderLock>,
     manifest: Manifest,
     maps: Vec<Mmap>,
     /// Record indices of each scene class, in record order.
@@ -33,9 +36,15 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens `dir/manifest.json` and maps every shard after checking that
     /// each file is where the manifest says and has exactly its size, so
-    /// that no later read can run past a file's end.
+    /// that no later read can run past a file's end. Holds the dataset's
+    /// lock (shared) while open, so no grin writer rewrites it under the
+    /// maps; refused while one is writing it.
     pub fn open(dir: impl AsRef<Path>) -> Result<Store> {
         let dir = dir.as_ref();
+        Manifest::load(dir)?;
+        // Locked only once the folder is known to be a dataset (no lock file
+        // is left in a folder given by mistake), then read again under it.
+        let lock = lock_for_reading(dir)?;
         let manifest = Manifest::load(dir)?;
         let manifest_path = dir.join(MANIFEST_FILE);
         let mut maps = Vec::with_capacity(manifest.shards.len());
@@ -62,7 +71,29 @@ impl Store {
                 by_class[class.index()].push(record);
             }
         }
-        Ok(Store { inner: Arc::new(Inner { dir: dir.to_path_buf(), manifest, maps, by_class }) })
+        Ok(Store { inner: Arc::new(Inner { dir: dir.to_path_buf(), _lock: lock, manifest, maps, by_class }) })
+    }
+
+    /// Hashes every shard (xxh3) against the manifest: the check `grin
+    /// verify` makes, once, so that training never reads records `verify`
+    /// would reject. The first shard that differs is named. It hashes the
+    /// maps themselves, so the bytes checked are the bytes training reads
+    /// (measured against reading the files: 0.93-1.21 s vs 1.02-1.64 s for
+    /// 1.54 GB from the page cache, interleaved on a busy machine).
+    pub fn check_checksums(&self) -> Result<()> {
+        for (shard, map) in self.inner.manifest.shards.iter().zip(&self.inner.maps) {
+            // One pass front to back: read-ahead helps here, unlike shuffled reads.
+            #[cfg(unix)]
+            let _ = map.advise(memmap2::Advice::Sequential);
+            let actual = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(map));
+            #[cfg(unix)]
+            let _ = map.advise(memmap2::Advice::Random);
+            if actual != shard.xxh3 {
+                let path = self.inner.dir.join(&shard.file);
+                return Err(StoreError::Checksum { path, expected: shard.xxh3.clone(), actual });
+            }
+        }
+        Ok(())
     }
 
     pub fn dir(&self) -> &Path {

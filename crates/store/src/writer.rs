@@ -5,6 +5,7 @@
 use crate::error::{Result, StoreError};
 use crate::fingerprint::Fingerprint;
 use crate::layout::{class_letter, RecordLayout};
+use crate::lock::{create_locked, lock_for_writing, Mode};
 use crate::manifest::{
     part_file_name, read_json, shard_file_name, shard_records, sidecar_file_name, sync_parent, tmp_path,
     write_json_atomic, ClassCounts, Manifest, ShardEntry, Sidecar, MANIFEST_FILE, MANIFEST_FORMAT, PART_FORMAT,
@@ -207,6 +208,10 @@ impl Writer {
                 range.start, range.end, self.plan.shard_count
             )));
         }
+        let whole = range == (0..self.plan.shard_count);
+        let _lock = lock_for_writing(&self.dir, if whole { Mode::Exclusive } else { Mode::Shared })?;
+        // Again under the lock: another writer may have finished since `create`.
+        self.check_existing()?;
         let mut entries: Vec<Option<ShardEntry>> = Vec::new();
         let (mut reused_records, mut pending_shards, mut pending_records) = (0, 0, 0);
         for index in range.clone() {
@@ -324,7 +329,7 @@ impl Writer {
             std::fs::remove_file(&sidecar_path).map_err(|e| StoreError::io(&sidecar_path, e))?;
         }
         let tmp = tmp_path(&path);
-        let file = std::fs::File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
+        let file = create_locked(&tmp)?;
         let mut out = std::io::BufWriter::with_capacity(4 << 20, file);
         let mut hasher = Xxh3::new();
         let mut classes = String::with_capacity((records.end - records.start) as usize);
@@ -417,6 +422,7 @@ pub fn merge(dir: &Path) -> Result<Manifest> {
     if part_paths.is_empty() {
         return Err(fail("no part-*.json files: run `grin precompute --shards A..B` first".into()));
     }
+    let _lock = lock_for_writing(dir, Mode::Exclusive)?;
     let mut parts = Vec::new();
     for path in &part_paths {
         let part: Manifest = read_json(path, PART_FORMAT)?;

@@ -70,6 +70,9 @@ fn timed<B: Backend>(device: &B::Device, mut f: impl FnMut()) -> f64 {
 pub struct Check {
     pub figures: Figures,
     pub fits_in_device: bool,
+    /// The precomputed dataset, opened (and its shards hashed) once: `auto`
+    /// trains from this same handle rather than hashing every shard again.
+    pub store: Option<grin_store::Store>,
 }
 
 /// Measures a config's balance figures, with the store's read time and the
@@ -87,7 +90,7 @@ pub fn check<B: TrainBackend>(
     let fits_in_device = store.as_ref().is_none_or(|s| fits_in_device(s, backend, device_index).0);
     let figures =
         measure::<B>(&c.features, &c.detector_spec(), &c.train, store.as_ref(), &c.train.device_augment, device)?;
-    Ok(Check { figures, fits_in_device })
+    Ok(Check { figures, fits_in_device, store })
 }
 
 pub fn measure<B: TrainBackend>(
@@ -170,7 +173,18 @@ pub fn measure<B: TrainBackend>(
         }
     };
     let step_path = crate::step::engine_name::<B>();
-    Ok(Figures { tg_s: tg.median_s, workers: pipeline.workers(), batch, ti_s, ts_s, tu_s, tc_s, tr_s, tr_from, step_path })
+    Ok(Figures {
+        tg_s: tg.median_s,
+        workers: pipeline.workers(),
+        batch,
+        ti_s,
+        ts_s,
+        tu_s,
+        tc_s,
+        tr_s,
+        tr_from,
+        step_path,
+    })
 }
 
 impl Figures {
@@ -344,11 +358,13 @@ mod tests {
     fn the_balance_check_times_the_trainers_step() {
         // The default source: synthetic scenes, no files needed.
         let features = FeatureConfig { width: 64, height: 64, workers: 1, ..FeatureConfig::default() };
-        let spec = crate::config::detector_spec(&grin_model::ModelConfig { width_mult: 0.5, ..Default::default() }, &features);
+        let spec =
+            crate::config::detector_spec(&grin_model::ModelConfig { width_mult: 0.5, ..Default::default() }, &features);
         let train = TrainConfig { batch_size: 2, ..TrainConfig::default() };
         let device = Default::default();
         let before = crate::step::calls_on_this_thread();
-        let f = measure::<crate::backend::Cpu>(&features, &spec, &train, None, &DeviceAugment::default(), &device).unwrap();
+        let f =
+            measure::<crate::backend::Cpu>(&features, &spec, &train, None, &DeviceAugment::default(), &device).unwrap();
         let after = crate::step::calls_on_this_thread();
         assert_eq!(after.0 - before.0, WARMUP + REPEATS, "T_s: steps through Stepper::step");
         assert_eq!(after.1 - before.1, WARMUP + REPEATS, "T_i: forwards through Stepper::forward");

@@ -156,7 +156,11 @@ impl GrinConfig {
         detector_spec(&self.model, &self.features)
     }
 
-    /// Checks serde cannot express: ranges and relations between keys.
+    /// Checks serde cannot express: every numeric key's range and the
+    /// relations between keys. Each table checks its own keys
+    /// (`FeatureConfig::validate`, `ModelConfig::validate`,
+    /// `TrainConfig::validate`), so a model file's header or a library
+    /// caller meets the same ranges as a config file.
     pub fn validate(&self) -> Result<()> {
         let c = self;
         let f = &c.features;
@@ -166,45 +170,49 @@ impl GrinConfig {
                 bail!("key `{key}`: {side} must be between 32 and 4096 pixels");
             }
         }
-        if f.channels != 1 && f.channels != 3 {
-            bail!("key `features.channels`: {} must be 1 or 3", f.channels);
-        }
+        f.validate()?;
         f.image_bound().map_err(|e| anyhow::anyhow!("{e}"))?;
-        if c.name.is_empty() || c.name.contains(['/', '\\']) || c.name == ".." {
+        if c.name.is_empty() || c.name.contains(['/', '\\']) || c.name == ".." || c.name == "." {
             bail!("key `name`: {:?} must be a plain folder name", c.name);
         }
-        let m = c.model.width_mult;
-        if !(m.is_finite() && m > 0.0 && m <= grin_model::config::MAX_WIDTH_MULT) {
-            bail!("key `model.width_mult`: {m} must be in (0, {}]", grin_model::config::MAX_WIDTH_MULT);
-        }
-        if let Err(e) = grin_model::config::check_pyramid_above(c.model.pyramid_above) {
-            bail!("key `model.pyramid_above`: {e}");
-        }
-        if !(1..=1000).contains(&c.model.max_detections) {
-            bail!("key `model.max_detections`: {} must be within 1..=1000", c.model.max_detections);
-        }
-        let t = &c.train;
+        c.model.validate().map_err(anyhow::Error::msg)?;
+        c.train.validate()
+    }
+}
+
+/// Most steps (and so warm-up, log and checkpoint intervals) a run may ask for.
+const MAX_STEPS: usize = 100_000_000;
+
+impl TrainConfig {
+    /// Every key's range. NaN fails every comparison, so each float check
+    /// is written to accept rather than to refuse.
+    pub(crate) fn validate(&self) -> Result<()> {
+        let t = self;
         // Bounds keep a typo from allocating gigabytes or looping for days.
         let counts = [
-            ("train.steps", t.steps, 1, 100_000_000),
+            ("train.steps", t.steps, 1, MAX_STEPS),
             ("train.batch_size", t.batch_size, 1, 4096),
+            ("train.warmup_steps", t.warmup_steps, 0, MAX_STEPS),
+            ("train.log_every", t.log_every, 1, MAX_STEPS),
+            ("train.checkpoint_every", t.checkpoint_every, 0, MAX_STEPS),
             ("train.eval_samples", t.eval_samples, 0, 1_000_000),
             ("train.eval_every", t.eval_every, 0, 100_000_000),
             ("train.eval_photos", t.eval_photos, 0, 1_000_000),
             ("train.prefetch", t.prefetch, 0, 1024),
             ("train.store_samples", t.store_samples, 0, 1_000_000_000),
-            ("features.workers", f.workers, 0, 1024),
         ];
         for (key, v, lo, hi) in counts {
             if !(lo..=hi).contains(&v) {
                 bail!("key `{key}`: {v} must be within {lo}..={hi}");
             }
         }
-        if t.lr <= 0.0 || !t.lr.is_finite() {
-            bail!("key `train.lr`: {} must be positive", t.lr);
+        // AdamW moves each weight by about lr a step: past 1 nothing trains.
+        if !(t.lr > 0.0 && t.lr <= 1.0) {
+            bail!("key `train.lr`: {} must be positive, at most 1", t.lr);
         }
-        if t.log_every == 0 {
-            bail!("key `train.log_every`: must be at least 1");
+        // Decoupled decay shrinks each weight by lr * weight_decay a step.
+        if !(0.0..=1.0).contains(&t.weight_decay) {
+            bail!("key `train.weight_decay`: {} must be within 0..=1", t.weight_decay);
         }
         if t.eval_every > 0 && t.eval_samples == 0 {
             bail!("key `train.eval_every`: {} needs train.eval_samples > 0 (the scenes it scores)", t.eval_every);
@@ -227,6 +235,26 @@ impl GrinConfig {
         }
         if !(t.eval_min_face.is_finite() && (0.0..=4096.0).contains(&t.eval_min_face)) {
             bail!("key `train.eval_min_face`: {} must be within 0..=4096", t.eval_min_face);
+        }
+        t.loss.validate()
+    }
+}
+
+impl LossConfig {
+    /// Each weight finite and in a range where the loss stays finite: a NaN
+    /// or infinite weight would otherwise surface steps later as "loss
+    /// became NaN", blaming the learning rate, or as a panic inside Burn.
+    pub(crate) fn validate(&self) -> Result<()> {
+        let keys = [
+            ("focal_alpha", self.focal_alpha, 1.0),
+            ("focal_gamma", self.focal_gamma, 10.0),
+            ("box_weight", self.box_weight, 1000.0),
+            ("smile_weight", self.smile_weight, 1000.0),
+        ];
+        for (key, v, hi) in keys {
+            if !(0.0..=hi).contains(&v) {
+                bail!("key `train.loss.{key}`: {v} must be within 0..={hi}");
+            }
         }
         Ok(())
     }

@@ -18,6 +18,7 @@ mod metrics;
 pub mod photo_eval;
 mod plan;
 pub mod precompute;
+mod run_folder;
 pub mod step;
 pub mod step_bench;
 pub mod trainer;

@@ -44,8 +44,11 @@ pub struct RunPlan {
 /// stderr what was decided and why.
 pub fn plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Result<RunPlan> {
     let c = request.config;
+    let run_dir = request.runs_dir.join(&c.name);
+    // Before anything slow: a refused run folder should not cost a store build.
+    crate::run_folder::check(&run_dir, request.resume, request.overwrite)?;
     let (feed, balance) = feed_plan::<B>(request, device)?;
-    let mut run = RunSpec::new(c, feed.mode, request.backend, request.runs_dir.join(&c.name))?;
+    let mut run = RunSpec::new(c, feed.mode, request.backend, run_dir)?;
     run.balance = balance;
     run.resume = request.resume;
     run.overwrite = request.overwrite;
@@ -66,7 +69,7 @@ fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resu
             dir.display()
         );
     }
-    let check = if request.balance || mode == Mode::Auto {
+    let mut check = if request.balance || mode == Mode::Auto {
         let check = crate::balance::check::<B>(c, request.backend, request.device_index, request.allow_stale, device)?;
         eprintln!("{}", check.figures.report(request.backend.name(), check.fits_in_device));
         Some(check)
@@ -74,6 +77,8 @@ fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resu
         eprintln!("balance check skipped (--no-balance)");
         None
     };
+    // The dataset the check opened (and hashed): the run trains from this same handle.
+    let mut checked_store = check.as_mut().and_then(|check| check.store.take());
     if mode == Mode::Auto {
         let check = check.as_ref().expect("measured for auto above");
         mode = check.figures.recommend(check.fits_in_device).0;
@@ -85,7 +90,10 @@ fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resu
             eprintln!("auto: building the precomputed dataset in {}", dir.display());
             crate::precompute::write_whole_store(&c.features, c.train.store_samples as u64, &dir)?;
         }
-        let opened = open_store(&dir, &c.features, request.allow_stale)?;
+        let opened = match checked_store.take() {
+            Some(opened) => opened,
+            None => open_store(&dir, &c.features, request.allow_stale)?,
+        };
         if mode == Mode::InVram {
             let (fits, need, free) = fits_in_device(&opened, request.backend, request.device_index);
             if !fits {

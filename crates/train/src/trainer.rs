@@ -193,8 +193,7 @@ pub fn train_parallel<B: TrainBackend>(
     if run.train.steps == 0 {
         bail!("key `train.steps`: 0 trains nothing, so no model would be written; give at least 1");
     }
-    std::fs::create_dir_all(&run.run_dir)
-        .with_context(|| format!("{}: cannot create run folder", run.run_dir.display()))?;
+    crate::run_folder::check(&run.run_dir, run.resume, run.overwrite)?;
     let (ckpt_path, model_path, csv_path) = run_paths(&run.run_dir);
     let config_json = serde_json::to_string(&(&run.features, &run.model, &run.train))?;
     let spec = run.detector_spec();
@@ -205,19 +204,6 @@ pub fn train_parallel<B: TrainBackend>(
     let mut optim = step::optimizer::<B>(cfg);
     let mut state = LoopState { step: 0, config_json: config_json.clone(), history: vec![], wall_s: 0.0 };
 
-    if run.resume && !ckpt_path.exists() {
-        let finished = if model_path.exists() { " (the run finished: model.grin is there)" } else { "" };
-        bail!("--resume: {} does not exist{finished}; nothing to resume", ckpt_path.display());
-    }
-    if !run.resume && !run.overwrite && ckpt_path.exists() {
-        let step = checkpoint::load(&ckpt_path)
-            .map(|c| format!("at step {}", c.state.step))
-            .unwrap_or_else(|e| format!("({e:#})"));
-        bail!(
-            "{} holds an interrupted run's checkpoint {step}: add --resume to continue it, or --overwrite to start again",
-            run.run_dir.display()
-        );
-    }
     if let (Some(init), false) = (&cfg.init, run.resume) {
         let (init_spec, loaded) =
             file::load_model::<B>(init, device).map_err(|e| anyhow::anyhow!("key `train.init`: {e}"))?;
@@ -249,6 +235,8 @@ pub fn train_parallel<B: TrainBackend>(
         state = ck.state;
         eprintln!("resuming {} at step {}", run.name, state.step);
     }
+    // Once the weights to start from have loaded: only now may --overwrite clear the old results.
+    crate::run_folder::prepare(&run.run_dir, run.resume, run.overwrite)?;
     std::fs::write(run.run_dir.join("config.toml"), &run.config_toml)?;
 
     let mut stepper = Stepper::<B>::new(&spec, cfg.loss.weights(), devices);

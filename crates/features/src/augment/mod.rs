@@ -57,7 +57,7 @@ pub fn validate(cfg: &AugmentConfig) -> Result<(), FeatureError> {
 }
 
 fn bad_key(key: &str, message: String) -> FeatureError {
-    FeatureError::Config(format!("features.augment.{key} {message}"))
+    FeatureError::Config(format!("key `features.augment.{key}`: {message}"))
 }
 
 /// Applies every stage with its probability, in [`AugmentStage::ALL`] order.

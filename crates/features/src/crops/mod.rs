@@ -18,7 +18,7 @@ use crate::config::{FeatureConfig, OnBadSample, SourceConfig, Split};
 use crate::error::{skip_or_fail, BadInputKind, FeatureError, SkipCounts};
 use crate::io::{list_images, load_all};
 use crate::raster::Raster;
-use crate::sample::{FaceBox, Sample, Smile, MAX_BOXES};
+use crate::sample::{FaceBox, Sample, Smile};
 use crate::source::{log_uniform, SampleRng, Source};
 use crate::split::{check_split, keep_split};
 use background::{has_colour, procedural_background, random_region};
@@ -61,16 +61,7 @@ impl CropsSource {
             return Err(FeatureError::Config("CropsSource needs `features.source.kind = \"crops\"`".into()));
         };
         check_split(&cfg.split)?;
-        if !(*min_face >= 4.0 && min_face <= max_face) {
-            return Err(FeatureError::Config(format!(
-                "key `features.source.min_face`/`max_face`: need 4 <= min_face <= max_face, got {min_face}..{max_face}"
-            )));
-        }
-        if !(0.0..=90.0).contains(rotation_deg) {
-            return Err(FeatureError::Config(format!(
-                "key `features.source.rotation_deg`: {rotation_deg} must be within 0..=90"
-            )));
-        }
+        cfg.source.validate()?;
         let channels = cfg.channels;
         let bound = cfg.image_bound()?;
         let load_skips = SkipCounts::default();
@@ -126,7 +117,7 @@ impl CropsSource {
             width: cfg.width,
             height: cfg.height,
             channels,
-            max_faces: (*max_faces).min(MAX_BOXES),
+            max_faces: *max_faces,
             min_face: *min_face,
             max_face: *max_face,
             rotation_deg: *rotation_deg,

@@ -154,7 +154,7 @@ pub(super) fn parse_source(
     }
 }
 
-fn check_crops(c: &PhotoCrops) -> Result<(), FeatureError> {
+pub(crate) fn check_crops(c: &PhotoCrops) -> Result<(), FeatureError> {
     let bad = |key: &str, why: String| FeatureError::Config(format!("key `features.source.crops.{key}`: {why}"));
     if !(c.min_face >= 2.0 && c.min_face <= c.max_face && c.max_face <= 4096.0) {
         return Err(bad(

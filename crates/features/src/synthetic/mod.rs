@@ -13,7 +13,7 @@ mod textures;
 
 use crate::config::{check_size, FeatureConfig, SourceConfig};
 use crate::error::FeatureError;
-use crate::sample::{FaceBox, Sample, Smile, MAX_BOXES};
+use crate::sample::{FaceBox, Sample, Smile};
 use crate::source::{log_uniform, uniform as uni, SampleRng, Source};
 use canvas::{Canvas, Ellipse};
 use faces::{draw_face, draw_negative, draw_occluder, FaceSpec};
@@ -76,30 +76,13 @@ impl SyntheticSource {
     pub fn with_params(width: u32, height: u32, channels: u32, params: SyntheticParams) -> Result<Self, FeatureError> {
         check_size(width, height, channels)?;
         let p = &params;
-        if !(p.min_face.is_finite() && p.min_face >= 4.0) {
-            return Err(FeatureError::Config(format!(
-                "features.source.min_face must be at least 4 px, got {}",
-                p.min_face
-            )));
+        SourceConfig::Synthetic {
+            max_faces: p.max_faces,
+            min_face: p.min_face,
+            max_face: p.max_face,
+            hard_negatives: p.hard_negatives,
         }
-        if !(p.max_face.is_finite() && p.max_face >= p.min_face) {
-            return Err(FeatureError::Config(format!(
-                "features.source.max_face must be at least min_face ({}), got {}",
-                p.min_face, p.max_face
-            )));
-        }
-        if !(p.hard_negatives.is_finite() && (0.0..=64.0).contains(&p.hard_negatives)) {
-            return Err(FeatureError::Config(format!(
-                "features.source.hard_negatives must be in 0..=64, got {}",
-                p.hard_negatives
-            )));
-        }
-        if p.max_faces > MAX_BOXES {
-            return Err(FeatureError::Config(format!(
-                "features.source.max_faces must be at most {MAX_BOXES}, got {}",
-                p.max_faces
-            )));
-        }
+        .validate()?;
         Ok(SyntheticSource { width, height, channels, params })
     }
 

@@ -1,0 +1,146 @@
+//! What a run folder may already hold when a run starts there, and what
+//! the user must say about it: an interrupted run's checkpoint (`--resume`
+//! continues it, `--overwrite` starts again) or a finished run's results
+//! (only `--overwrite` replaces them). A finished run is hours of work, so
+//! reusing its name is refused rather than replacing it silently; a sweep
+//! removes a trial's folder itself before it reruns a trial it did not
+//! record as finished.
+
+use crate::checkpoint;
+use crate::trainer::run_paths;
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+
+/// What a finished run leaves besides its `config.toml`: `--overwrite`
+/// removes them all before a new run starts, so a half-done replacement
+/// never sits beside the old model and figures.
+const RESULTS: [&str; 5] = ["model.grin", "summary.json", "metrics.csv", "training.svg", "pr_curve.svg"];
+
+/// Refuses to start in `run_dir` unless `resume` / `overwrite` says what
+/// to do with what is there. Reads only; called before anything slow (a
+/// store build, a balance measurement) and again by the trainer.
+pub(crate) fn check(run_dir: &Path, resume: bool, overwrite: bool) -> Result<()> {
+    let (ckpt_path, model_path, _) = run_paths(run_dir);
+    if resume && !ckpt_path.exists() {
+        let finished = if model_path.exists() { " (the run finished: model.grin is there)" } else { "" };
+        bail!("--resume: {} does not exist{finished}; nothing to resume", ckpt_path.display());
+    }
+    if resume || overwrite {
+        return Ok(());
+    }
+    if ckpt_path.exists() {
+        let step = checkpoint::load(&ckpt_path)
+            .map(|c| format!("at step {}", c.state.step))
+            .unwrap_or_else(|e| format!("({e:#})"));
+        bail!(
+            "{} holds an interrupted run's checkpoint {step}: add --resume to continue it, or --overwrite to start again",
+            run_dir.display()
+        );
+    }
+    if let Some(finished) = finished_run(run_dir) {
+        bail!(
+            "{} holds a finished run ({finished}): give this run another name (--name), or add --overwrite to replace it",
+            run_dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// [`check`], then the folder made ready: created, and under `overwrite`
+/// emptied of the previous run's results.
+pub(crate) fn prepare(run_dir: &Path, resume: bool, overwrite: bool) -> Result<()> {
+    check(run_dir, resume, overwrite)?;
+    std::fs::create_dir_all(run_dir).with_context(|| format!("{}: cannot create run folder", run_dir.display()))?;
+    if overwrite {
+        for name in RESULTS {
+            let path = run_dir.join(name);
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e)
+                        .with_context(|| format!("{}: cannot remove the previous run's file", path.display()));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A description of the finished run in `run_dir` (its steps and held-out
+/// figures from `summary.json`), or None when there is none. A `model.grin`
+/// without a readable summary still counts: the model is the result.
+fn finished_run(run_dir: &Path) -> Option<String> {
+    let summary_path = run_dir.join("summary.json");
+    let model = run_dir.join("model.grin").exists();
+    let summary = match std::fs::read(&summary_path) {
+        Ok(bytes) => serde_json::from_slice::<serde_json::Value>(&bytes).ok(),
+        Err(_) if !model => return None,
+        Err(_) => None,
+    };
+    let Some(s) = summary else {
+        return Some("model.grin, no readable summary.json".into());
+    };
+    let figure = |key: &str| match s.get(key).and_then(|v| v.as_f64()) {
+        Some(v) => format!("{v:.3}"),
+        None => "n/a".into(),
+    };
+    let steps = s.get("steps").and_then(|v| v.as_u64()).map(|n| n.to_string()).unwrap_or_else(|| "?".into());
+    Some(format!(
+        "summary.json: {steps} steps, held-out face AP@0.5 {}, smile accuracy {}",
+        figure("face_ap"),
+        figure("smile_accuracy")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(dir: &Path, resume: bool, overwrite: bool) -> String {
+        format!("{:#}", check(dir, resume, overwrite).unwrap_err())
+    }
+
+    #[test]
+    fn an_empty_or_missing_folder_may_start() {
+        let dir = tempfile::tempdir().unwrap();
+        check(dir.path(), false, false).unwrap();
+        check(&dir.path().join("new"), false, true).unwrap();
+        assert!(error(&dir.path().join("new"), true, false).contains("nothing to resume"));
+    }
+
+    #[test]
+    fn a_finished_run_is_named_with_its_figures_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let summary = r#"{"steps": 3000, "face_ap": 0.9123, "smile_accuracy": null}"#;
+        std::fs::write(dir.path().join("summary.json"), summary).unwrap();
+        std::fs::write(dir.path().join("model.grin"), b"weights").unwrap();
+        let e = error(dir.path(), false, false);
+        assert!(
+            e.contains(
+                "holds a finished run (summary.json: 3000 steps, held-out face AP@0.5 0.912, smile accuracy n/a)"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("--overwrite") && !e.contains('\n'), "{e}");
+        assert!(error(dir.path(), true, false).contains("the run finished: model.grin is there"));
+        assert!(prepare(dir.path(), false, false).is_err());
+        assert!(dir.path().join("model.grin").exists(), "a refused run removes nothing");
+
+        // A model without its summary (a run killed while scoring) still counts.
+        std::fs::remove_file(dir.path().join("summary.json")).unwrap();
+        assert!(error(dir.path(), false, false).contains("model.grin, no readable summary.json"));
+    }
+
+    #[test]
+    fn overwrite_clears_the_previous_results() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in RESULTS.iter().chain(&["config.toml"]) {
+            std::fs::write(dir.path().join(name), b"old").unwrap();
+        }
+        prepare(dir.path(), false, true).unwrap();
+        for name in RESULTS {
+            assert!(!dir.path().join(name).exists(), "{name} left behind");
+        }
+        check(dir.path(), false, false).unwrap();
+    }
+}
