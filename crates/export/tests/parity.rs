@@ -5,7 +5,8 @@
 //! dynamic). Also: the metadata a consumer decodes with, and a detector
 //! with a fourth, stride-4 level, decoded by grin's own decoder.
 
-use grin_infer::{load_image, CpuBackend, ModelSource, Runner, DEFAULT_MODEL};
+use grin_features::{read_image, ImageBound, DEFAULT_MAX_PIXELS};
+use grin_infer::{CpuBackend, ModelSource, Runner, DEFAULT_MODEL};
 use grin_model::{DecodeParams, Detection, DetectorSpec, FoldedConv, FoldedDetector, FoldedHead, Points, OUTPUTS};
 use std::path::Path;
 use tract_onnx::prelude::*;
@@ -84,7 +85,8 @@ fn shipped() -> (DetectorSpec, grin_model::Detector<CpuBackend>) {
 fn the_export_matches_the_fast_path_on_the_test_scene_at_two_sizes() {
     let (spec, model) = shipped();
     let plan = load(&grin_export::to_onnx(&spec, &model.folded()));
-    let scene = load_image(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png")).unwrap();
+    let bound = ImageBound::new(DEFAULT_MAX_PIXELS, "test").unwrap();
+    let scene = read_image(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png"), bound).unwrap();
     let mut runner = Runner::load(ModelSource::Embedded).unwrap();
     let deployed = spec.model.decode_params();
     // Many more boxes than the deployed threshold keeps, so that NMS and the
@@ -125,15 +127,7 @@ fn the_metadata_holds_what_decoding_needs() {
     assert_eq!((prop("run_width"), prop("run_height")), (spec.width.to_string(), spec.height.to_string()));
     assert_eq!(prop("channels"), spec.channels.to_string());
     assert_eq!(prop("strides"), "8,16,32");
-    let ir = parsed
-        .properties
-        .get("onnx.ir_version")
-        .unwrap()
-        .try_as_plain_ram()
-        .unwrap()
-        .to_scalar::<i64>()
-        .unwrap()
-        .clone();
+    let ir = *parsed.properties.get("onnx.ir_version").unwrap().try_as_plain_ram().unwrap().to_scalar::<i64>().unwrap();
     assert_eq!(ir, 7, "the IR version of opset 13");
 }
 

@@ -59,7 +59,7 @@ fn loss_falls_and_ap_rises() {
     for line in csv.lines().skip(1) {
         let cells: Vec<&str> = line.split(',').collect();
         let step: usize = cells[0].parse().unwrap();
-        match (step % 250 == 0, cells[col]) {
+        match (step.is_multiple_of(250), cells[col]) {
             (true, ap) => val.push(ap.parse::<f32>().unwrap_or_else(|_| panic!("step {step}: {line}"))),
             (false, ap) => assert!(ap.is_empty(), "step {step} scored off the interval: {line}"),
         }
