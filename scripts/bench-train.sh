@@ -44,9 +44,14 @@ if ! "$VENV/bin/python" -c 'import torch, numpy' 2>/dev/null; then
     "$VENV/bin/pip" install --quiet torch numpy
 fi
 
-cargo build --locked --release -p grin
-GRIN=${GRIN:-$TARGET/release/grin}
+if [ -z "${GRIN:-}" ]; then
+    cargo build --locked --release -p grin
+    GRIN=$TARGET/release/grin
+fi
 mkdir -p "$WORK"
+# A fresh store each run: the first `grin bench step` builds it from the
+# config (1024 samples), so it always matches this binary's fingerprint.
+rm -rf "$STORE"
 RESULTS=$WORK/results.jsonl
 : >"$RESULTS"
 
