@@ -4,3 +4,4 @@
 pub mod depthwise;
 pub mod lines;
 pub(crate) mod plane3x3;
+pub mod simd;

@@ -16,6 +16,7 @@
 //! engine (`fast.rs`) sizes the buffers.
 
 use grin_model::kernels::lines::LineLayout;
+use grin_model::kernels::simd::{load, store};
 use grin_model::FoldedConv;
 use pulp::{Simd, WithSimd};
 
@@ -23,16 +24,6 @@ use pulp::{Simd, WithSimd};
 /// accumulators, which with 2 input vectors and a broadcast fill AVX2's 16
 /// registers.
 pub(crate) const PW_ROWS: usize = 6;
-
-#[inline(always)]
-unsafe fn load<S: Simd>(p: *const f32) -> S::f32s {
-    p.cast::<S::f32s>().read_unaligned()
-}
-
-#[inline(always)]
-unsafe fn store<S: Simd>(p: *mut f32, v: S::f32s) {
-    p.cast::<S::f32s>().write_unaligned(v)
-}
 
 /// Bias, then ReLU if asked.
 #[inline(always)]

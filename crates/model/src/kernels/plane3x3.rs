@@ -13,22 +13,13 @@
 //! wrote the output row nine times.
 
 use super::lines::LineLayout;
+use super::simd::{load, store};
 use pulp::{Arch, Simd, WithSimd};
 use std::cell::RefCell;
 
 thread_local! {
     /// Each thread's padded lines, reused from plane to plane.
     static LINES: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
-}
-
-#[inline(always)]
-unsafe fn load<S: Simd>(p: *const f32) -> S::f32s {
-    p.cast::<S::f32s>().read_unaligned()
-}
-
-#[inline(always)]
-unsafe fn store<S: Simd>(p: *mut f32, v: S::f32s) {
-    p.cast::<S::f32s>().write_unaligned(v)
 }
 
 /// One plane's geometry: an `in_h x in_w` input, stride 1 or 2.
