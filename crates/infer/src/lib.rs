@@ -1,7 +1,8 @@
 //! grin-infer: runs a trained grin detector on a CPU, as the `grin-detect`
 //! binary does on a Raspberry Pi.
 //!
-//! Data flow: an image file is decoded and letterboxed to the run size by
+//! Data flow: an image file is decoded and letterboxed to the run size (a
+//! still photo: its own size, within [`PHOTO_MAX_PIXELS`]) by
 //! grin-features' one photo path (`letterbox_photo`, what training and
 //! evaluation use), made a [`Frame`], pushed through the network by a [`Runner`] (a
 //! hand-written CPU pass, `fast.rs`, or the Burn model definition training
@@ -19,4 +20,6 @@ mod runner;
 pub mod stream;
 
 pub use frame::{Frame, Mapping};
-pub use runner::{CpuBackend, Engine, ModelSource, Runner, DEFAULT_MODEL};
+pub use runner::{
+    own_size, CpuBackend, Engine, ModelSource, PhotoSize, Runner, DEFAULT_MODEL, MAX_SIDE, MIN_SIDE, PHOTO_MAX_PIXELS,
+};

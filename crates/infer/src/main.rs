@@ -13,7 +13,7 @@ use grin_infer::bench::{self, Latency};
 use grin_infer::draw;
 use grin_infer::report::ImageReport;
 use grin_infer::stream::{self, InputFormat, StreamOptions, TrackerConfig};
-use grin_infer::{Engine, ModelSource, Runner};
+use grin_infer::{Engine, ModelSource, PhotoSize, Runner, MAX_SIDE, MIN_SIDE, PHOTO_MAX_PIXELS};
 use image::DynamicImage;
 use serde::Serialize;
 use std::os::fd::AsFd;
@@ -74,13 +74,16 @@ struct Cli {
     /// Worker threads for the CPU kernels (default: all cores).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
-    /// Size the network runs at, e.g. 320x240. Default: for image files, twice the
-    /// model's run size per side (640x480 for the shipped model), where the small faces
-    /// of a photo get the pixels they need; for a stream, the model's run size (320x240),
-    /// for frame rate. Images are scaled to fit it, keeping their aspect ratio; boxes
-    /// come back in image pixels.
+    /// Size the network runs at, e.g. 320x240: images are scaled to fit it, keeping
+    /// their aspect ratio. Default: an image file at its own size (shrunk to at most
+    /// --photo-pixels), as a photo's small faces need its pixels; a stream at the
+    /// model's run size (320x240), for frame rate. Boxes come back in image pixels.
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     size: Option<(usize, usize)>,
+    /// Most pixels an image file is searched at when --size is not given: a larger
+    /// photo is shrunk by one factor to this many (default 1920x1080).
+    #[arg(long, value_name = "N", default_value_t = PHOTO_MAX_PIXELS, value_parser = parse_photo_pixels, conflicts_with = "size")]
+    photo_pixels: u64,
     /// Face score a detection needs (default: the model's own, from training).
     /// Lower it to see the whole precision-recall trade-off, e.g. for AP.
     #[arg(long, value_parser = parse_threshold)]
@@ -108,17 +111,19 @@ struct Cli {
     warmup: u32,
 }
 
-/// Image files run at this many times the model's run size per side. A photo
-/// is searched once, so its latency matters less than the faces it holds: on
-/// the validation photos Caltech AP@0.5 is 0.845 at 320x240 and 0.931 at
-/// 640x480 (small faces get four times the pixels), at about four times the
-/// time; a stream keeps the model's run size, for frame rate.
-const PHOTO_SCALE: usize = 2;
-
 fn parse_threshold(s: &str) -> Result<f32, String> {
     match s.trim().parse::<f32>() {
         Ok(t) if (0.0..=1.0).contains(&t) => Ok(t),
         _ => Err(format!("`{s}` is not a score in 0..=1")),
+    }
+}
+
+fn parse_photo_pixels(s: &str) -> Result<u64, String> {
+    let least = (MIN_SIDE * MIN_SIDE) as u64;
+    let most = (MAX_SIDE * MAX_SIDE) as u64;
+    match s.trim().parse::<u64>() {
+        Ok(n) if (least..=most).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}` is not a pixel count in {least}..={most}")),
     }
 }
 
@@ -137,6 +142,14 @@ const MAX_PIXELS_FLAG: &str = "--max-pixels";
 impl Cli {
     fn image_bound(&self) -> ImageBound {
         ImageBound { max_pixels: self.max_pixels, knob: MAX_PIXELS_FLAG }
+    }
+
+    /// How an image file is sized: `--size`, or its own size within `--photo-pixels`.
+    fn photo_size(&self) -> PhotoSize {
+        match self.size {
+            Some(_) => PhotoSize::RunSize,
+            None => PhotoSize::Own { max_pixels: self.photo_pixels },
+        }
     }
 }
 
@@ -169,15 +182,8 @@ fn run(cli: &Cli) -> Result<bool> {
     let source = cli.model.clone().map_or(ModelSource::Embedded, ModelSource::File);
     let mut detector = Runner::load(source)?;
     detector.set_engine(cli.engine);
-    match cli.size {
-        Some((w, h)) => detector.set_run_size(w, h)?,
-        None if cli.stream.is_none() => {
-            let (w, h) = detector.run_size();
-            // Past the largest side, set_run_size refuses and changes nothing:
-            // a model already run at thousands of pixels keeps its own size.
-            detector.set_run_size(PHOTO_SCALE * w, PHOTO_SCALE * h).ok();
-        }
-        None => {}
+    if let Some((w, h)) = cli.size {
+        detector.set_run_size(w, h)?;
     }
     if let Some(t) = cli.threshold {
         detector.set_score_threshold(t);
@@ -188,9 +194,9 @@ fn run(cli: &Cli) -> Result<bool> {
     if let Some(source) = &cli.stream {
         run_stream(cli, &detector, source)
     } else if cli.bench {
-        bench_images(cli, &detector)
+        bench_images(cli, &mut detector)
     } else {
-        detect_images(cli, &detector)
+        detect_images(cli, &mut detector)
     }
 }
 
@@ -203,22 +209,30 @@ fn report_failure(path: &Path, e: &anyhow::Error) {
     eprintln!("error: {}: {}", path.display(), one_line(e));
 }
 
-fn detect_images(cli: &Cli, detector: &Runner) -> Result<bool> {
+/// `running at 640x480 + 320x240 + ...`: every pass of the run size.
+fn passes_text(detector: &Runner) -> String {
+    let passes: Vec<String> = detector.pass_sizes().iter().map(|(w, h)| format!("{w}x{h}")).collect();
+    format!("running at {}", passes.join(" + "))
+}
+
+fn detect_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
     if !cli.json {
         let spec = detector.spec();
-        let passes: Vec<String> = detector.pass_sizes().iter().map(|(w, h)| format!("{w}x{h}")).collect();
+        let sizing = match cli.photo_size() {
+            PhotoSize::RunSize => passes_text(detector),
+            PhotoSize::Own { max_pixels } => format!("each photo at its own size (at most {max_pixels} pixels)"),
+        };
         println!(
-            "model: {} (trained at {}x{}x{}), running at {}",
+            "model: {} (trained at {}x{}x{}), {sizing}",
             detector.source(),
             spec.width,
             spec.height,
-            spec.channels,
-            passes.join(" + ")
+            spec.channels
         );
     }
     let mut ok = true;
     for (i, path) in cli.images.iter().enumerate() {
-        let (image, frame) = match detector.read_photo(path, cli.image_bound()) {
+        let (image, frame) = match detector.read_photo(path, cli.image_bound(), cli.photo_size()) {
             Ok(read) => read,
             Err(e) => {
                 // The error names the file already.
@@ -229,7 +243,14 @@ fn detect_images(cli: &Cli, detector: &Runner) -> Result<bool> {
         };
         let detections = detector.detect(frame);
         let report = ImageReport::new(path.display().to_string(), image.width(), image.height(), &detections);
-        println!("{}", if cli.json { report.to_json() } else { report.to_text() });
+        if cli.json {
+            println!("{}", report.to_json());
+        } else {
+            if matches!(cli.photo_size(), PhotoSize::Own { .. }) {
+                println!("{}: {}", path.display(), passes_text(detector));
+            }
+            println!("{}", report.to_text());
+        }
         if let Some(out) = &cli.draw {
             let target = draw::output_path(out, i, cli.images.len());
             if let Err(e) = draw::draw(&image, &detections).save(&target).context("cannot write drawing") {
@@ -301,7 +322,7 @@ struct BenchReport {
     latency: Latency,
 }
 
-fn bench_images(cli: &Cli, detector: &Runner) -> Result<bool> {
+fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
     let mut ok = true;
     let mut images: Vec<DynamicImage> = Vec::new();
     for path in &cli.images {
@@ -321,6 +342,8 @@ fn bench_images(cli: &Cli, detector: &Runner) -> Result<bool> {
     let mut samples = Vec::with_capacity(cli.iterations as usize);
     for i in 0..(cli.warmup + cli.iterations) as usize {
         let image = &images[i % images.len()];
+        // Not timed: the output points of a new size are built once per size.
+        detector.size_for(image, cli.photo_size());
         let start = Instant::now();
         let detections = detector.detect(detector.frame(image));
         let elapsed = start.elapsed();

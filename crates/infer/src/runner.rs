@@ -29,6 +29,38 @@ pub const MAX_SIDE: usize = 4096;
 /// Smallest run side: below the coarsest stride every level is one cell.
 pub const MIN_SIDE: usize = 32;
 
+/// Most pixels a still photo is searched at by default: Full HD,
+/// 1920x1080. A photo is searched at its own size up to this budget and
+/// shrunk by one factor past it. Why this bound:
+/// - the network finds faces from about 10 px, so a 12-megapixel phone
+///   photo shrunk to it (2.4 times per side) still gives every face of 24 px
+///   and more in the original enough pixels;
+/// - the cost is linear in pixels (the pyramid adds a third), and YuNet, which
+///   reads a photo at its own size, pays the full photo: grin at this budget
+///   costs less than YuNet on every photo (`scripts/bench-latency.sh`'s photo
+///   row);
+/// - one frame's activations stay a few tens of MB, a Pi-sized amount.
+pub const PHOTO_MAX_PIXELS: u64 = 1920 * 1080;
+
+/// How large a frame a still photo gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PhotoSize {
+    /// The run size set on the runner (`--size`), letterboxed.
+    RunSize,
+    /// The photo's own size, shrunk to at most this many pixels.
+    Own { max_pixels: u64 },
+}
+
+/// The photo's own `(width, height)`, scaled by one factor to hold at most
+/// `max_pixels` pixels and kept within [`MIN_SIDE`]..=[`MAX_SIDE`] a side
+/// (the letterbox fills what a clamp leaves over).
+pub fn own_size(width: u32, height: u32, max_pixels: u64) -> (usize, usize) {
+    let (w, h) = (width.max(1) as f64, height.max(1) as f64);
+    let scale = (max_pixels as f64 / (w * h)).sqrt().min(1.0);
+    let side = |v: f64| ((v * scale).floor() as usize).clamp(MIN_SIDE, MAX_SIDE);
+    (side(w), side(h))
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelSource {
     Embedded,
@@ -155,13 +187,30 @@ impl Runner {
     }
 
     /// Reads an image file within `bound` and makes its frame by the one
-    /// photo path training's evaluation takes (`grin_features::letterbox_photo`):
-    /// the picture as decoded (EXIF orientation applied) and the frame.
-    pub fn read_photo(&self, path: &Path, bound: ImageBound) -> Result<(image::DynamicImage, Frame), FeatureError> {
-        let (w, h) = self.run_size();
-        let photo = grin_features::letterbox_photo(path, self.spec.channels as u32, w as u32, h as u32, bound)?;
-        let frame = Frame::from_letterboxed(&photo.frame, photo.placement);
-        Ok((photo.image, frame))
+    /// photo path training's evaluation takes (`grin_features::letterbox_photo`
+    /// is the same two calls, `read_image` then `letterbox_image`): the
+    /// picture as decoded (EXIF orientation applied) and the frame. With
+    /// [`PhotoSize::Own`] the run size becomes the photo's own first.
+    pub fn read_photo(
+        &mut self,
+        path: &Path,
+        bound: ImageBound,
+        size: PhotoSize,
+    ) -> Result<(image::DynamicImage, Frame), FeatureError> {
+        let image = grin_features::read_image(path, bound)?;
+        self.size_for(&image, size);
+        let frame = self.frame(&image);
+        Ok((image, frame))
+    }
+
+    /// Sets the run size `size` asks for `image` (nothing for [`PhotoSize::RunSize`]).
+    pub fn size_for(&mut self, image: &image::DynamicImage, size: PhotoSize) {
+        if let PhotoSize::Own { max_pixels } = size {
+            let (w, h) = own_size(image.width(), image.height(), max_pixels);
+            if (w, h) != self.run_size() {
+                self.passes = pass_points(w, h, &self.params);
+            }
+        }
     }
 
     pub fn engine(&self) -> Engine {

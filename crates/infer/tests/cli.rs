@@ -2,7 +2,7 @@
 //! (plus the committed test scene), checking output, exit codes and errors.
 
 use grin_features::{fixtures, held_out_photos, FeatureConfig, ImageBound, SourceConfig, SplitConfig};
-use grin_infer::{ModelSource, Runner, DEFAULT_MODEL};
+use grin_infer::{ModelSource, PhotoSize, Runner, DEFAULT_MODEL};
 use image::{DynamicImage, GrayImage, ImageFormat, Luma, Rgb, RgbImage};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -77,8 +77,8 @@ fn json_report_finds_the_scene_faces_with_rounded_values() {
             assert!(((p * 1000.0).round() - p * 1000.0).abs() < 1e-9, "{key} {p} not rounded to 3 decimals");
         }
     }
-    // Boxes come back in the 320x240 image's pixels although the network
-    // ran at another size (640x480, the default for photos): most true faces are matched.
+    // The network ran at the photo's own size (320x240); boxes are in its pixels:
+    // most true faces are matched.
     let found = boxes(r);
     let matched = SCENE_FACES.iter().filter(|f| found.iter().any(|b| iou(b, &f[..]) >= 0.5)).count();
     assert!(matched * 2 >= SCENE_FACES.len(), "matched {matched} of {} faces: {found:?}", SCENE_FACES.len());
@@ -221,8 +221,9 @@ fn boxes_map_back_to_the_pixels_of_a_larger_image() {
     let small = image::open(scene()).unwrap();
     let big = dir.path().join("big.png");
     small.resize_exact(640, 480, image::imageops::FilterType::Nearest).save(&big).unwrap();
-    let a = grin_detect(&["--json", s(&scene())]);
-    let b = grin_detect(&["--json", s(&big)]);
+    // The same run size for both: only the mapping back differs.
+    let a = grin_detect(&["--json", "--size", "640x480", s(&scene())]);
+    let b = grin_detect(&["--json", "--size", "640x480", s(&big)]);
     let (a, b) = (&json_lines(&a)[0], &json_lines(&b)[0]);
     assert_eq!((b["width"].as_u64(), b["height"].as_u64()), (Some(640), Some(480)));
     let halved: Vec<Vec<f64>> = boxes(b).iter().map(|v| v.iter().map(|x| x / 2.0).collect()).collect();
@@ -252,9 +253,12 @@ fn size_flag_runs_the_network_at_that_size() {
     assert!(text(&human.stdout).starts_with("model: embedded default (trained at "));
     // Faces too close for one pass are looked for on the frame halved, then quartered.
     assert!(text(&human.stdout).lines().next().unwrap().ends_with("running at 320x240 + 160x120 + 80x60"));
-    // Without --size an image file runs at twice the model's run size: small faces get the pixels.
+    // Without --size an image file runs at its own size: a photo's small faces keep their pixels.
     let photo = grin_detect(&[s(&scene())]);
-    assert!(text(&photo.stdout).lines().next().unwrap().ends_with("running at 640x480 + 320x240 + 160x120 + 80x60"));
+    let stdout = text(&photo.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].ends_with("each photo at its own size (at most 2073600 pixels)"), "{}", lines[0]);
+    assert!(lines[1].ends_with("test-scene.png: running at 320x240 + 160x120 + 80x60"), "{}", lines[1]);
     let one_pass = grin_detect(&["--size", "320x240", "--pyramid-above", "0", s(&scene())]);
     assert!(text(&one_pass.stdout).lines().next().unwrap().ends_with("running at 320x240"));
     for bad in ["-1", "3", "many"] {
@@ -268,6 +272,35 @@ fn size_flag_runs_the_network_at_that_size() {
         assert_eq!(out.status.code(), Some(2), "--size {bad}");
         assert!(text(&out.stderr).contains("--size"), "--size {bad}: {}", text(&out.stderr));
     }
+}
+
+#[test]
+fn a_photo_larger_than_the_pixel_budget_is_shrunk_by_one_factor() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.png");
+    let scene = image::open(scene()).unwrap();
+    scene.resize_exact(2560, 1920, image::imageops::FilterType::Triangle).save(&big).unwrap();
+    // 2560x1920 is 4.9 megapixels: 0.6495 of each side fits 1920x1080's pixels.
+    let out = grin_detect(&[s(&big)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("big.png: running at 1662x1247 + 831x623 + "), "{}", text(&out.stdout));
+    let small = grin_detect(&["--photo-pixels", "76800", s(&big)]);
+    assert!(text(&small.stdout).contains("big.png: running at 320x240 + 160x120 + 80x60"), "{}", text(&small.stdout));
+    // Boxes still come back in the photo's pixels: the faces of the scene, 8 times larger.
+    let report = &json_lines(&grin_detect(&["--json", s(&big)]))[0];
+    let found = boxes(report);
+    let matched = SCENE_FACES
+        .iter()
+        .filter(|f| found.iter().any(|b| iou(b, &f.iter().map(|v| v * 8.0).collect::<Vec<_>>()) >= 0.5))
+        .count();
+    assert!(matched * 2 >= SCENE_FACES.len(), "matched {matched} of {} faces: {found:?}", SCENE_FACES.len());
+    for bad in ["0", "1023", "99999999999", "many"] {
+        let out = grin_detect(&["--photo-pixels", bad, s(&big)]);
+        assert_eq!(out.status.code(), Some(2), "--photo-pixels {bad}");
+        assert!(text(&out.stderr).contains("--photo-pixels"), "--photo-pixels {bad}: {}", text(&out.stderr));
+    }
+    let both = grin_detect(&["--photo-pixels", "76800", "--size", "320x240", s(&big)]);
+    assert_eq!(both.status.code(), Some(2), "--photo-pixels with --size");
 }
 
 #[test]
@@ -376,7 +409,7 @@ fn eval_and_grin_detect_make_the_same_frame_byte_for_byte() {
     for i in 0..2 {
         let path = held[0].image_path(i);
         let evaluated = held[0].letterboxed(i, 640, 480, 1).unwrap();
-        let (image, frame) = runner.read_photo(path, bound).unwrap();
+        let (image, frame) = runner.read_photo(path, bound, PhotoSize::RunSize).unwrap();
         // The JPEG is turned upright: 1280x720 as shown, not 720x1280 as stored.
         assert_eq!((image.width(), image.height()), (1280, 720), "{}", path.display());
         let bytes: Vec<u8> = frame.pixels.iter().map(|v| (v * 255.0).round() as u8).collect();
