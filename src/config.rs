@@ -52,7 +52,9 @@ fn read_capped(path: &Path) -> Result<String> {
 }
 
 /// `a.b.c=value`: the value is read as TOML (`0.01`, `true`, `"x"`,
-/// `[1, 2]`), falling back to a bare string (`mode=in-vram`).
+/// `[1, 2]`), falling back to a bare string (`mode=in-vram`). A number
+/// after an array of tables picks one entry: `features.source.parts.0.crops.min_face`
+/// is the first mix part's.
 fn apply_set(table: &mut toml::Table, set: &str) -> Result<()> {
     let Some((key, raw)) = set.split_once('=') else { bail!("expected key=value") };
     let value: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
@@ -62,12 +64,23 @@ fn apply_set(table: &mut toml::Table, set: &str) -> Result<()> {
     let parts: Vec<&str> = key.trim().split('.').collect();
     let (last, parents) = parts.split_last().expect("split yields one part");
     let mut node = table;
-    for part in parents {
-        node = node
-            .entry(part.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
-            .as_table_mut()
-            .with_context(|| format!("`{part}` is not a table"))?;
+    let mut rest = parents.iter();
+    while let Some(part) = rest.next() {
+        let child = node.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let child = match child {
+            toml::Value::Array(items) => {
+                let n = items.len();
+                let index = match rest.next() {
+                    Some(i) => i.parse::<usize>().ok().filter(|&i| i < n),
+                    // The last part names the entry: `parts.0=...` is not a field.
+                    None => None,
+                }
+                .with_context(|| format!("`{part}` holds {n} entries: name one by its index, 0 to {}", n.max(1) - 1))?;
+                &mut items[index]
+            }
+            other => other,
+        };
+        node = child.as_table_mut().with_context(|| format!("`{part}` is not a table"))?;
     }
     node.insert(last.to_string(), value);
     Ok(())
@@ -87,6 +100,22 @@ mod tests {
     fn error(path: &std::path::Path, sets: &[&str]) -> String {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
         format!("{:#}", load(path, &sets).unwrap_err())
+    }
+
+    #[test]
+    fn a_number_picks_an_entry_of_an_array_of_tables() {
+        let text = "name = \"x\"\n[features.source]\nkind = \"mix\"\nweights = [0.5, 0.5]\n\
+                    [[features.source.parts]]\nkind = \"synthetic\"\n[[features.source.parts]]\nkind = \"synthetic\"\n";
+        let (_dir, path) = write(text);
+        let sets = vec!["features.source.parts.1.max_faces=2".to_string()];
+        let loaded = load(&path, &sets).unwrap();
+        let parts = toml::to_string(&loaded.config.features.source).unwrap();
+        assert!(parts.contains("max_faces = 2"), "{parts}");
+        for bad in ["features.source.parts.2.max_faces=2", "features.source.parts.x.max_faces=2"] {
+            let e = error(&path, &[bad]);
+            assert!(e.contains("`parts` holds 2 entries"), "{bad}: {e}");
+        }
+        assert!(error(&path, &["features.source.kind.x=2"]).contains("`kind` is not a table"));
     }
 
     #[test]

@@ -134,13 +134,23 @@ pub struct CalibrateArgs {
     /// Validation photos per real source (default: all of them).
     #[arg(long, default_value_t = 0)]
     pub photos: usize,
+    /// How many times recall counts as much as precision (F-beta; 1 is F1).
+    #[arg(long, default_value_t = grin_train::photo_eval::CALIBRATION_BETA, value_parser = parse_beta)]
+    pub beta: f32,
 }
 
-/// Picks the face-score threshold with the best mean F1 over the real
+fn parse_beta(text: &str) -> Result<f32, String> {
+    match text.trim().parse::<f32>() {
+        Ok(b) if (0.1..=10.0).contains(&b) => Ok(b),
+        _ => Err(format!("`{text}` is not a beta in 0.1..=10")),
+    }
+}
+
+/// Picks the face-score threshold with the best mean F-beta over the real
 /// sources' *validation* photos (the test split stays unseen, so the
 /// reported figures are not tuned on), and writes it into model.grin.
 pub fn calibrate(args: CalibrateArgs) -> Result<()> {
-    use grin_train::photo_eval::{at_threshold, best_threshold, evaluate_split};
+    use grin_train::photo_eval::{at_threshold, best_threshold, evaluate_split, f_beta};
     let model_path = args.run.join("model.grin");
     let loaded = config::load(&args.run.join("config.toml"), &[])?;
     let c = &loaded.config;
@@ -155,16 +165,18 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
         c.train.eval_min_face,
         &device,
     )?;
-    let Some((threshold, f1)) = best_threshold(&reports) else {
+    let Some((threshold, score)) = best_threshold(&reports, args.beta) else {
         anyhow::bail!("{}: the config's source has no real photos to calibrate on", args.run.display());
     };
     println!("validation photos at {}x{}:", spec.width, spec.height);
     for r in &reports {
         println!("  {}", grin_train::photo_eval::describe(r));
     }
+    let beta = args.beta;
+    let cell = |text: String| format!("{text:>36}");
     println!(
         "threshold  {}",
-        reports.iter().map(|r| format!("{:>26}", format!("{} P / R / F1", r.source))).collect::<String>()
+        reports.iter().map(|r| cell(format!("{} P / R / F1 / F{beta}", r.source))).collect::<String>()
     );
     for k in (2..19).step_by(2) {
         let t = k as f32 * 0.05;
@@ -172,16 +184,26 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
             .iter()
             .map(|r| {
                 let (p, rc, f) = at_threshold(&r.curve, t);
-                format!("{:>26}", format!("{p:.3} / {rc:.3} / {f:.3}"))
+                cell(format!("{p:.3} / {rc:.3} / {f:.3} / {:.3}", f_beta(p, rc, beta)))
             })
             .collect();
         println!("{t:>9.2}  {cells}");
+    }
+    println!("recall by face size at the chosen threshold {threshold:.2}:");
+    for r in &reports {
+        let sizes: Vec<String> = r
+            .recall_by_size_at(threshold)
+            .iter()
+            .filter(|s| s.faces > 0)
+            .map(|s| format!("{} {:.3} ({})", s.bucket, s.recall.unwrap_or(0.0), s.faces))
+            .collect();
+        println!("  {:<15} {}", r.source, sizes.join(", "));
     }
     let before = spec.model.score_threshold;
     spec.model.score_threshold = threshold;
     file::save_model(&model_path, &spec, &model).with_context(|| format!("{}: cannot write", model_path.display()))?;
     println!(
-        "{}: score_threshold {before:.2} -> {threshold:.2} (mean F1 {f1:.3} on validation photos)",
+        "{}: score_threshold {before:.2} -> {threshold:.2} (mean F{beta} {score:.3} on validation photos)",
         model_path.display()
     );
     Ok(())

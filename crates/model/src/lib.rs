@@ -32,7 +32,7 @@ pub use detector::{budget, detect, Budget, Detector, DetectorOutput, DetectorSpe
 pub use file::{load_model, save_model};
 pub use folded::{FoldedConv, FoldedDetector, FoldedHead};
 pub use loss::{loss, LossParts, LossWeights};
-pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint};
+pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint, LOOSE_MATCH_IOU, MATCH_IOU};
 pub use points::Points;
 pub use pyramid::{halve, merge as merge_passes, pass_sizes, MIN_PASS_SIDE, SEAM};
 pub use targets::{assign, PointTensors, Targets};

@@ -1,4 +1,4 @@
-//! Face AP@0.5 and smile accuracy on matched faces.
+//! Face AP (at IoU 0.5, or another match IoU) and smile accuracy on matched faces.
 
 use crate::decode::{iou, Detection};
 
@@ -10,16 +10,30 @@ pub struct GroundTruth {
 }
 
 /// Accumulates matches image by image; read the figures at the end.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Evaluation {
     /// (score, true positive) of every detection.
     scored: Vec<(f32, bool)>,
     faces: usize,
     smile_correct: usize,
     smile_total: usize,
+    /// IoU a detection needs with a face to match it.
+    match_iou: f32,
 }
 
+/// The match IoU of AP@0.5, what grin reports unless it says otherwise.
 pub const MATCH_IOU: f32 = 0.5;
+
+/// The looser match of AP@0.3: boxes drawn by another convention (YuNet's
+/// around the whole head, the landmark rule's around the features) still
+/// count as finding the face.
+pub const LOOSE_MATCH_IOU: f32 = 0.3;
+
+impl Default for Evaluation {
+    fn default() -> Self {
+        Evaluation::at_iou(MATCH_IOU)
+    }
+}
 
 /// What happened to one labelled face in [`Evaluation::add`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,6 +43,11 @@ pub struct FaceMatch {
 }
 
 impl Evaluation {
+    /// Matches faces at `match_iou` instead of [`MATCH_IOU`].
+    pub fn at_iou(match_iou: f32) -> Evaluation {
+        Evaluation { scored: Vec::new(), faces: 0, smile_correct: 0, smile_total: 0, match_iou }
+    }
+
     /// Greedy matching, highest score first; each face matches at most once.
     pub fn add(&mut self, detections: &[Detection], faces: &[GroundTruth]) -> Vec<FaceMatch> {
         self.add_ignoring(detections, faces, &[])
@@ -53,7 +72,7 @@ impl Evaluation {
                 .enumerate()
                 .filter(|(j, _)| matches[*j].detection.is_none())
                 .map(|(j, f)| (j, iou([d.x0, d.y0, d.x1, d.y1], f.bbox)))
-                .filter(|(_, o)| *o >= MATCH_IOU)
+                .filter(|(_, o)| *o >= self.match_iou)
                 .max_by(|a, b| a.1.total_cmp(&b.1));
             match best {
                 Some((j, _)) => {

@@ -39,6 +39,10 @@ pub struct TrainConfig {
     /// Held-out real photos scored per real source at the end of a run
     /// (whole photos letterboxed to `run_size`); 0 scores none.
     pub eval_photos: usize,
+    /// Validation photos scored per real source at the end of a run (0 =
+    /// none): `summary.json`'s `val_photos` and `val_photo_ap`, what a sweep
+    /// chooses on, so the test photos stay unseen.
+    pub val_photos: usize,
     /// Faces smaller than this (px at the run size) are ignore regions when
     /// photos are scored.
     pub eval_min_face: f32,
@@ -76,6 +80,7 @@ impl Default for TrainConfig {
             eval_samples: 500,
             eval_every: 0,
             eval_photos: 500,
+            val_photos: 0,
             eval_min_face: 10.0,
             run_size: None,
             prefetch: 4,
@@ -198,6 +203,7 @@ impl TrainConfig {
             ("train.eval_samples", t.eval_samples, 0, 1_000_000),
             ("train.eval_every", t.eval_every, 0, 100_000_000),
             ("train.eval_photos", t.eval_photos, 0, 1_000_000),
+            ("train.val_photos", t.val_photos, 0, 1_000_000),
             ("train.prefetch", t.prefetch, 0, 1024),
             ("train.store_samples", t.store_samples, 0, 1_000_000_000),
         ];

@@ -10,14 +10,14 @@ use crate::config::{GrinConfig, Mode, TrainConfig};
 use crate::eval::{evaluate, EvalReport};
 use crate::feed::{Feed, FeedTiming};
 use crate::metrics::{self, MetricRow};
-use crate::photo_eval::{evaluate_photos, plot_pr, PhotoReport};
+use crate::photo_eval::{evaluate_photos, evaluate_split, plot_pr, PhotoReport};
 use crate::step::{self, Stepper};
 use anyhow::{bail, Context, Result};
 use burn::module::AutodiffModule;
 use burn::optim::Optimizer;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
 use burn::tensor::ElementConversion;
-use grin_features::FeatureConfig;
+use grin_features::{FeatureConfig, Split};
 use grin_model::{file, Detector, DetectorSpec, ModelConfig, TrainBackend};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
@@ -136,6 +136,12 @@ pub struct Summary {
     /// Scores on held-out real photos, one entry per real source.
     #[serde(default)]
     pub photos: Vec<PhotoReport>,
+    /// Scores on the validation photos (`train.val_photos`), one entry per real source.
+    #[serde(default)]
+    pub val_photos: Vec<PhotoReport>,
+    /// Mean face AP@0.3 over `val_photos`' sources: what a sweep chooses on.
+    #[serde(default)]
+    pub val_photo_ap: Option<f32>,
     /// The balance check's figures and predicted device-busy share, to set
     /// beside the measured `gpu_busy_pct` (none with `--no-balance`).
     #[serde(default)]
@@ -341,9 +347,17 @@ pub fn train_parallel<B: TrainBackend>(
     } else {
         vec![]
     };
+    let val_photos = if run.evaluate && cfg.val_photos > 0 {
+        let min_face = cfg.eval_min_face;
+        evaluate_split(&inference, &run_spec, &run.features, Split::Val, cfg.val_photos, min_face, device)?
+    } else {
+        vec![]
+    };
     plot_pr(&run.run_dir.join("pr_curve.svg"), &photos)?;
     let mut summary = summarise(run, &state, report, loaders);
     summary.photos = photos;
+    summary.val_photo_ap = mean_ap_loose(&val_photos);
+    summary.val_photos = val_photos;
     std::fs::write(run.run_dir.join("summary.json"), serde_json::to_string_pretty(&summary)?)?;
     metrics::plot(&run.run_dir.join("training.svg"), &state.history)?;
     // The run is complete and its model written: the checkpoint would only
@@ -390,8 +404,16 @@ fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>, loade
         step_ms: median(&mut step_ms),
         wait_ms_per_step: middle(&|r| r.wait_ms),
         photos: vec![],
+        val_photos: vec![],
+        val_photo_ap: None,
         balance: run.balance,
     }
+}
+
+/// Mean AP@0.3 over the sources that have one.
+fn mean_ap_loose(reports: &[PhotoReport]) -> Option<f32> {
+    let aps: Vec<f32> = reports.iter().filter_map(|r| r.face_ap_loose).collect();
+    (!aps.is_empty()).then(|| aps.iter().sum::<f32>() / aps.len() as f32)
 }
 
 pub fn mode_name(mode: Mode) -> &'static str {
