@@ -8,7 +8,9 @@
 //! With `--caltech ROOT` and/or `--celeba-images DIR --celeba-attr FILE` it
 //! writes held-out real photos instead (the test split by file name, the
 //! split every grin config uses), each letterboxed to the given size, so
-//! grin-detect and a peer see identical pixels. `--zoom 2` shows each
+//! grin-detect and a peer see identical pixels (`--original`: each at its
+//! own size, decoded once and saved as PNG, so each detector reads it at
+//! its own default). `--zoom 2` shows each
 //! photo twice as large, cut to the size around its centre: faces as close
 //! to the camera as a person leaning in to a robot (sources named `-x2`).
 //!
@@ -75,6 +77,10 @@ struct Args {
     /// instead of the test split (what is reported).
     #[arg(long)]
     validation: bool,
+    /// With photos: each at its own size (no letterbox), for detectors run
+    /// at their own defaults; `--width`/`--height` are not used.
+    #[arg(long, conflicts_with = "zoom")]
+    original: bool,
 }
 
 #[derive(Serialize)]
@@ -218,14 +224,24 @@ fn export_photos(args: &Args) -> Result<()> {
     for set in photos_of_split(&cfg, split, args.count as usize)? {
         let source = if args.zoom == 1 { set.name.to_string() } else { format!("{}-x{}", set.name, args.zoom) };
         for i in 0..set.len() {
-            let s = set.letterboxed(i, args.width * args.zoom, args.height * args.zoom, args.channels)?;
+            let (width, height) = if args.original {
+                let bound = grin_features::ImageBound::new(grin_features::DEFAULT_MAX_PIXELS, "--original")
+                    .map_err(anyhow::Error::msg)?;
+                let photo = grin_features::read_image(set.image_path(i), bound)?;
+                (photo.width(), photo.height())
+            } else {
+                (args.width * args.zoom, args.height * args.zoom)
+            };
+            let s = set.letterboxed(i, width, height, args.channels)?;
             let s = if args.zoom == 1 { s } else { middle(&s, args.width, args.height) };
             let name = format!("{source}-{i:04}.png");
             save(&s, &args.out.join(&name))?;
             scenes.push(scene(name, &s, args.min_face, &source, set.portraits));
         }
     }
-    let truth = Truth { width: args.width, height: args.height, seed: args.seed, scenes };
+    // Photos at their own sizes have no one frame size: 0 x 0 says so.
+    let (width, height) = if args.original { (0, 0) } else { (args.width, args.height) };
+    let truth = Truth { width, height, seed: args.seed, scenes };
     let path = args.out.join("truth.json");
     std::fs::write(&path, serde_json::to_string_pretty(&truth)?).with_context(|| format!("{}", path.display()))?;
     println!("wrote {} held-out photos and {}", truth.scenes.len(), path.display());

@@ -75,9 +75,10 @@ struct Cli {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
     /// Size the network runs at, e.g. 320x240: images are scaled to fit it, keeping
-    /// their aspect ratio. Default: an image file at its own size (shrunk to at most
-    /// --photo-pixels), as a photo's small faces need its pixels; a stream at the
-    /// model's run size (320x240), for frame rate. Boxes come back in image pixels.
+    /// their aspect ratio. Default: an image file at 1.41 times its own size per side
+    /// (twice its pixels, at most --photo-pixels), as a photo's small faces need the
+    /// pixels; a stream at the model's run size (320x240), for frame rate. Boxes come
+    /// back in image pixels.
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     size: Option<(usize, usize)>,
     /// Most pixels an image file is searched at when --size is not given: a larger
@@ -144,7 +145,7 @@ impl Cli {
         ImageBound { max_pixels: self.max_pixels, knob: MAX_PIXELS_FLAG }
     }
 
-    /// How an image file is sized: `--size`, or its own size within `--photo-pixels`.
+    /// How an image file is sized: `--size`, or by its own size within `--photo-pixels`.
     fn photo_size(&self) -> PhotoSize {
         match self.size {
             Some(_) => PhotoSize::RunSize,
@@ -220,7 +221,7 @@ fn detect_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         let spec = detector.spec();
         let sizing = match cli.photo_size() {
             PhotoSize::RunSize => passes_text(detector),
-            PhotoSize::Own { max_pixels } => format!("each photo at its own size (at most {max_pixels} pixels)"),
+            PhotoSize::Own { max_pixels } => format!("each photo at twice its own pixels (at most {max_pixels})"),
         };
         println!(
             "model: {} (trained at {}x{}x{}), {sizing}",

@@ -77,8 +77,8 @@ fn json_report_finds_the_scene_faces_with_rounded_values() {
             assert!(((p * 1000.0).round() - p * 1000.0).abs() < 1e-9, "{key} {p} not rounded to 3 decimals");
         }
     }
-    // The network ran at the photo's own size (320x240); boxes are in its pixels:
-    // most true faces are matched.
+    // The network ran at twice the photo's pixels (452x339); boxes are in its
+    // own pixels: most true faces are matched.
     let found = boxes(r);
     let matched = SCENE_FACES.iter().filter(|f| found.iter().any(|b| iou(b, &f[..]) >= 0.5)).count();
     assert!(matched * 2 >= SCENE_FACES.len(), "matched {matched} of {} faces: {found:?}", SCENE_FACES.len());
@@ -253,12 +253,12 @@ fn size_flag_runs_the_network_at_that_size() {
     assert!(text(&human.stdout).starts_with("model: embedded default (trained at "));
     // Faces too close for one pass are looked for on the frame halved, then quartered.
     assert!(text(&human.stdout).lines().next().unwrap().ends_with("running at 320x240 + 160x120 + 80x60"));
-    // Without --size an image file runs at its own size: a photo's small faces keep their pixels.
+    // Without --size an image file runs at twice its own pixels: a photo's small faces get them.
     let photo = grin_detect(&[s(&scene())]);
     let stdout = text(&photo.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
-    assert!(lines[0].ends_with("each photo at its own size (at most 2073600 pixels)"), "{}", lines[0]);
-    assert!(lines[1].ends_with("test-scene.png: running at 320x240 + 160x120 + 80x60"), "{}", lines[1]);
+    assert!(lines[0].ends_with("each photo at twice its own pixels (at most 2073600)"), "{}", lines[0]);
+    assert!(lines[1].ends_with("test-scene.png: running at 452x339 + 226x169 + 113x84"), "{}", lines[1]);
     let one_pass = grin_detect(&["--size", "320x240", "--pyramid-above", "0", s(&scene())]);
     assert!(text(&one_pass.stdout).lines().next().unwrap().ends_with("running at 320x240"));
     for bad in ["-1", "3", "many"] {
