@@ -16,12 +16,20 @@
 # exposes), recall by face size, detections per image, portraits found and
 # grin's smile accuracy (at each one's operating point); scoring is
 # scripts/peers/scoring.py, shared with bench-detect.sh's Haar peer.
-# The last line is `grin/yunet <R>x at 320x240, <R>x at 640x480`.
+# Photos at each detector's own default: the same validation photos at their
+# own size (export_scenes --original), grin-detect with no --size (twice the
+# photo's pixels, within its pixel budget) and YuNet at the photo's own size,
+# each at its own default threshold. Latency per photo: rounds that
+# alternate the two on each timed photo (PHOTO_ITERATIONS runs each);
+# reported: the median over photos of each photo's median latency, and the
+# median and largest per-photo ratio.
+# The last line is `grin/yunet <R>x at 320x240, <R>x at 640x480, <R>x at photo`.
 #
 # Usage: scripts/bench-latency.sh [--model PATH]
 #   env: PHOTOS (validation photos per source for accuracy, default 300),
 #        TIMED (photos per source timed, default 50), ROUNDS (default 5),
 #        ITERATIONS (timed runs per detector, size and round, default 100),
+#        PHOTO_ITERATIONS (timed runs per detector, photo and round, default 20),
 #        WORK (default target/bench-latency), YUNET_BUILD (default
 #        target/yunet), CALTECH (default ../shared/data/caltech-webfaces),
 #        CELEBA (default ../shared/data/celeba-smile-10k), GRIN_DETECT (a
@@ -34,6 +42,7 @@ PHOTOS=${PHOTOS:-300}
 TIMED=${TIMED:-50}
 ROUNDS=${ROUNDS:-5}
 ITERATIONS=${ITERATIONS:-100}
+PHOTO_ITERATIONS=${PHOTO_ITERATIONS:-20}
 WORK=${WORK:-target/bench-latency}
 YUNET_BUILD=${YUNET_BUILD:-target/yunet}
 CALTECH=${CALTECH:-../shared/data/caltech-webfaces}
@@ -80,6 +89,16 @@ for size in "${SIZES[@]}"; do
     "$YUNET" "${images[@]}" >"$dir/yunet-deployed.jsonl"
 done
 
+# The photos at their own size, each detector at its own defaults.
+dir=$WORK/photo
+"$EXPORT" --out "$dir" --validation --channels 3 --count "$PHOTOS" --original --min-face 10 \
+    --caltech "$CALTECH" --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR"
+images=("$dir"/*.png)
+"$DETECT" "${MODEL_FLAGS[@]}" --json --threshold 0.05 "${images[@]}" >"$dir/grin-scored.jsonl"
+"$DETECT" "${MODEL_FLAGS[@]}" --json "${images[@]}" >"$dir/grin-deployed.jsonl"
+"$YUNET" --threshold 0.2 "${images[@]}" >"$dir/yunet-scored.jsonl"
+"$YUNET" "${images[@]}" >"$dir/yunet-deployed.jsonl"
+
 # Timed photos: the first TIMED of each source (group photos and portraits).
 timed() {
     local caltech=("$WORK/$1"/caltech-*.png) celeba=("$WORK/$1"/celeba-aligned-*.png)
@@ -98,6 +117,22 @@ for round in $(seq 1 "$ROUNDS"); do
                 "$size" "$round" >>"$LATENCY"
     done
 done
+# Each timed photo at each detector's own default size: grin-detect with no
+# --size, YuNet with --size set to the photo's own (its driver resizes only
+# for --bench, and to that size it is a copy).
+mapfile -t photos < <(timed photo)
+for round in $(seq 1 "$ROUNDS"); do
+    for image in "${photos[@]}"; do
+        name=$(basename "$image")
+        "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --warmup 3 --iterations "$PHOTO_ITERATIONS" "$image" |
+            python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"grin","size":"photo","photo":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"],"run_size":[d["width"],d["height"]]}))' \
+                "$name" "$round" >>"$LATENCY"
+        own=$(python3 -c 'import struct,sys; w,h=struct.unpack(">II",open(sys.argv[1],"rb").read()[16:24]); print(f"{w}x{h}")' "$image")
+        "$YUNET" --bench "$PHOTO_ITERATIONS" --size "$own" "$image" |
+            python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"yunet","size":"photo","photo":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"],"run_size":d["size"]}))' \
+                "$name" "$round" >>"$LATENCY"
+    done
+done
 CONDITIONS="${CONDITIONS%)}; at the end: $(cut -d' ' -f1-3 /proc/loadavg))"
 
-python3 scripts/peers/yunet_peer.py --work "$WORK" --sizes "$(IFS=,; echo "${SIZES[*]}")" --conditions "$CONDITIONS"
+python3 scripts/peers/yunet_peer.py --work "$WORK" --sizes "$(IFS=,; echo "${SIZES[*]}"),photo" --conditions "$CONDITIONS"
