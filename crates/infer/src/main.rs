@@ -3,8 +3,9 @@
 //! Exit status: 0 when every image was processed, 1 when any image failed
 //! (each failure is one `error: <file>: ...` line on stderr, and the other
 //! images are still processed), 2 when nothing could run (bad flags, a model
-//! file that cannot be used). A `--stream` exits 0 at its end (or on Ctrl-C):
-//! its bad frames are counted in the summary, not failures.
+//! file that cannot be used). A `--stream` exits 0 at its end and 130 when
+//! Ctrl-C or SIGTERM ended it (within milliseconds, even when nobody reads
+//! its stdout): its bad frames are counted in the summary, not failures.
 
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
@@ -139,6 +140,9 @@ fn parse_max_pixels(s: &str) -> Result<u64, String> {
 }
 
 const MAX_PIXELS_FLAG: &str = "--max-pixels";
+
+/// Exit status of a stream ended by Ctrl-C or SIGTERM.
+const INTERRUPTED: i32 = 130;
 
 impl Cli {
     fn image_bound(&self) -> ImageBound {
@@ -302,11 +306,17 @@ fn run_stream(cli: &Cli, detector: &Runner, source: &Path) -> Result<bool> {
         ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
             .map_err(|e| anyhow!("cannot install the Ctrl-C handler: {e}"))?;
     }
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let summary = stream::run(input, detector, &options, &mut out, stop)?;
+    // Its own handle on stdout: the output thread may be left blocked in a
+    // write to a pipe nobody reads, and must not hold std's stdout lock then.
+    let out = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().context("standard output")?);
+    let summary = stream::run(input, detector, &options, out, stop)?;
     eprintln!("{}", summary.to_text());
     eprintln!("{}", serde_json::json!({ "summary": summary }));
+    if summary.interrupted {
+        // 128 + SIGINT, as shells report a job ended by Ctrl-C; the output
+        // thread, if still blocked on a full pipe, ends with the process.
+        std::process::exit(INTERRUPTED);
+    }
     Ok(true)
 }
 

@@ -430,3 +430,60 @@ fn an_mjpeg_frame_past_the_bound_is_counted_and_the_stream_goes_on() {
     let s = summary(&detect(&["--stream", path.to_str().unwrap(), "--no-clock"]));
     assert_eq!((s["bad"]["too_large"].as_u64(), s.get("hint")), (Some(1), None), "{s}");
 }
+
+/// A robot's supervisor stops its pipeline with SIGTERM after the reader of
+/// grin-detect's output stopped reading: stdout is a FIFO nobody reads, so
+/// every write would block. The stream must still end, with its summary on
+/// stderr and the status of an interrupted run.
+#[test]
+fn sigterm_ends_a_stream_whose_stdout_nobody_reads() {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("out.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs").success());
+    // Opened for reading and writing, a FIFO waits for no partner; this end is never read.
+    let _unread = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).unwrap();
+    let stdout = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_grin-detect"))
+        .args(["--stream", "--input-format", "gray8", "--input-size", "64x48", "--no-clock"])
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("grin-detect starts");
+    // An endless camera: frames until grin-detect is gone.
+    let mut camera = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let frame = vec![90u8; 64 * 48];
+        while camera.write_all(&frame).is_ok() {}
+    });
+    // A line a frame, ~50 bytes, thousands of frames a second: the FIFO's
+    // 64 KiB fill in well under this.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(child.try_wait().unwrap().is_none(), "grin-detect ended before it was stopped");
+    let sent = Instant::now();
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if sent.elapsed() > Duration::from_secs(10) {
+            child.kill().unwrap();
+            panic!("grin-detect still running 10 s after SIGTERM with a full stdout");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = sent.elapsed();
+    feeder.join().unwrap();
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    // A liveness bound with room for a loaded machine; the loop polls every 5 ms.
+    assert!(took < Duration::from_secs(5), "took {took:?} to stop");
+    assert!(stderr.contains("interrupted, ") && stderr.contains("lines not written"), "{stderr}");
+    let summary = stderr.lines().find(|l| l.starts_with("{\"summary\"")).expect("a JSON summary");
+    let summary: Value = serde_json::from_str(summary).unwrap();
+    assert_eq!(summary["summary"]["interrupted"], true);
+    assert!(summary["summary"]["unwritten_lines"].as_u64().unwrap() > 0);
+}

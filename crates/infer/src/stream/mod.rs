@@ -2,13 +2,15 @@
 //! the newest one is detected, faces are tracked, and a JSON line goes out
 //! per frame (plus one per smile event).
 //!
-//! Two threads: a reader that only cuts bytes into frames ([`input`]), and
-//! the detector. Between them sits a one-frame slot: when the reader has a
+//! Three threads: a reader that only cuts bytes into frames ([`input`]),
+//! the detector, and a writer for the lines ([`output`]), so a reader of
+//! stdout that stops reading cannot keep Ctrl-C from ending the loop. Between them sits a one-frame slot: when the reader has a
 //! newer frame before the detector is free, the older one is dropped and
 //! counted, so latency never builds up behind a slow detector. With
 //! `every_frame` the reader waits instead (files, reproducible runs).
 
 mod input;
+mod output;
 mod track;
 
 use crate::bench::{self, Latency};
@@ -17,6 +19,7 @@ use crate::runner::Runner;
 use anyhow::{Context, Result};
 use grin_features::ImageBound;
 use input::{BadFrame, FrameReader};
+use output::{Delivery, Output};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
@@ -67,6 +70,11 @@ pub struct Summary {
     pub latency: Option<Latency>,
     pub tracks: u64,
     pub smile_events: u64,
+    /// Ended by Ctrl-C or SIGTERM rather than by the end of the stream.
+    pub interrupted: bool,
+    /// Lines given up when the stream was interrupted while stdout was not
+    /// being read (a full pipe).
+    pub unwritten_lines: u64,
     /// What to do about a stream that gave no usable frame (`--input-format`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
@@ -85,8 +93,13 @@ impl Summary {
             .map(|l| format!("; latency median {:.1} ms, p95 {:.1} ms", l.median_ms, l.p95_ms))
             .unwrap_or_default();
         let hint = self.hint.as_ref().map(|h| format!("\nhint: {h}")).unwrap_or_default();
+        let ended = match (self.interrupted, self.unwritten_lines) {
+            (false, _) => String::new(),
+            (true, 0) => "; interrupted".into(),
+            (true, n) => format!("; interrupted, {n} lines not written (stdout was not being read)"),
+        };
         format!(
-            "stream: {} frames, {} processed, {} dropped, {} bad{}; {:.1} frames/s processing, {:.1} delivered{latency}; {} tracks, {} smile events{hint}",
+            "stream: {} frames, {} processed, {} dropped, {} bad{}; {:.1} frames/s processing, {:.1} delivered{latency}; {} tracks, {} smile events{ended}{hint}",
             self.frames,
             self.processed,
             self.dropped,
@@ -249,13 +262,30 @@ struct EventLine {
     reason: Option<EndReason>,
 }
 
-fn write_events(out: &mut impl Write, events: &[Event], frame: u64, t_ms: Option<f64>) -> Result<()> {
-    for e in events {
-        let line =
-            EventLine { event: e.event, frame, t_ms, track: e.track, bbox: e.bbox.map(round_px), reason: e.reason };
-        writeln!(out, "{}", serde_json::to_string(&line)?).context("cannot write to stdout")?;
+/// The event lines, as JSON.
+fn event_lines(events: &[Event], frame: u64, t_ms: Option<f64>) -> Result<Vec<String>> {
+    let line = |e: &Event| EventLine {
+        event: e.event,
+        frame,
+        t_ms,
+        track: e.track,
+        bbox: e.bbox.map(round_px),
+        reason: e.reason,
+    };
+    Ok(events.iter().map(|e| serde_json::to_string(&line(e))).collect::<Result<_, _>>()?)
+}
+
+/// Hands `lines` to the writer; `Stopped` (the rest counted as given up)
+/// when `stop` came while stdout was not being read.
+fn send_lines(out: &mut Output, lines: Vec<String>, stop: &AtomicBool) -> Result<Delivery> {
+    let total = lines.len() as u64;
+    for (sent, line) in lines.into_iter().enumerate() {
+        if out.send(line, stop)? == Delivery::Stopped {
+            out.give_up(total - sent as u64 - 1);
+            return Ok(Delivery::Stopped);
+        }
     }
-    Ok(())
+    Ok(Delivery::Done)
 }
 
 fn ms(d: Duration) -> f64 {
@@ -264,14 +294,18 @@ fn ms(d: Duration) -> f64 {
 
 /// Runs the loop until the stream ends or `stop` is set; bad frames are
 /// reported on stderr as `warning: frame N: ...` and counted. Errors are
-/// only for output that cannot be written.
-pub fn run<R: Read + Send + 'static>(
+/// only for output that cannot be written. The lines go to `out` from a
+/// thread of its own: when `stop` is set while `out` is not being read, the
+/// loop ends within milliseconds and the summary counts the lines given up
+/// (that thread is left blocked; the process ending ends it).
+pub fn run<R: Read + Send + 'static, W: Write + Send + 'static>(
     input: R,
     detector: &Runner,
     options: &StreamOptions,
-    out: &mut impl Write,
+    out: W,
     stop: Arc<AtomicBool>,
 ) -> Result<Summary> {
+    let mut out = Output::spawn(out)?;
     let mut reader =
         FrameReader::new(input, options.format, options.size, options.bound).map_err(anyhow::Error::msg)?;
     let slot = Arc::new(Slot { queue: Mutex::new(Queue::default()), changed: Condvar::new() });
@@ -322,6 +356,7 @@ pub fn run<R: Read + Send + 'static>(
         let detections = detector.detect(detector.frame(&image));
         let (faces, events) = tracker.update(&detections);
         summary.smile_events += events.len() as u64;
+        let mut lines = Vec::with_capacity(1 + events.len());
         if !options.events_only {
             let line = FrameLine {
                 frame: item.number,
@@ -340,18 +375,25 @@ pub fn run<R: Read + Send + 'static>(
                     })
                     .collect(),
             };
-            writeln!(out, "{}", serde_json::to_string(&line)?).context("cannot write to stdout")?;
+            lines.push(serde_json::to_string(&line)?);
         }
-        write_events(out, &events, item.number, clock(item.received))?;
-        out.flush().context("cannot write to stdout")?;
+        lines.extend(event_lines(&events, item.number, clock(item.received))?);
+        let delivery = send_lines(&mut out, lines, &stop)?;
         latencies.push(item.received.elapsed());
         busy += began.elapsed();
         summary.processed += 1;
+        if delivery == Delivery::Stopped {
+            break;
+        }
     }
     let ending = tracker.finish();
     summary.smile_events += ending.len() as u64;
-    write_events(out, &ending, last_frame, clock(Instant::now()))?;
-    out.flush().context("cannot write to stdout")?;
+    let ending = event_lines(&ending, last_frame, clock(Instant::now()))?;
+    if send_lines(&mut out, ending, &stop)? == Delivery::Done {
+        out.finish(&stop)?;
+    }
+    summary.interrupted = stop.load(Ordering::Relaxed);
+    summary.unwritten_lines = out.undelivered();
 
     (summary.frames, summary.dropped) = {
         let q = slot.lock();
