@@ -292,6 +292,48 @@ fn training_refuses_a_shard_that_verify_would_reject() {
     let e = stderr(&out);
     assert!(e.contains("shard-00000.bin: checksum ") && e.contains("grin verify"), "{e}");
     assert!(!runs.join("after/model.grin").exists());
+
+    // Issue 42: an on-the-fly run never reads the store, so a damaged one
+    // does not stop it: a warning names it, and T_r is timed in memory.
+    let args = ["train", "--backend", "cpu", "--quiet", "--mode", "on-the-fly", "--set", &store_set, "--name", "fly"];
+    let out = grin(&args, &config, &runs);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("warning: ") && e.contains("shard-00000.bin: checksum ") && e.contains("does not read it"),
+        "{e}"
+    );
+    assert!(runs.join("fly/model.grin").exists());
+}
+
+/// Issue 42: a dataset made from another config is refused with its advice
+/// said once (it said "rebuild it with `grin precompute`" twice).
+#[test]
+fn a_stale_dataset_is_refused_with_one_piece_of_advice() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let store = dir.path().join("store");
+    let out = precompute(&config, &store, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let store_set = format!("train.store={:?}", store.display().to_string());
+    let args = [
+        "train",
+        "--backend",
+        "cpu",
+        "--quiet",
+        "--mode",
+        "precomputed",
+        "--set",
+        &store_set,
+        "--set",
+        "features.seed=6",
+    ];
+    let out = grin(&args, &config, &dir.path().join("runs"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("features.seed"), "{e}");
+    assert_eq!(e.matches("grin precompute").count(), 1, "{e}");
+    assert_eq!(e.matches("--allow-stale").count(), 1, "{e}");
 }
 
 /// Issue 28, item 5: a dataset folder that another grin process holds is
@@ -314,6 +356,8 @@ fn a_dataset_folder_in_use_is_refused_to_a_second_writer() {
         assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
         let e = stderr(&out);
         assert!(e.contains(&format!("{}: in use by another grin process", store.display())), "{e}");
+        // The folder is at fault, not the config: its name does not lead the line.
+        assert!(!e.contains("tiny.toml"), "{e}");
         lock.unlock().unwrap();
     }
     assert!(!store.join("manifest.json").exists() && !store.join("shard-00000.bin").exists());

@@ -28,7 +28,7 @@ pub fn balance(args: BalanceArgs) -> Result<()> {
 }
 
 fn balance_on<B: TrainBackend>(loaded: &LoadedConfig, choice: BackendChoice, device: &B::Device) -> Result<()> {
-    let check = grin_train::balance::check::<B>(&loaded.config, choice, 0, true, device)?;
+    let check = grin_train::balance::check::<B>(&loaded.config, choice, 0, true, true, device)?;
     println!("{}", check.figures.report(choice.name(), check.fits_in_device));
     Ok(())
 }

@@ -136,8 +136,9 @@ pub fn precompute(args: PrecomputeArgs) -> Result<()> {
         None => 0..plan.shard_count,
     };
     eprintln!("precompute: {describe} -> {} (shards {}..{})", out.display(), range.start, range.end);
-    let summary = grin_train::precompute::write_store(&config.features, plan, range, &out)
-        .with_context(|| format!("{}", config_path.display()))?;
+    // Its errors name the dataset folder or the data file at fault; the
+    // config's name in front would blame the config for a locked folder.
+    let summary = grin_train::precompute::write_store(&config.features, plan, range, &out)?;
     let c = summary.class_counts;
     println!(
         "wrote {} shards, reused {}: {} (smiling {}, non-smiling {}, face-free {})",

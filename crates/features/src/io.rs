@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
 /// The image file types every source reads, lower case, without the dot.
-pub(crate) const IMAGE_EXTENSIONS: [&str; 4] = ["jpg", "jpeg", "png", "bmp"];
+pub(crate) const IMAGE_EXTENSIONS: [&str; 3] = ["jpg", "jpeg", "png"];
 
 /// Whether `path` names an image by its extension (any case).
 pub(crate) fn is_image_path(path: &Path) -> bool {
@@ -203,6 +203,11 @@ pub fn decode_image(bytes: &[u8], bound: ImageBound) -> Result<DynamicImage, Dec
                 bound.knob
             ),
         },
+        // A format the image crate knows but grin does not decode (BMP,
+        // TIFF, ...): not corrupt, just not read here.
+        image::ImageError::Unsupported(_) => {
+            corrupt(format!("{} images are not read (grin reads PNG and JPEG): convert it first", format_name(format)))
+        }
         e => corrupt(format!("corrupt or truncated image: {e}")),
     };
     // Headers only: the alloc bound applies while the decoder reads them;
@@ -240,10 +245,11 @@ mod tests {
 
     #[test]
     fn image_paths_are_known_by_one_extension_list_in_any_case() {
-        for name in ["a.jpg", "b.JPEG", "dir/c.Png", "d.bmp", "0--Parade/0_Parade_1.jpg"] {
+        for name in ["a.jpg", "b.JPEG", "dir/c.Png", "0--Parade/0_Parade_1.jpg"] {
             assert!(is_image_path(Path::new(name)), "{name}");
         }
-        for name in ["e.txt", "f.jpg.txt", "g", "1", "12.5 30 40 50", "h.gif"] {
+        // Formats grin does not decode are not listed as images either.
+        for name in ["e.txt", "f.jpg.txt", "g", "1", "12.5 30 40 50", "h.gif", "d.bmp", "i.tiff"] {
             assert!(!is_image_path(Path::new(name)), "{name}");
         }
     }
@@ -270,7 +276,19 @@ mod tests {
         assert!(matches!(err, FeatureError::BadInput { kind: BadInputKind::EmptyFolder, .. }), "{err}");
         let message = err.to_string();
         assert!(message.contains(&dir.path().display().to_string()), "{message}");
-        assert!(message.contains(".jpg/.jpeg/.png/.bmp"), "{message}");
+        assert!(message.contains(".jpg/.jpeg/.png"), "{message}");
+    }
+
+    #[test]
+    fn a_bmp_or_tiff_is_named_as_a_format_grin_does_not_read() {
+        // The first bytes are enough for the format to be recognised.
+        let bmp = [b"BM".as_slice(), &[0; 64]].concat();
+        let tiff = [b"II*\0".as_slice(), &[0; 64]].concat();
+        for (bytes, name) in [(bmp, "BMP"), (tiff, "TIFF")] {
+            let bound = ImageBound::new(DEFAULT_MAX_PIXELS, "--max-pixels").unwrap();
+            let e = decode_image(&bytes, bound).unwrap_err();
+            assert_eq!(e.message, format!("{name} images are not read (grin reads PNG and JPEG): convert it first"));
+        }
     }
 
     #[test]
@@ -333,4 +351,9 @@ mod tests {
         assert!(matches!(err, FeatureError::BadInput { kind: BadInputKind::ImageTooLarge, .. }), "{err}");
         assert!(err.to_string().starts_with("/dev/zero: file is over 64 MiB"), "{err}");
     }
+}
+
+/// `BMP`, `TIFF`, ...: the format's usual name, from its first extension.
+fn format_name(format: image::ImageFormat) -> String {
+    format.extensions_str().first().map(|e| e.to_uppercase()).unwrap_or_else(|| format!("{format:?}"))
 }

@@ -135,8 +135,15 @@ pub fn from_bytes<B: Backend>(bytes: &[u8], device: &B::Device) -> Result<(Detec
     }
     check_spec(&header.spec)?;
     let record = &bytes[record_start..];
-    if record.len() as u64 != header.record_bytes {
-        return Err(format!("truncated weights: {} of {} bytes", record.len(), header.record_bytes));
+    let (have, want) = (record.len() as u64, header.record_bytes);
+    if have < want {
+        return Err(format!("truncated weights: {have} of {want} bytes"));
+    }
+    if have > want {
+        return Err(format!(
+            "{} bytes after the {want} bytes of weights the header gives (damaged or appended to)",
+            have - want
+        ));
     }
     if xxhash_rust::xxh3::xxh3_64(record) != header.record_xxh3 {
         return Err("weights checksum mismatch (file damaged)".into());
@@ -234,6 +241,17 @@ mod tests {
         }
         let short = load(&bytes[..bytes.len() - 1]).err().unwrap();
         assert_eq!(short, format!("truncated weights: {} of {} bytes", bytes.len() - 1 - start, bytes.len() - start));
+        // Issue 42: extra bytes at the end are not "truncated".
+        let mut long = bytes.clone();
+        long.extend_from_slice(&[0; 4]);
+        let e = load(&long).err().unwrap();
+        assert_eq!(
+            e,
+            format!(
+                "4 bytes after the {} bytes of weights the header gives (damaged or appended to)",
+                bytes.len() - start
+            )
+        );
     }
 
     #[test]

@@ -76,17 +76,32 @@ pub struct Check {
 }
 
 /// Measures a config's balance figures, with the store's read time and the
-/// in-device fit when its precomputed dataset exists.
+/// in-device fit when its precomputed dataset exists. A run that will not
+/// read the store (`store_required` false: on-the-fly) is not refused for a
+/// damaged or stale one: it is named in a warning and `T_r` is timed on
+/// records in memory instead.
 pub fn check<B: TrainBackend>(
     c: &GrinConfig,
     backend: BackendChoice,
     device_index: usize,
     allow_stale: bool,
+    store_required: bool,
     device: &B::Device,
 ) -> Result<Check> {
     let dir = c.store_dir();
-    let store =
-        if dir.join("manifest.json").exists() { Some(open_store(&dir, &c.features, allow_stale)?) } else { None };
+    let store = if !dir.join("manifest.json").exists() {
+        None
+    } else if store_required {
+        Some(open_store(&dir, &c.features, allow_stale)?)
+    } else {
+        match open_store(&dir, &c.features, allow_stale) {
+            Ok(store) => Some(store),
+            Err(e) => {
+                eprintln!("warning: {e:#} (this run does not read it: the store read is timed on records in memory)");
+                None
+            }
+        }
+    };
     let fits_in_device = store.as_ref().is_none_or(|s| fits_in_device(s, backend, device_index).0);
     let figures =
         measure::<B>(&c.features, &c.detector_spec(), &c.train, store.as_ref(), &c.train.device_augment, device)?;

@@ -70,7 +70,15 @@ fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resu
         );
     }
     let mut check = if request.balance || mode == Mode::Auto {
-        let check = crate::balance::check::<B>(c, request.backend, request.device_index, request.allow_stale, device)?;
+        let reads_store = mode != Mode::OnTheFly;
+        let check = crate::balance::check::<B>(
+            c,
+            request.backend,
+            request.device_index,
+            request.allow_stale,
+            reads_store,
+            device,
+        )?;
         eprintln!("{}", check.figures.report(request.backend.name(), check.fits_in_device));
         Some(check)
     } else {

@@ -41,7 +41,8 @@ pub fn open_store(dir: &Path, features: &FeatureConfig, allow_stale: bool) -> Re
     if let Err(keys) = store.check_fingerprint(features, store.len()) {
         let why = format_stale(&keys);
         if !allow_stale {
-            bail!("{}: {why}; rebuild it with `grin precompute`, or pass --allow-stale", dir.display());
+            // `why` already says what to do: rerun precompute, or --allow-stale.
+            bail!("{}: {why}", dir.display());
         }
         eprintln!("warning: {}: {why} (training anyway: --allow-stale)", dir.display());
     }
