@@ -23,18 +23,7 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 pub fn load(path: &Path, sets: &[String]) -> Result<LoadedConfig> {
     let text = read_capped(path)?;
-    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        let line = e.span().map(|s| text[..s.start].lines().count().max(1)).unwrap_or(0);
-        anyhow::anyhow!("{}:{}: {}", path.display(), line, e.message())
-    })?;
-    for set in sets {
-        apply_set(&mut table, set).with_context(|| format!("--set {set}"))?;
-    }
-    let config: GrinConfig = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-        let key = e.path().to_string();
-        anyhow::anyhow!("{}: key `{}`: {}", path.display(), key, e.into_inner().message())
-    })?;
-    config.validate().map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let config = grin_train::parse_config(&text, &path.display().to_string(), sets)?;
     Ok(LoadedConfig { path: path.to_path_buf(), config })
 }
 
@@ -49,41 +38,6 @@ fn read_capped(path: &Path) -> Result<String> {
         bail!("{}: config is larger than {} KiB; is it the right file?", path.display(), MAX_CONFIG_BYTES / 1024);
     }
     String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{}: config is not UTF-8 text: {e}", path.display()))
-}
-
-/// `a.b.c=value`: the value is read as TOML (`0.01`, `true`, `"x"`,
-/// `[1, 2]`), falling back to a bare string (`mode=in-vram`). A number
-/// after an array of tables picks one entry: `features.source.parts.0.crops.min_face`
-/// is the first mix part's.
-fn apply_set(table: &mut toml::Table, set: &str) -> Result<()> {
-    let Some((key, raw)) = set.split_once('=') else { bail!("expected key=value") };
-    let value: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
-        Ok(mut t) => t.remove("v").expect("parsed key"),
-        Err(_) => toml::Value::String(raw.to_string()),
-    };
-    let parts: Vec<&str> = key.trim().split('.').collect();
-    let (last, parents) = parts.split_last().expect("split yields one part");
-    let mut node = table;
-    let mut rest = parents.iter();
-    while let Some(part) = rest.next() {
-        let child = node.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        let child = match child {
-            toml::Value::Array(items) => {
-                let n = items.len();
-                let index = match rest.next() {
-                    Some(i) => i.parse::<usize>().ok().filter(|&i| i < n),
-                    // The last part names the entry: `parts.0=...` is not a field.
-                    None => None,
-                }
-                .with_context(|| format!("`{part}` holds {n} entries: name one by its index, 0 to {}", n.max(1) - 1))?;
-                &mut items[index]
-            }
-            other => other,
-        };
-        node = child.as_table_mut().with_context(|| format!("`{part}` is not a table"))?;
-    }
-    node.insert(last.to_string(), value);
-    Ok(())
 }
 
 #[cfg(test)]

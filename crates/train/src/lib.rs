@@ -24,7 +24,7 @@ pub mod step_bench;
 pub mod trainer;
 mod validation;
 
-pub use config::{GrinConfig, LossConfig, Mode, TrainConfig};
+pub use config::{parse_config, GrinConfig, LossConfig, Mode, TrainConfig};
 pub use device_batch::DeviceBatch;
 pub use feed::in_vram::DeviceAugment;
 pub use feed::{build_feed, Feed, FeedPlan};
