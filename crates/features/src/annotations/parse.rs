@@ -151,17 +151,22 @@ pub fn parse_celeba(
     let mut lines = numbered(bbox_text);
     let declared = header_count(&mut lines, bbox_path)?;
     let (header_line, header) = lines.next().ok_or_else(|| malformed(bbox_path, 2, "missing header line"))?;
-    let columns: Vec<&str> = header.split_whitespace().collect();
+    let mut columns: Vec<&str> = header.split_whitespace().collect();
+    // Some copies carry `image_id` in the header, others not.
+    if columns.first() == Some(&"image_id") {
+        columns.remove(0);
+    }
     let expected = ["x_1", "y_1", "width", "height"];
-    if !expected.iter().all(|c| columns.contains(c)) {
+    // Exactly the four box columns: a row has four numbers after its image
+    // id, so any other header would index past them (found by fuzzing).
+    if columns.len() != expected.len() || !expected.iter().all(|c| columns.contains(c)) {
         return Err(malformed(
             bbox_path,
             header_line,
             format!("expected header `image_id x_1 y_1 width height`, found {header:?}"),
         ));
     }
-    // Some copies carry `image_id` in the header, others not: index from the end.
-    let at = |name: &str| 1 + columns.iter().filter(|c| **c != "image_id").position(|c| *c == name).expect("checked");
+    let at = |name: &str| 1 + columns.iter().position(|c| *c == name).expect("checked");
     let (ix, iy, iw, ih) = (at("x_1"), at("y_1"), at("width"), at("height"));
     let mut entries = Vec::new();
     let mut rows = 0;

@@ -18,7 +18,6 @@ use crate::report::{round_probability, round_px};
 use crate::runner::Runner;
 use anyhow::{Context, Result};
 use grin_features::ImageBound;
-use input::{BadFrame, FrameReader};
 use output::{Delivery, Output};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -29,6 +28,8 @@ use std::time::{Duration, Instant};
 use track::{EndReason, Event, EventKind, Tracker};
 
 pub use input::{encode_frame, InputFormat};
+/// The frame cutter and decoder on their own: what `fuzz/` drives with any bytes.
+pub use input::{decode as decode_frame, BadFrame, FrameReader};
 pub use track::TrackerConfig;
 
 #[derive(Debug, Clone)]
