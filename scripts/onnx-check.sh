@@ -8,19 +8,33 @@
 # `grin-detect --json` on the same pixels: the same faces per image, boxes
 # within 0.5 px, scores and smiles within 1e-3. Then the latency of each
 # runtime and of grin-detect, one thread each, measured in this one run.
-# Last, the README's camera snippet runs on the photos as a frame sequence
-# and must find grin-detect's one-pass faces.
 #
-# Prints the table (also in $WORK/table.md) and exits non-zero on any
-# mismatch.
+# Last, examples/python/detect_onnx.py, the example a user copies, as a user
+# runs it: on ORIGINAL photos, not letterboxed first (the validation photos
+# at their own sizes and aspect ratios, as export_scenes --original writes
+# them; the test scene tiled wide, tall, past the pixel cap and below the
+# smallest side; one photo as RGBA, palette, grey and 16-bit PNGs and stored
+# turned under each EXIF orientation tag), at grin-detect's defaults and
+# again at --size 320x240 --threshold 0.3. Its JSON lines must agree with
+# `grin-detect --json` photo by photo: the same faces, boxes within 0.5 px,
+# scores and smiles within 0.0015 (onnx_peer.py says why). JPEGs (a few
+# made up, JPEGS source photos) are compared too, but reported apart: the
+# example decodes them with Pillow (libjpeg-turbo), grin with the image
+# crate (zune-jpeg), and the two differ by a level or a few on some pixels.
+#
+# Prints the table (also in $WORK/table.md) and "N of M photos agree", and
+# exits non-zero on any mismatch, naming the photos.
 #
 # Usage: scripts/onnx-check.sh [--model PATH]   (default: assets/default.grin)
 #   env: PHOTOS (validation photos per source, default 200), SIZES (run
 #        sizes, default "320x240 640x480": a stream's and grin-detect's
 #        default for image files), ITERATIONS (timed runs per round, default
-#        300), ROUNDS (interleaved timing rounds, default 3),
-#        CALTECH (default ../shared/data/caltech-webfaces), CELEBA (default
-#        ../shared/data/celeba-smile-10k), WORK (default target/onnx-check)
+#        300), ROUNDS (interleaved timing rounds, default 3), ORIGINALS
+#        (validation photos per source at their own size for the example,
+#        default 100), JPEGS (Caltech source JPEGs for the example, default
+#        50), CALTECH (default ../shared/data/caltech-webfaces), CELEBA
+#        (default ../shared/data/celeba-smile-10k), WORK (default
+#        target/onnx-check), NO_BUILD=1 (use the binaries already built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +46,8 @@ PHOTOS=${PHOTOS:-200}
 SIZES=${SIZES:-320x240 640x480}
 ITERATIONS=${ITERATIONS:-300}
 ROUNDS=${ROUNDS:-3}
+ORIGINALS=${ORIGINALS:-100}
+JPEGS=${JPEGS:-50}
 CALTECH=${CALTECH:-../shared/data/caltech-webfaces}
 CELEBA=${CELEBA:-../shared/data/celeba-smile-10k}
 WORK=${WORK:-target/onnx-check}
@@ -39,14 +55,17 @@ TARGET=${CARGO_TARGET_DIR:-target}
 VENV=.venv-onnx
 
 # OpenCV 4.x: the DNN module most installs (and Raspberry Pi OS) have.
-if ! "$VENV/bin/python" -c 'import cv2, onnxruntime, onnx, numpy' 2>/dev/null; then
+# Pillow: the example's decoder.
+if ! "$VENV/bin/python" -c 'import cv2, onnxruntime, onnx, numpy, PIL' 2>/dev/null; then
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install --quiet --upgrade pip
-    "$VENV/bin/pip" install --quiet "opencv-python-headless>=4.8,<5" onnxruntime onnx numpy
+    "$VENV/bin/pip" install --quiet "opencv-python-headless>=4.8,<5" onnxruntime onnx numpy pillow
 fi
 PY=$VENV/bin/python
 
-cargo build --locked --release -p grin --bin grin -p grin-infer --bin grin-detect --example export_scenes
+if [ "${NO_BUILD:-0}" != 1 ]; then
+    cargo build --locked --release -p grin --bin grin -p grin-infer --bin grin-detect --example export_scenes
+fi
 GRIN=$TARGET/release/grin
 DETECT=$TARGET/release/grin-detect
 EXPORT=$TARGET/release/examples/export_scenes
@@ -91,23 +110,35 @@ done
 status=0
 "$PY" scripts/peers/onnx_peer.py --table "$RESULTS" --times "$TIMES" | tee "$WORK/table.md" || status=1
 
-# The README's camera snippet, as printed there, on 320x240 photos (its run
-# size) as a frame sequence (no camera here), against grin-detect in one
-# pass. It carries the shipped model's threshold, so it runs for that model.
-if [ "$MODEL" = assets/default.grin ]; then
-    dir=$WORK/photos-320x240
-    [ -d "$dir" ] || "$EXPORT" --out "$dir" --validation --count "$PHOTOS" --width 320 --height 240 "${SOURCE_FLAGS[@]}"
-    awk '/<!-- onnx-camera-snippet -->/ {on = 1; next} on && /^```python/ {next} on && /^```/ {exit} on' README.md \
-        >"$WORK/camera.py"
-    [ -s "$WORK/camera.py" ] || { echo "onnx-check: README.md has no onnx-camera-snippet block" >&2; exit 1; }
-    for prefix in caltech celeba-aligned; do
-        compgen -G "$dir/$prefix-*.png" >/dev/null || continue
-        (cd "$WORK" && "$OLDPWD/$PY" camera.py "photos-320x240/$prefix-%04d.png") >"$WORK/camera-$prefix.txt"
-        "$DETECT" --json --size 320x240 --pyramid-above 0 "$dir/$prefix"-*.png >"$WORK/camera-$prefix-grin.jsonl"
-        "$PY" scripts/peers/onnx_peer.py --snippet-output "$WORK/camera-$prefix.txt" \
-            --grin "$WORK/camera-$prefix-grin.jsonl" || status=1
-    done
-else
-    echo "onnx-check: the README's camera snippet carries the shipped model's settings: not run for $MODEL"
+# The example, on original photos at grin-detect's defaults (each at its
+# own size x1.41), then with --size and --threshold (letterbox bars, the
+# smile vote floor following the threshold).
+originals=$WORK/originals
+made=$WORK/made-up
+"$EXPORT" --out "$originals" --validation --channels 3 --count "$ORIGINALS" --original --min-face 10 \
+    "${SOURCE_FLAGS[@]}" >/dev/null
+# Its frames first, byte for byte against grin's letterboxed photos above.
+for size in $SIZES; do
+    "$PY" scripts/peers/onnx_peer.py --frames "$WORK/photos-$size" --photos "$originals" --size "$size" || status=1
+done
+"$PY" scripts/peers/onnx_peer.py --make-photos "$made" --photos "$originals"
+photos=("$originals"/*.png "$made"/*)
+jpegs=()
+[ -d "$CALTECH/images" ] && jpegs=("$CALTECH/images"/*.jpg)
+if [ "$JPEGS" -gt 0 ] && [ ${#jpegs[@]} -gt 0 ]; then
+    mkdir -p "$WORK/jpegs"
+    cp "${jpegs[@]:0:$JPEGS}" "$WORK/jpegs/"
+    photos+=("$WORK/jpegs"/*.jpg)
 fi
+run=0
+for flags in "" "--size 320x240 --threshold 0.3"; do
+    run=$((run + 1))
+    # shellcheck disable=SC2086  # $flags is two flags or none
+    "$DETECT" --model "$MODEL" --json $flags "${photos[@]}" >"$WORK/example-$run-grin.jsonl"
+    # shellcheck disable=SC2086
+    "$PY" examples/python/detect_onnx.py --model "$ONNX" --json $flags "${photos[@]}" >"$WORK/example-$run.jsonl"
+    "$PY" scripts/peers/onnx_peer.py --example-output "$WORK/example-$run.jsonl" \
+        --grin "$WORK/example-$run-grin.jsonl" \
+        --label "examples/python/detect_onnx.py vs grin-detect --json${flags:+ $flags}" || status=1
+done
 exit $status

@@ -33,9 +33,16 @@ Modes:
       one timing round: appends grin-detect's median (its --bench JSON, run
       just before) and each runtime's to T;
   --table R --times T   prints the table; exits 1 when a row disagrees;
-  --snippet-output F --grin F
-      the README's camera snippet's output (one line per face, `--` per
-      frame) against grin-detect's one-pass JSON on the same frames.
+  --make-photos DIR --photos ORIGINALS
+      writes photos of made-up shapes for the example's check (see
+      make_photos);
+  --frames DIR --photos ORIGINALS --size WxH
+      the example's letterboxed frames of ORIGINALS against grin's (DIR,
+      from export_scenes), byte for byte;
+  --example-output F --grin F [--label L]
+      examples/python/detect_onnx.py's JSON lines against grin-detect's on
+      the same photos: prints "N of M photos agree", exits 1 when a
+      lossless photo disagrees.
 """
 
 import argparse
@@ -286,37 +293,177 @@ def table(args):
     return 1 if bad else 0
 
 
-def snippet(args):
-    """The snippet prints `x0 y0 x1 y1 score smile` per face and `--` after
-    each frame, frames in file-name order."""
-    with open(args.snippet_output) as f:
-        frames, current = [], []
-        for line in f:
-            if line.strip() == "--":
-                frames.append(current)
-                current = []
-            elif line.strip():
-                current.append([float(v) for v in line.split()])
-    with open(args.grin) as f:
-        reports = [json.loads(line) for line in f]
-    reports.sort(key=lambda r: os.path.basename(r["image"]))
-    if len(frames) != len(reports):
-        print(f"MISMATCH: the snippet printed {len(frames)} frames for {len(reports)} images")
+# --- examples/python/detect_onnx.py against grin-detect -------------------
+
+# Agreement required of the example, JSON line against JSON line. Both print
+# rounded values (boxes to 0.1 px, probabilities to 0.001), so where the two
+# runs' floats differ by a hair, the printed values can still differ by one
+# rounding step. The example feeds the network the same bytes as grin-detect
+# (decoding, grey, letterbox and pyramid reproduced exactly for a lossless
+# photo), so the only floats that differ are the network's own sums:
+# onnxruntime's kernels against grin's fused ones, raw outputs within 1e-4
+# (crates/export/tests/parity.rs). A face logit 1e-4 apart moves a score by at
+# most 2.5e-5, a smile (a mean of logits) likewise; a log-distance 1e-4 apart
+# moves a box side by 1e-4 of its length: 0.2 px on a 2000 px face. Hence:
+# one rounding step plus that margin.
+EXAMPLE_BOX_PX = 0.1 + 0.4
+EXAMPLE_PROBABILITY = 0.001 + 0.0005
+JPEG_SUFFIXES = (".jpg", ".jpeg")
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def pair_up(found, expected):
+    """Each of grin-detect's faces with the best-overlapping unpaired one of
+    the example's: None when the counts differ, else the largest box, score
+    and smile differences."""
+    if len(found) != len(expected):
+        return None
+    worst, free = [0.0, 0.0, 0.0], list(found)
+    for e in expected:
+        best = max(free, key=lambda d: iou(d["box"], e["box"]))
+        free.remove(best)
+        diffs = [max(abs(a - b) for a, b in zip(best["box"], e["box"])), abs(best["score"] - e["score"]),
+                 abs(best["smile"] - e["smile"])]
+        worst = [max(w, d) for w, d in zip(worst, diffs)]
+    return worst
+
+
+def example_agreement(args):
+    """The example's JSON lines against grin-detect's on the same photos, in
+    the same order. Lossless photos must agree within the tolerance; JPEGs
+    are decoded by another library in the example (Pillow's libjpeg-turbo,
+    not the image crate's zune-jpeg), so theirs is reported, and only their
+    size (the EXIF orientation) must agree."""
+    ours, grin = read_jsonl(args.example_output), read_jsonl(args.grin)
+    if [r["image"] for r in ours] != [r["image"] for r in grin]:
+        print(f"MISMATCH ({args.label}): the example reported {len(ours)} images, grin-detect {len(grin)}, "
+              "or in another order")
         return 1
-    agree, worst_box, worst_score, faces = 0, 0.0, 0.0, 0
-    for found, report in zip(frames, reports):
-        # The snippet keeps each face's own smile (no votes): boxes and scores only.
-        expected = [(d["box"], d["score"], 0.0) for d in report["detections"]]
-        same, diffs = compare([d[:5] + [0.0] for d in found], expected)
-        agree += same
-        faces += len(found)
-        if same:
-            worst_box, worst_score = max(worst_box, diffs[0]), max(worst_score, diffs[1])
-    ok = agree == len(reports) and worst_box <= BOX_TOLERANCE_PX and worst_score <= SCORE_TOLERANCE
-    print(f"README camera snippet (OpenCV DNN, one pass, cv2.dnn.NMSBoxes) vs grin-detect --pyramid-above 0: "
-          f"{agree} / {len(reports)} frames agree, {faces} faces, max box diff {worst_box:.3f} px, "
-          f"max score diff {worst_score:.4f}{'' if ok else '  MISMATCH'}")
-    return 0 if ok else 1
+    groups = {"lossless": [], "jpeg": []}
+    for mine, theirs in zip(ours, grin):
+        group = "jpeg" if theirs["image"].lower().endswith(JPEG_SUFFIXES) else "lossless"
+        same_size = (mine["width"], mine["height"]) == (theirs["width"], theirs["height"])
+        worst = pair_up(mine["detections"], theirs["detections"]) if same_size else None
+        agree = worst is not None and worst[0] <= EXAMPLE_BOX_PX and max(worst[1:]) <= EXAMPLE_PROBABILITY
+        groups[group].append((theirs["image"], same_size, agree, worst, len(theirs["detections"]),
+                              len(mine["detections"])))
+    status = 0
+    for group, rows in groups.items():
+        if not rows:
+            continue
+        agreeing = sum(r[2] for r in rows)
+        paired = [r[3] for r in rows if r[3] is not None]
+        worst = [max((w[k] for w in paired), default=0.0) for k in range(3)]
+        faces = sum(r[4] for r in rows)
+        same_faces = "" if group == "lossless" else (
+            f"; {len(paired)} with the same faces, decoded by another library")
+        print(f"{args.label}, {group}: {agreeing} of {len(rows)} photos agree{same_faces} ({faces} faces by "
+              f"grin-detect; largest differences where paired: box {worst[0]:.1f} px, score {worst[1]:.3f}, "
+              f"smile {worst[2]:.3f})")
+        for image, same_size, agree, diffs, theirs, mine in rows:
+            # A JPEG's small differences are the decoders'; a face more or less is named.
+            if agree or (group == "jpeg" and same_size and diffs is not None):
+                continue
+            if not same_size:
+                why = "a different picture size (orientation?)"
+            elif diffs is None:
+                why = f"{mine} faces, grin-detect {theirs}"
+            else:
+                why = f"box {diffs[0]:.1f} px, score {diffs[1]:.3f}, smile {diffs[2]:.3f}"
+            fatal = group == "lossless" or not same_size
+            print(f"  {'MISMATCH' if fatal else 'decoder difference'}: {image}: {why}")
+            status |= fatal
+    return status
+
+
+def example_frames(args):
+    """The example's frames (decoding, grey, letterbox) against export_scenes'
+    letterboxed grey photos (grin's photo path), byte for byte: each photo
+    of args.frames that args.photos holds at its own size."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
+    import detect_onnx
+    from PIL import Image
+
+    width, height = map(int, args.size.split("x"))
+    names = sorted(n for n in os.listdir(args.frames) if n.endswith(".png")
+                   and os.path.exists(os.path.join(args.photos, n)))
+    differ = []
+    for name in names:
+        grin = np.asarray(Image.open(os.path.join(args.frames, name)).convert("L"))
+        pixels = detect_onnx.read_image(os.path.join(args.photos, name))
+        frame, _ = detect_onnx.letterbox(detect_onnx.to_channels(pixels, 1), width, height)
+        ours = np.rint(frame[0] * 255).astype(np.uint8)
+        if ours.shape != grin.shape or (ours != grin).any():
+            differ.append(name)
+    print(f"detect_onnx.py's frames at {args.size}: {len(names) - len(differ)} of {len(names)} byte-identical "
+          f"to grin's letterboxed photos")
+    for name in differ:
+        print(f"  MISMATCH: {name}")
+    return 1 if differ or not names else 0
+
+
+def make_photos(args):
+    """Photos of made-up shapes for the example's check, written to
+    args.make_photos: the test scene tiled to odd aspect ratios and sizes
+    (wide, tall, past the pixel cap, below the smallest run side), and one
+    validation photo (the largest in args.photos) as RGBA, palette, grey and
+    16-bit grey PNGs, stored turned with each EXIF orientation tag 2-8 (so
+    that, turned as the tag says, it is upright again), and as JPEGs (plain,
+    tagged 6 and 8, grey)."""
+    from PIL import Image
+
+    out = args.make_photos
+    os.makedirs(out, exist_ok=True)
+    scene = Image.open("assets/test-scene.png").convert("L")
+
+    def tiled(width, height, tile_height):
+        tile = scene.resize((round(scene.width * tile_height / scene.height), tile_height), Image.BICUBIC)
+        canvas = Image.new("L", (width, height))
+        for y in range(0, height, tile.height):
+            for x in range(0, width, tile.width):
+                canvas.paste(tile, (x, y))
+        return canvas
+
+    made = {
+        "scene-1000x300": tiled(1000, 300, 300),
+        "scene-300x1000": tiled(300, 1000, 225),
+        "scene-3000x200": tiled(3000, 200, 200),  # its run size is clamped to 4096 wide
+        "scene-2400x1800": scene.resize((2400, 1800), Image.BICUBIC),  # past 1920x1080 pixels
+        "scene-961x541": tiled(961, 541, 270),
+        "scene-20x15": scene.resize((20, 15), Image.BICUBIC),  # below the 32 px side
+    }
+    names = sorted(n for n in os.listdir(args.photos) if n.endswith(".png"))
+    photo = max((Image.open(os.path.join(args.photos, n)).convert("RGB") for n in names),
+                key=lambda im: im.width * im.height)
+    rgba = photo.copy()
+    rgba.putalpha(Image.linear_gradient("L").resize(photo.size))
+    grey = np.asarray(photo.convert("L")).astype(np.int32)
+    wobble = (np.arange(grey.size).reshape(grey.shape) * 37 % 255) - 127
+    made.update({
+        "photo-rgba": rgba,
+        "photo-palette": photo.convert("P", palette=Image.ADAPTIVE, colors=200),
+        "photo-grey": photo.convert("L"),
+        "photo-grey16": Image.fromarray(np.clip(grey * 257 + wobble, 0, 65535).astype(np.uint16)),
+    })
+    # Stored so that the tag's turn shows it upright: the inverse of each turn.
+    stored_as = {2: Image.FLIP_LEFT_RIGHT, 3: Image.ROTATE_180, 4: Image.FLIP_TOP_BOTTOM, 5: Image.TRANSPOSE,
+                 6: Image.ROTATE_90, 7: Image.TRANSVERSE, 8: Image.ROTATE_270}
+    for name, im in made.items():
+        im.save(os.path.join(out, name + ".png"))
+    for tag, turn in stored_as.items():
+        exif = Image.Exif()
+        exif[0x0112] = tag
+        turned = photo.transpose(turn)
+        turned.save(os.path.join(out, f"photo-exif{tag}.png"), exif=exif.tobytes())
+        if tag in (6, 8):
+            turned.save(os.path.join(out, f"photo-exif{tag}.jpg"), exif=exif.tobytes(), quality=92)
+    photo.save(os.path.join(out, "photo.jpg"), quality=92)
+    photo.convert("L").save(os.path.join(out, "photo-grey.jpg"), quality=92)
+    print(f"wrote {len(os.listdir(out))} made-up photos to {out} (from a {photo.width}x{photo.height} photo)")
 
 
 def main():
@@ -331,12 +478,19 @@ def main():
     p.add_argument("--time", action="store_true")
     p.add_argument("--times")
     p.add_argument("--table")
-    p.add_argument("--snippet-output")
+    p.add_argument("--example-output")
+    p.add_argument("--label", default="detect_onnx.py")
+    p.add_argument("--make-photos")
+    p.add_argument("--frames")
     args = p.parse_args()
     if args.table:
         sys.exit(table(args))
-    if args.snippet_output:
-        sys.exit(snippet(args))
+    if args.example_output:
+        sys.exit(example_agreement(args))
+    if args.make_photos:
+        sys.exit(make_photos(args))
+    if args.frames:
+        sys.exit(example_frames(args))
     if args.time:
         time_round(args)
     else:
