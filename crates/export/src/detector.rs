@@ -14,7 +14,9 @@
 
 use crate::graph::{int_attr, ints_attr, Dim, Graph};
 use crate::pb::{ModelProto, OperatorSetIdProto, StringStringEntryProto};
-use grin_model::{DetectorSpec, FoldedConv, FoldedDetector, LOG_DISTANCE_RANGE, MIN_PASS_SIDE, OUTPUTS, SEAM};
+use grin_model::{
+    DetectorSpec, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead, LOG_DISTANCE_RANGE, MIN_PASS_SIDE, OUTPUTS, SEAM,
+};
 
 /// The graph's input: `[batch, channels, height, width]`, values in 0..1.
 pub const INPUT: &str = "image";
@@ -43,15 +45,22 @@ pub(crate) fn model(spec: &DetectorSpec, folded: &FoldedDetector) -> ModelProto 
     let mut decoded = Vec::new();
     let mut raw = Vec::new();
     let mut x = INPUT.to_string();
-    // Pixels of input per cell of the current map.
+    // Each trunk layer's output and its stride (pixels of input per cell).
+    let mut trunk: Vec<(String, usize)> = Vec::with_capacity(folded.trunk.len());
     let mut stride = 1;
-    let mut heads = folded.heads.iter().peekable();
+    let ready = |h: &FoldedHead| h.fuse.as_ref().map_or(h.after, |f| h.after.max(f.from));
     for (i, conv) in folded.trunk.iter().enumerate() {
         x = conv_node(&mut g, &format!("trunk.{i}"), conv, &x);
         stride *= conv.stride;
-        while let Some(head) = heads.next_if(|h| h.after == i) {
+        trunk.push((x.clone(), stride));
+        // Levels in order: a fused level waits for its coarser input.
+        while raw.len() < folded.heads.len() && ready(&folded.heads[raw.len()]) == i {
             let level = raw.len();
-            let (mut y, mut s) = (x.clone(), stride);
+            let head = &folded.heads[level];
+            let (mut y, mut s) = trunk[head.after].clone();
+            if let Some(fuse) = &head.fuse {
+                y = fuse_node(&mut g, level, fuse, &y, &trunk[fuse.from].0);
+            }
             for (j, conv) in head.convs.iter().enumerate() {
                 y = conv_node(&mut g, &format!("level{level}.head.{j}"), conv, &y);
                 s *= conv.stride;
@@ -62,7 +71,7 @@ pub(crate) fn model(spec: &DetectorSpec, folded: &FoldedDetector) -> ModelProto 
             decoded.push(decode_level(&mut g, level, &y, s as f32));
         }
     }
-    assert!(heads.next().is_none(), "every head reads a trunk layer");
+    assert_eq!(raw.len(), folded.heads.len(), "every head reads trunk layers, in level order");
     g.op("Concat", RAW, &names(&raw), vec![int_attr("axis", 2)]);
     let all = g.op("Concat", "decoded", &names(&decoded), vec![int_attr("axis", 2)]);
     g.op("Transpose", DETECTIONS, &[&all], vec![ints_attr("perm", &[0, 2, 1])]);
@@ -158,6 +167,35 @@ fn conv_node(g: &mut Graph, name: &str, conv: &FoldedConv, x: &str) -> String {
     } else {
         y
     }
+}
+
+/// Top-down fusion (`grin_model::FoldedFuse`): `coarse` through the lateral
+/// conv, each value repeated over a 2x2 block (a depthwise `ConvTranspose`
+/// of ones, stride 2), cut to `fine`'s size (its side is odd when the
+/// coarse one rounded up), and added, the add written as a 1x1 conv over
+/// both maps side by side (OpenCV's importer mis-shapes an element-wise op
+/// between two dynamic tensors).
+fn fuse_node(g: &mut Graph, level: usize, fuse: &FoldedFuse, fine: &str, coarse: &str) -> String {
+    let name = format!("level{level}.fuse");
+    let lateral = conv_node(g, &format!("{name}.lateral"), &fuse.lateral, coarse);
+    let c = fuse.lateral.out_channels;
+    let ones = g.floats(format!("{name}.up.weight"), &[c, 1, 2, 2], &vec![1.0; 4 * c]);
+    let attributes =
+        vec![ints_attr("kernel_shape", &[2, 2]), ints_attr("strides", &[2, 2]), int_attr("group", c as i64)];
+    let up = g.op("ConvTranspose", format!("{name}.up"), &[&lateral, &ones], attributes);
+    let shape = g.op("Shape", format!("{name}.shape"), &[fine], vec![]);
+    let (two, four, zero) = (g.ints(&[2]), g.ints(&[4]), g.ints(&[0]));
+    let size = g.op("Slice", format!("{name}.size"), &[&shape, &two, &four, &zero], vec![]);
+    let (origin, axes) = (g.ints(&[0, 0]), g.ints(&[2, 3]));
+    let cut = g.op("Slice", format!("{name}.cut"), &[&up, &origin, &size, &axes], vec![]);
+    let both = g.op("Concat", format!("{name}.both"), &[fine, &cut], vec![int_attr("axis", 1)]);
+    // [out c, in 2c]: output channel k sums input k and input c + k.
+    let mut sum = vec![0.0; c * 2 * c];
+    for k in 0..c {
+        sum[k * 2 * c + k] = 1.0;
+        sum[k * 2 * c + c + k] = 1.0;
+    }
+    pointwise(g, format!("{name}.add"), &both, (&[c, 2 * c], &sum), None, 1)
 }
 
 /// 1x1 conv of `x` (`weight` is `[out, in / groups]`).

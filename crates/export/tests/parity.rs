@@ -157,6 +157,7 @@ fn a_fourth_level_at_stride_4_is_exported_finest_first_and_decodes_as_grin_decod
     let channels = three.trunk[after].out_channels;
     let head = FoldedHead {
         after,
+        fuse: None,
         convs: vec![pointwise(channels, channels, true, 1.0), pointwise(channels, OUTPUTS, false, 2.0)],
     };
     let four = FoldedDetector { trunk: three.trunk.clone(), heads: [vec![head], three.heads.clone()].concat() };
@@ -204,4 +205,30 @@ fn points_of(levels: &[(usize, usize, usize)], width: usize, height: usize) -> P
         }
     }
     p
+}
+
+#[test]
+fn a_model_with_top_down_fusion_exports_the_fusion_at_odd_sizes() {
+    let spec = DetectorSpec {
+        model: grin_model::ModelConfig { width_mult: 0.5, top_down: true, ..Default::default() },
+        width: 96,
+        height: 64,
+        channels: 1,
+    };
+    let model = grin_model::fixtures::with_live_fusion(spec.init::<CpuBackend>(&Default::default()));
+    let plan = load(&grin_export::to_onnx(&spec, &model.folded()));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fused.grin");
+    grin_model::file::save_model(&path, &spec, &model).unwrap();
+    let mut runner = Runner::load(ModelSource::File(path)).unwrap();
+    let bound = ImageBound::new(DEFAULT_MAX_PIXELS, "test").unwrap();
+    let scene = read_image(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png"), bound).unwrap();
+    // 100x70 has an odd stride-8 map (13x9): the upsampled map is cut.
+    for (w, h) in [(96, 64), (100, 70)] {
+        runner.set_run_size(w, h).unwrap();
+        let frame = runner.frame(&scene);
+        let (_, raw) = run(&plan, 1, w, h, frame.pixels.clone());
+        let worst = max_difference(&raw, &runner.raw(frame));
+        assert!(worst <= TOLERANCE, "{w}x{h}: raw outputs differ by {worst}");
+    }
 }

@@ -111,11 +111,21 @@ fn groups(convs: &[FoldedConv], cut_after: impl Fn(usize) -> bool) -> Vec<(Group
     groups
 }
 
-/// One output level: its groups run on the output of trunk group `after`.
+/// One output level: its groups run on the output of trunk group `after`
+/// (with `fuse`, plus the coarser trunk group's output through its lateral
+/// conv, upsampled: `grin_model::FoldedFuse`).
 #[derive(Debug, Clone)]
 struct Head {
     after: usize,
+    fuse: Option<(usize, Group)>,
     groups: Vec<Group>,
+}
+
+impl Head {
+    /// The trunk group after which every input of the head exists.
+    fn ready(&self) -> usize {
+        self.fuse.as_ref().map_or(self.after, |(from, _)| self.after.max(*from))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -142,7 +152,8 @@ impl pulp::WithSimd for Lanes {
 
 impl FastDetector {
     pub fn new(folded: FoldedDetector) -> FastDetector {
-        for conv in folded.trunk.iter().chain(folded.heads.iter().flat_map(|h| &h.convs)) {
+        let laterals = folded.heads.iter().filter_map(|h| h.fuse.as_ref().map(|f| &f.lateral));
+        for conv in folded.trunk.iter().chain(folded.heads.iter().flat_map(|h| &h.convs)).chain(laterals) {
             // The kernels in `fast/kernels.rs` are the only ones there are.
             assert!(
                 (conv.kernel == 3 && matches!(conv.stride, 1 | 2))
@@ -153,13 +164,20 @@ impl FastDetector {
                 conv.stride
             );
         }
-        let taps: Vec<usize> = folded.heads.iter().map(|h| h.after).collect();
+        let taps: Vec<usize> =
+            folded.heads.iter().flat_map(|h| std::iter::once(h.after).chain(h.fuse.as_ref().map(|f| f.from))).collect();
         let trunk = groups(&folded.trunk, |i| taps.contains(&i));
+        let group_of =
+            |layer: usize| trunk.iter().position(|(_, last)| *last == layer).expect("a head reads a group's output");
         let heads: Vec<Head> = folded
             .heads
             .iter()
             .map(|h| Head {
-                after: trunk.iter().position(|(_, last)| *last == h.after).expect("a head reads a group's output"),
+                after: group_of(h.after),
+                fuse: h.fuse.as_ref().map(|f| {
+                    let lateral = groups(std::slice::from_ref(&f.lateral), |_| false).remove(0).0;
+                    (group_of(f.from), lateral)
+                }),
                 groups: groups(&h.convs, |_| false).into_iter().map(|(g, _)| g).collect(),
             })
             .collect();
@@ -190,44 +208,53 @@ impl FastDetector {
     }
 
     fn forward_with(&self, input: Map, parallel: bool) -> Vec<f32> {
-        let total = self.points(input.height, input.width);
+        let levels = self.level_sizes(input.height, input.width);
+        let total: usize = levels.iter().map(|(h, w)| h * w).sum();
         let mut raw = vec![0.0f32; self.outputs * total];
         let raw_planes = Planes { ptr: raw.as_mut_ptr(), plane: total };
-        let mut offset = 0;
+        // Trunk outputs a head reads after the trunk has moved past them.
+        let mut kept: Vec<Option<Map>> = vec![None; self.trunk.len()];
         let mut x = input;
-        let mut heads = self.heads.iter().peekable();
         for (i, group) in self.trunk.iter().enumerate() {
             x = self.run_to_map(group, &x, parallel);
-            while let Some(head) = heads.next_if(|h| h.after == i) {
-                let (last, inner) = head.groups.split_last().expect("a head has layers");
-                let mut y: Option<Map> = None;
-                for group in inner {
-                    y = Some(self.run_to_map(group, y.as_ref().unwrap_or(&x), parallel));
+            if self.heads.iter().any(|h| h.ready() > i && (h.after == i || h.fuse.as_ref().is_some_and(|f| f.0 == i))) {
+                kept[i] = Some(x.clone());
+            }
+            for (level, head) in self.heads.iter().enumerate().filter(|(_, h)| h.ready() == i) {
+                let read = |j: usize| if j == i { &x } else { kept[j].as_ref().expect("kept for a later head") };
+                let fused;
+                let mut y = read(head.after);
+                if let Some((from, lateral)) = &head.fuse {
+                    let coarse = self.run_to_map(lateral, read(*from), parallel);
+                    let mut into = y.clone();
+                    grin_model::add_upsampled(&mut into.data, &coarse.data, into.channels, into.height, into.width);
+                    fused = into;
+                    y = &fused;
                 }
-                let y = y.as_ref().unwrap_or(&x);
-                let (h, w) = last.out_size(y.height, y.width);
-                assert!(offset + h * w <= total, "level sizes");
+                let (last, inner) = head.groups.split_last().expect("a head has layers");
+                let mut mid: Option<Map> = None;
+                for group in inner {
+                    mid = Some(self.run_to_map(group, mid.as_ref().unwrap_or(y), parallel));
+                }
+                let y = mid.as_ref().unwrap_or(y);
+                let offset: usize = levels[..level].iter().map(|(h, w)| h * w).sum();
+                assert_eq!(last.out_size(y.height, y.width), levels[level], "level sizes");
                 self.run(last, y, raw_planes.at(offset), parallel);
-                offset += h * w;
             }
         }
-        assert_eq!(offset, total, "every level written");
         raw
     }
 
-    /// Output points of every level for an input of `height x width`.
-    fn points(&self, height: usize, width: usize) -> usize {
+    /// Output `(height, width)` of every level, in level order, for an
+    /// input of `height x width`.
+    fn level_sizes(&self, height: usize, width: usize) -> Vec<(usize, usize)> {
+        let mut sizes = Vec::with_capacity(self.trunk.len());
         let mut size = (height, width);
-        let mut total = 0;
-        let mut heads = self.heads.iter().peekable();
-        for (i, group) in self.trunk.iter().enumerate() {
+        for group in &self.trunk {
             size = group.out_size(size.0, size.1);
-            while let Some(head) = heads.next_if(|h| h.after == i) {
-                let (h, w) = head.groups.iter().fold(size, |s, g| g.out_size(s.0, s.1));
-                total += h * w;
-            }
+            sizes.push(size);
         }
-        total
+        self.heads.iter().map(|h| h.groups.iter().fold(sizes[h.after], |s, g| g.out_size(s.0, s.1))).collect()
     }
 
     fn run_to_map(&self, group: &Group, x: &Map, parallel: bool) -> Map {
@@ -344,7 +371,7 @@ impl Scratch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use grin_model::FoldedHead;
+    use grin_model::{FoldedFuse, FoldedHead};
 
     /// Deterministic values in -1..1.
     fn values(n: usize, seed: u64) -> Vec<f32> {
@@ -414,13 +441,26 @@ mod tests {
     }
 
     fn reference(net: &FoldedDetector, input: &Map) -> Vec<f32> {
-        let mut x = input.clone();
+        let mut outs = vec![input.clone()];
+        for c in &net.trunk {
+            outs.push(reference_conv(c, outs.last().unwrap()));
+        }
+        let outs = &outs[1..];
         let mut levels = Vec::new();
-        for (i, c) in net.trunk.iter().enumerate() {
-            x = reference_conv(c, &x);
-            for head in net.heads.iter().filter(|h| h.after == i) {
-                levels.push(head.convs.iter().fold(x.clone(), |y, c| reference_conv(c, &y)));
+        for head in &net.heads {
+            let mut x = outs[head.after].clone();
+            if let Some(fuse) = &head.fuse {
+                let coarse = reference_conv(&fuse.lateral, &outs[fuse.from]);
+                for c in 0..x.channels {
+                    for y in 0..x.height {
+                        for col in 0..x.width {
+                            x.data[(c * x.height + y) * x.width + col] +=
+                                coarse.data[(c * coarse.height + y / 2) * coarse.width + col / 2];
+                        }
+                    }
+                }
             }
+            levels.push(head.convs.iter().fold(x, |y, c| reference_conv(c, &y)));
         }
         let total: usize = levels.iter().map(|l| l.height * l.width).sum();
         let outputs = levels[0].channels;
@@ -439,10 +479,12 @@ mod tests {
     /// A network of the folded detector's kinds of layer at widths that are
     /// no multiple of the kernels' blocks: a dense stem, stride-2 and
     /// stride-1 depthwise convs, 1x1 chains, a head that reads between a
-    /// depthwise conv and its pointwise one, and three levels.
+    /// depthwise conv and its pointwise one, three levels, and the finest
+    /// level fused with a coarser tap.
     fn network(channels: usize) -> FoldedDetector {
         let head = |c: usize, seed: u64| FoldedHead {
             after: 0,
+            fuse: None,
             convs: vec![
                 conv(c, c, 3, 1, true, true, seed),
                 conv(c, c, 1, 1, false, true, seed + 2),
@@ -460,9 +502,15 @@ mod tests {
             conv(9, 17, 1, 1, false, true, 80),
         ];
         let heads = vec![
-            FoldedHead { after: 5, ..head(9, 100) },
+            // Fused from layer 7 (stride 8) into layer 5 (stride 4), as
+            // top-down fusion reads a tap one level coarser.
+            FoldedHead {
+                after: 5,
+                fuse: Some(FoldedFuse { from: 7, lateral: conv(17, 9, 1, 1, false, false, 400) }),
+                ..head(9, 100)
+            },
             FoldedHead { after: 6, ..head(9, 200) },
-            FoldedHead { after: 7, convs: vec![conv(17, 6, 1, 1, false, false, 300)] },
+            FoldedHead { after: 7, fuse: None, convs: vec![conv(17, 6, 1, 1, false, false, 300)] },
         ];
         FoldedDetector { trunk, heads }
     }

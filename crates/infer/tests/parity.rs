@@ -1,7 +1,8 @@
 //! The hand-written CPU path against the Burn model it replaces: the same raw
 //! outputs and the same detections (boxes and scores within 1e-4, relative
-//! for boxes above 1 px), for the shipped model and for a random 3-channel
-//! model of another width, at the training size and at other run sizes.
+//! for boxes above 1 px), for the shipped model, a random 3-channel model
+//! of another width and a model with top-down fusion, at the training size
+//! and at other run sizes.
 
 use grin_infer::{Engine, ModelSource, Runner};
 use grin_model::{DecodeParams, DetectorSpec, ModelConfig};
@@ -74,4 +75,21 @@ fn fast_path_matches_burn_on_a_random_rgb_model() {
     grin_model::file::save_model(&path, &spec, &model).unwrap();
     let mut detector = Runner::load(ModelSource::File(path)).unwrap();
     check(&mut detector, &scene(), &[(96, 64), (130, 90)]);
+}
+
+#[test]
+fn fast_path_matches_burn_with_top_down_fusion_at_odd_sizes() {
+    let spec = DetectorSpec {
+        model: ModelConfig { width_mult: 0.5, top_down: true, ..ModelConfig::default() },
+        width: 96,
+        height: 64,
+        channels: 1,
+    };
+    let model = grin_model::fixtures::with_live_fusion(spec.init::<grin_infer::CpuBackend>(&Default::default()));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fused.grin");
+    grin_model::file::save_model(&path, &spec, &model).unwrap();
+    let mut detector = Runner::load(ModelSource::File(path)).unwrap();
+    // Odd stride-8 maps (13x9 at 100x70) cut the upsampled coarse map.
+    check(&mut detector, &scene(), &[(96, 64), (100, 70), (173, 97)]);
 }

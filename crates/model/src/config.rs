@@ -20,6 +20,12 @@ pub struct ModelConfig {
     /// (`pyramid.rs`). About the largest face the training crops hold; 0
     /// runs one pass. Model files written before it existed get the default.
     pub pyramid_above: f32,
+    /// Top-down fusion: the finest level's head also reads the stride-16
+    /// features (a 1x1 conv, upsampled 2x and added), so a small face is
+    /// judged with the context around it. Starts as a no-op (zero weights),
+    /// so a model without it can be fine-tuned into one. Off in model files
+    /// written before it existed.
+    pub top_down: bool,
 }
 
 /// Widest network a config or model file may ask for: 4x the default is
@@ -28,7 +34,14 @@ pub const MAX_WIDTH_MULT: f32 = 4.0;
 
 impl Default for ModelConfig {
     fn default() -> Self {
-        ModelConfig { width_mult: 1.0, score_threshold: 0.3, nms_iou: 0.4, max_detections: 50, pyramid_above: 96.0 }
+        ModelConfig {
+            width_mult: 1.0,
+            score_threshold: 0.3,
+            nms_iou: 0.4,
+            max_detections: 50,
+            pyramid_above: 96.0,
+            top_down: false,
+        }
     }
 }
 

@@ -1,11 +1,12 @@
 //! The detector: a depthwise-separable backbone tapped at strides 8, 16 and
-//! 32, with one small head per level. Every output location predicts a face
-//! logit, four box distances and a smile logit.
+//! 32, with one small head per level (and, with `model.top_down`, the
+//! stride-16 features fused into the stride-8 head's input). Every output
+//! location predicts a face logit, four box distances and a smile logit.
 
 use crate::backend::DetectorBackend;
 use crate::config::ModelConfig;
 use crate::decode::{decode, DecodeParams, Detection, LOG_DISTANCE_RANGE};
-use crate::folded::{FoldedConv, FoldedDetector, FoldedHead};
+use crate::folded::{FoldedConv, FoldedDetector, FoldedFuse, FoldedHead};
 use crate::layers::{conv, folded_conv, ConvBn, DwSep, FeatureMap};
 use crate::points::{Points, STRIDES};
 use crate::pyramid::{merge, pass_sizes};
@@ -60,7 +61,49 @@ impl DetectorSpec {
             blocks.push(DwSep::new(w[stage], w[stage], 1, device));
         }
         let heads = [w[2], w[3], w[4]].iter().map(|&c| Head::new(c, device)).collect();
-        Detector { stem: ConvBn::new(self.channels, w[0], 3, 2, 1, true, device), blocks, heads }
+        let top_down = self.model.top_down.then(|| TopDown::new(w[3], w[2], device));
+        Detector { stem: ConvBn::new(self.channels, w[0], 3, 2, 1, true, device), blocks, heads, top_down }
+    }
+}
+
+/// Top-down fusion: the stride-16 features through a 1x1 conv, upsampled
+/// 2x (nearest) and added to the stride-8 features the finest head reads.
+#[derive(Module, Debug)]
+pub struct TopDown<B: Backend> {
+    lateral: Conv2d<B>,
+}
+
+impl<B: Backend> TopDown<B> {
+    /// Zero weights and bias: a new fusion changes nothing until trained,
+    /// so a model without one fine-tunes into one from where it was.
+    fn new(from: usize, into: usize, device: &B::Device) -> Self {
+        let mut lateral = Conv2dConfig::new([from, into], [1, 1]).init(device);
+        lateral.weight = Param::from_tensor(Tensor::zeros([into, from, 1, 1], device));
+        lateral.bias = Some(Param::from_tensor(Tensor::zeros([into], device)));
+        TopDown { lateral }
+    }
+
+    fn macs(&self, h: usize, w: usize) -> u64 {
+        let [o, i, _, _] = self.lateral.weight.dims();
+        (h * w * o * i) as u64
+    }
+}
+
+impl<B: DetectorBackend> TopDown<B> {
+    /// `into` plus `from` (half its resolution) through the lateral conv,
+    /// each value repeated over a 2x2 block and cut to `into`'s size.
+    fn forward(&self, into: FeatureMap<B>, from: FeatureMap<B>) -> FeatureMap<B> {
+        let coarse = conv(&self.lateral, from);
+        let [b, c, _] = coarse.values.dims();
+        let (h, w) = (coarse.height, coarse.width);
+        let up = coarse
+            .values
+            .reshape([b, c, h, 1, w, 1])
+            .expand([b, c, h, 2, w, 2])
+            .reshape([b, c, 2 * h, 2 * w])
+            .slice([0..b, 0..c, 0..into.height, 0..into.width])
+            .reshape([b, c, into.height * into.width]);
+        FeatureMap { values: into.values + up, ..into }
     }
 }
 
@@ -79,6 +122,11 @@ impl<B: Backend> Head<B> {
         bias[0] = prior;
         out.bias = Some(Param::from_tensor(Tensor::from_data(TensorData::new(bias.to_vec(), [OUTPUTS]), device)));
         Head { mix: DwSep::new(channels, channels, 1, device), out }
+    }
+
+    /// Channels the head reads.
+    fn channels(&self) -> usize {
+        self.out.weight.dims()[1]
     }
 
     fn macs(&self, h: usize, w: usize) -> u64 {
@@ -106,6 +154,9 @@ pub struct Detector<B: Backend> {
     stem: ConvBn<B>,
     blocks: Vec<DwSep<B>>,
     heads: Vec<Head<B>>,
+    /// Last: a model file written before it existed holds no such field
+    /// (`file.rs` reads those as `None`).
+    top_down: Option<TopDown<B>>,
 }
 
 /// Raw network output, `[batch, OUTPUTS, points]`, points in [`Points`] order.
@@ -136,33 +187,73 @@ impl<B: Backend> DetectorOutput<B> {
 impl<B: DetectorBackend> Detector<B> {
     /// `x`: `[batch, channels, height, width]`, values in 0..1.
     pub fn forward(&self, x: Tensor<B, 4>) -> DetectorOutput<B> {
-        let levels = self.walk(FeatureMap::from_image(x), |layer, x| layer.forward(x), |head, x| head.forward(x));
+        let levels = self.walk(
+            FeatureMap::from_image(x),
+            |layer, x| layer.forward(x),
+            |fuse, into, from| fuse.forward(into, from),
+            |head, x| head.forward(x),
+        );
         DetectorOutput { raw: Tensor::cat(levels, 2) }
     }
 }
 
 impl<B: Backend> Detector<B> {
+    /// Whether the finest head reads the stride-16 features too (`model.top_down`).
+    pub fn has_top_down(&self) -> bool {
+        self.top_down.is_some()
+    }
+
+    /// The same model with a new top-down fusion (zero weights: it computes
+    /// what it did), unless it has one: a model trained without fusion is
+    /// where a fused one's fine-tuning starts.
+    pub fn with_top_down(mut self, device: &B::Device) -> Self {
+        if self.top_down.is_none() {
+            let [from, into] = [self.heads[1].channels(), self.heads[0].channels()];
+            self.top_down = Some(TopDown::new(from, into, device));
+        }
+        self
+    }
+
+    /// Parameter tensors, in module order.
+    pub(crate) fn num_params_tensors(&self) -> usize {
+        struct Count(usize);
+        impl<B: Backend> burn::module::ModuleVisitor<B> for Count {
+            fn visit_float<const D: usize>(&mut self, _: &Param<Tensor<B, D>>) {
+                self.0 += 1;
+            }
+        }
+        let mut count = Count(0);
+        self.visit(&mut count);
+        count.0
+    }
+
     /// The one statement of how the layers connect, which `forward`, `macs`
     /// and `folded` all take: `layer` carries the state through each trunk
-    /// conv in turn, and each tapped state goes through its level's `head`.
+    /// conv in turn, `fuse` (with `top_down`) joins the stride-16 tap into
+    /// the stride-8 one, and each tapped state goes through its level's
+    /// `head`.
     fn walk<'a, S: Clone, L>(
         &'a self,
         input: S,
         mut layer: impl FnMut(&'a ConvBn<B>, S) -> S,
+        fuse: impl FnOnce(&'a TopDown<B>, S, S) -> S,
         mut head: impl FnMut(&'a Head<B>, S) -> L,
     ) -> Vec<L> {
         let mut x = layer(&self.stem, input);
-        let mut levels = Vec::with_capacity(self.heads.len());
+        let mut taps = Vec::with_capacity(self.heads.len());
         for (i, block) in self.blocks.iter().enumerate() {
             for conv in block.layers() {
                 x = layer(conv, x);
             }
             if is_tapped(i) {
-                levels.push(head(&self.heads[levels.len()], x.clone()));
+                taps.push(x.clone());
             }
         }
-        debug_assert_eq!(levels.len(), STRIDES.len());
-        levels
+        debug_assert_eq!(taps.len(), STRIDES.len());
+        if let Some(top_down) = &self.top_down {
+            taps[0] = fuse(top_down, taps[0].clone(), taps[1].clone());
+        }
+        self.heads.iter().zip(taps).map(|(h, tap)| head(h, tap)).collect()
     }
 
     /// Every trainable conv in one list, the trunk in run order and then
@@ -173,15 +264,23 @@ impl<B: Backend> Detector<B> {
         fn conv_bn<B: Backend>(layer: &ConvBn<B>) -> Trainable<'_, B> {
             Trainable::ConvBn { conv: &layer.conv, norm: &layer.norm, relu: layer.relu }
         }
-        let mut list = Vec::new();
+        // The state: the list entry the next layer reads.
+        let list = std::cell::RefCell::new(Vec::new());
         let heads = self.walk(
-            0,
-            |layer, ran| {
-                list.push(conv_bn(layer));
-                ran + 1
+            None,
+            |layer, _| {
+                list.borrow_mut().push(conv_bn(layer));
+                Some(list.borrow().len() - 1)
             },
-            |head, ran| (ran - 1, head),
+            |top_down, into, from| {
+                let mut list = list.borrow_mut();
+                list.push(Trainable::Lateral { conv: &top_down.lateral, from: from.expect("a tap") });
+                list.push(Trainable::AddUp { skip: into.expect("a tap") });
+                Some(list.len() - 1)
+            },
+            |head, tap| (tap.expect("a tap"), head),
         );
+        let mut list = list.into_inner();
         let spans = heads
             .into_iter()
             .map(|(after, head)| {
@@ -202,32 +301,53 @@ impl<B: Backend> Detector<B> {
             trunk += macs;
             (h, w)
         };
-        let heads: u64 = self.walk((h, w), trunk_layer, |head, (h, w)| head.macs(h, w)).into_iter().sum();
-        trunk + heads
+        let mut fusion = 0;
+        let fuse = |top_down: &TopDown<B>, into, (h, w)| {
+            fusion = top_down.macs(h, w);
+            into
+        };
+        let heads: u64 = self.walk((h, w), trunk_layer, fuse, |head, (h, w)| head.macs(h, w)).into_iter().sum();
+        trunk + fusion + heads
     }
 
     /// The weights as plain data with BatchNorm folded in, for an engine
     /// that runs without Burn (the Pi's); see [`crate::folded`].
     pub fn folded(&self) -> FoldedDetector {
-        let mut trunk = Vec::new();
-        // The state is how many trunk layers have run.
+        let trunk = std::cell::RefCell::new(Vec::new());
+        // The state: the trunk layer a head reads, and the fusion into it.
         let heads = self.walk(
-            0,
-            |layer, ran| {
-                trunk.push(layer.folded());
-                ran + 1
+            (0, None),
+            |layer, _| {
+                trunk.borrow_mut().push(layer.folded());
+                (trunk.borrow().len() - 1, None)
             },
-            |head, ran| FoldedHead { after: ran - 1, convs: head.folded() },
+            |top_down, (into, _), (from, _)| {
+                (into, Some(FoldedFuse { from, lateral: folded_conv(&top_down.lateral, false) }))
+            },
+            |head, (after, fuse)| FoldedHead { after, fuse, convs: head.folded() },
         );
-        FoldedDetector { trunk, heads }
+        FoldedDetector { trunk: trunk.into_inner(), heads }
     }
 }
 
 /// One trainable conv: with its BatchNorm and activation (trunk and head
 /// mixing layers), or a head's output conv with its bias.
 pub(crate) enum Trainable<'a, B: Backend> {
-    ConvBn { conv: &'a Conv2d<B>, norm: &'a BatchNorm<B>, relu: bool },
+    ConvBn {
+        conv: &'a Conv2d<B>,
+        norm: &'a BatchNorm<B>,
+        relu: bool,
+    },
     Out(&'a Conv2d<B>),
+    /// The fusion's 1x1 conv (with bias), reading entry `from`.
+    Lateral {
+        conv: &'a Conv2d<B>,
+        from: usize,
+    },
+    /// The fusion's upsample-and-add of the entry before it into entry `skip`.
+    AddUp {
+        skip: usize,
+    },
 }
 
 /// A head's place in [`Detector::trainables`]' list: it reads the output of

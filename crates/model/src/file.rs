@@ -30,6 +30,18 @@ struct Header {
     shapes: Vec<Vec<usize>>,
     record_bytes: u64,
     record_xxh3: u64,
+    /// [`RECORD_LAYOUT`] when written; files from before it have none.
+    #[serde(default = "first_layout")]
+    record_layout: u32,
+}
+
+/// 2: the detector's record ends with its `top_down` option (fusion). A
+/// layout-1 record has no such field: it is read as `None` (no fusion),
+/// which Burn's binary record spells as one zero byte at the end.
+const RECORD_LAYOUT: u32 = 2;
+
+fn first_layout() -> u32 {
+    1
 }
 
 #[derive(Debug)]
@@ -83,6 +95,7 @@ pub fn to_bytes<B: Backend>(spec: &DetectorSpec, model: &Detector<B>) -> Vec<u8>
         shapes: shapes(model),
         record_bytes: record.len() as u64,
         record_xxh3: xxhash_rust::xxh3::xxh3_64(&record),
+        record_layout: RECORD_LAYOUT,
     };
     let json = serde_json::to_vec(&header).expect("header serialises");
     let mut out = Vec::with_capacity(20 + json.len() + record.len());
@@ -152,8 +165,14 @@ pub fn from_bytes<B: Backend>(bytes: &[u8], device: &B::Device) -> Result<(Detec
     if shapes(&model) != header.shapes {
         return Err("weights do not fit the detector the header describes".into());
     }
+    let mut record = record.to_vec();
+    match header.record_layout {
+        1 if !header.spec.model.top_down => record.push(0),
+        RECORD_LAYOUT => {}
+        other => return Err(format!("header: record layout {other}, this build reads 1 and {RECORD_LAYOUT}")),
+    }
     let record = BinBytesRecorder::<FullPrecisionSettings>::default()
-        .load(record.to_vec(), device)
+        .load(record, device)
         .map_err(|e| format!("cannot decode weights: {e}"))?;
     Ok((header.spec, model.load_record(record)))
 }

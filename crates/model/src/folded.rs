@@ -24,11 +24,40 @@ pub struct FoldedConv {
 }
 
 /// One output level: `convs` run in order on the trunk's output after
-/// trunk layer `after`; the last gives [`crate::OUTPUTS`] channels.
+/// trunk layer `after` (with `fuse`, plus the coarser features it brings);
+/// the last gives [`crate::OUTPUTS`] channels.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FoldedHead {
     pub after: usize,
+    pub fuse: Option<FoldedFuse>,
     pub convs: Vec<FoldedConv>,
+}
+
+/// Top-down fusion into a head's input: `lateral` (a 1x1 conv) runs on the
+/// output of trunk layer `from` (half the resolution), each of its values
+/// is repeated over a 2x2 block (nearest upsampling; the last row and
+/// column are cut to the head's map when its side is odd) and added.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoldedFuse {
+    pub from: usize,
+    pub lateral: FoldedConv,
+}
+
+/// `into[c][y][x] += coarse[c][y / 2][x / 2]`: the one statement of the
+/// fusion's upsample-and-add on plain planes, `into` being `height x width`
+/// per channel and `coarse` `ceil(height / 2) x ceil(width / 2)`.
+pub fn add_upsampled(into: &mut [f32], coarse: &[f32], channels: usize, height: usize, width: usize) {
+    let (ch, cw) = (height.div_ceil(2), width.div_ceil(2));
+    assert_eq!(into.len(), channels * height * width, "fine map size");
+    assert_eq!(coarse.len(), channels * ch * cw, "coarse map size");
+    for (fine, coarse) in into.chunks_exact_mut(height * width).zip(coarse.chunks_exact(ch * cw)) {
+        for (y, row) in fine.chunks_exact_mut(width).enumerate() {
+            let source = &coarse[(y / 2) * cw..][..cw];
+            for (x, v) in row.iter_mut().enumerate() {
+                *v += source[x / 2];
+            }
+        }
+    }
 }
 
 /// The whole detector. Its raw output is the heads' outputs, finest level

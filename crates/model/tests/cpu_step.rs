@@ -22,6 +22,10 @@ fn model(spec: &DetectorSpec) -> Detector<B> {
     // Parameters draw their random values when first read: read them all
     // now, in one order, so both models get the same values.
     params(&model);
+    // A new top-down fusion is all zeros (a no-op): give it values, so its
+    // forward and backward count.
+    let model = grin_model::fixtures::with_live_fusion(model);
+    params(&model);
     model
 }
 
@@ -50,9 +54,9 @@ fn grad(grads: &GradientsParams, id: burn::module::ParamId, len: usize) -> Optio
 #[test]
 fn the_cpu_step_equals_burns_autodiff_on_loss_gradients_and_running_averages() {
     let device = Default::default();
-    for (width_mult, batch) in [(1.0, 3), (1.15, 2)] {
+    for (width_mult, batch, top_down) in [(1.0, 3, false), (1.15, 2, false), (1.0, 2, true)] {
         let spec = DetectorSpec {
-            model: ModelConfig { width_mult, ..ModelConfig::default() },
+            model: ModelConfig { width_mult, top_down, ..ModelConfig::default() },
             width: 96,
             height: 72,
             channels: 1,
@@ -141,6 +145,7 @@ fn the_cpu_step_equals_burns_autodiff_on_loss_gradients_and_running_averages() {
         // Every conv but the heads' output convs has a BatchNorm.
         let folded = ours.folded();
         let norms = folded.trunk.len() + folded.heads.iter().map(|h| h.convs.len() - 1).sum::<usize>();
+        assert_eq!(folded.heads[0].fuse.is_some(), top_down);
         assert_eq!(running, 2 * norms, "every BatchNorm's two running averages");
     }
 }

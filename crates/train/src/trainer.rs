@@ -223,7 +223,17 @@ pub fn train_parallel<B: TrainBackend>(
                 spec.widths()
             );
         }
-        model = loaded;
+        model = match (init_spec.model.top_down, spec.model.top_down) {
+            (false, true) => {
+                eprintln!("{}: adding top-down fusion (starting as a no-op) to {}", run.name, init.display());
+                loaded.with_top_down(device)
+            }
+            (true, false) => bail!(
+                "key `train.init`: {} has top-down fusion; this run's model has none (set model.top_down = true)",
+                init.display()
+            ),
+            _ => loaded,
+        };
         eprintln!("{}: starting from the weights of {}", run.name, init.display());
     }
     if run.resume {

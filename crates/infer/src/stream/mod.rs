@@ -27,9 +27,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use track::{EndReason, Event, EventKind, Tracker};
 
-pub use input::{encode_frame, InputFormat};
 /// The frame cutter and decoder on their own: what `fuzz/` drives with any bytes.
 pub use input::{decode as decode_frame, BadFrame, FrameReader};
+pub use input::{encode_frame, InputFormat};
 pub use track::TrackerConfig;
 
 #[derive(Debug, Clone)]

@@ -158,6 +158,7 @@ pub(crate) fn forward(layer: &Layer, x: Input, act: &mut Act) {
             });
         }
         Kind::Depthwise { .. } => unreachable!("run above"),
+        Kind::AddUp { .. } => unreachable!("a weightless layer: `fuse::forward`"),
     }
     match &layer.norm {
         Some(norm) => set_stats(
@@ -273,6 +274,7 @@ pub(crate) fn backward(layer: &Layer, x: Input, act: &mut Act, dx: Option<InputG
             }
             (sums, weight)
         }
+        Kind::AddUp { .. } => unreachable!("a weightless layer: `fuse::backward`"),
     };
     let (gammas, betas): (Vec<f32>, Vec<f32>) = sums.iter().map(|[g, b]| (*g, *b)).unzip();
     match layer.norm {
@@ -347,6 +349,7 @@ mod tests {
                 Kind::Dense { stride } => (stride, 3, 1),
                 Kind::Depthwise { stride } => (stride, 3, cin),
                 Kind::Pointwise => (1, 1, 1),
+                Kind::AddUp { .. } => unreachable!("not a conv"),
             };
             let (oh, ow) = (height.div_ceil(stride), width.div_ceil(stride));
             let normal = |dims: Vec<usize>, mean: f64| {

@@ -13,6 +13,7 @@
 //! backends run the same step through Burn's autodiff instead
 //! (`grin_train`'s `step`).
 
+mod fuse;
 mod gemm;
 mod layer;
 mod loss;
@@ -30,7 +31,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 use layer::{Act, Input, InputGrad};
-use net::Net;
+use net::{Kind, Net};
 
 /// A batch as the step reads it: images `[batch, channels, height, width]`
 /// in 0..1, and their labelled boxes.
@@ -76,9 +77,11 @@ impl CpuStep {
         if key != self.key {
             let mut acts: Vec<Act> = Vec::with_capacity(net.layers.len());
             for (i, layer) in net.layers.iter().enumerate() {
-                let (h, w) = match net.inputs[i] {
-                    None => (batch.height, batch.width),
-                    Some(j) => (acts[j].height, acts[j].width),
+                let (h, w) = match (layer.kind, net.inputs[i]) {
+                    // Fusion's output has the size of the map it adds into.
+                    (Kind::AddUp { skip }, _) => (acts[skip].height, acts[skip].width),
+                    (_, None) => (batch.height, batch.width),
+                    (_, Some(j)) => (acts[j].height, acts[j].width),
                 };
                 let s = layer.stride();
                 acts.push(Act::new(layer, batch.batch, h.div_ceil(s), w.div_ceil(s)));
@@ -110,7 +113,10 @@ impl CpuStep {
         for (i, layer) in net.layers.iter().enumerate() {
             let (done, rest) = self.acts.split_at_mut(i);
             let x = Self::input_of(net, &self.input, done, batch, i);
-            layer::forward(layer, x, &mut rest[0]);
+            match layer.kind {
+                Kind::AddUp { skip } => fuse::forward(x, &done[skip].y, &mut rest[0]),
+                _ => layer::forward(layer, x, &mut rest[0]),
+            }
         }
     }
 
@@ -139,6 +145,24 @@ impl CpuStep {
             let (before, rest) = self.acts.split_at_mut(i);
             let act = &mut rest[0];
             assert!(act.has_grad, "layer {i} got no gradient: its output feeds nothing");
+            if let Kind::AddUp { skip } = net.layers[i].kind {
+                let j = net.inputs[i].expect("fusion reads its lateral conv");
+                let [lateral, target] = before.get_disjoint_mut([j, skip]).expect("two earlier layers");
+                let grad = |a: &mut layer::Act| {
+                    let accumulate = a.has_grad;
+                    a.has_grad = true;
+                    accumulate
+                };
+                let (acc_dx, acc_skip) = (grad(lateral), grad(target));
+                let x = Input { values: &lateral.y[..], height: lateral.height, width: lateral.width };
+                grads[i] = Some(fuse::backward(
+                    act,
+                    x,
+                    InputGrad { values: &mut lateral.dy[..], accumulate: acc_dx },
+                    InputGrad { values: &mut target.dy[..], accumulate: acc_skip },
+                ));
+                continue;
+            }
             let (x, dx) = match net.inputs[i] {
                 None => (Input { values: &self.input[..], height: batch.height, width: batch.width }, None),
                 Some(j) => {
@@ -200,7 +224,8 @@ impl CpuStep {
         for (t, g) in trainables.iter().zip(layers) {
             let (conv, norm) = match t {
                 Trainable::ConvBn { conv, norm, .. } => (*conv, Some(*norm)),
-                Trainable::Out(conv) => (*conv, None),
+                Trainable::Out(conv) | Trainable::Lateral { conv, .. } => (*conv, None),
+                Trainable::AddUp { .. } => continue,
             };
             register(&mut grads, &conv.weight, g.weight, device);
             if let (Some(bias), Some(values)) = (&conv.bias, g.bias) {

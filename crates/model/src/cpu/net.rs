@@ -18,6 +18,9 @@ pub(crate) enum Kind {
     Depthwise { stride: usize },
     /// 1x1, stride 1: a matrix product over channels.
     Pointwise,
+    /// No weights: the input (half the resolution) upsampled 2x, nearest,
+    /// and added to layer `skip`'s output: top-down fusion (`fuse.rs`).
+    AddUp { skip: usize },
 }
 
 /// Training BatchNorm's parameters.
@@ -56,7 +59,7 @@ impl Layer {
     pub(crate) fn stride(&self) -> usize {
         match self.kind {
             Kind::Dense { stride } | Kind::Depthwise { stride } => stride,
-            Kind::Pointwise => 1,
+            Kind::Pointwise | Kind::AddUp { .. } => 1,
         }
     }
 }
@@ -89,10 +92,31 @@ impl Net {
                     };
                     Layer::new(folded_conv(conv, *relu), Some(params))
                 }
-                Trainable::Out(conv) => Layer::new(folded_conv(conv, false), None),
+                Trainable::Out(conv) | Trainable::Lateral { conv, .. } => Layer::new(folded_conv(conv, false), None),
+                Trainable::AddUp { skip } => {
+                    // The channels of the map it adds into.
+                    let channels = match &trainables[*skip] {
+                        Trainable::ConvBn { conv, .. } => conv.weight.dims()[0],
+                        _ => unreachable!("fusion adds into a trunk layer"),
+                    };
+                    Layer {
+                        kind: Kind::AddUp { skip: *skip },
+                        cin: channels,
+                        cout: channels,
+                        weight: Vec::new(),
+                        bias: Vec::new(),
+                        norm: None,
+                        relu: false,
+                    }
+                }
             })
             .collect();
         let mut inputs: Vec<Option<usize>> = (0..layers.len()).map(|i| i.checked_sub(1)).collect();
+        for (i, t) in trainables.iter().enumerate() {
+            if let Trainable::Lateral { from, .. } = t {
+                inputs[i] = Some(*from);
+            }
+        }
         let mut outputs = Vec::with_capacity(heads.len());
         for head in &heads {
             inputs[head.first] = Some(head.after);
