@@ -239,6 +239,11 @@ fn ends_with_jpeg_eoi(bytes: &[u8]) -> bool {
     tail.windows(2).any(|w| w == [0xFF, 0xD9])
 }
 
+/// `BMP`, `TIFF`, ...: the format's usual name, from its first extension.
+fn format_name(format: image::ImageFormat) -> String {
+    format.extensions_str().first().map(|e| e.to_uppercase()).unwrap_or_else(|| format!("{format:?}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,9 +356,4 @@ mod tests {
         assert!(matches!(err, FeatureError::BadInput { kind: BadInputKind::ImageTooLarge, .. }), "{err}");
         assert!(err.to_string().starts_with("/dev/zero: file is over 64 MiB"), "{err}");
     }
-}
-
-/// `BMP`, `TIFF`, ...: the format's usual name, from its first extension.
-fn format_name(format: image::ImageFormat) -> String {
-    format.extensions_str().first().map(|e| e.to_uppercase()).unwrap_or_else(|| format!("{format:?}"))
 }
