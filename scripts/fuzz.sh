@@ -72,6 +72,9 @@ m = open(f"{d}/manifest.json", "rb").read()
 open(out, "wb").write(struct.pack("<H", len(m)) + m + open(f"{d}/shard-00000.bin", "rb").read())
 PY
 
+# Every target built once, before any runs (the sanitized build is the slow part).
+(cd fuzz && cargo +nightly fuzz build -O) >&2
+
 declare -A MAX_LEN=([model_file]=400000 [store]=16384 [config]=8192 [annotations]=8192 [stream_frames]=65536 [image]=65536)
 report=()
 for t in "${TARGETS[@]}"; do

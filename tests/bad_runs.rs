@@ -189,6 +189,23 @@ fn train_init_names_a_missing_or_mismatched_model_and_loads_a_matching_one() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("starting from the weights of"), "{}", stderr(&out));
     assert!(runs.join("tuned/model.grin").exists());
+
+    // Top-down fusion is added to a model without it (as a no-op to start
+    // from), and never silently dropped from one with it.
+    let fused = ["--set", "model.width_mult=0.25", "--set", "model.top_down=true"];
+    let out =
+        grin(&[&["train", "--backend", "cpu", "--quiet", "--set", "name=fused"][..], &fused].concat(), &config, &runs);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("adding top-down fusion"), "{}", stderr(&out));
+    let fused_model = runs.join("fused/model.grin");
+    let config = write_config(dir.path(), &format!("init = {:?}\n", fused_model.display().to_string()));
+    let out = grin(
+        &["train", "--backend", "cpu", "--quiet", "--set", "name=unfused", "--set", "model.width_mult=0.25"],
+        &config,
+        &runs,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("has top-down fusion"), "{}", stderr(&out));
 }
 
 /// Issue 28, item 1: a finished run is never replaced by a rerun of its
