@@ -516,18 +516,26 @@ mod tests {
     }
 
     fn check(channels: usize, height: usize, width: usize) -> Vec<f32> {
+        check_at(channels, height, width, ("best", pulp::Arch::new()), 7)
+    }
+
+    /// The engine dispatched to `level` against the definition.
+    fn check_at(channels: usize, height: usize, width: usize, level: (&str, pulp::Arch), seed: u64) -> Vec<f32> {
         let net = network(channels);
         let input = Map {
             channels,
             height,
             width,
-            data: values(channels * height * width, 7).iter().map(|v| v.abs()).collect(),
+            data: values(channels * height * width, seed).iter().map(|v| v.abs()).collect(),
         };
-        let fast = FastDetector::new(net.clone()).forward(input.clone());
+        let mut engine = FastDetector::new(net.clone());
+        (engine.arch, engine.lanes) = (level.1, level.1.dispatch(Lanes));
+        let fast = engine.forward(input.clone());
         let want = reference(&net, &input);
-        assert_eq!(fast.len(), want.len(), "{width}x{height}x{channels}: output size");
+        let what = format!("{width}x{height}x{channels} at {}", level.0);
+        assert_eq!(fast.len(), want.len(), "{what}: output size");
         for (i, (a, b)) in fast.iter().zip(&want).enumerate() {
-            assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "{width}x{height}x{channels}: output {i}: {a} vs {b}");
+            assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "{what}: output {i}: {a} vs {b}");
         }
         fast
     }
@@ -535,10 +543,29 @@ mod tests {
     #[test]
     fn every_kind_of_layer_matches_the_definition_at_every_edge() {
         // Sides under one vector, odd and even, and rows of several vectors
-        // with a remainder, at stride 1 and 2.
+        // with a remainder, at stride 1 and 2, at every dispatch level.
         for (h, w) in [(1, 1), (3, 5), (8, 7), (17, 11), (30, 41), (64, 48)] {
             for channels in [1, 3] {
-                check(channels, h, w);
+                for level in grin_model::kernels::dispatch_levels() {
+                    check_at(channels, h, w, level, 7);
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any frame size (height 1, odd sides, widths around the vector
+        /// lanes), grey or colour, at every dispatch level the host has:
+        /// the 3x3 bands at stride 1 and 2, the pointwise bands and the fusion.
+        #[test]
+        fn the_engine_matches_the_definition_at_any_size_and_level(
+            h in 1usize..40,
+            w in proptest::prop_oneof![1usize..20, 28usize..40, 60usize..72],
+            colour in proptest::bool::ANY,
+            seed in 0u64..1000,
+        ) {
+            for level in grin_model::kernels::dispatch_levels() {
+                check_at(if colour { 3 } else { 1 }, h, w, level, seed);
             }
         }
     }

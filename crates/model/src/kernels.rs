@@ -5,3 +5,21 @@ pub mod depthwise;
 pub mod lines;
 pub(crate) mod plane3x3;
 pub mod simd;
+
+/// Every instruction-set level this host can dispatch the SIMD kernels to,
+/// scalar first: what the kernels' tests run each case at, against the
+/// one-multiply-at-a-time definition. On x86-64 that is scalar and AVX2 +
+/// FMA where the CPU has them; elsewhere scalar and the best level found
+/// (NEON on aarch64).
+pub fn dispatch_levels() -> Vec<(&'static str, pulp::Arch)> {
+    let mut levels = vec![("scalar", pulp::Arch::Scalar)];
+    #[cfg(target_arch = "x86_64")]
+    if let Some(v3) = pulp::x86::V3::try_new() {
+        levels.push(("avx2+fma", pulp::Arch::V3(v3)));
+    }
+    let best = pulp::Arch::new();
+    if levels.len() == 1 && !matches!(best, pulp::Arch::Scalar) {
+        levels.push(("best", best));
+    }
+    levels
+}

@@ -8,6 +8,10 @@ use pulp::{Arch, Simd, WithSimd};
 
 /// Runs `op` with the CPU's widest vectors.
 fn run<Op: WithSimd>(op: Op) -> Op::Output {
+    #[cfg(test)]
+    if let Some(arch) = tests::FORCED.get() {
+        return arch.dispatch(op);
+    }
     Arch::new().dispatch(op)
 }
 
@@ -250,33 +254,60 @@ pub(crate) fn norm_backward(g: &mut [f32], z: &[f32], stats: (f32, f32), affine:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// The dispatch level `run` uses on this thread, when a test sets one.
+        pub(super) static FORCED: Cell<Option<Arch>> = const { Cell::new(None) };
+    }
+
+    /// Every row pass at length `n` against its scalar definition, at `arch`.
+    fn check(n: usize, phase: f32, arch: Arch) {
+        FORCED.set(Some(arch));
+        let z: Vec<f32> = (0..n).map(|i| (i as f32 * 0.71 + phase).sin() * 2.0 + 0.3).collect();
+        let g0: Vec<f32> = (0..n).map(|i| (i as f32 * 1.3).cos()).collect();
+        // Sums over n values round differently in another order: bounds grow with n.
+        let tol = (n as f32 / 64.0).max(1.0);
+        assert!((sum(&z) - z.iter().sum::<f32>()).abs() < 1e-4 * tol, "sum, {n}");
+
+        let mut y = vec![0.0; n];
+        let (mean, var, inv_std) = normalise(&z, &mut y, 1.5, 0.2, 1e-5, true);
+        let m = z.iter().sum::<f32>() / n as f32;
+        let v = z.iter().map(|x| (x - m) * (x - m)).sum::<f32>() / n as f32;
+        assert!((mean - m).abs() < 1e-5 * tol && (var - v).abs() < 1e-4 * tol, "stats, {n}");
+        for (o, x) in y.iter().zip(&z) {
+            assert!((o - ((x - m) * 1.5 * inv_std + 0.2).max(0.0)).abs() < 1e-4, "normalise, {n}");
+        }
+
+        let mut g = g0.clone();
+        let (dgamma, dbeta) = norm_backward(&mut g, &z, (mean, inv_std), (1.5, 0.2), true);
+        let d: Vec<f32> = g0.iter().zip(&y).map(|(&g, &o)| if o > 0.0 { g } else { 0.0 }).collect();
+        let xhat: Vec<f32> = z.iter().map(|x| (x - mean) * inv_std).collect();
+        let want_beta: f32 = d.iter().sum();
+        let want_gamma: f32 = d.iter().zip(&xhat).map(|(a, b)| a * b).sum();
+        assert!((dbeta - want_beta).abs() < 1e-4 * tol && (dgamma - want_gamma).abs() < 1e-3 * tol, "sums, {n}");
+        for (i, &got) in g.iter().enumerate() {
+            let want = 1.5 * inv_std * (d[i] - want_beta / n as f32 - xhat[i] * want_gamma / n as f32);
+            assert!((got - want).abs() < 1e-3 * (1.0 + want.abs()), "input gradient {i} of {n}: {got} vs {want}");
+        }
+        FORCED.set(None);
+    }
 
     #[test]
     fn rows_match_their_scalar_definitions_at_lengths_around_a_vector() {
         for n in [1usize, 7, 8, 9, 31, 64, 77] {
-            let z: Vec<f32> = (0..n).map(|i| (i as f32 * 0.71).sin() * 2.0 + 0.3).collect();
-            let g0: Vec<f32> = (0..n).map(|i| (i as f32 * 1.3).cos()).collect();
-            assert!((sum(&z) - z.iter().sum::<f32>()).abs() < 1e-4, "sum, {n}");
-
-            let mut y = vec![0.0; n];
-            let (mean, var, inv_std) = normalise(&z, &mut y, 1.5, 0.2, 1e-5, true);
-            let m = z.iter().sum::<f32>() / n as f32;
-            let v = z.iter().map(|x| (x - m) * (x - m)).sum::<f32>() / n as f32;
-            assert!((mean - m).abs() < 1e-5 && (var - v).abs() < 1e-4, "stats, {n}");
-            for (o, x) in y.iter().zip(&z) {
-                assert!((o - ((x - m) * 1.5 * inv_std + 0.2).max(0.0)).abs() < 1e-4, "normalise, {n}");
+            for (_, arch) in crate::kernels::dispatch_levels() {
+                check(n, 0.0, arch);
             }
+        }
+    }
 
-            let mut g = g0.clone();
-            let (dgamma, dbeta) = norm_backward(&mut g, &z, (mean, inv_std), (1.5, 0.2), true);
-            let d: Vec<f32> = g0.iter().zip(&y).map(|(&g, &o)| if o > 0.0 { g } else { 0.0 }).collect();
-            let xhat: Vec<f32> = z.iter().map(|x| (x - mean) * inv_std).collect();
-            let want_beta: f32 = d.iter().sum();
-            let want_gamma: f32 = d.iter().zip(&xhat).map(|(a, b)| a * b).sum();
-            assert!((dbeta - want_beta).abs() < 1e-4 && (dgamma - want_gamma).abs() < 1e-3, "sums, {n}");
-            for (i, &got) in g.iter().enumerate() {
-                let want = 1.5 * inv_std * (d[i] - want_beta / n as f32 - xhat[i] * want_gamma / n as f32);
-                assert!((got - want).abs() < 1e-3 * (1.0 + want.abs()), "input gradient {i} of {n}: {got} vs {want}");
+    proptest::proptest! {
+        /// Any length, at every dispatch level the host has.
+        #[test]
+        fn rows_match_their_definitions_at_any_length_and_level(n in 1usize..300, phase in 0.0f32..6.0) {
+            for (_, arch) in crate::kernels::dispatch_levels() {
+                check(n, phase, arch);
             }
         }
     }

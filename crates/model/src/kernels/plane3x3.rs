@@ -39,6 +39,12 @@ impl Plane3x3 {
         Plane3x3 { in_h, in_w, stride, out_h: in_h.div_ceil(stride), out_w: in_w.div_ceil(stride), arch: Arch::new() }
     }
 
+    /// The same geometry dispatched to `arch` (tests run every level).
+    #[cfg(test)]
+    pub(crate) fn with_arch(self, arch: Arch) -> Plane3x3 {
+        Plane3x3 { arch, ..self }
+    }
+
     pub(crate) fn in_len(&self) -> usize {
         self.in_h * self.in_w
     }
@@ -361,6 +367,7 @@ impl WithSimd for InputGrad2<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::prop_oneof;
 
     fn values(n: usize, seed: u32) -> Vec<f32> {
         (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) % 1000) as f32 / 500.0 - 1.0).collect()
@@ -395,26 +402,51 @@ mod tests {
         assert!(err < 1e-3, "{what}: off by {err}");
     }
 
+    /// One case at one dispatch level: forward, tap and input gradients
+    /// (overwritten and added) against the definition.
+    fn check(h: usize, w: usize, s: usize, level: (&str, Arch), seed: u32) {
+        let p = Plane3x3::new(h, w, s).with_arch(level.1);
+        let (x, taps, g) = (values(h * w, seed), values(9, seed + 1), values(p.out_len(), seed + 2));
+        let (y, dx, dw) = reference(&x, &taps, &g, h, w, s);
+        let what = format!("{h}x{w} stride {s} at {}", level.0);
+        let mut ours = vec![7.0; p.out_len()];
+        p.forward(&[&x], &taps, &mut [&mut ours]);
+        close(&format!("{what}: forward"), &ours, &y);
+        let mut ours_dw = vec![1.0; 9];
+        p.weight_grad(&[&x], &[&g], &mut ours_dw);
+        close(&format!("{what}: taps"), &ours_dw, &dw.iter().map(|v| v + 1.0).collect::<Vec<_>>());
+        let mut ours_dx = vec![7.0; h * w];
+        p.input_grad(&g, &taps, &mut ours_dx, false);
+        close(&format!("{what}: input"), &ours_dx, &dx);
+        p.input_grad(&g, &taps, &mut ours_dx, true);
+        close(&format!("{what}: input, added"), &ours_dx, &dx.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
+    }
+
     #[test]
     fn kernels_match_the_definition_at_every_size_and_stride() {
         // Sides down to 1, odd and even, rows shorter and longer than a vector.
         for (h, w) in [(1, 1), (2, 3), (5, 4), (7, 19), (6, 17), (9, 33), (3, 8)] {
             for s in [1, 2] {
-                let p = Plane3x3::new(h, w, s);
-                let (x, taps, g) = (values(h * w, 1), values(9, 2), values(p.out_len(), 3));
-                let (y, dx, dw) = reference(&x, &taps, &g, h, w, s);
-                let what = format!("{h}x{w} stride {s}");
-                let mut ours = vec![7.0; p.out_len()];
-                p.forward(&[&x], &taps, &mut [&mut ours]);
-                close(&format!("{what}: forward"), &ours, &y);
-                let mut ours_dw = vec![1.0; 9];
-                p.weight_grad(&[&x], &[&g], &mut ours_dw);
-                close(&format!("{what}: taps"), &ours_dw, &dw.iter().map(|v| v + 1.0).collect::<Vec<_>>());
-                let mut ours_dx = vec![7.0; h * w];
-                p.input_grad(&g, &taps, &mut ours_dx, false);
-                close(&format!("{what}: input"), &ours_dx, &dx);
-                p.input_grad(&g, &taps, &mut ours_dx, true);
-                close(&format!("{what}: input, added"), &ours_dx, &dx.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
+                for level in crate::kernels::dispatch_levels() {
+                    check(h, w, s, level, 1);
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any shape, at every dispatch level the host has: widths around
+        /// the vector lanes (4 or 8 f32s, 16 for the stride-2 column split),
+        /// height 1 and odd sides.
+        #[test]
+        fn kernels_match_the_definition_at_any_shape_and_level(
+            h in 1usize..24,
+            w in prop_oneof![1usize..20, 28usize..40, 60usize..70],
+            s in 1usize..=2,
+            seed in 0u32..1000,
+        ) {
+            for level in crate::kernels::dispatch_levels() {
+                check(h, w, s, level, seed);
             }
         }
     }
