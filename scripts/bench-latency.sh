@@ -23,6 +23,11 @@
 # alternate the two on each timed photo (PHOTO_ITERATIONS runs each);
 # reported: the median over photos of each photo's median latency, and the
 # median and largest per-photo ratio.
+# Aged photos (accuracy only): the same own-size photos made to look like old
+# grey prints by scripts/peers/age_photos.py (faded, blurred, grainy,
+# vignetted; numpy and Pillow in the ignored venv .venv-latency), each
+# detector at its own defaults: a stand-in for the old group photos the
+# issue measured, which are not here.
 # The last line is `grin/yunet <R>x at 320x240, <R>x at 640x480, <R>x at photo`.
 #
 # Usage: scripts/bench-latency.sh [--model PATH]
@@ -67,6 +72,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2
 fi
+VENV=.venv-latency
+if ! "$VENV/bin/python" -c 'import numpy, PIL' 2>/dev/null; then
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install --quiet --upgrade pip
+    "$VENV/bin/pip" install --quiet numpy Pillow
+fi
 YUNET=$YUNET_BUILD/yunet-detect
 [ -x "$YUNET" ] || "$PEER/build.sh" "$YUNET_BUILD"
 
@@ -74,30 +85,35 @@ cargo build --locked --release -p grin-infer --bin grin-detect --example export_
 DETECT=${GRIN_DETECT:-$TARGET/release/grin-detect}
 EXPORT=$TARGET/release/examples/export_scenes
 
+# Every detection each detector exposes (grin down to 0.05, YuNet down to its
+# library's floor of 0.2) and its operating point, on the PNGs in DIR;
+# grin's extra flags (--size) follow DIR.
+detect_all() {
+    local dir=$1
+    shift
+    local images=("$dir"/*.png)
+    "$DETECT" "${MODEL_FLAGS[@]}" --json "$@" --threshold 0.05 "${images[@]}" >"$dir/grin-scored.jsonl"
+    "$DETECT" "${MODEL_FLAGS[@]}" --json "$@" "${images[@]}" >"$dir/grin-deployed.jsonl"
+    "$YUNET" --threshold 0.2 "${images[@]}" >"$dir/yunet-scored.jsonl"
+    "$YUNET" "${images[@]}" >"$dir/yunet-deployed.jsonl"
+}
+
 rm -rf "$WORK"
 mkdir -p "$WORK"
 for size in "${SIZES[@]}"; do
     w=${size%x*}
-    dir=$WORK/$size
     # Faces under 1/32 of the width (10 px at 320x240) are ignore regions, as in bench-detect.sh.
-    "$EXPORT" --out "$dir" --validation --channels 3 --count "$PHOTOS" --width "$w" --height "${size#*x}" \
+    "$EXPORT" --out "$WORK/$size" --validation --channels 3 --count "$PHOTOS" --width "$w" --height "${size#*x}" \
         --min-face $((w / 32)) --caltech "$CALTECH" --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR"
-    images=("$dir"/*.png)
-    "$DETECT" "${MODEL_FLAGS[@]}" --json --size "$size" --threshold 0.05 "${images[@]}" >"$dir/grin-scored.jsonl"
-    "$DETECT" "${MODEL_FLAGS[@]}" --json --size "$size" "${images[@]}" >"$dir/grin-deployed.jsonl"
-    "$YUNET" --threshold 0.2 "${images[@]}" >"$dir/yunet-scored.jsonl"
-    "$YUNET" "${images[@]}" >"$dir/yunet-deployed.jsonl"
+    detect_all "$WORK/$size" --size "$size"
 done
 
-# The photos at their own size, each detector at its own defaults.
-dir=$WORK/photo
-"$EXPORT" --out "$dir" --validation --channels 3 --count "$PHOTOS" --original --min-face 10 \
+# The photos at their own size, each detector at its own defaults, then their aged copies.
+"$EXPORT" --out "$WORK/photo" --validation --channels 3 --count "$PHOTOS" --original --min-face 10 \
     --caltech "$CALTECH" --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR"
-images=("$dir"/*.png)
-"$DETECT" "${MODEL_FLAGS[@]}" --json --threshold 0.05 "${images[@]}" >"$dir/grin-scored.jsonl"
-"$DETECT" "${MODEL_FLAGS[@]}" --json "${images[@]}" >"$dir/grin-deployed.jsonl"
-"$YUNET" --threshold 0.2 "${images[@]}" >"$dir/yunet-scored.jsonl"
-"$YUNET" "${images[@]}" >"$dir/yunet-deployed.jsonl"
+detect_all "$WORK/photo"
+"$VENV/bin/python" scripts/peers/age_photos.py "$WORK/photo" "$WORK/aged"
+detect_all "$WORK/aged"
 
 # Timed photos: the first TIMED of each source (group photos and portraits).
 timed() {
@@ -135,4 +151,5 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 CONDITIONS="${CONDITIONS%)}; at the end: $(cut -d' ' -f1-3 /proc/loadavg))"
 
-python3 scripts/peers/yunet_peer.py --work "$WORK" --sizes "$(IFS=,; echo "${SIZES[*]}"),photo" --conditions "$CONDITIONS"
+python3 scripts/peers/yunet_peer.py --work "$WORK" --sizes "$(IFS=,; echo "${SIZES[*]}"),photo" --accuracy-only aged \
+    --conditions "$CONDITIONS"

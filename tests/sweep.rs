@@ -441,6 +441,9 @@ fn two_workers_share_a_postgresql_study_without_running_a_trial_twice() {
     two_workers_share_one_study("postgres", Some(&pg.url()));
 }
 
+/// Long enough that the pruner's signal lands well before a hopeless trial's last step.
+const PRUNE_STEPS: usize = 1000;
+
 #[test]
 fn a_hopeless_trial_is_pruned_before_its_last_step() {
     if !optuna_ok() {
@@ -449,7 +452,11 @@ fn a_hopeless_trial_is_pruned_before_its_last_step() {
     // Optuna's grid sampler shuffles the grid by the seed: seed 5 runs
     // 0.01, 0.005, then 1e-9, so two trials have finished before the hopeless
     // one starts and the median pruner has a median to compare with.
-    let dir = setup(
+    // The sweep polls metrics.csv every quarter second and a step here takes
+    // about 4 ms, so the trial runs PRUNE_STEPS / 2 steps (seconds, not a poll
+    // or two) after the pruner's first chance at step PRUNE_STEPS / 2: with 80
+    // steps the trial could finish before the sweep had read its first row.
+    let dir = setup(&format!(
         r#"name = "prune"
 base = "base.toml"
 mode = "on-the-fly"
@@ -458,13 +465,13 @@ pruner_startup_trials = 2
 [params]
 "train.lr" = [0.01, 0.005, 1e-9]
 [set]
-"train.steps" = 80
-"train.log_every" = 20
-"train.eval_every" = 20
+"train.steps" = {PRUNE_STEPS}
+"train.log_every" = 50
+"train.eval_every" = 50
 "train.eval_samples" = 32
 "train.batch_size" = 8
-"#,
-    );
+"#
+    ));
     let out = sweep(dir.path(), &["configs/sweep.toml"]);
     assert_eq!(out.code, Some(0), "pruned is not failed: {}", out.text());
     let root = dir.path().join("runs/sweeps/prune");
@@ -478,13 +485,13 @@ pruner_startup_trials = 2
     let hopeless = &rows[2];
     assert_eq!(hopeless["status"], "pruned", "{}", out.text());
     let at = num(hopeless, "pruned_at");
-    assert!(at < 80.0 && at % 20.0 == 0.0, "pruned at a validation step before the last: {hopeless:?}");
+    assert!(at < PRUNE_STEPS as f64 && at % 50.0 == 0.0, "pruned at a validation step before the last: {hopeless:?}");
     assert!(num(hopeless, "val_face_ap") < num(&rows[0], "val_face_ap").max(num(&rows[1], "val_face_ap")));
     // Stopped by SIGTERM: grin stopped at its next step, wrote no model, and the sweep dropped the checkpoint.
     let run = root.join("trials/trial-0002");
     let csv = read(&run.join("metrics.csv"));
     let last_step: usize = csv.lines().last().unwrap().split(',').next().unwrap().parse().unwrap();
-    assert!(last_step < 80, "{csv}");
+    assert!(last_step < PRUNE_STEPS, "{csv}");
     assert!(!run.join("model.grin").exists() && !run.join("checkpoint.ckpt").exists());
     assert!(read(&root.join("logs/trial-0002.log")).contains("interrupted at step"));
     assert!(out.stdout.contains("trial-0002 pruned: at step"), "{}", out.text());

@@ -134,11 +134,12 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", required=True)
     p.add_argument("--sizes", default="320x240,640x480")
+    p.add_argument("--accuracy-only", default="", help="folders under --work scored but not timed (comma-separated)")
     p.add_argument("--conditions", default="", help="a line about the machine, printed with the latency table")
     args = p.parse_args()
     sizes = args.sizes.split(",")
     lat = latency(args.work, sizes)
-    acc = accuracy(args.work, sizes)
+    acc = accuracy(args.work, sizes + [f for f in args.accuracy_only.split(",") if f])
 
     print("Latency, one thread, same photos, grin-detect (pyramid included) and YuNet runs interleaved:")
     if args.conditions:
@@ -166,8 +167,9 @@ def main():
               f"the ratio is the median of the per-photo ratios, its range over photos in the last column; "
               f"slowest relative to YuNet: {r['worst_photo']})")
     print()
-    print("Accuracy on the same validation photos, letterboxed to each size (photo: each at its own size); "
-          "faces under 1/32 of the width (photo: 10 px) ignored:")
+    print("Accuracy on the same validation photos, letterboxed to each size (photo: each at its own size; "
+          "aged: those photos made to look like old grey prints); faces under 1/32 of the width "
+          "(photo, aged: 10 px) ignored:")
     header = ("photos", "detector", "AP@0.5", "AP@0.3", "AP@0.3 at the operating point", "recall@0.3",
               "recall small/medium/large", "detections/image", "found", "smile accuracy")
     print("| " + " | ".join(header) + " |")
