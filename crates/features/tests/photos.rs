@@ -62,6 +62,7 @@ fn caltech_bad_lines_name_file_and_line_or_drop_the_whole_image() {
         ("a.jpg 10 20 30 20 20 30 20 40\nb.jpg 1 2 3 4 5 6 7 x\n", "not a finite number"),
         ("a.jpg 10 20 30 20 20 30 20 40\nb.jpg 1 2 3 4 5 6 7 NaN\n", "not a finite number"),
         ("a.jpg 10 20 30 20 20 30 20 40\nb.jpg 5 5 5 5 5 5 5 9\n", "eyes"),
+        ("a.jpg 10 20 30 20 20 30 20 40\nb.jpg 1 2 3 4 5 6 7 2.8e9\n", "beyond any photo"),
     ] {
         let skips = SkipCounts::default();
         let file = AnnotationText { text, path: Path::new("gt.txt") };

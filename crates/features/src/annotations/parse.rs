@@ -85,7 +85,9 @@ pub fn parse_wider(file: AnnotationText, images: &Path, problems: BadLines) -> R
         };
         // N = 0 still has one (all-zero) box line.
         let box_lines = count.max(1);
-        let mut faces = Vec::with_capacity(count);
+        // The count comes from the file: reserve no more than the lines left can hold
+        // (found by fuzzing: a count near usize::MAX overflowed the allocation).
+        let mut faces = Vec::with_capacity(count.min(lines.len().saturating_sub(i)));
         let mut problem = None;
         for k in 0..box_lines {
             let Some(&(line, text)) = lines.get(i) else {
