@@ -436,14 +436,20 @@ fn an_mjpeg_frame_past_the_bound_is_counted_and_the_stream_goes_on() {
 /// every write would block. The stream must still end, with its summary on
 /// stderr and the status of an interrupted run.
 #[test]
+#[cfg(target_os = "linux")]
 fn sigterm_ends_a_stream_whose_stdout_nobody_reads() {
     use std::io::Read;
+    use std::os::fd::AsRawFd;
     use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("out.fifo");
     assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs").success());
     // Opened for reading and writing, a FIFO waits for no partner; this end is never read.
-    let _unread = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).unwrap();
+    let unread = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).unwrap();
+    // One page of pipe, so a slow (loaded) machine fills it in a few hundred lines.
+    // SAFETY: `unread` is an open FIFO descriptor for the whole call; F_SETPIPE_SZ takes an int.
+    let capacity = unsafe { libc::fcntl(unread.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+    assert!(capacity >= 4096, "F_SETPIPE_SZ: {}", std::io::Error::last_os_error());
     let stdout = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_grin-detect"))
         .args(["--stream", "--input-format", "gray8", "--input-size", "64x48", "--no-clock"])
@@ -458,9 +464,21 @@ fn sigterm_ends_a_stream_whose_stdout_nobody_reads() {
         let frame = vec![90u8; 64 * 48];
         while camera.write_all(&frame).is_ok() {}
     });
-    // A line a frame, ~50 bytes, thousands of frames a second: the FIFO's
-    // 64 KiB fill in well under this.
-    std::thread::sleep(Duration::from_secs(2));
+    // A line a frame, ~50 bytes, written as the frames come: once the FIFO is more
+    // than half full and stops filling, grin-detect's writer is blocked in a write.
+    let (filling, mut last, mut since) = (Instant::now(), -1, Instant::now());
+    loop {
+        let mut queued: libc::c_int = 0;
+        // SAFETY: `unread` is open; FIONREAD writes one int through the pointer, which lives across the call.
+        assert_eq!(unsafe { libc::ioctl(unread.as_raw_fd(), libc::FIONREAD, &mut queued) }, 0);
+        if queued != last {
+            (last, since) = (queued, Instant::now());
+        } else if 2 * queued > capacity && since.elapsed() > Duration::from_millis(300) {
+            break;
+        }
+        assert!(filling.elapsed() < Duration::from_secs(60), "the FIFO holds only {queued} bytes after 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(child.try_wait().unwrap().is_none(), "grin-detect ended before it was stopped");
     let sent = Instant::now();
     assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
