@@ -275,8 +275,12 @@ mod tests {
         let m = z.iter().sum::<f32>() / n as f32;
         let v = z.iter().map(|x| (x - m) * (x - m)).sum::<f32>() / n as f32;
         assert!((mean - m).abs() < 1e-5 * tol && (var - v).abs() < 1e-4 * tol, "stats, {n}");
+        // The kernel computes x * scale + shift (shift = beta - mean * scale): its
+        // rounding grows with |x * scale|, which a near-constant row (n = 1: inv_std
+        // = 1/sqrt(epsilon), about 316) makes large (proptest found n = 1 at 2.3e-4).
         for (o, x) in y.iter().zip(&z) {
-            assert!((o - ((x - m) * 1.5 * inv_std + 0.2).max(0.0)).abs() < 1e-4, "normalise, {n}");
+            let tol = 1e-4 * (1.0 + (x * 1.5 * inv_std).abs());
+            assert!((o - ((x - m) * 1.5 * inv_std + 0.2).max(0.0)).abs() < tol, "normalise, {n}");
         }
 
         let mut g = g0.clone();
