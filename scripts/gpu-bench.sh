@@ -41,9 +41,10 @@ if [ "${1:-}" = "--stage" ]; then
     REPO=$(pwd)
     CROPS=${CROPS:-1000}
     DATA=../shared/data/smilesmiled
-    echo "gpu-bench: building the CUDA release binary" >&2
-    # The same command as CI's build, so that in CI this is no rebuild.
-    CUDARC_CUDA_VERSION=13000 cargo build --locked --release --workspace --features grin/cuda >&2
+    echo "gpu-bench: building the CUDA + wgpu release binary" >&2
+    # The same command as CI's build, so that in CI this is no rebuild
+    # (.cargo/config.toml names the CUDA API version cudarc builds for).
+    cargo build --locked --release --workspace --features grin/cuda,grin/wgpu >&2
     mkdir -p "$DIR"
     DIR=$(cd "$DIR" && pwd)
     case "$DIR/" in

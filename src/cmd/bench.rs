@@ -1,7 +1,7 @@
 //! `grin balance` (the balance equation's figures, measured) and `grin bench
 //! modes` (the same model and data trained once per feeding mode).
 
-use super::{BackendArg, ConfigArgs, ModeArg};
+use super::{ConfigArgs, ModeArg};
 use crate::config::LoadedConfig;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -16,13 +16,13 @@ pub struct BalanceArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     #[arg(long, value_enum)]
-    pub backend: Option<BackendArg>,
+    pub backend: Option<BackendChoice>,
 }
 
 /// `grin balance`: the check every training run could do first, alone.
 pub fn balance(args: BalanceArgs) -> Result<()> {
     let loaded = args.config.load()?;
-    let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
+    let (choice, why) = backend::resolve(args.backend)?;
     eprintln!("{why}");
     on_backend!(choice, B, device => balance_on::<B>(&loaded, choice, &device))
 }
@@ -46,7 +46,7 @@ pub struct BenchStepArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     #[arg(long, value_enum)]
-    pub backend: Option<BackendArg>,
+    pub backend: Option<BackendChoice>,
     /// The precomputed dataset to cut batches from (built there from the config if missing).
     #[arg(long, default_value = "runs/bench-step/data")]
     pub store: PathBuf,
@@ -72,7 +72,7 @@ pub struct BenchModesArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     #[arg(long, value_enum)]
-    pub backend: Option<BackendArg>,
+    pub backend: Option<BackendChoice>,
     /// Training steps per mode.
     #[arg(long, default_value_t = 60)]
     pub steps: usize,
@@ -92,12 +92,12 @@ pub struct BenchModesArgs {
 pub fn bench(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Modes(args) => {
-            let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
+            let (choice, why) = backend::resolve(args.backend)?;
             eprintln!("{why}");
             on_backend!(choice, B, device => bench_modes::<B>(&args, choice, &device))
         }
         BenchCommand::Step(args) => {
-            let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
+            let (choice, why) = backend::resolve(args.backend)?;
             eprintln!("{why}");
             on_backend!(choice, B, device => bench_step::<B>(&args, &device))
         }

@@ -5,7 +5,6 @@
 use crate::config::{self, LoadedConfig};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use grin_train::backend::BackendChoice;
 use grin_train::Mode;
 use std::path::PathBuf;
 
@@ -21,12 +20,18 @@ macro_rules! on_backend {
             }
             #[cfg(feature = "cuda")]
             BackendChoice::Cuda => {
-                type $B = backend::Gpu;
-                let $device = burn_cuda::CudaDevice::new(0);
+                type $B = backend::Cuda;
+                let $device = backend::cuda_devices(&[0]).remove(0);
                 $body
             }
-            #[cfg(not(feature = "cuda"))]
-            BackendChoice::Cuda => unreachable!("backend::resolve refuses cuda in a build without it"),
+            #[cfg(feature = "wgpu")]
+            BackendChoice::Wgpu => {
+                type $B = backend::Wgpu;
+                let $device = backend::wgpu_devices(&[0])?.remove(0);
+                $body
+            }
+            #[allow(unreachable_patterns)]
+            other => unreachable!("backend::resolve refuses {} in a build without it", other.name()),
         }
     };
 }
@@ -46,21 +51,6 @@ impl From<ModeArg> for Mode {
             ModeArg::Precomputed => Mode::Precomputed,
             ModeArg::InVram => Mode::InVram,
             ModeArg::Auto => Mode::Auto,
-        }
-    }
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum BackendArg {
-    Cpu,
-    Cuda,
-}
-
-impl From<BackendArg> for BackendChoice {
-    fn from(b: BackendArg) -> BackendChoice {
-        match b {
-            BackendArg::Cpu => BackendChoice::Cpu,
-            BackendArg::Cuda => BackendChoice::Cuda,
         }
     }
 }

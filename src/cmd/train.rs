@@ -1,6 +1,6 @@
 //! `grin train`: plan the run (grin_train::plan), train it, print the summary.
 
-use super::{BackendArg, ConfigArgs, ModeArg};
+use super::{ConfigArgs, ModeArg};
 use crate::config::{self, LoadedConfig};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -20,10 +20,11 @@ pub struct TrainArgs {
     /// How to feed the device (overrides `train.mode`).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
-    /// Default: cuda when built with it and a GPU is present, else cpu.
+    /// Default: cuda when built with it and a GPU is present, then a wgpu GPU adapter, else cpu.
     #[arg(long, value_enum)]
-    pub backend: Option<BackendArg>,
-    /// GPUs to train on, data-parallel (e.g. `0,1`).
+    pub backend: Option<BackendChoice>,
+    /// Devices to train on, data-parallel (e.g. `0,1`): CUDA GPUs, or wgpu adapters in the order
+    /// `--backend wgpu` lists them (one adapter named twice is two devices on it).
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub devices: Vec<usize>,
     /// Run name (overrides `name`): output goes to `<runs-dir>/<name>/`.
@@ -58,25 +59,21 @@ pub fn train(args: TrainArgs) -> Result<()> {
         sets.push(format!("name={name:?}"));
     }
     let loaded = config::load(&args.config.config, &sets)?;
-    let (choice, why) = backend::resolve(args.backend.map(Into::into))?;
+    let (choice, why) = backend::resolve(args.backend)?;
     eprintln!("{why}");
     let summary = match choice {
         BackendChoice::Cpu => train_on::<backend::Cpu>(&args, &loaded, choice, vec![Default::default()])?,
-        BackendChoice::Cuda => train_cuda(&args, &loaded, choice)?,
+        #[cfg(feature = "cuda")]
+        BackendChoice::Cuda => train_on::<backend::Cuda>(&args, &loaded, choice, backend::cuda_devices(&args.devices))?,
+        #[cfg(feature = "wgpu")]
+        BackendChoice::Wgpu => {
+            train_on::<backend::Wgpu>(&args, &loaded, choice, backend::wgpu_devices(&args.devices)?)?
+        }
+        #[allow(unreachable_patterns)]
+        other => unreachable!("backend::resolve refuses {} in a build without it", other.name()),
     };
     print_summary(&summary);
     Ok(())
-}
-
-#[cfg(feature = "cuda")]
-fn train_cuda(args: &TrainArgs, loaded: &LoadedConfig, choice: BackendChoice) -> Result<Summary> {
-    let devices = args.devices.iter().map(|&i| burn_cuda::CudaDevice::new(i)).collect();
-    train_on::<backend::Gpu>(args, loaded, choice, devices)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn train_cuda(_: &TrainArgs, _: &LoadedConfig, _: BackendChoice) -> Result<Summary> {
-    unreachable!("backend::resolve refuses cuda in a build without it")
 }
 
 fn train_on<B: TrainBackend>(
@@ -153,8 +150,9 @@ fn print_summary(s: &Summary) {
         s.backend,
         trainer::mode_name(s.mode),
         s.steps_per_s,
-        // On the CPU backend the "device" shares cores with the feature workers.
-        if s.backend == "cuda" { "GPU" } else { "device" },
+        // On the CPU backend the "device" shares cores with the feature workers, and wgpu's
+        // device may be a CPU driver.
+        if s.backend == BackendChoice::Cuda.name() { "GPU" } else { "device" },
         s.gpu_busy_pct,
         s.final_loss
     );

@@ -55,6 +55,12 @@ pub trait DetectorBackend: Backend {
     /// (`crate::cpu::CpuStep`) instead of Burn's autodiff graph.
     const CPU_STEP: bool = false;
 
+    /// Whether `Tensor::to_device` works between two of this backend's
+    /// devices. wgpu's does not (`not implemented` in cubecl-runtime 0.10's
+    /// server-to-server copy): there, data-parallel training copies through
+    /// the host.
+    const COPIES_BETWEEN_DEVICES: bool = true;
+
     fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
         burn_ops::depthwise3x3::<Self>(x, weight, geometry)
     }
@@ -120,8 +126,19 @@ impl DetectorBackend for NdArray<f32> {
     }
 }
 
+/// The exact reference of parity tests: Burn's own ops in f64, whose
+/// rounding is 2^29 times finer than the f32 paths compared against it.
+impl DetectorBackend for NdArray<f64> {}
+
 /// Autodiff differentiates the defaults, Burn's own ops.
-impl<B: DetectorBackend, C: CheckpointStrategy> DetectorBackend for Autodiff<B, C> {}
+impl<B: DetectorBackend, C: CheckpointStrategy> DetectorBackend for Autodiff<B, C> {
+    const COPIES_BETWEEN_DEVICES: bool = B::COPIES_BETWEEN_DEVICES;
+}
 
 #[cfg(feature = "cuda")]
 impl DetectorBackend for burn_cuda::Cuda<f32, i32> {}
+
+#[cfg(feature = "wgpu")]
+impl DetectorBackend for burn_wgpu::Wgpu<f32, i32> {
+    const COPIES_BETWEEN_DEVICES: bool = false;
+}

@@ -51,13 +51,16 @@ const WARMUP: usize = 2;
 const REPEATS: usize = 5;
 
 /// Times `f` with a device sync inside each timed region, warm-up excluded.
-fn timed<B: Backend>(device: &B::Device, mut f: impl FnMut()) -> f64 {
+/// What `f` returns lives until after the sync: a lazy backend (Burn's
+/// fusion) need not compute a tensor dropped unread.
+fn timed<B: Backend, R>(device: &B::Device, mut f: impl FnMut() -> R) -> f64 {
     let mut times = Vec::with_capacity(REPEATS);
     for i in 0..WARMUP + REPEATS {
         let _ = B::sync(device);
         let t = Instant::now();
-        f();
+        let out = f();
         let _ = B::sync(device);
+        drop(out);
         if i >= WARMUP {
             times.push(t.elapsed().as_secs_f64());
         }
@@ -102,7 +105,7 @@ pub fn check<B: TrainBackend>(
             }
         }
     };
-    let fits_in_device = store.as_ref().is_none_or(|s| fits_in_device(s, backend, device_index).0);
+    let fits_in_device = store.as_ref().is_none_or(|s| fits_in_device(s, backend, device_index).fits);
     let figures =
         measure::<B>(&c.features, &c.detector_spec(), &c.train, store.as_ref(), &c.train.device_augment, device)?;
     Ok(Check { figures, fits_in_device, store })
@@ -126,18 +129,16 @@ pub fn measure<B: TrainBackend>(
     let mut stepper = Stepper::<B>::new(spec, train.loss.weights(), std::slice::from_ref(device));
     let on_device = upload::<B>(&host, device);
 
-    let tu_s = timed::<B>(device, || {
-        let _ = upload::<B>(&host, device);
-    });
+    let tu_s = timed::<B, _>(device, || upload::<B>(&host, device));
     // T_i and T_s on the trainer's own step (`step.rs`): the same ops,
     // optimizer, weight decay and clipping as every training step.
     let mut failed = None;
-    let ti_s = timed::<B>(device, || {
+    let ti_s = timed::<B, _>(device, || {
         if let Err(e) = stepper.forward(&model, &on_device) {
             failed.get_or_insert(e);
         }
     });
-    let ts_s = timed::<B>(device, || match stepper.step(model.clone(), &mut optim, 1e-4, on_device.clone(), None) {
+    let ts_s = timed::<B, _>(device, || match stepper.step(model.clone(), &mut optim, 1e-4, on_device.clone(), None) {
         Ok((next, _)) => model = next,
         Err(e) => {
             failed.get_or_insert(e);
@@ -149,14 +150,12 @@ pub fn measure<B: TrainBackend>(
     let resident = DeviceDataset::<B>::upload(&host, device);
     let indices =
         Tensor::<B, 1, Int>::from_data(TensorData::new((0..batch as i32).collect::<Vec<_>>(), [batch]), device);
-    let tc_s = timed::<B>(device, || {
-        let _ = resident.batch(indices.clone(), augment, (augment.translate as i64, 0));
-    });
+    let tc_s = timed::<B, _>(device, || resident.batch(indices.clone(), augment, (augment.translate as i64, 0)));
     let mut b = HostBatch::default();
     let (tr_s, tr_from) = match store {
         Some(store) if !store.is_empty() => {
             let n = store.len();
-            let t = timed::<B>(device, || {
+            let t = timed::<B, _>(device, || {
                 b.clear();
                 for i in 0..batch as u64 {
                     // A stride that visits records out of order, like a shuffle.
@@ -177,7 +176,7 @@ pub fn measure<B: TrainBackend>(
                 layout.encode(&host, r % host.len, &mut one);
                 records[r * stride..r * stride + one.len()].copy_from_slice(&one);
             }
-            let t = timed::<B>(device, || {
+            let t = timed::<B, _>(device, || {
                 b.clear();
                 for i in 0..batch {
                     let r = (i * 7919) % n;

@@ -2,7 +2,7 @@
 //! device (u8 pixels, converted there).
 
 use burn::tensor::backend::Backend;
-use burn::tensor::{DType, FloatDType, Int, Tensor, TensorData};
+use burn::tensor::{DType, ElementConversion, Int, IntDType, Tensor, TensorData};
 use grin_features::{HostBatch, MAX_BOXES};
 
 /// What one training step consumes.
@@ -16,26 +16,93 @@ pub struct DeviceBatch<B: Backend> {
     pub labels: Tensor<B, 2, Int>,
 }
 
-/// u8 pixels `[N, H, W, C]` (as stored) to float `[N, C, H, W]` in 0..1.
-pub(crate) fn pixels_to_images<B: Backend>(pixels: Tensor<B, 4, Int>) -> Tensor<B, 4> {
-    pixels.cast(FloatDType::F32).permute([0, 3, 1, 2]) / 255.0
+/// Samples' u8 pixels on the device, one row per sample. Stored as u8
+/// where the backend has it; where it has not (WGSL has no u8, and Burn
+/// would widen each pixel to four bytes), packed four to an i32 and
+/// unpacked on the device, so a resident dataset keeps the bytes of u8.
+#[derive(Debug, Clone)]
+pub(crate) struct DevicePixels<B: Backend> {
+    /// `[N, row]`: `row` is `H * W * C` as u8, or that over 4 (rounded up) packed.
+    rows: Tensor<B, 2, Int>,
+    packed: bool,
+    height: usize,
+    width: usize,
+    channels: usize,
+}
+
+impl<B: Backend> DevicePixels<B> {
+    /// Pixels `[n, height, width, channels]` in that order, as stored.
+    pub(crate) fn upload(pixels: &[u8], n: usize, [height, width, channels]: [usize; 3], device: &B::Device) -> Self {
+        let per_sample = height * width * channels;
+        let packed = !B::supports_dtype(device, DType::U8);
+        let rows = if packed {
+            let words = per_sample.div_ceil(4);
+            let mut packed_rows = Vec::with_capacity(n * words);
+            for sample in pixels.chunks_exact(per_sample).take(n) {
+                packed_rows.extend(sample.chunks(4).map(|p| {
+                    let mut word = [0u8; 4];
+                    word[..p.len()].copy_from_slice(p);
+                    i32::from_le_bytes(word)
+                }));
+            }
+            Tensor::from_data(TensorData::new(packed_rows, [n, words]), (device, DType::I32))
+        } else {
+            Tensor::from_data(TensorData::new(pixels[..n * per_sample].to_vec(), [n, per_sample]), (device, DType::U8))
+        };
+        DevicePixels { rows, packed, height, width, channels }
+    }
+
+    /// The samples at `indices` (`[B]`, on the device).
+    pub(crate) fn select(&self, indices: Tensor<B, 1, Int>) -> Self {
+        DevicePixels { rows: self.rows.clone().select(0, indices), ..self.clone() }
+    }
+
+    /// Float `[N, C, H, W]` in 0..1.
+    pub(crate) fn images(self) -> Tensor<B, 4> {
+        let n = self.rows.dims()[0];
+        let (h, w, c) = (self.height, self.width, self.channels);
+        let bytes = if self.packed {
+            // Byte k of each little-endian word; the mask also clears the
+            // sign bits an arithmetic shift brings in.
+            let words = self.rows.dims()[1];
+            let byte =
+                |k: i32| self.rows.clone().bitwise_right_shift_scalar((8 * k).elem()).bitwise_and_scalar(0xFF.elem());
+            let unpacked: Tensor<B, 3, Int> = Tensor::stack((0..4).map(byte).collect(), 2);
+            unpacked.reshape([n, words * 4]).narrow(1, 0, h * w * c)
+        } else {
+            self.rows
+        };
+        bytes.reshape([n, h, w, c]).float().permute([0, 3, 1, 2]) / 255.0
+    }
+
+    /// Bytes on the device.
+    pub(crate) fn device_bytes(n: usize, [height, width, channels]: [usize; 3]) -> u64 {
+        (n * (height * width * channels).div_ceil(4) * 4) as u64
+    }
 }
 
 pub fn upload<B: Backend>(batch: &HostBatch, device: &B::Device) -> DeviceBatch<B> {
     let (pixels, boxes, labels) = upload_raw(batch, device);
-    DeviceBatch { images: pixels_to_images(pixels), boxes, labels }
+    DeviceBatch { images: pixels.images(), boxes, labels }
 }
 
-/// One upload per array; pixels travel as u8 (4x fewer bytes than f32).
+/// One upload per array; pixels keep the bytes of u8 ([`DevicePixels`]).
 pub(crate) fn upload_raw<B: Backend>(
     batch: &HostBatch,
     device: &B::Device,
-) -> (Tensor<B, 4, Int>, Tensor<B, 3>, Tensor<B, 2, Int>) {
+) -> (DevicePixels<B>, Tensor<B, 3>, Tensor<B, 2, Int>) {
     let (n, h, w, c) = (batch.len, batch.height as usize, batch.width as usize, batch.channels as usize);
-    (
-        Tensor::from_data(TensorData::new(batch.pixels.clone(), [n, h, w, c]), (device, DType::U8)),
-        Tensor::from_data(TensorData::new(batch.boxes.clone(), [n, MAX_BOXES, 4]), device),
+    // Labels are a few bytes a sample: i8 where the backend has it, else widened on the host.
+    let labels = if B::supports_dtype(device, DType::I8) {
         Tensor::<B, 2, Int>::from_data(TensorData::new(batch.labels.clone(), [n, MAX_BOXES]), (device, DType::I8))
-            .cast(burn::tensor::IntDType::I32),
+            .cast(IntDType::I32)
+    } else {
+        let wide: Vec<i32> = batch.labels.iter().map(|&l| l as i32).collect();
+        Tensor::from_data(TensorData::new(wide, [n, MAX_BOXES]), (device, DType::I32))
+    };
+    (
+        DevicePixels::upload(&batch.pixels, n, [h, w, c], device),
+        Tensor::from_data(TensorData::new(batch.boxes.clone(), [n, MAX_BOXES, 4]), device),
+        labels,
     )
 }

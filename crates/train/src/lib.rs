@@ -15,6 +15,7 @@ mod device_batch;
 pub mod eval;
 pub mod feed;
 mod metrics;
+pub mod parallel;
 pub mod photo_eval;
 mod plan;
 pub mod precompute;
@@ -25,7 +26,7 @@ pub mod trainer;
 mod validation;
 
 pub use config::{parse_config, GrinConfig, LossConfig, Mode, TrainConfig};
-pub use device_batch::DeviceBatch;
+pub use device_batch::{upload, DeviceBatch};
 pub use feed::in_vram::DeviceAugment;
 pub use feed::{build_feed, Feed, FeedPlan};
 pub use plan::{plan, PlanRequest, RunPlan};

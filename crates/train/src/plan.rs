@@ -103,16 +103,19 @@ fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resu
             None => open_store(&dir, &c.features, request.allow_stale)?,
         };
         if mode == Mode::InVram {
-            let (fits, need, free) = fits_in_device(&opened, request.backend, request.device_index);
-            if !fits {
+            let fit = fits_in_device(&opened, request.backend, request.device_index);
+            if let Some(note) = &fit.note {
+                eprintln!("in-vram: {note}");
+            }
+            if !fit.fits {
                 eprintln!(
                     "in-vram: the dataset needs {:.1} MB, device has {} free: falling back to precomputed",
-                    need as f64 / 1e6,
-                    free.map(|f| format!("{:.1} MB", f as f64 / 1e6)).unwrap_or_else(|| "unknown".into())
+                    fit.need as f64 / 1e6,
+                    fit.free.map(|f| format!("{:.1} MB", f as f64 / 1e6)).unwrap_or_else(|| "unknown".into())
                 );
                 mode = Mode::Precomputed;
             } else {
-                eprintln!("in-vram: uploading {} samples ({:.1} MB) once", opened.len(), need as f64 / 1e6);
+                eprintln!("in-vram: uploading {} samples ({:.1} MB) once", opened.len(), fit.need as f64 / 1e6);
             }
         }
         store = Some(opened);

@@ -10,12 +10,11 @@
 
 use crate::config::TrainConfig;
 use crate::device_batch::DeviceBatch;
+use crate::parallel;
 use anyhow::{Context, Result};
 use burn::grad_clipping::GradientClippingConfig;
-use burn::module::Module;
 use burn::optim::adaptor::OptimizerAdaptor;
-use burn::optim::{AdamW, AdamWConfig, GradientsParams, MultiGradientsParams, Optimizer};
-use burn::tensor::backend::DeviceOps;
+use burn::optim::{AdamW, AdamWConfig, GradientsParams, Optimizer};
 use burn::tensor::{Tensor, TensorData};
 use grin_model::cpu::{Batch, CpuStep, Labels, Phase};
 use grin_model::{assign, loss, Detector, DetectorBackend, DetectorSpec, LossParts, LossWeights, Points};
@@ -57,6 +56,10 @@ pub struct Stepper<B: TrainBackend> {
     tables: Vec<PointTensors<B>>,
     /// The CPU path's buffers, kept across steps.
     cpu: CpuStep,
+    /// Data-parallel: the model on each device after the first, made on
+    /// first use and given the master's weights every step.
+    replicas: Vec<Option<Detector<B>>>,
+    spec: DetectorSpec,
 }
 
 thread_local! {
@@ -88,7 +91,16 @@ impl<B: TrainBackend> Stepper<B> {
         } else {
             devices.iter().map(|d| PointTensors::new(&points, d)).collect()
         };
-        Stepper { points, weights, devices: devices.to_vec(), tables, cpu: CpuStep::new() }
+        let replicas = (1..devices.len()).map(|_| None).collect();
+        Stepper {
+            points,
+            weights,
+            devices: devices.to_vec(),
+            tables,
+            cpu: CpuStep::new(),
+            replicas,
+            spec: spec.clone(),
+        }
     }
 
     /// One training step on `batch`: the updated model and the loss parts
@@ -111,12 +123,15 @@ impl<B: TrainBackend> Stepper<B> {
             return Ok((model, parts));
         }
         // Data-parallel: each device runs forward and backward on its share
-        // of the batch on a replica; the optimizer sums the gradients, each
-        // weighted by its share, where each parameter lives.
+        // of the batch, the first on the master, the others on replicas
+        // given the master's weights; the gradients are summed on the
+        // first device, each weighted by its share (`parallel.rs`).
         let n = batch.images.dims()[0];
         let share = n.div_ceil(self.devices.len());
-        let mut grads = MultiGradientsParams { grads: Vec::with_capacity(self.devices.len()) };
-        let mut first = None;
+        let weights = parallel::weights(&model)?;
+        let mut grads = Vec::with_capacity(self.devices.len());
+        let mut shares = Vec::with_capacity(self.devices.len());
+        let mut losses: Vec<LossParts<B>> = Vec::with_capacity(self.devices.len());
         for i in 0..self.devices.len() {
             let (start, len) = (i * share, share.min(n.saturating_sub(i * share)));
             if len == 0 {
@@ -124,19 +139,45 @@ impl<B: TrainBackend> Stepper<B> {
             }
             let device = self.devices[i].clone();
             let part = DeviceBatch {
-                images: batch.images.clone().narrow(0, start, len).to_device(&device),
-                boxes: batch.boxes.clone().narrow(0, start, len).to_device(&device),
-                labels: batch.labels.clone().narrow(0, start, len).to_device(&device),
+                images: parallel::move_to(batch.images.clone().narrow(0, start, len), &device),
+                boxes: parallel::move_to(batch.boxes.clone().narrow(0, start, len), &device),
+                labels: parallel::move_to(batch.labels.clone().narrow(0, start, len), &device),
             };
-            let replica = model.clone().fork(&device);
-            let (parts, g) = self.gradients_scaled(&replica, part, i, len as f32 / n as f32, timing.as_deref_mut())?;
-            grads.grads.push((g, device.id()));
-            first.get_or_insert(parts);
+            let weight = len as f32 / n as f32;
+            let (parts, g) = if i == 0 {
+                self.gradients_scaled(&model, part, i, weight, timing.as_deref_mut())?
+            } else {
+                let replica = match self.replicas[i - 1].take() {
+                    Some(replica) => replica,
+                    None => self.spec.init::<B>(&device),
+                };
+                let replica = parallel::refresh(replica, &weights, &device)?;
+                let out = self.gradients_scaled(&replica, part, i, weight, timing.as_deref_mut())?;
+                self.replicas[i - 1] = Some(replica);
+                out
+            };
+            grads.push(g);
+            shares.push(weight);
+            losses.push(parts);
         }
+        let first = self.devices[0].clone();
+        let replicas: Vec<&Detector<B>> = self.replicas.iter().flatten().take(shares.len() - 1).collect();
+        let model = parallel::average_running_stats(model, &replicas, &shares);
+        let grads = parallel::sum_gradients(&model, grads, &first);
         let started = Instant::now();
-        let model = optim.step_multi(lr, model, grads);
+        let model = optim.step(lr, model, grads);
         self.mark(0, started, timing, |t| &mut t.optimizer);
-        Ok((model, first.context("empty batch")?))
+        // The batch's loss: the shards' losses weighted by their shares.
+        let weighted = |f: fn(&LossParts<B>) -> &Tensor<B, 1>| {
+            losses.iter().zip(&shares).map(|(l, &w)| parallel::move_to(f(l).clone(), &first) * w).reduce(|a, b| a + b)
+        };
+        let parts = LossParts {
+            total: weighted(|l| &l.total).context("empty batch")?,
+            face: weighted(|l| &l.face).context("empty batch")?,
+            boxes: weighted(|l| &l.boxes).context("empty batch")?,
+            smile: weighted(|l| &l.smile).context("empty batch")?,
+        };
+        Ok((model, parts))
     }
 
     /// The training forward pass alone, on the ops the step runs: `T_i`.
@@ -146,9 +187,23 @@ impl<B: TrainBackend> Stepper<B> {
             let cpu = &mut self.cpu;
             with_host_batch(batch, |host| cpu.forward_only(model, host))?;
         } else {
-            let _ = model.forward(batch.images.clone());
+            // Held until the device has computed it: a lazy backend (Burn's
+            // fusion) need not compute an output dropped unread.
+            let output = model.forward(batch.images.clone());
+            let _ = B::sync(&self.devices[0]);
+            drop(output);
         }
         Ok(())
+    }
+
+    /// Loss and gradients of `model` on `batch` on the first device, without
+    /// the optimizer: what a parity test compares between backends.
+    pub fn loss_and_gradients(
+        &mut self,
+        model: &Detector<B>,
+        batch: DeviceBatch<B>,
+    ) -> Result<(LossParts<B>, GradientsParams)> {
+        self.gradients(model, batch, 0, None)
     }
 
     fn gradients(

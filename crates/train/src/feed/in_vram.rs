@@ -2,7 +2,7 @@
 //! batch is cut and augmented on the device (`[train.device_augment]`).
 
 use crate::backend::BackendChoice;
-use crate::device_batch::{pixels_to_images, upload_raw, DeviceBatch};
+use crate::device_batch::{upload_raw, DeviceBatch, DevicePixels};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
 use grin_features::{HostBatch, MAX_BOXES};
@@ -37,7 +37,7 @@ impl Default for DeviceAugment {
 
 /// A whole precomputed set resident in device memory, as u8.
 pub(crate) struct DeviceDataset<B: Backend> {
-    pixels: Tensor<B, 4, Int>,
+    pixels: DevicePixels<B>,
     boxes: Tensor<B, 3>,
     labels: Tensor<B, 2, Int>,
     pub len: usize,
@@ -46,9 +46,12 @@ pub(crate) struct DeviceDataset<B: Backend> {
 }
 
 impl<B: Backend> DeviceDataset<B> {
-    /// Bytes the dataset takes on the device (pixels as u8, boxes f32, labels i32).
-    pub fn device_bytes(len: usize, width: usize, height: usize, channels: usize) -> u64 {
-        (len * (width * height * channels + MAX_BOXES * 4 * 4 + MAX_BOXES * 4)) as u64
+    /// Bytes the dataset takes on the device (pixels as u8, boxes f32,
+    /// labels i32), and the largest of its tensors.
+    pub fn device_bytes(len: usize, width: usize, height: usize, channels: usize) -> (u64, u64) {
+        let pixels = DevicePixels::<B>::device_bytes(len, [height, width, channels]);
+        let boxes = (len * MAX_BOXES * 4 * 4) as u64;
+        (pixels + boxes + (len * MAX_BOXES * 4) as u64, pixels.max(boxes))
     }
 
     pub fn upload(all: &HostBatch, device: &B::Device) -> Self {
@@ -69,7 +72,7 @@ impl<B: Backend> DeviceDataset<B> {
     pub fn batch(&self, indices: Tensor<B, 1, Int>, aug: &DeviceAugment, shift: (i64, i64)) -> DeviceBatch<B> {
         let n = indices.dims()[0];
         let device = indices.device();
-        let mut images = pixels_to_images(self.pixels.clone().select(0, indices.clone()));
+        let mut images = self.pixels.select(indices.clone()).images();
         let mut boxes = self.boxes.clone().select(0, indices.clone());
         let labels = self.labels.clone().select(0, indices);
         let w = self.width as f32;
@@ -188,40 +191,84 @@ impl<B: Backend> InVram<B> {
     }
 }
 
-/// Free memory where the in-VRAM dataset would live: the GPU's (from
-/// nvidia-smi) or, for the CPU backend, the host's available memory.
-pub(crate) fn free_device_bytes(backend: BackendChoice, device_index: usize) -> Option<u64> {
-    match backend {
-        BackendChoice::Cuda => {
-            let out = std::process::Command::new("nvidia-smi")
-                .args(["--query-gpu=memory.free", "--format=csv,noheader,nounits", "-i", &device_index.to_string()])
-                .output()
-                .ok()?;
-            let mib: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
-            Some(mib * 1024 * 1024)
-        }
-        BackendChoice::Cpu => {
-            let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-            let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kib * 1024)
-        }
-    }
+/// Whether a store fits in device memory, and what that was judged on.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Fit {
+    pub fits: bool,
+    /// Bytes the dataset needs on the device.
+    pub need: u64,
+    /// Free device memory, where the backend reports it.
+    pub free: Option<u64>,
+    /// What was assumed or checked beyond free memory (wgpu's limits).
+    pub note: Option<String>,
+}
+
+/// Host memory available now: the device memory of the CPU backend and of
+/// a CPU driver behind wgpu.
+fn host_available_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Whether a store fits in device memory, leaving half the free memory for
-/// the model's activations and the allocator's slack: (fits, needed bytes,
-/// free bytes when known).
-pub(crate) fn fits_in_device(store: &Store, backend: BackendChoice, device_index: usize) -> (bool, u64, Option<u64>) {
+/// the model's activations and the allocator's slack. wgpu reports no free
+/// memory: a GPU adapter is assumed to have room (and the note says so),
+/// a CPU driver has the host's; on wgpu every tensor must also fit the
+/// adapter's largest buffer and binding.
+pub(crate) fn fits_in_device(store: &Store, backend: BackendChoice, device_index: usize) -> Fit {
     let l = store.layout();
-    let need = DeviceDataset::<burn_ndarray::NdArray>::device_bytes(
+    let (need, largest) = DeviceDataset::<burn_ndarray::NdArray>::device_bytes(
         store.len() as usize,
         l.width as usize,
         l.height as usize,
         l.channels as usize,
     );
-    let free = free_device_bytes(backend, device_index);
-    (free.map(|f| need <= f / 2).unwrap_or(true), need, free)
+    let mut note = None;
+    let free = match backend {
+        BackendChoice::Cuda => {
+            let out = std::process::Command::new("nvidia-smi")
+                .args(["--query-gpu=memory.free", "--format=csv,noheader,nounits", "-i", &device_index.to_string()])
+                .output()
+                .ok();
+            out.and_then(|out| String::from_utf8_lossy(&out.stdout).trim().parse::<u64>().ok())
+                .map(|mib| mib * 1024 * 1024)
+        }
+        BackendChoice::Cpu => host_available_bytes(),
+        BackendChoice::Wgpu => {
+            let adapter = crate::backend::adapters::list().into_iter().nth(device_index);
+            match adapter {
+                None => {
+                    note = Some(format!("wgpu adapter {device_index} not found"));
+                    return Fit { fits: false, need, free: None, note };
+                }
+                Some(a) => {
+                    let limit = a.max_buffer_bytes.min(a.max_binding_bytes);
+                    if largest > limit {
+                        note = Some(format!(
+                            "its largest tensor ({:.1} MB) is over {}'s buffer limit ({:.1} MB)",
+                            largest as f64 / 1e6,
+                            a.name,
+                            limit as f64 / 1e6
+                        ));
+                        return Fit { fits: false, need, free: None, note };
+                    }
+                    if a.cpu {
+                        host_available_bytes()
+                    } else {
+                        note = Some(format!(
+                            "wgpu reports no free memory: assumed {} has room for it (each tensor is within its {:.1} MB buffer limit)",
+                            a.name,
+                            limit as f64 / 1e6
+                        ));
+                        None
+                    }
+                }
+            }
+        }
+    };
+    Fit { fits: free.map(|f| need <= f / 2).unwrap_or(true), need, free, note }
 }
 
 /// The sample order of one epoch: a fresh seeded shuffle, the same on every run.

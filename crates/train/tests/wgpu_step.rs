@@ -1,0 +1,321 @@
+//! Burn's device path against grin's CPU step: one AdamW step on wgpu from
+//! the same model bytes and the same batch as the CPU, both measured
+//! against the exact step (f64), and a data-parallel step on two wgpu
+//! devices against the same shards on one.
+//!
+//! CI runs these on Mesa's lavapipe (a Vulkan driver on the CPU). Without
+//! any wgpu adapter they say they skipped; under `CI=true` they fail.
+#![cfg(feature = "wgpu")]
+
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
+use burn::optim::{GradientsParams, Optimizer};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{Device, ElementConversion, Tensor};
+use grin_features::{FeatureConfig, HostBatch, Pipeline, SourceConfig, Split};
+use grin_model::TrainBackend;
+use grin_model::{file, Detector, DetectorSpec, LossParts, ModelConfig};
+use grin_train::backend::{adapters, wgpu_devices, Cpu, Wgpu};
+use grin_train::step::{optimizer, Stepper};
+use grin_train::{upload, TrainConfig};
+
+/// The exact reference: Burn's autodiff over its own ops in f64.
+type Exact = burn::backend::Autodiff<burn::backend::NdArray<f64>>;
+
+/// f32's unit roundoff.
+const U: f64 = f32::EPSILON as f64 / 2.0;
+
+/// Whether a wgpu adapter is here; without one the test is skipped, or
+/// fails under CI.
+fn adapter_present(test: &str) -> bool {
+    if !adapters::list().is_empty() {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "{test}: CI must have a wgpu adapter ({})", adapters::NONE_FOUND);
+    eprintln!("{test}: skipped, {}", adapters::NONE_FOUND);
+    false
+}
+
+fn features() -> FeatureConfig {
+    FeatureConfig {
+        width: 64,
+        height: 48,
+        seed: 3,
+        source: SourceConfig::Synthetic { max_faces: 2, min_face: 12.0, max_face: 36.0, hard_negatives: 0.5 },
+        ..FeatureConfig::default()
+    }
+}
+
+fn spec() -> DetectorSpec {
+    let f = features();
+    DetectorSpec {
+        model: ModelConfig { width_mult: 0.5, top_down: true, ..ModelConfig::default() },
+        width: f.width as usize,
+        height: f.height as usize,
+        channels: 1,
+    }
+}
+
+/// A model drawn on the CPU (seeds differ between backends), its fusion
+/// given values so its gradients count, as the bytes both backends load.
+fn model_bytes(spec: &DetectorSpec) -> Vec<u8> {
+    let device = Default::default();
+    <Cpu as Backend>::seed(&device, 17);
+    let model = grin_model::fixtures::with_live_fusion(spec.init::<Cpu>(&device));
+    file::to_bytes(spec, &model)
+}
+
+fn host_batch(n: usize) -> HostBatch {
+    let pipeline = Pipeline::new(&features(), Split::Train).unwrap();
+    pipeline.batch(&(0..n as u64).collect::<Vec<_>>()).unwrap()
+}
+
+/// One float tensor of a model: its id, whether it is trained (else a
+/// BatchNorm running average), its rank and its values.
+struct Float {
+    id: ParamId,
+    trained: bool,
+    rank: usize,
+    values: Vec<f64>,
+}
+
+/// Every float of `model` in module order.
+fn floats<B: Backend>(model: &Detector<B>) -> Vec<Float> {
+    struct Collect<B: Backend>(Vec<Float>, std::marker::PhantomData<B>);
+    impl<B: Backend> ModuleVisitor<B> for Collect<B> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            let value = param.val();
+            let trained = value.is_require_grad();
+            let values = value.into_data().convert::<f64>().to_vec::<f64>().unwrap();
+            self.0.push(Float { id: param.id, trained, rank: D, values });
+        }
+    }
+    // The forward pass's running-average updates wait inside Burn's
+    // RunningState until a record is taken (the clone shares the state).
+    let _ = model.clone().into_record();
+    let mut c = Collect::<B>(vec![], std::marker::PhantomData);
+    model.visit(&mut c);
+    c.0
+}
+
+/// Whether every running average moved from `before` to `after`.
+fn moved_stats(before: &[Float], after: &[Float]) -> bool {
+    before.iter().zip(after).filter(|(b, _)| !b.trained).all(|(b, a)| b.values != a.values)
+}
+
+/// The convolutions between input and loss.
+fn layers(floats: &[Float]) -> usize {
+    floats.iter().filter(|f| f.trained && f.rank == 4).count()
+}
+
+/// The gradient of parameter `id` (1 or 4 dimensions here).
+fn grad<B: AutodiffBackend>(grads: &GradientsParams, id: ParamId) -> Vec<f64> {
+    let read = |data: burn::tensor::TensorData| data.convert::<f64>().to_vec::<f64>().unwrap();
+    grads
+        .get::<B::InnerBackend, 1>(id)
+        .map(|t| read(t.into_data()))
+        .or_else(|| grads.get::<B::InnerBackend, 4>(id).map(|t| read(t.into_data())))
+        .unwrap_or_else(|| panic!("no gradient for {id:?}"))
+}
+
+fn scalars<B: Backend>(parts: &LossParts<B>) -> [f64; 4] {
+    let s = |t: &Tensor<B, 1>| t.clone().into_scalar().elem::<f64>();
+    [s(&parts.total), s(&parts.face), s(&parts.boxes), s(&parts.smile)]
+}
+
+/// The bound on how far two f32 computations of the same step may differ
+/// when they sum in different orders, as a fraction of a tensor's largest
+/// magnitude. A sum of K f32 terms, rounding errors independent and of
+/// mean zero, is within λ·√K·u·Σ|terms| of the exact sum with probability
+/// at least 1 − 2·exp(−λ²(1−u)²/2) (Higham & Mary, "A new approach to
+/// probabilistic rounding error analysis", SIAM J. Sci. Comput. 41, 2019,
+/// Theorem 2.4); λ = 6 makes that 1 − 3e-8 a sum. The longest sums of a
+/// step are BatchNorm's statistics, over batch × a feature map no larger
+/// than the input (K ≤ batch·H·W), and the errors of the L convolutions
+/// chained between input and loss add, forward and backward: 2·L·λ·√K·u.
+fn order_bound(layers: usize, batch: usize, spec: &DetectorSpec) -> f64 {
+    const LAMBDA: f64 = 6.0;
+    2.0 * layers as f64 * LAMBDA * ((batch * spec.width * spec.height) as f64).sqrt() * U
+}
+
+/// Largest |a - b| over `bound * max|a|` (≤ 1 passes), and the absolute difference.
+fn within(a: &[f64], b: &[f64], bound: f64) -> (f64, f64) {
+    assert_eq!(a.len(), b.len());
+    let diff = max_diff(a, b);
+    (diff / (bound * max_abs(a)).max(f64::MIN_POSITIVE), diff)
+}
+
+fn max_abs(a: &[f64]) -> f64 {
+    a.iter().fold(0f64, |m, &x| m.max(x.abs()))
+}
+
+fn max_diff(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).fold(0f64, |m, (&x, &y)| m.max((x - y).abs()))
+}
+
+/// How much larger one f32 path's worst error over `n` elements may be
+/// than another's, both measured against the exact (f64) values, when the
+/// two round the same sums in different orders. Model: each element's error
+/// is an independent draw of one half-normal |N(0, σ²)|. Then the larger
+/// maximum is below σ·√(2·ln(n/p)) (a union bound on the tail
+/// 2(1−Φ(q)) ≤ exp(−q²/2)), and the smaller one above σ·√(π/2)·p^(1/n)
+/// (erf(x) ≤ 2x/√π), each but with probability p; p = 1e-6. 25 for n = 8,
+/// 5.5 for n = 1000.
+fn error_ratio(n: usize) -> f64 {
+    const P: f64 = 1e-6;
+    (2.0 * (n as f64 / P).ln()).sqrt() / ((std::f64::consts::PI / 2.0).sqrt() * P.powf(1.0 / n as f64))
+}
+
+/// AdamW's first step moves a weight by lr·Δ, Δ = g/(|g|+ε) (plus weight
+/// decay), so a gradient within δ of the exact one moves it within
+/// lr·min(2, δ·ε/(max(|g|−δ, 0)+ε)²) of the exact move. The step's own f32
+/// arithmetic adds its roundings: the decayed weight and the result, u·|w|
+/// each, and Δ's four operations and the product with lr, u·lr·|Δ| each
+/// (|Δ| ≤ 1): 2u·|w| + 5u·lr.
+fn weight_bound(lr: f64, eps: f64, g: f64, delta: f64, w: f64) -> f64 {
+    let near = (g.abs() - delta).max(0.0) + eps;
+    lr * (delta * eps / (near * near)).min(2.0) + 2.0 * U * w.abs() + 5.0 * U * lr
+}
+
+/// One training step's figures on backend `B`, from `bytes` on `host`.
+struct StepFigures {
+    loss: [f64; 4],
+    /// The model after the forward pass (its running averages updated).
+    forward: Vec<Float>,
+    /// The gradient of each trained float of `forward`, in its order.
+    grads: Vec<Option<Vec<f64>>>,
+    /// The model after one AdamW step.
+    updated: Vec<Float>,
+}
+
+fn one_step<B: TrainBackend>(bytes: &[u8], host: &HostBatch, device: &B::Device, train: &TrainConfig) -> StepFigures {
+    let spec = spec();
+    let (_, model) = file::from_bytes::<B>(bytes, device).unwrap();
+    let mut stepper = Stepper::<B>::new(&spec, train.loss.weights(), std::slice::from_ref(device));
+    let (loss, grads) = stepper.loss_and_gradients(&model, upload::<B>(host, device)).unwrap();
+    let forward = floats(&model);
+    let g = forward.iter().map(|f| f.trained.then(|| grad::<B>(&grads, f.id))).collect();
+    let updated = floats(&optimizer::<B>(train).step(train.lr, model, grads));
+    StepFigures { loss: scalars(&loss), forward, grads: g, updated }
+}
+
+#[test]
+fn one_adamw_step_on_wgpu_is_as_exact_as_the_cpu_step() {
+    if !adapter_present("one_adamw_step_on_wgpu_is_as_exact_as_the_cpu_step") {
+        return;
+    }
+    let spec = spec();
+    let bytes = model_bytes(&spec);
+    let batch = 4;
+    let host = host_batch(batch);
+    let train = TrainConfig { lr: 1e-3, ..TrainConfig::default() };
+    let (lr, eps) = (train.lr, 1e-5);
+
+    let exact = one_step::<Exact>(&bytes, &host, &Default::default(), &train);
+    let cpu = one_step::<Cpu>(&bytes, &host, &Default::default(), &train);
+    let gpu_device = wgpu_devices(&[0]).unwrap().remove(0);
+    let gpu = one_step::<Wgpu>(&bytes, &host, &gpu_device, &train);
+    let initial = floats(&file::from_bytes::<Exact>(&bytes, &Default::default()).unwrap().1);
+    assert!(moved_stats(&initial, &exact.forward), "the forward pass updates the running averages");
+
+    // The loss is a sum of positive terms: its error is bounded relative to itself.
+    let bound = order_bound(layers(&initial), batch, &spec);
+    for (i, term) in ["total", "face", "boxes", "smile"].iter().enumerate() {
+        let (e, c, g) = (exact.loss[i], cpu.loss[i], gpu.loss[i]);
+        eprintln!("loss {term}: exact {e:.9} cpu {c:.9} wgpu {g:.9}");
+        for (path, v) in [("cpu", c), ("wgpu", g)] {
+            assert!((v - e).abs() <= bound * e.abs(), "loss {term} on {path}: {v}, exact {e} (bound {bound:.2e})");
+        }
+    }
+
+    // Gradients and running averages: wgpu's error no worse than the CPU
+    // step's than two draws of one error distribution may be, plus one
+    // rounding of the largest value.
+    let mut report = (0f64, 0f64, 0f64);
+    for i in 0..exact.forward.len() {
+        let ((e, c, g), tensor) = match &exact.grads[i] {
+            Some(g) => ((g, cpu.grads[i].as_ref().unwrap(), gpu.grads[i].as_ref().unwrap()), "gradient"),
+            None => ((&exact.forward[i].values, &cpu.forward[i].values, &gpu.forward[i].values), "running average"),
+        };
+        let (err_cpu, err_gpu) = (max_diff(e, c), max_diff(e, g));
+        let allowed = error_ratio(e.len()) * err_cpu + 2.0 * U * max_abs(e);
+        assert!(
+            err_gpu <= allowed,
+            "{tensor} {i} ({} values): wgpu is off the exact values by {err_gpu:.3e}, the CPU step by {err_cpu:.3e} (allowed {allowed:.3e})",
+            e.len()
+        );
+        report = (report.0.max(err_cpu), report.1.max(err_gpu), report.2.max(err_gpu / allowed));
+    }
+    eprintln!(
+        "gradients and running averages, largest error against f64: cpu {:.3e}, wgpu {:.3e} ({:.2} of allowed at most)",
+        report.0, report.1, report.2
+    );
+
+    // The updated weights, from each gradient's allowed error.
+    let mut worst = 0f64;
+    for i in 0..exact.updated.len() {
+        let Some(g) = &exact.grads[i] else { continue };
+        let (c, w) = (cpu.grads[i].as_ref().unwrap(), &exact.updated[i].values);
+        let delta = error_ratio(g.len()) * max_diff(g, c) + 2.0 * U * max_abs(g);
+        for (j, (&we, &wg)) in w.iter().zip(&gpu.updated[i].values).enumerate() {
+            let limit = weight_bound(lr, eps, g[j], delta, we);
+            assert!((wg - we).abs() <= limit, "updated weight {i}[{j}]: wgpu {wg}, exact {we} (limit {limit:.3e})");
+            worst = worst.max((wg - we).abs());
+        }
+    }
+    eprintln!("updated weights: largest error against f64 {worst:.3e}");
+}
+
+/// One step of `stepper` from `bytes` on `batch`: the updated floats and the loss.
+fn step_on(devices: &[Device<Wgpu>], bytes: &[u8], host: &HostBatch) -> (Vec<Float>, f64) {
+    let spec = spec();
+    let train = TrainConfig { lr: 1e-3, ..TrainConfig::default() };
+    let (_, model) = file::from_bytes::<Wgpu>(bytes, &devices[0]).unwrap();
+    let mut stepper = Stepper::<Wgpu>::new(&spec, train.loss.weights(), devices);
+    let mut optim = optimizer::<Wgpu>(&train);
+    let (model, parts) = stepper.step(model, &mut optim, train.lr, upload::<Wgpu>(host, &devices[0]), None).unwrap();
+    (floats(&model), scalars(&parts)[0])
+}
+
+#[test]
+fn a_step_on_two_wgpu_devices_equals_its_shards_on_one() {
+    if !adapter_present("a_step_on_two_wgpu_devices_equals_its_shards_on_one") {
+        return;
+    }
+    let spec = spec();
+    let bytes = model_bytes(&spec);
+    let batch = 4;
+    let host = host_batch(batch);
+    // Two devices on one adapter: each its own wgpu device and queue, and
+    // its own CubeCL device id.
+    let two = wgpu_devices(&[0, 0]).unwrap();
+    assert_ne!(two[0], two[1], "two devices, not one named twice");
+    // The same device twice: the same two shards, nothing crosses devices.
+    let one = vec![two[0].clone(), two[0].clone()];
+
+    let initial = floats(&file::from_bytes::<Wgpu>(&bytes, &two[0]).unwrap().1);
+    let copies = grin_train::parallel::host_copies_on_this_thread();
+    let (on_one, loss_one) = step_on(&one, &bytes, &host);
+    assert_eq!(grin_train::parallel::host_copies_on_this_thread(), copies, "one device: nothing to copy");
+    let (on_two, loss_two) = step_on(&two, &bytes, &host);
+    let copied = grin_train::parallel::host_copies_on_this_thread() - copies;
+    // wgpu cannot copy between devices: the second shard's batch and every
+    // gradient crossed through the host.
+    assert!(copied > on_two.iter().filter(|f| f.trained).count(), "{copied} host copies");
+
+    let bound = order_bound(layers(&on_one), batch, &spec);
+    let diff = (loss_one - loss_two).abs();
+    eprintln!("loss: one device {loss_one:.7}, two {loss_two:.7}; {copied} tensors through the host");
+    assert!(diff <= bound * loss_one.abs(), "loss {loss_one} vs {loss_two}");
+    // Every updated weight and running average. The step moved each weight
+    // by about lr (AdamW's first step), so a bound of lr's order on the
+    // weights would pass a step that went wrong: the weights are held to the
+    // reordering bound of their own size, like every other tensor.
+    let mut worst = 0f64;
+    for (a, b) in on_one.iter().zip(&on_two) {
+        let (ratio, d) = within(&a.values, &b.values, bound);
+        assert!(ratio <= 1.0, "{:?}: |diff| {d:.3e} over the bound ({ratio:.2}x)", a.id);
+        worst = worst.max(d);
+    }
+    eprintln!("largest |diff| after the step: {worst:.3e} (bound {bound:.3e} of each tensor's largest)");
+    assert!(moved_stats(&initial, &on_two), "the running averages take the shards' statistics");
+}
