@@ -17,7 +17,8 @@
 #       `grin balance`'s prediction and `grin simulate --from-run`'s for each
 #       mode; nvidia-smi dmon during a longer in-VRAM run; an in-VRAM batch
 #       sweep; the PyTorch peer (same network, batch and data, eager, data on
-#       the GPU). Writes DIR/out/gpu-bench.md and gpu-bench.json; the last
+#       the GPU); the three modes again on wgpu (Vulkan), when the machine
+#       lists a Vulkan device. Writes DIR/out/gpu-bench.md and gpu-bench.json; the last
 #       line printed is
 #       `in-vram/on-the-fly <R>x, in-vram busy <B>%, grin/pytorch <P>x, prediction error <E> points`.
 #
@@ -193,6 +194,16 @@ else
     echo '{"step":"torch","status":"skipped: no torch module"}' >>"$OUT/steps.jsonl"
 fi
 
+# wgpu: the same modes, model, data and batch through wgpu (burn-cubecl's kernels compiled to
+# WGSL, on Vulkan): on a GPU machine its Vulkan driver, on the CPU backend Mesa's lavapipe.
+if ./grin train --help 2>/dev/null | grep -q wgpu; then
+    vulkaninfo --summary >"$OUT/vulkan.txt" 2>&1 || echo "no vulkaninfo" >"$OUT/vulkan.txt"
+    step wgpu-modes ./grin bench modes "${CONFIG[@]}" --backend wgpu --samples "$SAMPLES" --runs-dir "$OUT/runs-wgpu" \
+        --steps "$STEPS" --json "$OUT/wgpu-modes.json" || true
+else
+    echo '{"step":"wgpu-modes","status":"skipped: grin built without wgpu"}' >>"$OUT/steps.jsonl"
+fi
+
 python3 - "$OUT" "$BACKEND" "$BATCH" <<'PY'
 import json, os, re, statistics, sys
 out, backend, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -256,6 +267,17 @@ if sweep:
     for s in sweep:
         md.append(f"| {s['batch']} | {s['steps_per_s']:.2f} | {s['samples_per_s']:.1f} | {s['busy_pct']:.1f} |")
     md.append("")
+wgpu_modes = load("wgpu-modes.json")
+if wgpu_modes:
+    err = os.path.join(out, "wgpu-modes.err")
+    said = [l.strip() for l in open(err) if "device 0: " in l] if os.path.exists(err) else []
+    wdev = said[0].split("device 0: ", 1)[1][:-1] if said else "?"
+    md.append(f"wgpu on {wdev}, same config, {wgpu_modes['steps']} steps per mode:\n")
+    md.append("| mode | steps/s | samples/s | data wait ms/step | step ms | busy % (grin) | predicted (balance) |")
+    md.append("|---|---:|---:|---:|---:|---:|---:|")
+    for r in wgpu_modes["rows"]:
+        md.append(f"| {r['mode']} | {r['steps_per_s']:.2f} | {r['samples_per_s']:.1f} | {r['wait_ms_per_step']:.2f} | {r['step_ms']:.2f} | {r['busy_pct']:.1f} | {r['balance_busy_pct']:.1f} |")
+    md.append("")
 if torch_res:
     md.append(f"PyTorch {torch_res['torch']} eager peer ({torch_res['device']}, batch {torch_res['batch']}, {torch_res['params_with_bn_stats']} params counted as grin counts them, data on the device): {torch_res['steps_per_s']:.2f} steps/s; grin in-VRAM / PyTorch = {f(peer_ratio, '{:.2f}')}x.\n")
 else:
@@ -268,7 +290,7 @@ x = lambda v: "n/a" if v is None else f"{v:.2f}x"
 last = f"in-vram/on-the-fly {x(ratio)}, in-vram busy {f(vram['busy_pct'] if vram else None)}%, grin/pytorch {x(peer_ratio)}, prediction error {f(pred_err)} points"
 md.append("\n" + last)
 open(os.path.join(out, "gpu-bench.md"), "w").write("\n".join(md) + "\n")
-json.dump({"backend": backend, "device": gpu, "modes": modes, "in_vram_dmon": dmon_run, "dmon_sm_median_pct": dmon_sm,
+json.dump({"backend": backend, "device": gpu, "modes": modes, "wgpu_modes": wgpu_modes, "in_vram_dmon": dmon_run, "dmon_sm_median_pct": dmon_sm,
            "dmon_samples": sm, "sweep": sweep, "torch": torch_res, "steps": steps,
            "in_vram_over_on_the_fly": ratio, "grin_over_pytorch": peer_ratio, "prediction_error_points": pred_err},
           open(os.path.join(out, "gpu-bench.json"), "w"), indent=2)

@@ -292,9 +292,27 @@ def iou(a, boxes):
     return np.where(union > 0, inter / np.where(union > 0, union, F32(1)), F32(0))
 
 
+def area(boxes):
+    return (boxes[..., 2] - boxes[..., 0]) * (boxes[..., 3] - boxes[..., 1])
+
+
+def nested(a, kept, s):
+    """`nested`: box `a` lies mostly inside a kept (better) box: their
+    intersection covers at least nested_cover of `a`, and `a` is at most
+    nested_area of that box's area. nested_cover 0 turns it off."""
+    if s["nested_cover"] == 0:
+        return False
+    iw = np.maximum(np.minimum(a[2], kept[:, 2]) - np.maximum(a[0], kept[:, 0]), F32(0))
+    ih = np.maximum(np.minimum(a[3], kept[:, 3]) - np.maximum(a[1], kept[:, 1]), F32(0))
+    own = area(a)
+    inside = (own > 0) & (iw * ih >= s["nested_cover"] * own)
+    return bool((inside & (own <= s["nested_area"] * area(kept))).any())
+
+
 def nms(found, s):
     """`nms`: best score first (ties in their order), each box kept unless
-    it overlaps a kept one by more than nms_iou, at most max_detections.
+    it overlaps a kept one by more than nms_iou or is nested in one, at
+    most max_detections.
     Then each kept face's smile is the score-weighted mean, in logits, over
     every box (itself included) that overlaps it by more than nms_iou and
     scores at least smile_vote_floor."""
@@ -307,7 +325,7 @@ def nms(found, s):
     for i, d in enumerate(found):
         if len(kept) == s["max_detections"]:
             break
-        if not kept or (iou(boxes[i], boxes[kept]) <= s["nms_iou"]).all():
+        if not kept or ((iou(boxes[i], boxes[kept]) <= s["nms_iou"]).all() and not nested(boxes[i], boxes[kept], s)):
             kept.append(i)
     faces = []
     for i in kept:
@@ -370,6 +388,8 @@ def settings(session, threshold):
     meta = session.get_modelmeta().custom_metadata_map
     s = {key: F32(meta[key]) for key in ("score_threshold", "nms_iou", "smile_vote_floor", "pyramid_above",
                                           "pyramid_seam")}
+    # Exports written before nested suppression existed decode without it.
+    s.update({key: F32(meta.get(key, "0")) for key in ("nested_cover", "nested_area")})
     s.update({key: int(meta[key]) for key in ("max_detections", "pyramid_min_side", "channels")})
     if threshold is not None:
         s["score_threshold"] = s["smile_vote_floor"] = F32(threshold)

@@ -188,8 +188,8 @@ pub fn train<B: TrainBackend>(
 
 /// Data-parallel over `devices` (the first one holds the master weights and
 /// the feed): each device runs forward and backward on its slice of the
-/// batch, and Burn's `step_multi` sums the gradients where each parameter
-/// lives. With one device this is the plain training step.
+/// batch, and the gradients are summed on the first (`parallel.rs`). With
+/// one device this is the plain training step.
 pub fn train_parallel<B: TrainBackend>(
     run: &RunSpec,
     devices: &[B::Device],
