@@ -20,6 +20,8 @@ enum Command {
     Eval(cmd::eval::EvalArgs),
     /// Choose a model's deployment threshold on the validation photos and write it into model.grin.
     Calibrate(cmd::eval::CalibrateArgs),
+    /// Write a model's confident false detections on the training photos as hard negatives.
+    Mine(cmd::mine::MineArgs),
     /// Write a model as an ONNX graph (OpenCV DNN, onnxruntime, ...).
     Export(cmd::export::ExportArgs),
     /// Print the detector's parameter count and MFLOPs per frame.
@@ -51,6 +53,7 @@ fn main() {
         Command::Train(args) => cmd::train::train(args),
         Command::Eval(args) => cmd::eval::eval(args),
         Command::Calibrate(args) => cmd::eval::calibrate(args),
+        Command::Mine(args) => cmd::mine::run(args),
         Command::Export(args) => cmd::export::export(args),
         Command::ModelInfo(args) => cmd::model_info::model_info(args),
         Command::Balance(args) => cmd::bench::balance(args),

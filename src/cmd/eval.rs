@@ -35,6 +35,10 @@ pub struct EvalArgs {
     /// ones (default: the model's own; 0: one pass).
     #[arg(long, value_name = "PX")]
     pub pyramid_above: Option<f32>,
+    /// Suppress a detection with at least this share of its area inside a
+    /// better one (default: the model's own `nested_cover`; 0: off).
+    #[arg(long, value_name = "SHARE")]
+    pub nested_cover: Option<f32>,
     /// Which held-out photos: `test` (what is reported) or `val` (what
     /// settings are chosen on, so the test split stays unseen).
     #[arg(long, value_enum, default_value = "test")]
@@ -48,7 +52,7 @@ pub enum HeldOut {
 }
 
 /// `WxH` as two pixel counts (the bounds `train.run_size` has).
-fn parse_size(text: &str) -> Result<(usize, usize), String> {
+pub(crate) fn parse_size(text: &str) -> Result<(usize, usize), String> {
     let bad = || format!("`{text}`: expected WxH, for example 320x240");
     let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
     let (w, h): (usize, usize) = (w.trim().parse().map_err(|_| bad())?, h.trim().parse().map_err(|_| bad())?);
@@ -74,6 +78,12 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     if let Some(above) = args.pyramid_above {
         grin_model::config::check_pyramid_above(above).map_err(|e| anyhow::anyhow!("--pyramid-above {e}"))?;
         run_spec.model.pyramid_above = above;
+    }
+    if let Some(cover) = args.nested_cover {
+        if !(0.0..=1.0).contains(&cover) {
+            anyhow::bail!("--nested-cover {cover}: must be a share in [0, 1] (0: off)");
+        }
+        run_spec.model.nested_cover = cover;
     }
     if run_spec.channels != c.features.channels as usize {
         anyhow::bail!(

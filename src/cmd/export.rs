@@ -48,12 +48,14 @@ pub fn export(args: ExportArgs) -> Result<()> {
         grin_export::RAW,
     );
     println!(
-        "  from {}: run size {}x{}, score threshold {}, NMS IoU {}, pyramid above {} px (in the file's metadata)",
+        "  from {}: run size {}x{}, score threshold {}, NMS IoU {}, nested {} of a box within {} of a better one's area, pyramid above {} px (in the file's metadata)",
         path.display(),
         spec.width,
         spec.height,
         params.score_threshold,
         params.nms_iou,
+        params.nested_cover,
+        params.nested_area,
         params.pyramid_above
     );
     Ok(())

@@ -77,6 +77,7 @@ pub mod config_cmd;
 pub mod eval;
 pub mod export;
 pub mod features;
+pub mod mine;
 pub mod model_info;
 pub mod simulate;
 pub mod store;

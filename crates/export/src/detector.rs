@@ -103,7 +103,8 @@ pub(crate) fn model(spec: &DetectorSpec, folded: &FoldedDetector) -> ModelProto 
 }
 
 const DOC: &str = "grin face + smile detector. Threshold `detections` on the face score (column 4), clip the \
-boxes to the frame, then greedy NMS at the metadata's nms_iou; grin also sets each kept face's smile to the \
+boxes to the frame, then greedy NMS at the metadata's nms_iou, also suppressing a box whose intersection with a \
+kept one covers at least nested_cover of its area when it is at most nested_area of that box's (0: off); grin also sets each kept face's smile to the \
 score-weighted mean, in logits, of its own and of the boxes it suppressed that score at least smile_vote_floor. \
 Faces larger than pyramid_above px are found by running the frame again at half size (2x2 means).";
 
@@ -119,6 +120,8 @@ fn metadata(spec: &DetectorSpec, strides: &[usize]) -> Vec<StringStringEntryProt
     [
         ("score_threshold", p.score_threshold.to_string()),
         ("nms_iou", p.nms_iou.to_string()),
+        ("nested_cover", p.nested_cover.to_string()),
+        ("nested_area", p.nested_area.to_string()),
         ("max_detections", p.max_detections.to_string()),
         ("smile_vote_floor", p.smile_vote_floor.to_string()),
         ("pyramid_above", p.pyramid_above.to_string()),

@@ -126,6 +126,21 @@ pub enum SourceConfig {
     },
     /// Several sources: each scene is drawn from one part, with these weights.
     Mix { weights: Vec<f32>, parts: Vec<SourceConfig> },
+    /// Face-free scenes that teach "not a face": random regions of
+    /// face-free images (split by file name like every source), of false
+    /// detections `grin mine` cut with their context from training photos
+    /// (training only), and procedural graphics (card suits, dot pairs,
+    /// rings, bars, glyph rows) drawn on a texture. At least one of the three.
+    Negatives {
+        #[serde(default)]
+        images: Option<PathBuf>,
+        #[serde(default)]
+        mined: Option<PathBuf>,
+        /// Share of scenes that are procedural graphics (all of them when
+        /// there are no images for the split).
+        #[serde(default)]
+        graphics: f32,
+    },
 }
 
 /// How random crops of real photos are cut (the SSD / YuNet way): pick a
@@ -347,6 +362,19 @@ impl SourceConfig {
                 parts.iter().try_for_each(SourceConfig::validate)
             }
             SourceConfig::Wider { .. } | SourceConfig::Celeba { .. } | SourceConfig::Jsonl { .. } => Ok(()),
+            SourceConfig::Negatives { images, mined, graphics } => {
+                if !(0.0..=1.0).contains(graphics) {
+                    return Err(FeatureError::Config(format!(
+                        "key `features.source.graphics`: {graphics} must be a share in [0, 1]"
+                    )));
+                }
+                if images.is_none() && mined.is_none() && *graphics == 0.0 {
+                    return Err(FeatureError::Config(
+                        "kind `negatives`: give `images`, `mined` or a `graphics` share above 0".into(),
+                    ));
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -25,6 +25,7 @@ mod error;
 mod io;
 mod letterbox;
 mod mix;
+mod negatives;
 mod noise;
 mod photos;
 mod raster;
@@ -63,6 +64,7 @@ pub use letterbox::{letterbox, letterbox_image, letterbox_photo, Letterbox, Lett
 pub use annotations::AnnotatedSource;
 pub use crops::CropsSource;
 pub use mix::MixSource;
+pub use negatives::NegativesSource;
 pub use photos::{held_out_photos, photos_of_split, HeldOutPhotos, PhotoSource};
 pub use synthetic::{SyntheticParams, SyntheticSource};
 

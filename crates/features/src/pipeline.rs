@@ -29,6 +29,7 @@ pub fn build_source(cfg: &FeatureConfig, split: Split) -> Result<Box<dyn Source>
         SourceConfig::Celeba { .. } => Box::new(AnnotatedSource::celeba(cfg, split)?),
         SourceConfig::Jsonl { .. } => Box::new(AnnotatedSource::jsonl(cfg, split)?),
         SourceConfig::Caltech { .. } | SourceConfig::CelebaAligned { .. } => Box::new(PhotoSource::new(cfg, split)?),
+        SourceConfig::Negatives { .. } => Box::new(crate::negatives::NegativesSource::new(cfg, split)?),
         SourceConfig::Mix { weights, parts } => {
             check_weights(weights, parts.len())?;
             let built = parts

@@ -20,6 +20,8 @@ fn check(detector: &mut Runner, image: &image::DynamicImage, sizes: &[(usize, us
     let params = DecodeParams {
         score_threshold: 0.005,
         nms_iou: 0.4,
+        nested_cover: grin_model::NESTED_COVER,
+        nested_area: grin_model::NESTED_AREA,
         max_detections: 100,
         pyramid_above: 0.0,
         smile_vote_floor: 0.3,

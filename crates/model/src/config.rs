@@ -1,7 +1,7 @@
 //! The `[model]` table: architecture knobs. The input size and channel count
 //! come from `[features]`, so a model always matches the data it is fed.
 
-use crate::decode::DecodeParams;
+use crate::decode::{DecodeParams, NESTED_AREA, NESTED_COVER};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -13,6 +13,13 @@ pub struct ModelConfig {
     pub score_threshold: f32,
     /// IoU above which the lower-scored of two detections is suppressed.
     pub nms_iou: f32,
+    /// A detection whose intersection with a better one covers at least this
+    /// share of its own area is suppressed too (a mouth box inside a face);
+    /// 0 turns it off. Model files written before it existed get the default.
+    pub nested_cover: f32,
+    /// ... when it is at most this share of the better one's area, so that
+    /// two real faces that overlap are never suppressed as nested.
+    pub nested_area: f32,
     /// Most detections kept per image.
     pub max_detections: usize,
     /// Longest face side (px) one pass of the network is trusted with:
@@ -38,6 +45,8 @@ impl Default for ModelConfig {
             width_mult: 1.0,
             score_threshold: 0.3,
             nms_iou: 0.4,
+            nested_cover: NESTED_COVER,
+            nested_area: NESTED_AREA,
             max_detections: 50,
             pyramid_above: 96.0,
             top_down: false,
@@ -78,6 +87,12 @@ impl ModelConfig {
         if !(iou > 0.0 && iou <= 1.0) {
             return Err(format!("key `model.nms_iou`: {iou} must be an IoU in (0, 1]"));
         }
+        if !(0.0..=1.0).contains(&self.nested_cover) {
+            return Err(format!("key `model.nested_cover`: {} must be a share in [0, 1] (0: off)", self.nested_cover));
+        }
+        if !(self.nested_area > 0.0 && self.nested_area <= 1.0) {
+            return Err(format!("key `model.nested_area`: {} must be a share in (0, 1]", self.nested_area));
+        }
         if !(1..=MAX_DETECTIONS).contains(&self.max_detections) {
             return Err(format!(
                 "key `model.max_detections`: {} must be within 1..={MAX_DETECTIONS}",
@@ -91,6 +106,8 @@ impl ModelConfig {
         DecodeParams {
             score_threshold: self.score_threshold,
             nms_iou: self.nms_iou,
+            nested_cover: self.nested_cover,
+            nested_area: self.nested_area,
             max_detections: self.max_detections,
             pyramid_above: self.pyramid_above,
             smile_vote_floor: self.score_threshold,

@@ -319,6 +319,10 @@ mod tests {
         assert_eq!(pyramid, "header: key `model.pyramid_above`: -3 must be 0 (one pass) or a face side in 8..=4096 px");
         let iou = with_header(&|h| h["spec"]["model"]["nms_iou"] = (-1.0).into());
         assert_eq!(iou, "header: key `model.nms_iou`: -1 must be an IoU in (0, 1]");
+        let nested = with_header(&|h| h["spec"]["model"]["nested_cover"] = 1.5.into());
+        assert_eq!(nested, "header: key `model.nested_cover`: 1.5 must be a share in [0, 1] (0: off)");
+        let nested_area = with_header(&|h| h["spec"]["model"]["nested_area"] = 0.0.into());
+        assert_eq!(nested_area, "header: key `model.nested_area`: 0 must be a share in (0, 1]");
         let threshold = with_header(&|h| h["spec"]["model"]["score_threshold"] = 1.5.into());
         assert_eq!(threshold, "header: key `model.score_threshold`: 1.5 must be a score in [0, 1]");
         let kept = with_header(&|h| h["spec"]["model"]["max_detections"] = 1_000_000_000.into());

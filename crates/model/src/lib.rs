@@ -28,7 +28,7 @@ mod targets;
 
 pub use backend::{DetectorBackend, TrainBackend};
 pub use config::ModelConfig;
-pub use decode::{decode, iou, nms, DecodeParams, Detection, LOG_DISTANCE_RANGE};
+pub use decode::{decode, iou, nested_in, nms, DecodeParams, Detection, LOG_DISTANCE_RANGE, NESTED_AREA, NESTED_COVER};
 pub use detector::{budget, detect, Budget, Detector, DetectorOutput, DetectorSpec, OUTPUTS};
 pub use file::{load_model, save_model};
 pub use folded::{add_upsampled, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead};

@@ -134,6 +134,12 @@ impl Evaluation {
         (self.smile_total > 0).then(|| self.smile_correct as f32 / self.smile_total as f32)
     }
 
+    /// Detections scoring at least `threshold` that matched no face and lay
+    /// in no ignore region: the false detections at that threshold.
+    pub fn false_at(&self, threshold: f32) -> usize {
+        self.scored.iter().filter(|(score, hit)| !hit && *score >= threshold).count()
+    }
+
     pub fn faces(&self) -> usize {
         self.faces
     }

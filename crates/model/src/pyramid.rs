@@ -91,6 +91,8 @@ mod tests {
         DecodeParams {
             score_threshold: 0.3,
             nms_iou: 0.4,
+            nested_cover: crate::decode::NESTED_COVER,
+            nested_area: crate::decode::NESTED_AREA,
             max_detections: 50,
             pyramid_above: above,
             smile_vote_floor: 0.3,

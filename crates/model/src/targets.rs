@@ -160,6 +160,26 @@ mod tests {
     }
 
     #[test]
+    fn points_inside_a_face_it_does_not_claim_are_background_not_ignored() {
+        // A 40 px face centred at (32, 32): stride 8 claims the points within
+        // 12 px of its centre; the rest of its box at stride 8 (its lower
+        // half, say, where a mouth box would sit) and every point of the
+        // other levels inside it are negatives: the face loss's background
+        // term sees them (nothing is ignored), which is what teaches a
+        // second, smaller box inside a face to stay quiet.
+        let (points, t) = run(&[[12.0, 12.0, 52.0, 52.0]], &[0]);
+        let (positive, ignore) = (values(t.positive), values(t.ignore));
+        assert!(ignore.iter().all(|&v| v == 0.0), "no ignore region: nothing is left out of the loss");
+        let inside_unclaimed: Vec<usize> = (0..points.len())
+            .filter(|&i| (12.0..52.0).contains(&points.cx[i]) && (12.0..52.0).contains(&points.cy[i]))
+            .filter(|&i| positive[i] == 0.0)
+            .collect();
+        let lower_half = inside_unclaimed.iter().filter(|&&i| points.stride[i] == 8.0 && points.cy[i] >= 40.0).count();
+        assert!(lower_half > 0, "the face's lower half at stride 8 holds unclaimed points");
+        assert!(inside_unclaimed.iter().all(|&i| positive[i] == 0.0 && ignore[i] == 0.0), "all of them background");
+    }
+
+    #[test]
     fn ignore_regions_mask_background_but_claim_no_point() {
         let (points, t) = run(&[[0.0, 0.0, 30.0, 30.0]], &[-3]);
         assert!(values(t.positive).iter().all(|&p| p == 0.0), "an ignore region is never a positive");

@@ -150,6 +150,13 @@ fn source_paths(source: &SourceConfig) -> Vec<(String, &Path)> {
         SourceConfig::Jsonl { manifest } => named(vec![("manifest", manifest)]),
         SourceConfig::Caltech { root, .. } => named(vec![("root", root)]),
         SourceConfig::CelebaAligned { images, attr, .. } => named(vec![("images", images), ("attr", attr)]),
+        SourceConfig::Negatives { images, mined, .. } => named(
+            images
+                .iter()
+                .map(|p| ("images", p.as_path()))
+                .chain(mined.iter().map(|p| ("mined", p.as_path())))
+                .collect(),
+        ),
         SourceConfig::Mix { parts, .. } => parts
             .iter()
             .enumerate()

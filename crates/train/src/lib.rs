@@ -15,6 +15,7 @@ mod device_batch;
 pub mod eval;
 pub mod feed;
 mod metrics;
+pub mod mine;
 pub mod parallel;
 pub mod photo_eval;
 mod plan;

@@ -12,7 +12,8 @@ use crate::device_batch::upload;
 use crate::eval::{truth, AP_SCORE_FLOOR};
 use anyhow::{Context, Result};
 use grin_features::{photos_of_split, FaceBox, FeatureConfig, HeldOutPhotos, HostBatch, OnBadSample, Sample, Split};
-use grin_model::{detect, DecodeParams, Detector, DetectorBackend, DetectorSpec, Evaluation, PrPoint, LOOSE_MATCH_IOU};
+use grin_model::{detect, nested_in, DecodeParams, Detection, Detector, DetectorBackend, DetectorSpec, Evaluation};
+use grin_model::{PrPoint, LOOSE_MATCH_IOU, NESTED_COVER};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -49,6 +50,17 @@ pub struct PhotoReport {
     pub recall: Option<f32>,
     /// Detections at the deployment threshold per image.
     pub detections_per_image: f32,
+    /// Detections at the deployment threshold per image that match no face
+    /// at IoU 0.3 ([`LOOSE_MATCH_IOU`]: a box offset from a loosely drawn
+    /// annotation is not false) and lie in no ignore region. Caltech leaves
+    /// some faces unannotated, so some of these are real faces.
+    #[serde(default)]
+    pub false_per_image: f32,
+    /// Detections at the deployment threshold per image with at least
+    /// [`NESTED_COVER`] of their area inside a better-scoring detection
+    /// (after decoding's own nested suppression, when the model has it on).
+    #[serde(default)]
+    pub nested_per_image: f32,
     /// Portrait sets: share of portraits whose face was found.
     pub found: Option<f32>,
     pub smile_accuracy: Option<f32>,
@@ -118,7 +130,7 @@ fn score_set<B: DetectorBackend>(
     let params = DecodeParams { score_threshold: AP_SCORE_FLOOR.min(deploy.score_threshold), ..deploy };
     let mut evaluation = Evaluation::default();
     let mut loose = Evaluation::at_iou(LOOSE_MATCH_IOU);
-    let (mut images, mut skipped, mut ignored, mut shown) = (0usize, 0usize, 0usize, 0usize);
+    let (mut images, mut skipped, mut ignored, mut shown, mut nested) = (0usize, 0usize, 0usize, 0usize, 0usize);
     let mut face_hits = Vec::new();
     let (mut portraits_found, mut portraits) = (0usize, 0usize);
     let indices: Vec<usize> = (0..set.len()).collect();
@@ -150,7 +162,12 @@ fn score_set<B: DetectorBackend>(
             ignored += regions.len();
             let matches = evaluation.add_ignoring(found, &ground, &regions);
             loose.add_ignoring(found, &ground, &regions);
-            shown += found.iter().filter(|d| d.score >= deploy.score_threshold).count();
+            let deployed: Vec<&Detection> = found.iter().filter(|d| d.score >= deploy.score_threshold).collect();
+            shown += deployed.len();
+            nested += deployed
+                .iter()
+                .filter(|d| deployed.iter().any(|k| k.score > d.score && nested_in(d, k, NESTED_COVER, 1.0)))
+                .count();
             let hit = |m: &grin_model::FaceMatch| m.detection.is_some_and(|(s, _)| s >= deploy.score_threshold);
             for (face, m) in faces.iter().zip(&matches) {
                 let k = SIZE_BUCKETS.iter().position(|(_, lo, hi)| (*lo..*hi).contains(&side(face))).unwrap_or(2);
@@ -175,6 +192,8 @@ fn score_set<B: DetectorBackend>(
         recall_by_size: Vec::new(),
         recall: share(total_hit, evaluation.faces()),
         detections_per_image: shown as f32 / images.max(1) as f32,
+        false_per_image: loose.false_at(deploy.score_threshold) as f32 / images.max(1) as f32,
+        nested_per_image: nested as f32 / images.max(1) as f32,
         found: if set.portraits { share(portraits_found, portraits) } else { None },
         smile_accuracy: evaluation.smile_accuracy(),
         smile_faces: evaluation.smile_matches(),
@@ -252,7 +271,8 @@ pub fn describe(r: &PhotoReport) -> String {
     let sizes: Vec<String> =
         r.recall_by_size.iter().map(|s| format!("{} {} ({})", s.bucket, f(s.recall), s.faces)).collect();
     let mut line = format!(
-        "{:<15} {} photos, {} faces ({} ignored): AP@0.5 {} AP@0.3 {} | recall {} [{}] | {:.2} detections/image",
+        "{:<15} {} photos, {} faces ({} ignored): AP@0.5 {} AP@0.3 {} | recall {} [{}] | {:.2} detections/image \
+         ({:.2} false, {:.2} nested)",
         r.source,
         r.images,
         r.faces,
@@ -261,7 +281,9 @@ pub fn describe(r: &PhotoReport) -> String {
         f(r.face_ap_loose),
         f(r.recall),
         sizes.join(", "),
-        r.detections_per_image
+        r.detections_per_image,
+        r.false_per_image,
+        r.nested_per_image
     );
     if let Some(found) = r.found {
         line += &format!(" | found {found:.3}");

@@ -8,7 +8,7 @@ use rand::Rng;
 
 /// Two octaves of value noise (a coarse and a finer grid) around a random
 /// mean and contrast, tinted when the crops have colour.
-pub(super) fn procedural_background(
+pub(crate) fn procedural_background(
     width: u32,
     height: u32,
     channels: u32,
@@ -48,7 +48,7 @@ pub(super) fn procedural_background(
 
 /// A random region (half to all of the largest one with the output's aspect)
 /// of a face-free image, resampled to the output size.
-pub(super) fn random_region(image: &Raster, width: u32, height: u32, rng: &mut SampleRng) -> Vec<u8> {
+pub(crate) fn random_region(image: &Raster, width: u32, height: u32, rng: &mut SampleRng) -> Vec<u8> {
     let aspect = width as f32 / height as f32;
     let (iw, ih) = (image.width as f32, image.height as f32);
     let (full_w, full_h) = if iw / ih > aspect { (ih * aspect, ih) } else { (iw, iw / aspect) };

@@ -9,7 +9,7 @@
 //! to key on. The face box is the bounding box of that ellipse after rotation:
 //! SMILEsmileD crops are tight faces, so the inscribed ellipse is the face.
 
-mod background;
+pub(crate) mod background;
 mod paste;
 
 pub use paste::{paste_face, Placement};

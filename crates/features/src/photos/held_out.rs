@@ -100,7 +100,14 @@ fn collect_held_out(
             let portraits = matches!(source, SourceConfig::Celeba { .. });
             (src.name(), annotations, src.entries().to_vec(), BoxRule::Annotated, portraits)
         }
-        SourceConfig::Synthetic { .. } | SourceConfig::Crops { .. } => return Ok(()),
+        // Face-free images: every detection on them is false.
+        SourceConfig::Negatives { images: Some(dir), .. } => {
+            let files = crate::io::list_images(dir)?;
+            let entries = files.into_iter().map(|image| Entry { image, faces: vec![] }).collect();
+            let entries = keep_split(entries, |e: &Entry| e.image.as_path(), &cfg.split, split);
+            ("face-free", dir.clone(), entries, BoxRule::Annotated, false)
+        }
+        SourceConfig::Synthetic { .. } | SourceConfig::Crops { .. } | SourceConfig::Negatives { .. } => return Ok(()),
     };
     let mut entries: Vec<Entry> = entries;
     if limit > 0 && entries.len() > limit {

@@ -1,0 +1,91 @@
+//! `grin mine`: a model's confident false detections on the training
+//! photos, written with their context as hard negatives
+//! (`grin_train::mine`), for a `kind = "negatives"` source to mix in.
+
+use super::eval::parse_size;
+use super::ConfigArgs;
+use anyhow::{bail, Result};
+use clap::Args;
+use grin_model::file;
+use grin_train::mine::{mine, MineOptions, MOST_FACES};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct MineArgs {
+    /// The model whose false detections to mine (`runs/<name>/model.grin`).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The config whose sources' training photos are mined.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Folder the crops are written to (a negatives source's `mined`).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Detections at least this confident are mined.
+    #[arg(long, default_value_t = 0.3, value_parser = parse_score)]
+    pub score: f32,
+    /// At most this many per photo, the most confident first.
+    #[arg(long, default_value_t = 4)]
+    pub per_photo: usize,
+    /// Training photos per source (0: all of them).
+    #[arg(long, default_value_t = 0)]
+    pub photos: usize,
+    /// Run the model at this size instead of its own (e.g. `640x480`: where
+    /// small false detections appear).
+    #[arg(long, value_name = "WxH", value_parser = parse_size)]
+    pub run_size: Option<(usize, usize)>,
+}
+
+fn parse_score(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(s) if (0.0..=1.0).contains(&s) => Ok(s),
+        _ => Err(format!("`{text}`: expected a score in [0, 1]")),
+    }
+}
+
+pub fn run(args: MineArgs) -> Result<()> {
+    let loaded = args.config.load()?;
+    let features = &loaded.config.features;
+    let device = Default::default();
+    let (mut spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&args.model, &device)?;
+    if spec.channels != features.channels as usize {
+        bail!(
+            "{}: model takes {} channel(s), the config's features have {}",
+            args.model.display(),
+            spec.channels,
+            features.channels
+        );
+    }
+    if let Some((w, h)) = args.run_size {
+        (spec.width, spec.height) = (w, h);
+    }
+    let options = MineOptions {
+        score: args.score,
+        per_photo: args.per_photo,
+        photos: args.photos,
+        crop: (features.width, features.height),
+        out: args.out.clone(),
+    };
+    eprintln!(
+        "mine: {} at {}x{}, detections >= {} clear of every face, photos with at most {MOST_FACES} faces",
+        args.model.display(),
+        spec.width,
+        spec.height,
+        args.score
+    );
+    let report = mine(&model, &spec, features, &options, &device)?;
+    if report.is_empty() {
+        bail!("{}: the config's source has no real photos to mine", loaded.path.display());
+    }
+    for m in &report {
+        println!(
+            "mined {:<15} {} photos ({} with more than {MOST_FACES} faces left out): {} crops in {}",
+            m.source,
+            m.photos,
+            m.crowded,
+            m.crops,
+            args.out.display()
+        );
+    }
+    Ok(())
+}
