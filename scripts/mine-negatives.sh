@@ -14,14 +14,14 @@
 # env: MODEL (default assets/default.grin), CONFIG (the training photos;
 #      default configs/small-faces-fused.toml), OUT (default
 #      data/negatives/mined: replaced), SCORE (default 0.4), YUNET_SCORE
-#      (default 0.5), GRIN (default target/release/grin)
+#      (default 0.3: it misses few faces there), GRIN (default target/release/grin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${MODEL:-assets/default.grin}
 CONFIG=${CONFIG:-configs/small-faces-fused.toml}
 OUT=${OUT:-data/negatives/mined}
 SCORE=${SCORE:-0.4}
-YUNET_SCORE=${YUNET_SCORE:-0.5}
+YUNET_SCORE=${YUNET_SCORE:-0.3}
 GRIN=${GRIN:-target/release/grin}
 PEER=../shared/peers/yunet
 [ -x "$GRIN" ] || cargo build --release
@@ -39,7 +39,7 @@ find "$OUT" -name '*.png' -print0 | xargs -0 -n 500 "$YUNET" --threshold "$YUNET
 
 PY=.venv-negatives/bin/python
 [ -x "$PY" ] || { echo "mine-negatives: needs Pillow: run scripts/negatives.sh first (it makes .venv-negatives)" >&2; exit 1; }
-"$PY" - "$OUT" <<'PY'
+"$PY" - "$OUT" "$YUNET_SCORE" <<'PY'
 import json, os, sys
 from PIL import Image, ImageDraw
 out = sys.argv[1]
@@ -70,5 +70,5 @@ for line in open(os.path.join(out, "yunet.jsonl")):
     im.save(path)
     painted += 1
 left = sum(1 for n in os.listdir(out) if n.endswith(".png"))
-print(f"mine-negatives: YuNet (score >= {os.environ.get('YUNET_SCORE', '0.5')}) deleted {deleted} crops whose detection it calls a face, painted its faces over in {painted}; {left} crops in {out}")
+print(f"mine-negatives: YuNet (score >= {sys.argv[2]}) deleted {deleted} crops whose detection it calls a face, painted its faces over in {painted}; {left} crops in {out}")
 PY

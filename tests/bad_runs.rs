@@ -401,3 +401,36 @@ fn a_dataset_folder_in_use_is_refused_to_a_second_writer() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("a grin precompute or merge is writing this dataset"), "{}", stderr(&out));
 }
+
+#[test]
+fn grin_mine_refuses_bad_input_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let out_dir = dir.path().join("mined");
+    let mine = |model: &Path, extra: &[&str]| {
+        Command::new(GRIN)
+            .args(["mine", "--model"])
+            .arg(model)
+            .arg("--config")
+            .arg(&config)
+            .arg("--out")
+            .arg(&out_dir)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // No such model file: named.
+    let missing = dir.path().join("none.grin");
+    let out = mine(&missing, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(&format!("{}: cannot read model", missing.display())), "{}", stderr(&out));
+    // A score that is not one: the flag is named.
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/default.grin");
+    let out = mine(&model, &["--score", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`2`: expected a score in [0, 1]"), "{}", stderr(&out));
+    // A config with no real photos has nothing to mine: said, not an empty folder and exit 0.
+    let out = mine(&model, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("the config's source has no real photos to mine"), "{}", stderr(&out));
+}

@@ -153,6 +153,9 @@ def photo_figures(scenes, scored, deployed, match_iou=MATCH_IOU):
             for (bucket, _, _), (n, hit) in zip(SIZE_BUCKETS, by_size)
         },
         "detections_per_image": shown / len(scenes),
+        # Detections at the operating point that match no face (at `match_iou`)
+        # and lie in no ignore region: grin_train's `false_per_image`.
+        "false_per_image": sum(1 for _, hit in operating.scored if not hit) / len(scenes),
         "smiling": smiling / shown if shown and any(d[2] is not None for ds in deployed.values() for d in ds) else None,
         "portraits": portraits,
         "found": found / portraits if portraits else None,

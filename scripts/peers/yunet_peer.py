@@ -125,6 +125,7 @@ def accuracy(work, sizes):
                         "ap_03": at_03["ap"],
                         "ap_03_deployed": at_03_deployed["ap"],
                         "recall_03": at_03["recall"],
+                        "false_per_image_03": at_03["false_per_image"],
                     }
                 )
     return rows
@@ -171,7 +172,7 @@ def main():
           "aged: those photos made to look like old grey prints); faces under 1/32 of the width "
           "(photo, aged: 10 px) ignored:")
     header = ("photos", "detector", "AP@0.5", "AP@0.3", "AP@0.3 at the operating point", "recall@0.3",
-              "recall small/medium/large", "detections/image", "found", "smile accuracy")
+              "recall small/medium/large", "detections/image", "false/image@0.3", "found", "smile accuracy")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in acc:
@@ -184,6 +185,7 @@ def main():
             fmt(r["recall_03"]),
             " / ".join(fmt(b["recall"], 2) for b in r["recall_by_size"].values()),
             fmt(r["detections_per_image"], 2),
+            fmt(r["false_per_image_03"], 2),
             fmt(r["found"]),
             fmt(r["smile_accuracy"]),
         )

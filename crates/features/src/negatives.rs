@@ -247,7 +247,7 @@ mod tests {
             let scene = source.scene(i, &mut rng).unwrap();
             assert!(scene.boxes.is_empty());
             assert_eq!(scene.pixels.len(), 96 * 72);
-            changed += usize::from(scene.pixels.iter().any(|&p| p < 40 || p > 200));
+            changed += usize::from(scene.pixels.iter().any(|&p| !(40..=200).contains(&p)));
         }
         assert!(changed >= 10, "shapes drawn in dark or light ink: {changed}/20");
     }

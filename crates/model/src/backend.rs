@@ -126,8 +126,10 @@ impl DetectorBackend for NdArray<f32> {
     }
 }
 
-/// The exact reference of parity tests: Burn's own ops in f64, whose
-/// rounding is 2^29 times finer than the f32 paths compared against it.
+/// Burn's autodiff over ndarray's own ops, the reference of parity tests
+/// (`NdArray<f32>` runs grin's CPU step). Burn 0.21 gives a device one
+/// float dtype per process, set by the first backend to use it: beside
+/// `NdArray<f32>` this computes in f32 too, a third rounding order.
 impl DetectorBackend for NdArray<f64> {}
 
 /// Autodiff differentiates the defaults, Burn's own ops.

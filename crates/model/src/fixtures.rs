@@ -1,6 +1,8 @@
-//! Models the tests of every crate need: a top-down fusion with values. A
-//! new fusion is all zeros, a no-op, so a test of its forward pass (CPU
-//! step, Pi engine, ONNX export) would pass without it.
+//! What the tests of every crate need: a top-down fusion with values (a new
+//! fusion is all zeros, a no-op, so a test of its forward pass (CPU step,
+//! Pi engine, ONNX export) would pass without it), and the one bound on how
+//! far two f32 paths that round the same sums in different orders may
+//! differ, each measured against one reference.
 
 use crate::detector::Detector;
 use burn::module::{Module, ModuleMapper, Param};
@@ -35,4 +37,36 @@ impl<B: Backend> ModuleMapper<B> for Live {
         };
         Param::from_mapped_value(id, tensor, mapper)
     }
+}
+
+/// f32's unit roundoff.
+pub const U: f64 = f32::EPSILON as f64 / 2.0;
+
+/// How much larger one f32 path's worst error over `n` elements may be
+/// than another's, both measured against one reference, when the
+/// two round the same sums in different orders. Model: each element's error
+/// is an independent draw of one half-normal |N(0, σ²)|. Then the larger
+/// maximum is below σ·√(2·ln(n/p)) (a union bound on the tail
+/// 2(1−Φ(q)) ≤ exp(−q²/2)), and the smaller one above σ·√(π/2)·p^(1/n)
+/// (erf(x) ≤ 2x/√π), each but with probability p; p = 1e-6. 25 for n = 8,
+/// 5.5 for n = 1000.
+pub fn error_ratio(n: usize) -> f64 {
+    const P: f64 = 1e-6;
+    (2.0 * (n as f64 / P).ln()).sqrt() / ((std::f64::consts::PI / 2.0).sqrt() * P.powf(1.0 / n as f64))
+}
+
+/// The error one path may have against the values `reference`, given
+/// another path's error `other_error` on them: [`error_ratio`] times it,
+/// plus one rounding of the largest value.
+pub fn allowed_error(reference: &[f64], other_error: f64) -> f64 {
+    error_ratio(reference.len()) * other_error + 2.0 * U * max_abs(reference)
+}
+
+pub fn max_abs(a: &[f64]) -> f64 {
+    a.iter().fold(0f64, |m, &x| m.max(x.abs()))
+}
+
+pub fn max_diff(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).fold(0f64, |m, (&x, &y)| m.max((x - y).abs()))
 }

@@ -247,6 +247,8 @@ pub const CALIBRATION_BETA: f32 = 2.0;
 /// sources (each source counts once, whatever its size), from 0.05 to 0.95
 /// in steps of 0.05. Ties go to the higher threshold (fewer detections).
 pub fn best_threshold(reports: &[PhotoReport], beta: f32) -> Option<(f32, f32)> {
+    // A face-free set has no recall to weigh: it does not take part.
+    let reports: Vec<&PhotoReport> = reports.iter().filter(|r| r.faces > 0).collect();
     if reports.is_empty() {
         return None;
     }
@@ -257,7 +259,7 @@ pub fn best_threshold(reports: &[PhotoReport], beta: f32) -> Option<(f32, f32)> 
                 let (p, rc) = precision_recall_at(&r.curve, t);
                 f_beta(p, rc, beta)
             };
-            (t, reports.iter().map(score).sum::<f32>() / reports.len() as f32)
+            (t, reports.iter().map(|r| score(r)).sum::<f32>() / reports.len() as f32)
         })
         .fold(None, |best: Option<(f32, f32)>, (t, f)| match best {
             Some((_, bf)) if bf > f => best,

@@ -4,35 +4,14 @@
 
 mod common;
 
-use grin_features::{FeatureConfig, SourceConfig};
 use grin_train::eval::evaluate;
 use grin_train::TrainConfig;
-
-fn tiny_features() -> FeatureConfig {
-    FeatureConfig {
-        width: 64,
-        height: 64,
-        seed: 11,
-        source: SourceConfig::Synthetic { max_faces: 2, min_face: 18.0, max_face: 40.0, hard_negatives: 0.5 },
-        ..FeatureConfig::default()
-    }
-}
 
 #[test]
 fn loss_falls_and_ap_rises() {
     let dir = tempfile::tempdir().unwrap();
-    let features = tiny_features();
-    let train_cfg = TrainConfig {
-        steps: 1000,
-        batch_size: 8,
-        lr: 4e-3,
-        warmup_steps: 20,
-        log_every: 25,
-        checkpoint_every: 0,
-        eval_samples: 96,
-        eval_every: 250,
-        ..TrainConfig::default()
-    };
+    let features = common::tiny_features();
+    let train_cfg = TrainConfig { eval_every: 250, ..common::tiny_train(1000) };
     let (run, summary, losses) = common::short_run("tiny", dir.path(), &features, train_cfg);
     let device = Default::default();
     assert_eq!(losses.len(), 40, "one row per 25 steps");

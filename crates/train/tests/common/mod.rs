@@ -1,10 +1,39 @@
 //! What the training tests share: a short CPU run of a half-width detector.
 
-use grin_features::FeatureConfig;
+use grin_features::{FeatureConfig, SourceConfig};
 use grin_model::{ModelConfig, TrainBackend};
 use grin_train::backend::Cpu;
 use grin_train::{build_feed, train, FeedPlan, Mode, RunSpec, Summary, TrainConfig};
 use std::path::Path;
+
+/// The tiny learning recipe the learning tests share: 64x64 synthetic
+/// scenes of one or two faces.
+#[allow(dead_code)] // Each test binary compiles this module; not all learn.
+pub fn tiny_features() -> FeatureConfig {
+    FeatureConfig {
+        width: 64,
+        height: 64,
+        seed: 11,
+        source: SourceConfig::Synthetic { max_faces: 2, min_face: 18.0, max_face: 40.0, hard_negatives: 0.5 },
+        ..FeatureConfig::default()
+    }
+}
+
+/// ... trained `steps` steps of batch 8, logged every 25, scored on 96
+/// held-out scenes at the end.
+#[allow(dead_code)]
+pub fn tiny_train(steps: usize) -> TrainConfig {
+    TrainConfig {
+        steps,
+        batch_size: 8,
+        lr: 4e-3,
+        warmup_steps: 20,
+        log_every: 25,
+        checkpoint_every: 0,
+        eval_samples: 96,
+        ..TrainConfig::default()
+    }
+}
 
 /// Trains on the fly in `dir/name` and returns the run, its summary and the
 /// loss of every logged interval (from metrics.csv).
