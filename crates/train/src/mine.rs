@@ -7,8 +7,10 @@
 //! negative would teach the model to miss faces: only photos with at most
 //! two annotated faces are mined (the rule the face-free crops of training
 //! follow), and a detection must keep clear of every annotated face and
-//! ignore region by half that face's size. Face-free image sets have no
-//! faces: every detection there is false.
+//! ignore region by half that face's size. Portraits (CelebA) hold one
+//! annotated face that fills the frame: there a detection may not reach a
+//! tenth of its area into the face box ([`Clearance`]). Face-free image
+//! sets have no faces: every detection there is false.
 
 use crate::device_batch::upload;
 use anyhow::{Context, Result};
@@ -38,6 +40,25 @@ pub struct MineOptions {
     pub crop: (u32, u32),
     pub out: PathBuf,
 }
+
+/// How far a mined detection keeps from a face, and what a crop paints over.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Clearance {
+    /// Each face box grown by this share of its size on every side.
+    pub grow: f32,
+    /// The share of the detection's area allowed inside a grown face box.
+    pub inside: f32,
+}
+
+/// Photos: an unannotated neighbour may stand beside any face, so half a
+/// face around it, and nothing of the detection inside.
+pub const PHOTOS: Clearance = Clearance { grow: 0.5, inside: 0.0 };
+
+/// Portraits: half a face around one that fills the frame leaves nothing to
+/// mine, and their false detections sit right beside it (neck, collar,
+/// hair, background blobs): the face box itself, a tenth of the detection
+/// inside it at most.
+pub const PORTRAITS: Clearance = Clearance { grow: 0.0, inside: 0.1 };
 
 /// What one source gave.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,6 +91,7 @@ pub fn mine<B: DetectorBackend>(
     let mut report = Vec::new();
     for set in photos_of_split(features, Split::Train, options.photos)? {
         let mut mined = Mined { source: set.name.to_string(), photos: 0, crowded: 0, crops: 0 };
+        let clearance = if set.portraits { PORTRAITS } else { PHOTOS };
         let indices: Vec<usize> = (0..set.len()).collect();
         let mut batch = HostBatch::with_capacity(16, w, h, c);
         for chunk in indices.chunks(16) {
@@ -91,10 +113,11 @@ pub fn mine<B: DetectorBackend>(
             for ((i, sample), found) in samples.iter().zip(found) {
                 mined.photos += 1;
                 let stem = set.image_path(*i).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-                let false_ones = found.iter().filter(|d| d.score >= options.score && clear_of(d, &sample.boxes));
+                let false_ones =
+                    found.iter().filter(|d| d.score >= options.score && clear_of(d, &sample.boxes, clearance));
                 for (k, d) in false_ones.take(options.per_photo).enumerate() {
                     let name = format!("{}-{stem}-{w}x{h}-{k}.png", set.name);
-                    let [x0, y0, x1, y1] = write_crop(sample, d, options.crop, &options.out.join(&name))?;
+                    let [x0, y0, x1, y1] = write_crop(sample, d, clearance, options.crop, &options.out.join(&name))?;
                     let line = serde_json::json!({"image": name, "box": [x0, y0, x1, y1], "score": d.score});
                     writeln!(manifest, "{line}").with_context(|| format!("{}: cannot write", MANIFEST))?;
                     mined.crops += 1;
@@ -106,21 +129,29 @@ pub fn mine<B: DetectorBackend>(
     Ok(report)
 }
 
-/// Whether `d` keeps clear of every face box (ignore regions included) by
-/// half that face's size.
-fn clear_of(d: &Detection, faces: &[FaceBox]) -> bool {
+/// Face `f` grown by `grow` of its size on every side.
+fn grown(f: &FaceBox, grow: f32) -> [f32; 4] {
+    let (mx, my) = ((f.x1 - f.x0) * grow, (f.y1 - f.y0) * grow);
+    [f.x0 - mx, f.y0 - my, f.x1 + mx, f.y1 + my]
+}
+
+/// Whether `d` keeps clear of every face box (ignore regions included) as
+/// `c` asks.
+fn clear_of(d: &Detection, faces: &[FaceBox], c: Clearance) -> bool {
+    let area = (d.x1 - d.x0) * (d.y1 - d.y0);
     faces.iter().all(|f| {
-        let (mx, my) = ((f.x1 - f.x0) / 2.0, (f.y1 - f.y0) / 2.0);
-        d.x1 < f.x0 - mx || d.x0 > f.x1 + mx || d.y1 < f.y0 - my || d.y0 > f.y1 + my
+        let [x0, y0, x1, y1] = grown(f, c.grow);
+        let inside = (d.x1.min(x1) - d.x0.max(x0)).max(0.0) * (d.y1.min(y1) - d.y0.max(y0)).max(0.0);
+        inside <= c.inside * area
     })
 }
 
 /// A `crop`-sized window of `sample` centred on `d` (moved inside the frame
 /// where it would leave it), every face in it (ignore regions included,
-/// each grown by half its size) painted over with the letterbox grey, so a
+/// each grown as `clearance` says) painted over with the letterbox grey, so a
 /// negative scene never shows a face as background. Written as a PNG; the
 /// detection's box in the crop's pixels is returned.
-fn write_crop(sample: &Sample, d: &Detection, crop: (u32, u32), path: &Path) -> Result<[f32; 4]> {
+fn write_crop(sample: &Sample, d: &Detection, clearance: Clearance, crop: (u32, u32), path: &Path) -> Result<[f32; 4]> {
     let (fw, fh, c) = (sample.width, sample.height, sample.channels as usize);
     let (cw, ch) = (crop.0.min(fw), crop.1.min(fh));
     let left = (((d.x0 + d.x1) / 2.0 - cw as f32 / 2.0).max(0.0) as u32).min(fw - cw);
@@ -131,10 +162,10 @@ fn write_crop(sample: &Sample, d: &Detection, crop: (u32, u32), path: &Path) -> 
         pixels.extend_from_slice(&sample.pixels[row..row + cw as usize * c]);
     }
     for f in &sample.boxes {
-        let (mx, my) = ((f.x1 - f.x0) / 2.0, (f.y1 - f.y0) / 2.0);
+        let [gx0, gy0, gx1, gy1] = grown(f, clearance.grow);
         let to_crop = |v: f32, origin: u32, side: u32| (v - origin as f32).clamp(0.0, side as f32) as usize;
-        let (x0, x1) = (to_crop(f.x0 - mx, left, cw), to_crop(f.x1 + mx, left, cw));
-        let (y0, y1) = (to_crop(f.y0 - my, top, ch), to_crop(f.y1 + my, top, ch));
+        let (x0, x1) = (to_crop(gx0, left, cw), to_crop(gx1, left, cw));
+        let (y0, y1) = (to_crop(gy0, top, ch), to_crop(gy1, top, ch));
         for y in y0..y1 {
             let row = (y * cw as usize + x0) * c;
             pixels[row..(y * cw as usize + x1) * c].fill(LETTERBOX_FILL);
@@ -162,10 +193,20 @@ mod tests {
     #[test]
     fn a_detection_near_a_face_is_never_mined() {
         let faces = [face(100.0, 100.0, 140.0, 150.0)];
-        assert!(!clear_of(&det(100.0, 100.0, 140.0, 150.0), &faces), "the face itself");
-        assert!(!clear_of(&det(145.0, 110.0, 160.0, 125.0), &faces), "within half a face of it");
-        assert!(clear_of(&det(170.0, 110.0, 185.0, 125.0), &faces), "well clear of it");
-        assert!(clear_of(&det(10.0, 10.0, 20.0, 20.0), &[]), "no face at all");
+        assert!(!clear_of(&det(100.0, 100.0, 140.0, 150.0), &faces, PHOTOS), "the face itself");
+        assert!(!clear_of(&det(145.0, 110.0, 160.0, 125.0), &faces, PHOTOS), "within half a face of it");
+        assert!(clear_of(&det(170.0, 110.0, 185.0, 125.0), &faces, PHOTOS), "well clear of it");
+        assert!(clear_of(&det(10.0, 10.0, 20.0, 20.0), &[], PHOTOS), "no face at all");
+    }
+
+    #[test]
+    fn on_a_portrait_a_detection_beside_the_face_is_mined_one_inside_it_never() {
+        let faces = [face(23.0, 45.0, 66.0, 87.0)];
+        let neck = det(30.0, 86.0, 51.0, 107.0);
+        assert!(clear_of(&neck, &faces, PORTRAITS), "a twentieth of the neck's box overlaps the face's");
+        assert!(!clear_of(&neck, &faces, PHOTOS), "a photo's rule keeps half a face away");
+        assert!(!clear_of(&det(40.0, 70.0, 60.0, 95.0), &faces, PORTRAITS), "the mouth and chin");
+        assert!(!clear_of(&det(20.0, 40.0, 70.0, 90.0), &faces, PORTRAITS), "the face itself");
     }
 
     #[test]
@@ -179,7 +220,7 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.png");
-        let b = write_crop(&sample, &det(0.0, 0.0, 6.0, 6.0), (32, 24), &path).unwrap();
+        let b = write_crop(&sample, &det(0.0, 0.0, 6.0, 6.0), PHOTOS, (32, 24), &path).unwrap();
         let img = image::open(&path).unwrap().to_luma8();
         assert_eq!(img.dimensions(), (32, 24));
         assert_eq!(img.get_pixel(0, 0).0[0], 0, "moved inside: it starts at the frame's corner");
@@ -192,7 +233,7 @@ mod tests {
         let sample = Sample { width: 64, height: 48, channels: 1, pixels: vec![7; 64 * 48], boxes: vec![face] };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.png");
-        write_crop(&sample, &det(10.0, 20.0, 16.0, 26.0), (64, 48), &path).unwrap();
+        write_crop(&sample, &det(10.0, 20.0, 16.0, 26.0), PHOTOS, (64, 48), &path).unwrap();
         let img = image::open(&path).unwrap().to_luma8();
         assert_eq!(img.get_pixel(45, 15).0[0], LETTERBOX_FILL, "the face");
         assert_eq!(img.get_pixel(37, 8).0[0], LETTERBOX_FILL, "half a face around it");
