@@ -7,7 +7,10 @@
 //! from another architecture or a damaged file is refused with a message
 //! before Burn ever decodes it; its sizes are checked against
 //! [`MAX_SIDE`] before anything is allocated. `GRINMDL1` files (no header
-//! checksum) still load, with the same size checks.
+//! checksum) still load, with the same size checks. A checksum does not
+//! stop a crafted file: once decoded, every tensor's shape is checked
+//! against the header's detector and every value for being finite, and no
+//! more than [`MAX_MODEL_BYTES`] is ever read.
 
 use crate::detector::{Detector, DetectorSpec};
 use burn::module::{Module, ModuleVisitor, Param};
@@ -21,6 +24,10 @@ const MAGIC: &[u8; 8] = b"GRINMDL2";
 const MAGIC_V1: &[u8; 8] = b"GRINMDL1";
 /// Largest run size side a model file may name (the config's own bound).
 pub const MAX_SIDE: usize = 4096;
+/// Largest model file read: the widest detector a config may ask for
+/// stays far below it, and `--model /dev/zero` stops here instead of at
+/// the end of memory.
+pub const MAX_MODEL_BYTES: u64 = 256 << 20;
 const ARCHITECTURE: &str = "grin-detector-v1";
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -116,9 +123,16 @@ pub fn save_model<B: Backend>(path: &Path, spec: &DetectorSpec, model: &Detector
 }
 
 pub fn load_model<B: Backend>(path: &Path, device: &B::Device) -> Result<(DetectorSpec, Detector<B>), ModelFileError> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| ModelFileError { path: path.to_path_buf(), message: format!("cannot read model: {e}") })?;
-    from_bytes(&bytes, device).map_err(|message| ModelFileError { path: path.to_path_buf(), message })
+    use std::io::Read;
+    let fail = |message: String| ModelFileError { path: path.to_path_buf(), message };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_MODEL_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| fail(format!("cannot read model: {e}")))?;
+    if bytes.len() as u64 > MAX_MODEL_BYTES {
+        return Err(fail(format!("more than {} MiB: not a grin model file", MAX_MODEL_BYTES >> 20)));
+    }
+    from_bytes(&bytes, device).map_err(fail)
 }
 
 pub fn from_bytes<B: Backend>(bytes: &[u8], device: &B::Device) -> Result<(DetectorSpec, Detector<B>), String> {
@@ -174,7 +188,38 @@ pub fn from_bytes<B: Backend>(bytes: &[u8], device: &B::Device) -> Result<(Detec
     let record = BinBytesRecorder::<FullPrecisionSettings>::default()
         .load(record, device)
         .map_err(|e| format!("cannot decode weights: {e}"))?;
-    Ok((header.spec, model.load_record(record)))
+    let model = model.load_record(record);
+    // The checksum says the bytes are the ones written, not that they fit:
+    // a crafted file can carry other shapes (the same byte count) or values
+    // no trained model has, and each would panic or mislead far from here.
+    let loaded = shapes(&model);
+    if let Some((i, (got, want))) = loaded.iter().zip(&header.shapes).enumerate().find(|(_, (g, w))| g != w) {
+        return Err(format!(
+            "weights: tensor {i} is stored as {got:?}, the detector the header describes has {want:?}"
+        ));
+    }
+    let mut finite = Finite { seen: 0, first_bad: None };
+    model.visit(&mut finite);
+    if let Some(i) = finite.first_bad {
+        return Err(format!("weights: tensor {i} holds NaN or infinite values"));
+    }
+    Ok((header.spec, model))
+}
+
+/// The index of the first float tensor with a value that is not finite.
+struct Finite {
+    seen: usize,
+    first_bad: Option<usize>,
+}
+
+impl<B: Backend> ModuleVisitor<B> for Finite {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let all_finite = param.val().into_data().iter::<f32>().all(f32::is_finite);
+        if !all_finite && self.first_bad.is_none() {
+            self.first_bad = Some(self.seen);
+        }
+        self.seen += 1;
+    }
 }
 
 /// Sizes and settings a header may name: anything else would panic or
@@ -238,6 +283,72 @@ mod tests {
         assert!(same_weights(&model2, &model));
         // Saved again, it is the same file byte for byte.
         assert_eq!(to_bytes(&spec2, &model2), bytes);
+    }
+
+    /// `bytes`' header with `other`'s weights, every checksum recomputed: a
+    /// crafted file the checksums cannot tell from a real one.
+    fn crafted(bytes: &[u8], other: &[u8]) -> Vec<u8> {
+        let (start, other_start) = (record_start(bytes), record_start(other));
+        let record = &other[other_start..];
+        let mut header: serde_json::Value = serde_json::from_slice(&bytes[12..start - 8]).unwrap();
+        header["record_bytes"] = record.len().into();
+        header["record_xxh3"] = xxhash_rust::xxh3::xxh3_64(record).into();
+        let json = serde_json::to_vec(&header).unwrap();
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        out.extend_from_slice(&json);
+        out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&json).to_le_bytes());
+        out.extend_from_slice(record);
+        out
+    }
+
+    /// `model` with its first float tensor replaced by `f` of it.
+    fn with_first(model: Detector<B>, f: impl Fn(Tensor<B, 4>) -> Tensor<B, 4>) -> Detector<B> {
+        use burn::module::ModuleMapper;
+        struct First<F>(F, bool);
+        impl<F: Fn(Tensor<B, 4>) -> Tensor<B, 4>> ModuleMapper<B> for First<F> {
+            fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+                if D != 4 || std::mem::replace(&mut self.1, true) {
+                    return param;
+                }
+                let (id, tensor, mapper) = param.consume();
+                let changed = (self.0)(Tensor::<B, 4>::from_data(tensor.into_data(), &Default::default()));
+                Param::from_mapped_value(id, Tensor::from_data(changed.into_data(), &Default::default()), mapper)
+            }
+        }
+        model.map(&mut First(f, false))
+    }
+
+    #[test]
+    fn weights_that_do_not_fit_the_header_are_refused_under_matching_checksums() {
+        let (model, bytes) = saved();
+        // The first conv's [c, 1, 3, 3] stored as [c, 1, 9, 1]: the same byte count.
+        let reshaped = with_first(model.clone(), |t| {
+            let [c, i, _, _] = t.dims();
+            t.reshape([c, i, 9, 1])
+        });
+        let e = load(&crafted(&bytes, &to_bytes(&spec(), &reshaped))).err().unwrap();
+        assert!(e.contains("tensor 0 is stored as [") && e.contains(", 9, 1]"), "{e}");
+
+        for bad in [f32::NAN, f32::INFINITY] {
+            let poisoned = with_first(model.clone(), |t| t.slice_fill([0..1, 0..1, 0..1, 0..1], bad));
+            let e = load(&crafted(&bytes, &to_bytes(&spec(), &poisoned))).err().unwrap();
+            assert_eq!(e, "weights: tensor 0 holds NaN or infinite values");
+        }
+        // The crafting itself keeps a good file good.
+        assert!(load(&crafted(&bytes, &bytes)).is_ok());
+    }
+
+    #[test]
+    fn a_model_file_past_the_size_bound_is_refused_without_reading_it_all() {
+        let path = std::env::temp_dir().join(format!("grin-{}-huge.grin", std::process::id()));
+        let (_, bytes) = saved();
+        std::fs::write(&path, &bytes).unwrap();
+        // Sparse: no disk is spent on the rest.
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(MAX_MODEL_BYTES + 1).unwrap();
+        let e = load_model::<B>(&path, &Default::default()).err().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(e.to_string().ends_with("huge.grin: more than 256 MiB: not a grin model file"), "{e}");
     }
 
     #[test]
