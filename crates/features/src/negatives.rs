@@ -70,8 +70,13 @@ impl NegativesSource {
         if self.images.is_empty() || rng.random::<f32>() < 0.5 {
             procedural_background(self.width, self.height, self.channels, self.channels == 3, rng)
         } else {
-            random_region(&self.images[rng.random_range(0..self.images.len())], self.width, self.height, rng)
+            self.image_region(rng)
         }
+    }
+
+    /// A training-size region of one of the images (there is at least one).
+    fn image_region(&self, rng: &mut SampleRng) -> Vec<u8> {
+        random_region(&self.images[rng.random_range(0..self.images.len())], self.width, self.height, rng)
     }
 }
 
@@ -91,7 +96,7 @@ impl Source for NegativesSource {
             draw_graphics(&mut pixels, self.width as usize, self.height as usize, self.channels as usize, rng);
             pixels
         } else {
-            random_region(&self.images[rng.random_range(0..self.images.len())], self.width, self.height, rng)
+            self.image_region(rng)
         };
         Ok(Sample { width: self.width, height: self.height, channels: self.channels, pixels, boxes: vec![] })
     }
