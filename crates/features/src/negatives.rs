@@ -7,14 +7,16 @@
 //! - `images`: face-free images (photos, textures, wallpapers), split by
 //!   file name like every source; a scene is a random region of one;
 //! - `mined`: the false detections `grin mine` cut, with their context,
-//!   from training photos: training scenes only, whatever their names;
+//!   from training photos: training scenes only, whatever their names.
+//!   A crop is shown whole, at the scale it was mined: a random region of
+//!   it would zoom the false detection up to twice its size, or cut it out;
 //! - `graphics`: procedural shapes drawn on a texture or an image region.
 
 use crate::config::{FeatureConfig, SourceConfig, Split};
 use crate::crops::background::{procedural_background, random_region};
 use crate::error::{skip_or_fail, FeatureError, SkipCounts};
 use crate::io::{list_images, load_all};
-use crate::raster::Raster;
+use crate::raster::{resample_region, Raster};
 use crate::sample::Sample;
 use crate::source::{SampleRng, Source};
 use crate::split::split_of_path;
@@ -25,13 +27,19 @@ pub struct NegativesSource {
     height: u32,
     channels: u32,
     images: Vec<Raster>,
+    /// `grin mine`'s crops, each a whole scene.
+    mined: Vec<Raster>,
     graphics: f32,
     load_skips: SkipCounts,
 }
 
 impl std::fmt::Debug for NegativesSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NegativesSource").field("images", &self.images.len()).field("graphics", &self.graphics).finish()
+        f.debug_struct("NegativesSource")
+            .field("images", &self.images.len())
+            .field("mined", &self.mined.len())
+            .field("graphics", &self.graphics)
+            .finish()
     }
 }
 
@@ -48,35 +56,48 @@ impl NegativesSource {
             let listed = list_images(dir)?;
             files.extend(listed.into_iter().filter(|p| split_of_path(p, &cfg.split) == split));
         }
+        let mut mined_files = Vec::new();
         // Mined crops come from training photos: they train, and are never held out.
         if let (Some(dir), Split::Train) = (mined, split) {
             match list_images(dir) {
-                Ok(listed) => files.extend(listed),
+                Ok(listed) => mined_files = listed,
                 Err(e) => skip_or_fail(cfg.on_bad_sample, &load_skips, e)?,
             }
         }
         let images = load_all(&files, cfg.channels, bound, cfg.on_bad_sample, &load_skips)?;
+        let mined = load_all(&mined_files, cfg.channels, bound, cfg.on_bad_sample, &load_skips)?;
         Ok(NegativesSource {
             width: cfg.width,
             height: cfg.height,
             channels: cfg.channels,
             images,
+            mined,
             graphics: *graphics,
             load_skips,
         })
     }
 
     fn background(&self, rng: &mut SampleRng) -> Vec<u8> {
-        if self.images.is_empty() || rng.random::<f32>() < 0.5 {
+        if self.images.is_empty() && self.mined.is_empty() || rng.random::<f32>() < 0.5 {
             procedural_background(self.width, self.height, self.channels, self.channels == 3, rng)
         } else {
             self.image_region(rng)
         }
     }
 
-    /// A training-size region of one of the images (there is at least one).
+    /// One of the images or mined crops (there is at least one), drawn
+    /// uniformly over both: a random region of an image, a mined crop whole
+    /// (resampled only if it was mined at another size).
     fn image_region(&self, rng: &mut SampleRng) -> Vec<u8> {
-        random_region(&self.images[rng.random_range(0..self.images.len())], self.width, self.height, rng)
+        let i = rng.random_range(0..self.images.len() + self.mined.len());
+        match self.images.get(i) {
+            Some(image) => random_region(image, self.width, self.height, rng),
+            None => {
+                let crop = &self.mined[i - self.images.len()];
+                let whole = [0.0, 0.0, crop.width as f32, crop.height as f32];
+                resample_region(crop, whole, self.width, self.height)
+            }
+        }
     }
 }
 
@@ -90,7 +111,7 @@ impl Source for NegativesSource {
     }
 
     fn scene(&self, _index: u64, rng: &mut SampleRng) -> Result<Sample, FeatureError> {
-        let drawn = self.images.is_empty() || rng.random::<f32>() < self.graphics;
+        let drawn = self.images.is_empty() && self.mined.is_empty() || rng.random::<f32>() < self.graphics;
         let pixels = if drawn {
             let mut pixels = self.background(rng);
             draw_graphics(&mut pixels, self.width as usize, self.height as usize, self.channels as usize, rng);
@@ -276,8 +297,8 @@ mod tests {
                 .unwrap();
         }
         let cfg = config(SourceConfig::Negatives { images: None, mined: Some(dir.path().into()), graphics: 0.0 });
-        assert_eq!(NegativesSource::new(&cfg, Split::Train).unwrap().images.len(), 6);
-        assert_eq!(NegativesSource::new(&cfg, Split::Val).unwrap().images.len(), 0);
+        assert_eq!(NegativesSource::new(&cfg, Split::Train).unwrap().mined.len(), 6);
+        assert_eq!(NegativesSource::new(&cfg, Split::Val).unwrap().mined.len(), 0);
         // Images split by name: every one lands in exactly one split.
         let cfg = config(SourceConfig::Negatives { images: Some(dir.path().into()), mined: None, graphics: 0.5 });
         let per_split: usize = [Split::Train, Split::Val, Split::Test]
@@ -285,5 +306,20 @@ mod tests {
             .map(|&s| NegativesSource::new(&cfg, s).unwrap().images.len())
             .sum();
         assert_eq!(per_split, 6);
+    }
+
+    #[test]
+    fn a_mined_crop_is_a_whole_scene_at_the_scale_it_was_mined() {
+        // A crop at the training size with a distinct left and right half:
+        // every scene drawn from it is the crop itself, never a zoomed region.
+        let dir = tempfile::tempdir().unwrap();
+        let crop = image::GrayImage::from_fn(96, 72, |x, _| image::Luma([if x < 48 { 10 } else { 240 }]));
+        crop.save(dir.path().join("m.png")).unwrap();
+        let cfg = config(SourceConfig::Negatives { images: None, mined: Some(dir.path().into()), graphics: 0.0 });
+        let source = NegativesSource::new(&cfg, Split::Train).unwrap();
+        for i in 0..20 {
+            let scene = source.scene(i, &mut SampleRng::seed_from_u64(i)).unwrap();
+            assert_eq!(scene.pixels, crop.as_raw().as_slice(), "scene {i} is the crop, whole");
+        }
     }
 }
