@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Fuzzes every parser that takes bytes from outside, with cargo-fuzz
-# (libFuzzer, AddressSanitizer, a nightly toolchain): the model file, a
-# precomputed dataset's manifest and shard, config TOML with --set, the
-# WIDER / CelebA / JSONL / Caltech annotation parsers, the stream's frame
-# cutter and decoder, and image headers through the size bound.
+# (libFuzzer, AddressSanitizer, a nightly toolchain): the model file (as
+# written, and re-signed past its checksums so that mutated shapes and
+# weights reach the loader's checks and the runner), a precomputed
+# dataset's manifest and shard, config TOML with --set, the WIDER / CelebA /
+# JSONL / Caltech annotation parsers, the stream's frame cutter and decoder,
+# and image headers through the size bound.
 #
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default 60 s each, every target)
 #
@@ -21,7 +23,7 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(model_file store config annotations stream_frames image)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(model_file model_weights store config annotations stream_frames image)
 
 rustup toolchain list | grep -q '^nightly' || { echo "fuzz.sh: needs a nightly toolchain (rustup toolchain install nightly)" >&2; exit 2; }
 command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
@@ -32,8 +34,9 @@ cargo build --locked --release -p grin-infer --example make_stream >&2
 CORPUS=target/fuzz-corpus
 SEEDS=target/fuzz-seeds
 rm -rf "$SEEDS"
-mkdir -p "$SEEDS"/{model_file,store,config,annotations,stream_frames,image}
+mkdir -p "$SEEDS"/{model_file,model_weights,store,config,annotations,stream_frames,image}
 cp assets/default.grin "$SEEDS/model_file/"
+cp assets/default.grin "$SEEDS/model_weights/"
 for c in configs/*.toml; do
     { echo; cat "$c"; } >"$SEEDS/config/$(basename "$c")"
     { echo "train.lr=0.01"; cat "$c"; } >"$SEEDS/config/set-$(basename "$c")"
@@ -75,7 +78,7 @@ PY
 # Every target built once, before any runs (the sanitized build is the slow part).
 (cd fuzz && cargo +nightly fuzz build -O) >&2
 
-declare -A MAX_LEN=([model_file]=400000 [store]=16384 [config]=8192 [annotations]=8192 [stream_frames]=65536 [image]=65536)
+declare -A MAX_LEN=([model_file]=400000 [model_weights]=400000 [store]=16384 [config]=8192 [annotations]=8192 [stream_frames]=65536 [image]=65536)
 report=()
 for t in "${TARGETS[@]}"; do
     mkdir -p "$CORPUS/$t"

@@ -91,6 +91,16 @@ mod tests {
         assert!(error(&path, &["features.height=8"]).contains("features.height"));
     }
 
+    #[test]
+    fn validation_photos_on_a_source_without_photos_are_refused_naming_the_key() {
+        let (_dir, path) = write("name = \"x\"\n");
+        let e = error(&path, &["train.val_photos=5"]);
+        assert!(e.contains("key `train.val_photos`: 5 needs real photos with faces") && !e.contains('\n'), "{e}");
+        let text = "name = \"x\"\n[features.source]\nkind = \"caltech\"\nroot = \"w\"\n[train]\nval_photos = 5\n";
+        let (_dir, path) = write(text);
+        load(&path, &[]).unwrap();
+    }
+
     /// A config with every table and every source kind (a mix of all of them).
     const EVERY_KEY: &str = r#"
 name = "all"

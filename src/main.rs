@@ -1,5 +1,7 @@
 //! `grin`: train fast face + smile detectors and see whether the GPU starves.
 
+#![forbid(unsafe_code)]
+
 mod cmd;
 mod config;
 

@@ -118,14 +118,76 @@ fn a_damaged_checkpoint_part_is_refused_by_name() {
 fn a_full_disk_at_checkpoint_time_names_the_file_and_leaves_no_temporary() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("checkpoint.ckpt");
-    // Writes to /dev/full fail with ENOSPC, as on a full disk.
-    std::os::unix::fs::symlink("/dev/full", dir.path().join("checkpoint.tmp")).unwrap();
+    // Writes to /dev/full fail with ENOSPC, as on a full disk (a device is
+    // written through, never replaced).
+    std::os::unix::fs::symlink("/dev/full", &path).unwrap();
     let state = LoopState { step: 1, config_json: "{}".into(), history: vec![], wall_s: 0.0 };
     let ck = Checkpoint { state, model: vec![0; 1 << 16], optimizer: vec![0; 16] };
     let e = format!("{:#}", checkpoint::save(&path, &ck).unwrap_err());
-    assert!(e.contains("checkpoint.tmp: cannot write checkpoint") && e.contains("No space left"), "{e}");
-    assert!(!dir.path().join("checkpoint.tmp").exists(), "the partial file is removed");
-    assert!(!path.exists());
+    assert!(
+        e.contains("cannot write checkpoint") && e.contains("checkpoint.ckpt") && e.contains("No space left"),
+        "{e}"
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["checkpoint.ckpt"], "no partial file left");
+}
+
+/// A run folder whose validation photos are `manifest` (jsonl, every photo
+/// in the validation split), with an untrained model.
+fn calibration_run(dir: &Path, manifest: &str) -> PathBuf {
+    let run = dir.join("runs/cal");
+    std::fs::create_dir_all(&run).unwrap();
+    let manifest_path = dir.join("m.jsonl");
+    std::fs::write(&manifest_path, manifest).unwrap();
+    let text = format!(
+        "name = \"cal\"\n[features]\nwidth = 64\nheight = 64\non_bad_sample = \"skip\"\n[features.split]\ntrain = 0.0\n\
+         val = 1.0\ntest = 0.0\n[features.source]\nkind = \"jsonl\"\nmanifest = {:?}\n[model]\nwidth_mult = 0.5\n",
+        manifest_path.display().to_string()
+    );
+    std::fs::write(run.join("config.toml"), &text).unwrap();
+    let config = grin_train::parse_config(&text, "config.toml", &[]).unwrap();
+    let spec = config.detector_spec();
+    let device = Default::default();
+    <burn_ndarray::NdArray<f32> as burn::tensor::backend::Backend>::seed(&device, 3);
+    let model = spec.init::<burn_ndarray::NdArray<f32>>(&device);
+    grin_model::file::save_model(&run.join("model.grin"), &spec, &model).unwrap();
+    run
+}
+
+#[test]
+fn calibrate_refuses_to_guess_and_leaves_the_model_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    image::GrayImage::from_fn(128, 96, |x, y| image::Luma([((x * 3 + y * 5) % 256) as u8]))
+        .save(dir.path().join("a.png"))
+        .unwrap();
+    std::fs::write(dir.path().join("b.jpg"), b"not a picture").unwrap();
+    let cases = [
+        // An untrained model finds no face: F is 0 at every threshold.
+        (r#"{"image": "a.png", "boxes": [[30, 20, 70, 70]]}"#, "F2 is 0 at every threshold"),
+        // Every photo skipped (on_bad_sample = "skip"): nothing was scored.
+        (r#"{"image": "b.jpg", "boxes": [[30, 20, 70, 70]]}"#, "no validation photo with a face was scored"),
+    ];
+    for (manifest, why) in cases {
+        let run = calibration_run(dir.path(), manifest);
+        let before = std::fs::read(run.join("model.grin")).unwrap();
+        let out = Command::new(GRIN).args(["calibrate", "--run"]).arg(&run).output().unwrap();
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{e}");
+        assert!(e.contains("not calibrated, model.grin unchanged") && e.contains(why), "{e}");
+        assert_eq!(std::fs::read(run.join("model.grin")).unwrap(), before, "model.grin untouched");
+        let mut names: Vec<_> = std::fs::read_dir(&run).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, ["config.toml", "model.grin"], "nothing left behind");
+        std::fs::remove_dir_all(&run).unwrap();
+    }
+    // A config whose channels differ from the model's: refused as `grin eval` refuses it.
+    let run = calibration_run(dir.path(), cases[0].0);
+    let config = std::fs::read_to_string(run.join("config.toml")).unwrap();
+    std::fs::write(run.join("config.toml"), config.replace("[features]\n", "[features]\nchannels = 3\n")).unwrap();
+    let out = Command::new(GRIN).args(["calibrate", "--run"]).arg(&run).output().unwrap();
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("model takes 1 channel(s), the config's features have 3"), "{e}");
 }
 
 #[test]
@@ -433,4 +495,26 @@ fn grin_mine_refuses_bad_input_in_one_line() {
     let out = mine(&model, &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("the config's source has no real photos to mine"), "{}", stderr(&out));
+}
+
+#[test]
+fn eval_out_lists_only_what_it_wrote() {
+    // A synthetic source has no photos: photos.json (empty) is written, no PR curve.
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let out_dir = dir.path().join("eval");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/default.grin");
+    let out = Command::new(GRIN)
+        .args(["eval", "--samples", "2", "--photos", "5", "--model"])
+        .arg(&model)
+        .arg("--config")
+        .arg(&config)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout.contains("photos.json (no photos: no PR curve)"), "{stdout}");
+    assert!(out_dir.join("photos.json").exists() && !out_dir.join("pr_curve.svg").exists());
 }

@@ -79,9 +79,44 @@ fn an_unwritable_out_is_one_line_naming_it() {
     let model = model.to_str().unwrap();
     for out in [dir.path().join("no/such/folder/grin.onnx"), dir.path().to_path_buf()] {
         let e = error_line(&grin_export(&["--model", model, "--out", out.to_str().unwrap()]));
-        assert!(e.contains(&format!("{}: cannot write", out.display())), "{e}");
+        assert!(e.contains(&format!("error: {}: ", out.display())), "{e}");
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no temporary left behind");
+}
+
+#[test]
+fn an_out_that_is_the_model_is_refused_and_the_model_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.grin");
+    std::fs::copy(shipped(), &model).unwrap();
+    let before = std::fs::read(&model).unwrap();
+    let m = model.to_str().unwrap();
+    let e = error_line(&grin_export(&["--model", m, "--out", m]));
+    assert!(e.contains("is also an input"), "{e}");
+    assert_eq!(std::fs::read(&model).unwrap(), before);
+}
+
+#[test]
+fn devices_and_fifos_are_written_through_or_refused_never_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let model = shipped();
+    let model = model.to_str().unwrap();
+    // Links in a scratch folder: a wrong grin replaces the link, not the device.
+    let null = dir.path().join("null.onnx");
+    std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    let run = grin_export(&["--model", model, "--out", null.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(std::fs::symlink_metadata(&null).unwrap().file_type().is_symlink());
+    let full = dir.path().join("full.onnx");
+    std::os::unix::fs::symlink("/dev/full", &full).unwrap();
+    let e = error_line(&grin_export(&["--model", model, "--out", full.to_str().unwrap()]));
+    assert!(e.contains("No space left on device"), "{e}");
+    let fifo = dir.path().join("pipe.onnx");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let e = error_line(&grin_export(&["--model", model, "--out", fifo.to_str().unwrap()]));
+    assert!(e.contains("is a FIFO with no reader"), "{e}");
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "still a FIFO");
 }
 
 #[test]

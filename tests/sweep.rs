@@ -708,6 +708,15 @@ fn values_grin_refuses_are_named_before_anything_runs() {
         ("[params]\n\"train.lrr\" = [0.01]\n", "unknown field `lrr`"),
         ("[params]\n\"train.lr\" = [0.01]\n[set]\n\"train.steps\" = 0\n", "base config with [set]"),
         ("[params]\n\"train.lr\" = [0.01]\n[set]\n\"train.lr\" = 0.1\n", "[set] key `train.lr`: also a param"),
+        // A metric no trial could report is refused before the first trial trains.
+        (
+            "metric = \"val_photo_ap\"\n[params]\n\"train.lr\" = [0.01]\n",
+            "metric `val_photo_ap` needs train.val_photos > 0",
+        ),
+        (
+            "metric = \"val_photo_ap\"\n[params]\n\"train.lr\" = [0.01]\n[set]\n\"train.val_photos\" = 5\n",
+            "key `train.val_photos`: 5 needs real photos with faces",
+        ),
     ];
     for (body, what) in cases {
         let sweep_toml = format!("name = \"bad\"\nbase = \"base.toml\"\nmode = \"on-the-fly\"\n{body}");

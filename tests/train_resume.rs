@@ -46,11 +46,17 @@ eval_samples = 8
 }
 
 fn train(config: &Path, runs: &Path, name: &str, resume: bool) -> std::process::Child {
+    train_with(config, runs, name, resume, &[])
+}
+
+/// [`train`] with more flags (`--mode`, `--set`).
+fn train_with(config: &Path, runs: &Path, name: &str, resume: bool, extra: &[&str]) -> std::process::Child {
     let mut cmd = Command::new(GRIN);
     cmd.args(["train", "--backend", "cpu", "--quiet", "--config"])
         .arg(config)
         .args(["--name", name, "--runs-dir"])
         .arg(runs)
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     if resume {
@@ -62,7 +68,11 @@ fn train(config: &Path, runs: &Path, name: &str, resume: bool) -> std::process::
 /// Runs `train` to the end; its stderr is drained (and returned), so the
 /// piped stream can never fill up and stall the run.
 fn train_to_end(config: &Path, runs: &Path, name: &str, resume: bool) -> std::process::Output {
-    train(config, runs, name, resume).wait_with_output().unwrap()
+    train_to_end_with(config, runs, name, resume, &[])
+}
+
+fn train_to_end_with(config: &Path, runs: &Path, name: &str, resume: bool, extra: &[&str]) -> std::process::Output {
+    train_with(config, runs, name, resume, extra).wait_with_output().unwrap()
 }
 
 /// (step, loss) per metrics row.
@@ -79,26 +89,55 @@ fn losses(runs: &Path, name: &str) -> Vec<(usize, f64)> {
 
 #[test]
 fn killed_run_resumes_to_the_same_end() {
+    killed_run_resumes_to_the_same_end_in(&[]);
+}
+
+/// The same in the two modes that read a precomputed dataset: records are
+/// drawn (precomputed) or cut on the device (in-VRAM, here on the CPU
+/// backend, end to end) in the order a resumed run must continue.
+#[test]
+fn killed_run_resumes_to_the_same_end_from_a_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = write_config(dir.path(), 80, 10);
+    let out = Command::new(GRIN)
+        .args(["precompute", "--samples", "256", "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let store = format!("train.store={:?}", data.display().to_string());
+    for mode in ["precomputed", "in-vram"] {
+        killed_run_resumes_to_the_same_end_in(&["--mode", mode, "--set", &store]);
+    }
+}
+
+fn killed_run_resumes_to_the_same_end_in(extra: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), 80, 10);
     let runs = dir.path().join("runs");
-
-    assert!(train_to_end(&config, &runs, "straight", false).status.success());
-    assert!(train_to_end(&config, &runs, "straight-again", false).status.success());
+    let run = |name: &str, resume: bool| {
+        let out = train_to_end_with(&config, &runs, name, resume, extra);
+        assert!(out.status.success(), "{extra:?} {name}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    run("straight", false);
+    run("straight-again", false);
 
     // Kill -9 as soon as the first checkpoint is on disk.
-    let mut child = train(&config, &runs, "crashy", false);
+    let mut child = train_with(&config, &runs, "crashy", false, extra);
     let checkpoint = runs.join("crashy/checkpoint.ckpt");
     let started = Instant::now();
     while !checkpoint.exists() {
-        assert!(started.elapsed() < Duration::from_secs(300), "no checkpoint written");
+        assert!(started.elapsed() < Duration::from_secs(300), "{extra:?}: no checkpoint written");
         std::thread::sleep(Duration::from_millis(20));
     }
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!runs.join("crashy/summary.json").exists(), "the run finished before it could be killed");
 
-    assert!(train_to_end(&config, &runs, "crashy", true).status.success());
+    run("crashy", true);
 
     let straight = losses(&runs, "straight");
     let again = losses(&runs, "straight-again");
@@ -110,13 +149,13 @@ fn killed_run_resumes_to_the_same_end() {
         let allowed = 3.0 * noise + 0.01 * a.abs();
         assert!(
             (a - r).abs() <= allowed,
-            "step {step}: resumed loss {r} vs uninterrupted {a} (run-to-run noise {noise})"
+            "{extra:?} step {step}: resumed loss {r} vs uninterrupted {a} (run-to-run noise {noise})"
         );
     }
     // A restart from scratch would land about 0.3 above the curve at the
     // first interval after the checkpoint, far outside this tolerance.
     let final_gap = (straight.last().unwrap().1 - resumed.last().unwrap().1).abs();
-    assert!(final_gap <= 3.0 * noise + 0.01 * straight.last().unwrap().1, "final loss gap {final_gap}");
+    assert!(final_gap <= 3.0 * noise + 0.01 * straight.last().unwrap().1, "{extra:?}: final loss gap {final_gap}");
 }
 
 /// Waits for `run`'s first metrics row: the loop is running.

@@ -3,12 +3,12 @@
 
 use super::{ConfigArgs, ModeArg};
 use crate::config::LoadedConfig;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use grin_model::TrainBackend;
 use grin_train::backend::{self, BackendChoice};
-use grin_train::trainer::{self, RunSpec};
 use grin_train::{build_feed, FeedPlan, Mode};
+use grin_train::{trainer, RunSpec};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -128,8 +128,7 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
         m.optimizer_ms
     );
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&b)?)
-            .with_context(|| format!("{}: cannot write", path.display()))?;
+        grin_output::write_file(path, &[], serde_json::to_string_pretty(&b)?.as_bytes())?;
     }
     Ok(())
 }
@@ -181,13 +180,13 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
     let mut rows = Vec::new();
     for mode in chosen {
         let plan = FeedPlan::new(mode, &c.features, &c.train, (mode != Mode::OnTheFly).then(|| store.clone()));
-        let mut run = RunSpec::new(&c, mode, choice, args.runs_dir.join(trainer::mode_name(mode)))?;
-        run.name = trainer::mode_name(mode).into();
+        let mut run = RunSpec::new(&c, mode, choice, args.runs_dir.join(mode.name()))?;
+        run.name = mode.name().into();
         // Benchmark runs are scratch: each one replaces the last.
         run.overwrite = true;
         run.show_progress = false;
         run.evaluate = false;
-        eprintln!("bench: {} for {} steps", trainer::mode_name(mode), args.steps);
+        eprintln!("bench: {} for {} steps", mode.name(), args.steps);
         let s = trainer::train::<B>(&run, device, |start| build_feed::<B>(&plan, device, start))?;
         let simulated = if s.loaders == 0 {
             100.0 * s.step_ms / (s.step_ms + s.load_ms_per_batch).max(1e-9)
@@ -198,7 +197,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
             100.0 * grin_simulate::simulate(&params)?.gpu_busy
         };
         rows.push(ModeRow {
-            mode: trainer::mode_name(mode),
+            mode: mode.name(),
             steps_per_s: s.steps_per_s,
             samples_per_s: s.samples_per_s,
             wait_ms_per_step: s.wait_ms_per_step,
@@ -248,8 +247,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
             "balance": figures,
             "rows": rows,
         });
-        std::fs::write(path, serde_json::to_string_pretty(&json)?)
-            .with_context(|| format!("{}: cannot write", path.display()))?;
+        grin_output::write_file(path, &[], serde_json::to_string_pretty(&json)?.as_bytes())?;
     }
     Ok(())
 }

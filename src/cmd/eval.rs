@@ -5,7 +5,7 @@ use crate::config;
 use anyhow::{Context, Result};
 use clap::Args;
 use grin_model::{file, DetectorSpec};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub struct EvalArgs {
@@ -62,6 +62,19 @@ pub(crate) fn parse_size(text: &str) -> Result<(usize, usize), String> {
     Ok((w, h))
 }
 
+/// The photos are read with the config's channels, which the model must take.
+fn check_channels(model_path: &Path, spec: &DetectorSpec, features: &grin_features::FeatureConfig) -> Result<()> {
+    if spec.channels != features.channels as usize {
+        anyhow::bail!(
+            "{}: model takes {} channel(s), the config's features have {}",
+            model_path.display(),
+            spec.channels,
+            features.channels
+        );
+    }
+    Ok(())
+}
+
 pub fn eval(args: EvalArgs) -> Result<()> {
     let (model_path, config_path) = match (&args.run, &args.model, &args.config) {
         (Some(run), _, _) => (run.join("model.grin"), run.join("config.toml")),
@@ -85,14 +98,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         }
         run_spec.model.nested_cover = cover;
     }
-    if run_spec.channels != c.features.channels as usize {
-        anyhow::bail!(
-            "{}: model takes {} channel(s), the config's features have {}",
-            model_path.display(),
-            run_spec.channels,
-            c.features.channels
-        );
-    }
+    check_channels(&model_path, &run_spec, &c.features)?;
     // Scenes are scored at the features' size, photos at the size the model runs at.
     let scene_spec =
         DetectorSpec { width: c.features.width as usize, height: c.features.height as usize, ..run_spec.clone() };
@@ -128,9 +134,10 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         }
         if let Some(out) = &args.out {
             std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
-            grin_train::photo_eval::plot_pr(&out.join("pr_curve.svg"), &reports)?;
-            std::fs::write(out.join("photos.json"), serde_json::to_string_pretty(&reports)?)?;
-            println!("wrote {}/pr_curve.svg and photos.json", out.display());
+            let plotted = grin_train::photo_eval::plot_pr(&out.join("pr_curve.svg"), &reports)?;
+            grin_output::write_file(&out.join("photos.json"), &[], serde_json::to_string_pretty(&reports)?.as_bytes())?;
+            let written = if plotted { "pr_curve.svg and photos.json" } else { "photos.json (no photos: no PR curve)" };
+            println!("wrote {}/{written}", out.display());
         }
     }
     Ok(())
@@ -166,6 +173,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
     let c = &loaded.config;
     let device = Default::default();
     let (mut spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
+    check_channels(&model_path, &spec, &c.features)?;
     let reports = evaluate_split(
         &model,
         &spec,
@@ -175,9 +183,8 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
         c.train.eval_min_face,
         &device,
     )?;
-    let Some((threshold, score)) = best_threshold(&reports, args.beta) else {
-        anyhow::bail!("{}: the config's source has no real photos to calibrate on", args.run.display());
-    };
+    let (threshold, score) = best_threshold(&reports, args.beta)
+        .map_err(|why| anyhow::anyhow!("{}: not calibrated, model.grin unchanged: {why}", args.run.display()))?;
     println!("validation photos at {}x{}:", spec.width, spec.height);
     for r in &reports {
         println!("  {}", grin_train::photo_eval::describe(r));
@@ -213,7 +220,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
     }
     let before = spec.model.score_threshold;
     spec.model.score_threshold = threshold;
-    file::save_model(&model_path, &spec, &model).with_context(|| format!("{}: cannot write", model_path.display()))?;
+    file::save_model(&model_path, &spec, &model)?;
     println!(
         "{}: score_threshold {before:.2} -> {threshold:.2} (mean F{beta} {score:.3} on validation photos)",
         model_path.display()

@@ -1,10 +1,10 @@
 //! `grin export`: a model file as an ONNX graph for OpenCV DNN, onnxruntime
 //! and other runtimes (`grin_export`).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use grin_model::file;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct ExportArgs {
@@ -34,7 +34,7 @@ pub fn export(args: ExportArgs) -> Result<()> {
     };
     let (spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&path, &Default::default())?;
     let bytes = grin_export::to_onnx(&spec, &model.folded());
-    write(&args.out, &bytes).with_context(|| format!("{}: cannot write", args.out.display()))?;
+    grin_output::write_file(&args.out, &[&path], &bytes)?;
     let params = spec.model.decode_params();
     println!(
         "wrote {} ({} KiB, ONNX opset {}): input `{}` [batch, {}, height, width] in 0..1; outputs `{}` [batch, points, \
@@ -59,17 +59,4 @@ pub fn export(args: ExportArgs) -> Result<()> {
         params.pyramid_above
     );
     Ok(())
-}
-
-/// Written beside the target and renamed over it, so that a failed write
-/// never leaves half a model where a complete one was.
-fn write(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut tmp = out.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, out));
-    if written.is_err() {
-        std::fs::remove_file(&tmp).ok();
-    }
-    written
 }

@@ -252,7 +252,11 @@ fn run_preview(args: PreviewArgs) -> Result<()> {
     let batch = pipeline.batch(&indices)?;
     let samples: Vec<_> = (0..batch.len).map(|i| batch.sample(i)).collect();
     let sheet = grin_features::preview::contact_sheet(&samples, args.cols);
-    sheet.save(&args.out).with_context(|| format!("{}: cannot write contact sheet", args.out.display()))?;
+    let format = image::ImageFormat::from_path(&args.out)
+        .map_err(|_| anyhow::anyhow!("{}: unknown image format: name the sheet .png or .jpg", args.out.display()))?;
+    let mut png = std::io::Cursor::new(Vec::new());
+    sheet.write_to(&mut png, format)?;
+    grin_output::write_file(&args.out, &[], png.get_ref())?;
     let faces: usize = samples.iter().map(|s| s.boxes.len()).sum();
     println!(
         "wrote {} ({} samples, {} faces; green = smiling, red = not smiling, yellow = unknown)",

@@ -257,7 +257,7 @@ fn bench(args: BenchArgs) -> Result<()> {
             .collect();
         let doc = serde_json::json!({"dir": args.dir, "batch": args.batch, "batches": batches,
             "record_bytes": store.layout().record_bytes, "results": rows});
-        std::fs::write(path, serde_json::to_vec_pretty(&doc)?).with_context(|| format!("{}", path.display()))?;
+        grin_output::write_file(path, &[], &serde_json::to_vec_pretty(&doc)?)?;
     }
     Ok(())
 }

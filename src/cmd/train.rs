@@ -53,7 +53,8 @@ pub struct TrainArgs {
 pub fn train(args: TrainArgs) -> Result<()> {
     let mut sets = args.config.sets.clone();
     if let Some(mode) = args.mode {
-        sets.push(format!("train.mode={}", trainer::mode_name(mode.into())));
+        let mode: grin_train::Mode = mode.into();
+        sets.push(format!("train.mode={}", mode.name()));
     }
     if let Some(name) = &args.name {
         sets.push(format!("name={name:?}"));
@@ -103,7 +104,7 @@ fn train_on<B: TrainBackend>(
     run.stop = Some(stop_on_interrupt()?);
     eprintln!(
         "mode {}: training {} for {} steps, batch {}",
-        trainer::mode_name(run.mode),
+        run.mode.name(),
         c.name,
         c.train.steps,
         c.train.batch_size
@@ -148,7 +149,7 @@ fn print_summary(s: &Summary) {
         s.steps,
         s.wall_s,
         s.backend,
-        trainer::mode_name(s.mode),
+        s.mode.name(),
         s.steps_per_s,
         // On the CPU backend the "device" shares cores with the feature workers, and wgpu's
         // device may be a CPU driver.
@@ -161,7 +162,7 @@ fn print_summary(s: &Summary) {
             "balance check: predicted device busy {:.0}%, measured {:.0}% ({})",
             b.predicted_busy_pct,
             s.gpu_busy_pct,
-            trainer::mode_name(b.mode)
+            b.mode.name()
         );
     }
     println!("held-out scenes: face AP@0.5 {}  smile accuracy {}", pct(s.face_ap), pct(s.smile_accuracy));

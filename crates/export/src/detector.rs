@@ -17,6 +17,7 @@ use crate::pb::{ModelProto, OperatorSetIdProto, StringStringEntryProto};
 use grin_model::{
     DetectorSpec, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead, LOG_DISTANCE_RANGE, MIN_PASS_SIDE, OUTPUTS, SEAM,
 };
+use grin_terms::output::{DISTANCE, FACE, SMILE};
 
 /// The graph's input: `[batch, channels, height, width]`, values in 0..1.
 pub const INPUT: &str = "image";
@@ -229,9 +230,10 @@ fn decode_level(g: &mut Graph, level: usize, y: &str, stride: f32) -> String {
         let (start, end) = (g.ints(&[from]), g.ints(&[to]));
         g.op("Slice", format!("{p}.{what}"), &[y, &start, &end, &axis1], vec![])
     };
-    let face = channels(g, "face_logit", 0, 1);
-    let distances = channels(g, "log_distances", 1, 5);
-    let smile = channels(g, "smile_logit", 5, 6);
+    let at = |c: usize| c as i64;
+    let face = channels(g, "face_logit", at(FACE), at(FACE + 1));
+    let distances = channels(g, "log_distances", at(DISTANCE), at(DISTANCE + 4));
+    let smile = channels(g, "smile_logit", at(SMILE), at(SMILE + 1));
     let score = g.op("Sigmoid", format!("{p}.score"), &[&face], vec![]);
     let smile = g.op("Sigmoid", format!("{p}.smile"), &[&smile], vec![]);
     let (lo, hi) = LOG_DISTANCE_RANGE;

@@ -8,6 +8,8 @@
 //! graph decodes its outputs itself; threshold and NMS stay with the
 //! caller, as in YOLO's exports (see the README's ONNX section).
 
+#![forbid(unsafe_code)]
+
 mod detector;
 mod graph;
 

@@ -22,18 +22,16 @@ pub struct Timing {
 }
 
 impl Timing {
-    pub fn from_durations(mut seconds: Vec<f64>) -> Timing {
+    pub fn from_durations(seconds: Vec<f64>) -> Timing {
         if seconds.is_empty() {
             return Timing { median_s: 0.0, p95_s: 0.0, mean_s: 0.0, min_s: 0.0, samples: 0 };
         }
-        seconds.sort_by(f64::total_cmp);
         let n = seconds.len();
-        let at = |q: f64| seconds[((q * (n - 1) as f64).round() as usize).min(n - 1)];
         Timing {
-            median_s: at(0.5),
-            p95_s: at(0.95),
+            median_s: grin_terms::median(&seconds),
+            p95_s: grin_terms::percentile(&seconds, 0.95),
             mean_s: seconds.iter().sum::<f64>() / n as f64,
-            min_s: seconds[0],
+            min_s: seconds.iter().copied().fold(f64::INFINITY, f64::min),
             samples: n,
         }
     }

@@ -333,6 +333,20 @@ impl FeatureConfig {
 }
 
 impl SourceConfig {
+    /// Whether the source holds real photos with annotated faces, the
+    /// ones held-out photo figures (AP, recall) are measured on.
+    pub fn has_annotated_photos(&self) -> bool {
+        match self {
+            SourceConfig::Mix { parts, .. } => parts.iter().any(SourceConfig::has_annotated_photos),
+            SourceConfig::Caltech { .. }
+            | SourceConfig::CelebaAligned { .. }
+            | SourceConfig::Wider { .. }
+            | SourceConfig::Celeba { .. }
+            | SourceConfig::Jsonl { .. } => true,
+            SourceConfig::Synthetic { .. } | SourceConfig::Crops { .. } | SourceConfig::Negatives { .. } => false,
+        }
+    }
+
     /// This source's own keys; a mix's weights and every part's keys.
     pub(crate) fn validate(&self) -> Result<(), FeatureError> {
         match self {

@@ -181,7 +181,8 @@ pub fn read_image(path: &Path, bound: ImageBound) -> Result<DynamicImage, Featur
 ///
 /// The JPEG decoder fills a truncated scan with grey instead of failing, so
 /// a JPEG without its end-of-image marker is refused: it would teach, or
-/// report faces on, half a picture. A JPEG whose scan data is scrambled but
+/// report faces on, half a picture. Bytes after the marker are allowed:
+/// phones append a video to a motion photo that way. A JPEG whose scan data is scrambled but
 /// whose end marker is intact decodes to noise; nothing in the format tells
 /// it from a real picture.
 ///
@@ -191,7 +192,7 @@ pub fn read_image(path: &Path, bound: ImageBound) -> Result<DynamicImage, Featur
 pub fn decode_image(bytes: &[u8], bound: ImageBound) -> Result<DynamicImage, DecodeError> {
     let corrupt = |message: String| DecodeError { kind: BadInputKind::CorruptImage, message };
     let format = image::guess_format(bytes).map_err(|_| corrupt("not an image (unrecognised content)".into()))?;
-    if format == image::ImageFormat::Jpeg && !ends_with_jpeg_eoi(bytes) {
+    if format == image::ImageFormat::Jpeg && jpeg_end(bytes).is_none() {
         return Err(corrupt("truncated JPEG: no end-of-image marker".into()));
     }
     let failed = |e: image::ImageError| match e {
@@ -233,10 +234,51 @@ pub fn decode_image(bytes: &[u8], bound: ImageBound) -> Result<DynamicImage, Dec
     Ok(image)
 }
 
-/// EOI (FF D9) among the last bytes: encoders may pad after it, never before.
-fn ends_with_jpeg_eoi(bytes: &[u8]) -> bool {
-    let tail = &bytes[bytes.len().saturating_sub(64)..];
-    tail.windows(2).any(|w| w == [0xFF, 0xD9])
+/// Where a JPEG's end-of-image marker (FF D9) ends, found by walking its
+/// segments, or None when the file ends first. A search for FF D9 would not
+/// do: an EXIF thumbnail carries an end marker of its own inside APP1.
+fn jpeg_end(bytes: &[u8]) -> Option<usize> {
+    if bytes.get(..2)? != [0xFF, 0xD8] {
+        return None;
+    }
+    let mut at = 2;
+    loop {
+        if *bytes.get(at)? != 0xFF {
+            return None;
+        }
+        // A marker may follow any number of FF fill bytes.
+        while *bytes.get(at)? == 0xFF {
+            at += 1;
+        }
+        let marker = bytes[at];
+        at += 1;
+        match marker {
+            0xD9 => return Some(at),
+            // Standalone markers: no length follows.
+            0x01 | 0xD0..=0xD7 => continue,
+            _ => {}
+        }
+        let length = u16::from_be_bytes([*bytes.get(at)?, *bytes.get(at + 1)?]) as usize;
+        if length < 2 {
+            return None;
+        }
+        at += length;
+        if marker == 0xDA {
+            at = scan_end(bytes, at)?;
+        }
+    }
+}
+
+/// The end of a scan's entropy-coded data: the first FF that is neither a
+/// stuffed zero (FF 00) nor a restart marker (FF D0..D7).
+fn scan_end(bytes: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        let ff = at + bytes.get(at..)?.iter().position(|&b| b == 0xFF)?;
+        match *bytes.get(ff + 1)? {
+            0x00 | 0xD0..=0xD7 => at = ff + 2,
+            _ => return Some(ff),
+        }
+    }
 }
 
 /// `BMP`, `TIFF`, ...: the format's usual name, from its first extension.
@@ -311,6 +353,32 @@ mod tests {
         let err = decode(&cut, 1, bound).unwrap_err();
         assert!(matches!(err, FeatureError::BadInput { kind: BadInputKind::CorruptImage, .. }), "{err}");
         assert!(err.to_string().starts_with(&format!("{}:", cut.display())), "{err}");
+    }
+
+    #[test]
+    fn bytes_after_the_end_marker_are_allowed_and_a_thumbnail_marker_is_not_the_end() {
+        let mut jpeg = Vec::new();
+        image::GrayImage::from_fn(32, 24, |x, y| image::Luma([(x * 7 + y * 3) as u8]))
+            .write_to(&mut std::io::Cursor::new(&mut jpeg), image::ImageFormat::Jpeg)
+            .unwrap();
+        let bound = ImageBound { max_pixels: DEFAULT_MAX_PIXELS, knob: "test" };
+        assert_eq!(jpeg_end(&jpeg), Some(jpeg.len()));
+        // A motion photo: a video appended after the picture.
+        let mut motion = jpeg.clone();
+        motion.extend(std::iter::repeat_n(0xFFu8, 100).chain((0..100_000).map(|i| (i % 251) as u8)));
+        let decoded = decode_image(&motion, bound).unwrap();
+        assert_eq!((decoded.width(), decoded.height()), (32, 24));
+        // An APP1 segment holding a thumbnail's own SOI ... EOI, then the
+        // picture cut in half: still truncated.
+        let thumbnail: Vec<u8> = b"Exif\0\0".iter().copied().chain([0xFF, 0xD8, 1, 2, 3, 0xFF, 0xD9]).collect();
+        let mut with_thumbnail = vec![0xFF, 0xD8, 0xFF, 0xE1];
+        with_thumbnail.extend(((thumbnail.len() + 2) as u16).to_be_bytes());
+        with_thumbnail.extend(&thumbnail);
+        with_thumbnail.extend(&jpeg[2..]);
+        assert_eq!(jpeg_end(&with_thumbnail), Some(with_thumbnail.len()));
+        let cut = &with_thumbnail[..with_thumbnail.len() * 2 / 3];
+        let e = decode_image(cut, bound).unwrap_err();
+        assert_eq!(e.message, "truncated JPEG: no end-of-image marker");
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! Files are listed and decoded once, by `io`, and assigned to a split by a
 //! hash of their name, so any worker count yields the same bytes.
 
+#![forbid(unsafe_code)]
+
 /// Bumped whenever a source or an augmentation makes other bytes from the
 /// same config, so precomputed datasets written before are reported stale
 /// (2: crops without a backgrounds folder draw their noise from the one

@@ -20,6 +20,29 @@ pub fn model_file(data: &[u8]) {
     }
 }
 
+/// A model file with its checksums recomputed over whatever the fuzzer made
+/// of it ([`grin_model::file::resigned`]), so that mutations reach the
+/// shapes and weights behind them: the file is refused with a message, or
+/// it loads into grin-detect's runner and runs a frame. Never a panic.
+pub fn model_weights(data: &[u8]) {
+    let Some(file) = grin_model::file::resigned(data) else { return };
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).expect("a temporary folder");
+    let path = dir.path().join("model.grin");
+    std::fs::write(&path, file).unwrap();
+    if let Ok(mut runner) = grin_infer::Runner::load(grin_infer::ModelSource::File(path)) {
+        if runner.set_run_size(64, 48).is_ok() {
+            let channels = runner.spec().channels;
+            let image =
+                image::DynamicImage::ImageLuma8(image::GrayImage::from_fn(64, 48, |x, y| image::Luma([(x * y) as u8])));
+            let detections = runner.detect(grin_infer::Frame::new(&image, channels, 64, 48));
+            assert!(
+                detections.iter().all(|d| d.score.is_finite() && d.x0.is_finite()),
+                "finite weights, finite detections"
+            );
+        }
+    }
+}
+
 /// A precomputed dataset's manifest and shard: the input is a 2-byte
 /// manifest length, `manifest.json`, then `shard-00000.bin`. Opening either
 /// refuses it with a message or gives records that all read back.

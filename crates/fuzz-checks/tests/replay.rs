@@ -39,6 +39,19 @@ fn model_file() {
     replay("model_file", grin_fuzz_checks::model_file);
 }
 
+/// The model file's seed is the shipped model; the replay checks its
+/// re-signed copy loads and runs.
+#[test]
+fn model_weights() {
+    let shipped = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/default.grin")).unwrap();
+    let resigned = grin_model::file::resigned(&shipped).unwrap();
+    let device = Default::default();
+    grin_model::file::from_bytes::<burn_ndarray::NdArray<f32>>(&resigned, &device)
+        .expect("a re-signed real file loads");
+    grin_fuzz_checks::model_weights(&shipped);
+    replay("model_weights", grin_fuzz_checks::model_weights);
+}
+
 #[test]
 fn store() {
     replay("store", grin_fuzz_checks::store);

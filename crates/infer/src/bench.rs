@@ -19,16 +19,13 @@ pub fn summarize(samples: &[Duration]) -> Option<Latency> {
     if samples.is_empty() {
         return None;
     }
-    let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
-    ms.sort_by(f64::total_cmp);
+    let ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
     let n = ms.len();
-    let median = if n % 2 == 1 { ms[n / 2] } else { (ms[n / 2 - 1] + ms[n / 2]) / 2.0 };
-    let p95 = ms[((0.95 * n as f64).ceil() as usize).clamp(1, n) - 1];
     let total: f64 = ms.iter().sum();
     Some(Latency {
         iterations: n,
-        median_ms: median,
-        p95_ms: p95,
+        median_ms: grin_terms::median(&ms),
+        p95_ms: grin_terms::percentile(&ms, 0.95),
         mean_ms: total / n as f64,
         fps: n as f64 * 1e3 / total,
     })

@@ -52,6 +52,16 @@ pub fn output_path(out: &Path, index: usize, count: usize) -> PathBuf {
     out.with_file_name(name)
 }
 
+/// Encodes `drawing` in the format `target`'s extension names and writes it
+/// through `grin_output`: never over one of the `inputs` (the photos).
+pub fn save(drawing: &RgbImage, target: &Path, inputs: &[&Path]) -> anyhow::Result<()> {
+    let format = image::ImageFormat::from_path(target)
+        .map_err(|_| anyhow::anyhow!("unknown image format: name the drawing .png or .jpg"))?;
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    drawing.write_to(&mut bytes, format)?;
+    grin_output::write_file(target, inputs, bytes.get_ref()).map_err(|e| anyhow::anyhow!(e.message))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

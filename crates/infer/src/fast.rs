@@ -211,7 +211,7 @@ impl FastDetector {
         let levels = self.level_sizes(input.height, input.width);
         let total: usize = levels.iter().map(|(h, w)| h * w).sum();
         let mut raw = vec![0.0f32; self.outputs * total];
-        let raw_planes = Planes { ptr: raw.as_mut_ptr(), plane: total };
+        let raw_planes = Planes::writing(&mut raw, total);
         // Trunk outputs a head reads after the trunk has moved past them.
         let mut kept: Vec<Option<Map>> = vec![None; self.trunk.len()];
         let mut x = input;
@@ -264,9 +264,10 @@ impl FastDetector {
         // Not zeroed first: every band writes every value of its rows, and
         // zeroing a 640x480 frame's maps cost a tenth of its time.
         let mut data = Vec::<f32>::with_capacity(len);
-        self.run(group, x, Planes { ptr: data.as_mut_ptr(), plane: height * width }, parallel);
-        // SAFETY: `run` wrote all `len` values (its bands cover every row
-        // of every plane, and each row is written whole).
+        self.run(group, x, Planes::uninit(&mut data.spare_capacity_mut()[..len], height * width), parallel);
+        // SAFETY: `len <= capacity`, and `run` wrote all `len` values: its
+        // bands cover every row (asserted there) of every plane, and each
+        // kernel writes its rows whole.
         unsafe { data.set_len(len) };
         Map { channels, height, width, data }
     }
@@ -286,6 +287,8 @@ impl FastDetector {
             rows = rows.min(height.div_ceil(2 * threads)).max(1);
         }
         let bands = height.div_ceil(rows);
+        // The bound `run_to_map` trusts: the bands cover every row, once.
+        debug_assert_eq!((0..bands).map(|b| rows.min(height - b * rows)).sum::<usize>(), height);
         let scratch = || Scratch::new(group, layout, rows, width);
         let band = |b: usize, s: &mut Scratch| {
             let r0 = b * rows;
@@ -322,10 +325,10 @@ impl FastDetector {
             if is_last {
                 out
             } else {
-                Planes { ptr: between[k % 2].as_mut_ptr(), plane: pixels }
+                Planes::writing(&mut between[k % 2], pixels)
             }
         };
-        let mut input = Planes { ptr: x.data.as_ptr().cast_mut(), plane: x.height * x.width }.at(r0 * width);
+        let mut input = Planes::reading(&x.data, x.height * x.width).at(r0 * width);
         if let (Some(conv), Some(layout)) = (&group.conv3x3, layout) {
             let dst = target(0, last == 0);
             self.arch.dispatch(Conv3x3Band { layout, input: &x.data, r0, rows, lines, conv, out: dst });

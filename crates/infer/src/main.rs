@@ -258,7 +258,8 @@ fn detect_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         }
         if let Some(out) = &cli.draw {
             let target = draw::output_path(out, i, cli.images.len());
-            if let Err(e) = draw::draw(&image, &detections).save(&target).context("cannot write drawing") {
+            let inputs: Vec<&Path> = cli.images.iter().map(PathBuf::as_path).collect();
+            if let Err(e) = draw::save(&draw::draw(&image, &detections), &target, &inputs) {
                 report_failure(&target, &e);
                 ok = false;
             }

@@ -323,6 +323,18 @@ fn draw_writes_one_picture_per_image_with_boxes() {
 }
 
 #[test]
+fn a_drawing_over_its_own_photo_is_refused_and_the_photo_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let photo = dir.path().join("p.png");
+    std::fs::copy(scene(), &photo).unwrap();
+    let before = std::fs::read(&photo).unwrap();
+    let run = grin_detect(&["--draw", s(&photo), s(&photo)]);
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run.stderr));
+    assert!(text(&run.stderr).contains("is also an input"), "{}", text(&run.stderr));
+    assert_eq!(std::fs::read(&photo).unwrap(), before);
+}
+
+#[test]
 fn bench_reports_latency_and_cost() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.png");

@@ -1,8 +1,8 @@
 //! Raw outputs to boxes: threshold, box from distances, greedy NMS.
 //! Plain slices in, so the Pi binary and the trainer share one decoder.
 
-use crate::detector::OUTPUTS;
 use crate::points::Points;
+use grin_terms::output::{DISTANCE, FACE, LOG_DISTANCE_RANGE, OUTPUTS, SMILE};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -56,11 +56,6 @@ pub struct DecodeParams {
     pub smile_vote_floor: f32,
 }
 
-/// The range the log-distance outputs are clamped to before `exp`: an early
-/// bad training step cannot overflow, and no box is wider than `e^5`
-/// strides. Training's loss, [`decode`] and the ONNX export all read it here.
-pub const LOG_DISTANCE_RANGE: (f32, f32) = (-4.0, 5.0);
-
 fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
 }
@@ -80,17 +75,18 @@ pub fn decode(raw: &[f32], points: &Points, params: &DecodeParams) -> Vec<Detect
     let logit_threshold = logit(params.score_threshold);
     let (w, h) = (points.width as f32, points.height as f32);
     let found: Vec<Detection> = (0..n)
-        .filter(|&i| raw[i] > logit_threshold)
+        .filter(|&i| raw[FACE * n + i] > logit_threshold)
         .map(|i| {
             let (lo, hi) = LOG_DISTANCE_RANGE;
-            let d = |k: usize| raw[k * n + i].clamp(lo, hi).exp() * points.stride[i];
+            // Edge `k`: left, top, right, bottom.
+            let d = |k: usize| raw[(DISTANCE + k) * n + i].clamp(lo, hi).exp() * points.stride[i];
             Detection {
-                x0: (points.cx[i] - d(1)).clamp(0.0, w),
-                y0: (points.cy[i] - d(2)).clamp(0.0, h),
-                x1: (points.cx[i] + d(3)).clamp(0.0, w),
-                y1: (points.cy[i] + d(4)).clamp(0.0, h),
-                score: sigmoid(raw[i]),
-                smile: sigmoid(raw[5 * n + i]),
+                x0: (points.cx[i] - d(0)).clamp(0.0, w),
+                y0: (points.cy[i] - d(1)).clamp(0.0, h),
+                x1: (points.cx[i] + d(2)).clamp(0.0, w),
+                y1: (points.cy[i] + d(3)).clamp(0.0, h),
+                score: sigmoid(raw[FACE * n + i]),
+                smile: sigmoid(raw[SMILE * n + i]),
             }
         })
         .collect();

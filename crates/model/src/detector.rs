@@ -5,7 +5,7 @@
 
 use crate::backend::DetectorBackend;
 use crate::config::ModelConfig;
-use crate::decode::{decode, DecodeParams, Detection, LOG_DISTANCE_RANGE};
+use crate::decode::{decode, DecodeParams, Detection};
 use crate::folded::{FoldedConv, FoldedDetector, FoldedFuse, FoldedHead};
 use crate::layers::{conv, folded_conv, ConvBn, DwSep, FeatureMap};
 use crate::points::{Points, STRIDES};
@@ -16,12 +16,11 @@ use burn::nn::BatchNorm;
 use burn::tensor::backend::Backend;
 use burn::tensor::module::avg_pool2d;
 use burn::tensor::{Tensor, TensorData};
+use grin_terms::output::{DISTANCE, FACE, LOG_DISTANCE_RANGE, OUTPUTS, SMILE};
 use serde::{Deserialize, Serialize};
 
 /// Channels of the stem and of the four stride-2 stages at `width_mult = 1`.
 const BASE_WIDTHS: [usize; 5] = [16, 32, 48, 80, 112];
-/// Outputs per location: face logit, l, t, r, b, smile logit.
-pub const OUTPUTS: usize = 6;
 /// Initial face probability, so the focal loss starts near its optimum for
 /// the (overwhelming) background instead of spending steps getting there.
 const PRIOR_PROBABILITY: f32 = 0.01;
@@ -119,7 +118,7 @@ impl<B: Backend> Head<B> {
         let mut out = Conv2dConfig::new([channels, OUTPUTS], [1, 1]).init(device);
         let prior = -((1.0 - PRIOR_PROBABILITY) / PRIOR_PROBABILITY).ln();
         let mut bias = [0.0f32; OUTPUTS];
-        bias[0] = prior;
+        bias[FACE] = prior;
         out.bias = Some(Param::from_tensor(Tensor::from_data(TensorData::new(bias.to_vec(), [OUTPUTS]), device)));
         Head { mix: DwSep::new(channels, channels, 1, device), out }
     }
@@ -167,7 +166,7 @@ pub struct DetectorOutput<B: Backend> {
 
 impl<B: Backend> DetectorOutput<B> {
     pub fn face_logits(&self) -> Tensor<B, 2> {
-        self.raw.clone().narrow(1, 0, 1).squeeze_dim(1)
+        self.raw.clone().narrow(1, FACE, 1).squeeze_dim(1)
     }
 
     /// Box distances (left, top, right, bottom) in pixels, `[batch, 4, points]`.
@@ -176,11 +175,11 @@ impl<B: Backend> DetectorOutput<B> {
         // from overflowing; multiplying by the stride makes one output scale
         // serve every level.
         let (lo, hi) = LOG_DISTANCE_RANGE;
-        self.raw.clone().narrow(1, 1, 4).clamp(lo, hi).exp() * strides
+        self.raw.clone().narrow(1, DISTANCE, 4).clamp(lo, hi).exp() * strides
     }
 
     pub fn smile_logits(&self) -> Tensor<B, 2> {
-        self.raw.clone().narrow(1, 5, 1).squeeze_dim(1)
+        self.raw.clone().narrow(1, SMILE, 1).squeeze_dim(1)
     }
 }
 

@@ -114,12 +114,37 @@ pub fn to_bytes<B: Backend>(spec: &DetectorSpec, model: &Detector<B>) -> Vec<u8>
     out
 }
 
-/// Writes atomically: a crash mid-write leaves the previous file intact.
-pub fn save_model<B: Backend>(path: &Path, spec: &DetectorSpec, model: &Detector<B>) -> std::io::Result<()> {
-    let tmp = path.with_extension("grin.tmp");
-    std::fs::write(&tmp, to_bytes(spec, model))?;
-    std::fs::File::open(&tmp)?.sync_all()?;
-    std::fs::rename(&tmp, path)
+/// Writes through `grin_output`: a crash mid-write leaves the previous file
+/// intact, and a read-only model file is refused.
+pub fn save_model<B: Backend>(
+    path: &Path,
+    spec: &DetectorSpec,
+    model: &Detector<B>,
+) -> Result<(), grin_output::OutputError> {
+    grin_output::write_file(path, &[], &to_bytes(spec, model))
+}
+
+/// `bytes` (a version-2 file) with the record length and both checksums
+/// recomputed over what it holds: what a crafted file looks like to the
+/// loader. For tests and the fuzzer, which must reach the checks behind
+/// the checksums. None when there is no header object to sign.
+pub fn resigned(bytes: &[u8]) -> Option<Vec<u8>> {
+    if bytes.get(..8)? != MAGIC {
+        return None;
+    }
+    let header_end = 12usize.checked_add(u32::from_le_bytes(bytes.get(8..12)?.try_into().ok()?) as usize)?;
+    let mut header: serde_json::Value = serde_json::from_slice(bytes.get(12..header_end)?).ok()?;
+    let record = bytes.get(header_end + 8..).unwrap_or_default();
+    let fields = header.as_object_mut()?;
+    fields.insert("record_bytes".into(), record.len().into());
+    fields.insert("record_xxh3".into(), xxhash_rust::xxh3::xxh3_64(record).into());
+    let json = serde_json::to_vec(&header).ok()?;
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&json);
+    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&json).to_le_bytes());
+    out.extend_from_slice(record);
+    Some(out)
 }
 
 pub fn load_model<B: Backend>(path: &Path, device: &B::Device) -> Result<(DetectorSpec, Detector<B>), ModelFileError> {
@@ -288,18 +313,9 @@ mod tests {
     /// `bytes`' header with `other`'s weights, every checksum recomputed: a
     /// crafted file the checksums cannot tell from a real one.
     fn crafted(bytes: &[u8], other: &[u8]) -> Vec<u8> {
-        let (start, other_start) = (record_start(bytes), record_start(other));
-        let record = &other[other_start..];
-        let mut header: serde_json::Value = serde_json::from_slice(&bytes[12..start - 8]).unwrap();
-        header["record_bytes"] = record.len().into();
-        header["record_xxh3"] = xxhash_rust::xxh3::xxh3_64(record).into();
-        let json = serde_json::to_vec(&header).unwrap();
-        let mut out = MAGIC.to_vec();
-        out.extend_from_slice(&(json.len() as u32).to_le_bytes());
-        out.extend_from_slice(&json);
-        out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&json).to_le_bytes());
-        out.extend_from_slice(record);
-        out
+        let mut spliced = bytes[..record_start(bytes)].to_vec();
+        spliced.extend_from_slice(&other[record_start(other)..]);
+        resigned(&spliced).unwrap()
     }
 
     /// `model` with its first float tensor replaced by `f` of it.

@@ -28,10 +28,11 @@ mod targets;
 
 pub use backend::{DetectorBackend, TrainBackend};
 pub use config::ModelConfig;
-pub use decode::{decode, iou, nested_in, nms, DecodeParams, Detection, LOG_DISTANCE_RANGE, NESTED_AREA, NESTED_COVER};
-pub use detector::{budget, detect, Budget, Detector, DetectorOutput, DetectorSpec, OUTPUTS};
+pub use decode::{decode, iou, nested_in, nms, DecodeParams, Detection, NESTED_AREA, NESTED_COVER};
+pub use detector::{budget, detect, Budget, Detector, DetectorOutput, DetectorSpec};
 pub use file::{load_model, save_model};
 pub use folded::{add_upsampled, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead};
+pub use grin_terms::output::{LOG_DISTANCE_RANGE, OUTPUTS};
 pub use loss::{loss, LossParts, LossWeights};
 pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint, LOOSE_MATCH_IOU, MATCH_IOU};
 pub use points::Points;

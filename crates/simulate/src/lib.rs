@@ -3,6 +3,8 @@
 //! against the closed-form steady state min(1, N·S/L) and, with `--from-run`,
 //! against a real run's measured GPU-busy %.
 
+#![forbid(unsafe_code)]
+
 mod report;
 mod run;
 mod sim;

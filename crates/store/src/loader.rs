@@ -15,8 +15,6 @@ use std::thread::JoinHandle;
 pub enum Draws {
     /// Every record once per epoch, in a fresh random order.
     Shuffled,
-    /// The same share of every scene class present in the dataset.
-    EqualClasses,
     /// Target fractions (smiling, non-smiling, face-free); normalised over
     /// the classes the dataset holds.
     ClassFractions([f32; 3]),
@@ -104,7 +102,6 @@ impl BatchOrder {
         }
         let targets: Option<[f32; 3]> = match options.draws {
             Draws::Shuffled => None,
-            Draws::EqualClasses => Some([1.0; 3]),
             Draws::ClassFractions(f) => {
                 if f.iter().any(|x| !x.is_finite() || *x < 0.0) {
                     return Err(StoreError::Usage(format!("class fractions {f:?} must be finite and non-negative")));
@@ -333,11 +330,8 @@ impl Store {
     /// An endless loader over this store: a fresh permutation every epoch
     /// (`balanced = false`) or equal shares of each scene class per batch.
     pub fn loader(&self, batch_size: usize, seed: u64, balanced: bool, prefetch: usize) -> Result<BatchLoader> {
-        let draws = if balanced { Draws::EqualClasses } else { Draws::Shuffled };
+        // Equal fractions: the same share of every scene class the dataset holds.
+        let draws = if balanced { Draws::ClassFractions([1.0; 3]) } else { Draws::Shuffled };
         BatchLoader::new(self, &LoaderOptions { batch_size, seed, draws, prefetch, start_batch: 0 })
-    }
-
-    pub fn loader_with(&self, options: &LoaderOptions) -> Result<BatchLoader> {
-        BatchLoader::new(self, options)
     }
 }

@@ -7,7 +7,6 @@ use crate::layout::{class_from_letter, RecordLayout};
 use grin_features::SceneClass;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
 pub const MANIFEST_FORMAT: &str = "grin-store";
@@ -167,12 +166,8 @@ pub fn read_json<T: DeserializeOwned>(path: &Path, format: &str) -> Result<T> {
 /// so a reader never sees half a file.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_vec_pretty(value).map_err(|e| StoreError::format(path, e.to_string()))?;
-    let tmp = tmp_path(path);
-    let mut file = std::fs::File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
-    file.write_all(&text).and_then(|_| file.write_all(b"\n")).map_err(|e| StoreError::io(&tmp, e))?;
-    file.sync_all().map_err(|e| StoreError::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| StoreError::io(path, e))?;
-    sync_parent(path)
+    grin_output::write_with(path, &[], |f| f.write_all(&text).and_then(|()| f.write_all(b"\n")))
+        .map_err(|e| StoreError::format(path, e.message))
 }
 
 pub fn tmp_path(path: &Path) -> PathBuf {

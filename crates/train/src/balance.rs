@@ -12,12 +12,12 @@ use crate::device_batch::upload;
 use crate::feed::in_vram::{fits_in_device, DeviceAugment, DeviceDataset};
 use crate::feed::precomputed::open_store;
 use crate::step::Stepper;
-use crate::trainer::median;
 use anyhow::Result;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use grin_features::{bench::measure_tg, FeatureConfig, HostBatch, Pipeline, Split};
 use grin_model::{DetectorSpec, TrainBackend};
+use grin_terms::median;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -65,7 +65,7 @@ fn timed<B: Backend, R>(device: &B::Device, mut f: impl FnMut() -> R) -> f64 {
             times.push(t.elapsed().as_secs_f64());
         }
     }
-    median(&mut times)
+    median(&times)
 }
 
 /// The balance figures for a config, measured, and whether its precomputed
@@ -302,7 +302,7 @@ impl Prediction {
     /// One line on the chosen mode: a warning naming the best other mode
     /// when this one leaves the device idle more than a fifth of the time.
     pub fn verdict(&self, fits_in_device: bool) -> String {
-        let name = crate::trainer::mode_name;
+        let name = Mode::name;
         if self.predicted_busy_pct >= WARN_BELOW_PCT {
             return format!(
                 "balance: {} should keep the device busy {:.0}% of the time",

@@ -7,7 +7,6 @@
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"GRINCKP2";
@@ -35,25 +34,17 @@ pub struct Checkpoint {
 /// names the file and the partial temporary file is removed.
 pub fn save(path: &Path, checkpoint: &Checkpoint) -> Result<()> {
     let state = serde_json::to_vec(&checkpoint.state)?;
-    let tmp = path.with_extension("tmp");
-    let written = write_parts(&tmp, &[&state, &checkpoint.model, &checkpoint.optimizer]);
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("{}: cannot write checkpoint", tmp.display()));
-    }
-    std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot rename into place", path.display()))?;
-    Ok(())
-}
-
-fn write_parts(tmp: &Path, parts: &[&Vec<u8>]) -> std::io::Result<()> {
-    let mut f = std::fs::File::create(tmp)?;
-    f.write_all(MAGIC)?;
-    for part in parts {
-        f.write_all(&(part.len() as u64).to_le_bytes())?;
-        f.write_all(part)?;
-        f.write_all(&xxhash_rust::xxh3::xxh3_64(part).to_le_bytes())?;
-    }
-    f.sync_all()
+    let parts = [&state, &checkpoint.model, &checkpoint.optimizer];
+    grin_output::write_with(path, &[], |f| {
+        f.write_all(MAGIC)?;
+        for part in parts {
+            f.write_all(&(part.len() as u64).to_le_bytes())?;
+            f.write_all(part)?;
+            f.write_all(&xxhash_rust::xxh3::xxh3_64(part).to_le_bytes())?;
+        }
+        Ok(())
+    })
+    .context("cannot write checkpoint")
 }
 
 pub fn load(path: &Path) -> Result<Checkpoint> {

@@ -17,6 +17,18 @@ pub enum Mode {
     Auto,
 }
 
+impl Mode {
+    /// The name configs and `--mode` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::OnTheFly => "on-the-fly",
+            Mode::Precomputed => "precomputed",
+            Mode::InVram => "in-vram",
+            Mode::Auto => "auto",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrainConfig {
@@ -181,6 +193,13 @@ impl GrinConfig {
             bail!("key `name`: {:?} must be a plain folder name", c.name);
         }
         c.model.validate().map_err(anyhow::Error::msg)?;
+        if c.train.val_photos > 0 && !f.source.has_annotated_photos() {
+            bail!(
+                "key `train.val_photos`: {} needs real photos with faces in features.source (caltech, celeba_aligned, \
+                 wider, celeba or jsonl); this source has none, so there would be nothing to score",
+                c.train.val_photos
+            );
+        }
         c.train.validate()
     }
 }

@@ -7,6 +7,8 @@
 //! `feed/`); [`train`] pulls a [`DeviceBatch`] from it every
 //! step, runs forward + loss + backward, and accounts for the wait.
 
+#![forbid(unsafe_code)]
+
 pub mod backend;
 pub mod balance;
 pub mod checkpoint;
@@ -20,6 +22,7 @@ pub mod parallel;
 pub mod photo_eval;
 mod plan;
 pub mod precompute;
+mod run;
 mod run_folder;
 pub mod step;
 pub mod step_bench;
@@ -31,4 +34,5 @@ pub use device_batch::{upload, DeviceBatch};
 pub use feed::in_vram::DeviceAugment;
 pub use feed::{build_feed, Feed, FeedPlan};
 pub use plan::{plan, PlanRequest, RunPlan};
-pub use trainer::{train, RunSpec, Summary};
+pub use run::RunSpec;
+pub use trainer::{train, Summary};

@@ -1,9 +1,8 @@
 //! Per-interval metrics: the CSV row, and the SVG plots drawn from them.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::Path;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -52,14 +51,13 @@ impl MetricRow {
 
 /// Rewrites the whole CSV: a resumed run then holds exactly one row per interval.
 pub fn write_csv(path: &Path, rows: &[MetricRow]) -> Result<()> {
-    let tmp = path.with_extension("csv.tmp");
-    let mut f = std::fs::File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
-    writeln!(f, "{CSV_HEADER}")?;
-    for row in rows {
-        writeln!(f, "{}", row.csv())?;
-    }
-    drop(f);
-    std::fs::rename(&tmp, path)?;
+    grin_output::write_with(path, &[], |f| {
+        writeln!(f, "{CSV_HEADER}")?;
+        for row in rows {
+            writeln!(f, "{}", row.csv())?;
+        }
+        Ok(())
+    })?;
     Ok(())
 }
 
@@ -71,26 +69,31 @@ pub fn plot(path: &Path, rows: &[MetricRow]) -> Result<()> {
     if rows.is_empty() {
         return Ok(());
     }
-    let root = SVGBackend::new(path, (900, 780)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let panels = root.split_evenly((3, 1));
-    let last = rows.last().map(|r| r.step).unwrap_or(1).max(1) as f64;
-    let series: [Series; 3] = [
-        ("loss", |r| r.loss as f64, BLUE),
-        ("device busy %", |r| r.gpu_busy_pct, RED),
-        ("samples/s", |r| r.samples_per_s, GREEN),
-    ];
-    for (panel, (name, value, color)) in panels.iter().zip(series) {
-        let top = rows.iter().map(&value).fold(0.0f64, f64::max).max(1e-9) * 1.1;
-        let mut chart = ChartBuilder::on(panel)
-            .caption(name, ("sans-serif", 18))
-            .margin(8)
-            .x_label_area_size(28)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0.0..last, 0.0..top)?;
-        chart.configure_mesh().x_desc("step").draw()?;
-        chart.draw_series(LineSeries::new(rows.iter().map(|r| (r.step as f64, value(r))), color.stroke_width(2)))?;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 780)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let panels = root.split_evenly((3, 1));
+        let last = rows.last().map(|r| r.step).unwrap_or(1).max(1) as f64;
+        let series: [Series; 3] = [
+            ("loss", |r| r.loss as f64, BLUE),
+            ("device busy %", |r| r.gpu_busy_pct, RED),
+            ("samples/s", |r| r.samples_per_s, GREEN),
+        ];
+        for (panel, (name, value, color)) in panels.iter().zip(series) {
+            let top = rows.iter().map(&value).fold(0.0f64, f64::max).max(1e-9) * 1.1;
+            let mut chart = ChartBuilder::on(panel)
+                .caption(name, ("sans-serif", 18))
+                .margin(8)
+                .x_label_area_size(28)
+                .y_label_area_size(56)
+                .build_cartesian_2d(0.0..last, 0.0..top)?;
+            chart.configure_mesh().x_desc("step").draw()?;
+            chart
+                .draw_series(LineSeries::new(rows.iter().map(|r| (r.step as f64, value(r))), color.stroke_width(2)))?;
+        }
+        root.present()?;
     }
-    root.present()?;
+    grin_output::write_file(path, &[], svg.as_bytes())?;
     Ok(())
 }

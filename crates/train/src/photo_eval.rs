@@ -246,13 +246,13 @@ pub const CALIBRATION_BETA: f32 = 2.0;
 /// The deployment threshold with the best F-beta, averaged over the
 /// sources (each source counts once, whatever its size), from 0.05 to 0.95
 /// in steps of 0.05. Ties go to the higher threshold (fewer detections).
-pub fn best_threshold(reports: &[PhotoReport], beta: f32) -> Option<(f32, f32)> {
+pub fn best_threshold(reports: &[PhotoReport], beta: f32) -> Result<(f32, f32), String> {
     // A face-free set has no recall to weigh: it does not take part.
     let reports: Vec<&PhotoReport> = reports.iter().filter(|r| r.faces > 0).collect();
     if reports.is_empty() {
-        return None;
+        return Err("no validation photo with a face was scored (none in the config's sources, or all skipped)".into());
     }
-    (1..20)
+    let best = (1..20)
         .map(|k| k as f32 * 0.05)
         .map(|t| {
             let score = |r: &PhotoReport| {
@@ -265,6 +265,12 @@ pub fn best_threshold(reports: &[PhotoReport], beta: f32) -> Option<(f32, f32)> 
             Some((_, bf)) if bf > f => best,
             _ => Some((t, f)),
         })
+        .expect("19 thresholds");
+    // F is 0 at every threshold (an untrained model): any choice would be a guess.
+    if best.1.is_nan() || best.1 <= 0.0 {
+        return Err(format!("F{beta} is 0 at every threshold: the model finds no validation face to calibrate on"));
+    }
+    Ok(best)
 }
 
 /// One line per source: `caltech  200 photos, 310 faces: AP 0.912 | recall ...`.
@@ -305,30 +311,38 @@ fn thinned(curve: &[PrPoint]) -> impl Iterator<Item = &PrPoint> {
     curve.iter().enumerate().filter(move |(i, _)| i % step == 0 || i + 1 == curve.len()).map(|(_, p)| p)
 }
 
-/// `pr_curve.svg`: precision against recall, one line per source.
-pub fn plot_pr(path: &Path, reports: &[PhotoReport]) -> Result<()> {
+/// `pr_curve.svg`: precision against recall, one line per source. False, and
+/// nothing written, when there is no photo report to draw.
+pub fn plot_pr(path: &Path, reports: &[PhotoReport]) -> Result<bool> {
     if reports.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
-    let root = SVGBackend::new(path, (640, 520)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption("face precision-recall on held-out photos (IoU 0.5)", ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(48)
-        .build_cartesian_2d(0f32..1f32, 0f32..1.02f32)?;
-    chart.configure_mesh().x_desc("recall").y_desc("precision").draw()?;
-    for (i, r) in reports.iter().enumerate() {
-        let colour = Palette99::pick(i).to_rgba();
-        let label =
-            format!("{} (AP {})", r.source, r.face_ap.map(|a| format!("{a:.3}")).unwrap_or_else(|| "n/a".into()));
-        chart
-            .draw_series(LineSeries::new(thinned(&r.curve).map(|p| (p.recall, p.precision)), colour.stroke_width(2)))?
-            .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (640, 520)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("face precision-recall on held-out photos (IoU 0.5)", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(48)
+            .build_cartesian_2d(0f32..1f32, 0f32..1.02f32)?;
+        chart.configure_mesh().x_desc("recall").y_desc("precision").draw()?;
+        for (i, r) in reports.iter().enumerate() {
+            let colour = Palette99::pick(i).to_rgba();
+            let label =
+                format!("{} (AP {})", r.source, r.face_ap.map(|a| format!("{a:.3}")).unwrap_or_else(|| "n/a".into()));
+            chart
+                .draw_series(LineSeries::new(
+                    thinned(&r.curve).map(|p| (p.recall, p.precision)),
+                    colour.stroke_width(2),
+                ))?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
+        }
+        chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).draw()?;
+        root.present()?;
     }
-    chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).draw()?;
-    root.present()?;
-    Ok(())
+    grin_output::write_file(path, &[], svg.as_bytes())?;
+    Ok(true)
 }

@@ -12,7 +12,7 @@ use crate::config::{GrinConfig, Mode};
 use crate::feed::in_vram::fits_in_device;
 use crate::feed::precomputed::open_store;
 use crate::feed::FeedPlan;
-use crate::trainer::{mode_name, RunSpec};
+use crate::run::RunSpec;
 use anyhow::{bail, Result};
 use grin_model::TrainBackend;
 use std::path::{Path, PathBuf};
@@ -90,7 +90,7 @@ fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resu
     if mode == Mode::Auto {
         let check = check.as_ref().expect("measured for auto above");
         mode = check.figures.recommend(check.fits_in_device).0;
-        eprintln!("auto: chose {}", mode_name(mode));
+        eprintln!("auto: chose {}", mode.name());
     }
     let mut store = None;
     if mode != Mode::OnTheFly {

@@ -7,9 +7,8 @@
 //! record as finished.
 
 use crate::checkpoint;
-use crate::trainer::run_paths;
 use anyhow::{bail, Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What a finished run leaves besides its `config.toml`: `--overwrite`
 /// removes them all before a new run starts, so a half-done replacement
@@ -90,6 +89,11 @@ fn finished_run(run_dir: &Path) -> Option<String> {
         figure("face_ap"),
         figure("smile_accuracy")
     ))
+}
+
+/// `checkpoint.ckpt`, `model.grin` and `metrics.csv` of a run folder.
+pub fn run_paths(run_dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    (run_dir.join("checkpoint.ckpt"), run_dir.join("model.grin"), run_dir.join("metrics.csv"))
 }
 
 #[cfg(test)]

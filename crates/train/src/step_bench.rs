@@ -40,7 +40,7 @@ pub struct StepBench {
 }
 
 fn median(values: impl Iterator<Item = f64>) -> f64 {
-    crate::trainer::median(&mut values.collect::<Vec<f64>>())
+    grin_terms::median(&values.collect::<Vec<f64>>())
 }
 
 /// Trains `warmup` steps, then `repeats` windows of `steps` steps each, on

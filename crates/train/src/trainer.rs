@@ -4,54 +4,28 @@
 //! the host measures how long it waited for data (queue + upload); the rest
 //! of the interval's wall time is compute. Device-busy % = compute / wall.
 
-use crate::backend::BackendChoice;
 use crate::checkpoint::{self, Checkpoint, LoopState};
-use crate::config::{GrinConfig, Mode, TrainConfig};
+use crate::config::{Mode, TrainConfig};
 use crate::eval::{evaluate, EvalReport};
 use crate::feed::{Feed, FeedTiming};
 use crate::metrics::{self, MetricRow};
 use crate::photo_eval::{evaluate_photos, evaluate_split, plot_pr, PhotoReport};
+use crate::run::RunSpec;
+use crate::run_folder::run_paths;
 use crate::step::{self, Stepper};
 use anyhow::{bail, Context, Result};
 use burn::module::AutodiffModule;
 use burn::optim::Optimizer;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
 use burn::tensor::ElementConversion;
-use grin_features::{FeatureConfig, Split};
-use grin_model::{file, Detector, DetectorSpec, ModelConfig, TrainBackend};
+use grin_features::Split;
+use grin_model::{file, Detector, TrainBackend};
+use grin_terms::median;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-
-/// Everything a run needs besides the backend.
-#[derive(Debug, Clone)]
-pub struct RunSpec {
-    pub name: String,
-    pub run_dir: PathBuf,
-    pub features: FeatureConfig,
-    pub model: ModelConfig,
-    pub train: TrainConfig,
-    /// The mode actually used (never `Auto`).
-    pub mode: Mode,
-    pub backend: String,
-    pub resume: bool,
-    /// Start afresh even when `run_dir` holds an interrupted run's checkpoint.
-    pub overwrite: bool,
-    /// The resolved config as TOML, saved as `config.toml`.
-    pub config_toml: String,
-    pub show_progress: bool,
-    /// Skip the held-out evaluation (benchmarks).
-    pub evaluate: bool,
-    /// Raised (by `grin train`'s Ctrl-C / SIGTERM handler) to stop at the
-    /// next step boundary: the loop writes a checkpoint there and returns
-    /// [`Interrupted`], so an interrupt loses no steps.
-    pub stop: Option<Arc<AtomicBool>>,
-    /// What the balance check predicted for this run, when it ran.
-    pub balance: Option<crate::balance::Prediction>,
-}
 
 /// The error a stopped run returns once its checkpoint is on disk.
 #[derive(Debug, thiserror::Error)]
@@ -60,43 +34,6 @@ pub struct Interrupted {
     pub step: usize,
     pub steps: usize,
     pub checkpoint: PathBuf,
-}
-
-impl RunSpec {
-    /// A fresh run of `config` in `mode` (resolved, never `Auto`), written
-    /// to `run_dir`: no resume, progress shown, scored at the end.
-    pub fn new(config: &GrinConfig, mode: Mode, backend: BackendChoice, run_dir: PathBuf) -> Result<RunSpec> {
-        Ok(RunSpec {
-            name: config.name.clone(),
-            run_dir,
-            features: config.features.clone(),
-            model: config.model.clone(),
-            train: config.train.clone(),
-            mode,
-            backend: backend.name().into(),
-            resume: false,
-            overwrite: false,
-            config_toml: toml::to_string(config)?,
-            show_progress: true,
-            evaluate: true,
-            stop: None,
-            balance: None,
-        })
-    }
-
-    /// The detector as it trains: at the features' size.
-    pub fn detector_spec(&self) -> DetectorSpec {
-        crate::config::detector_spec(&self.model, &self.features)
-    }
-
-    /// The detector as it ships: at `train.run_size` when set.
-    pub fn run_spec(&self) -> DetectorSpec {
-        let spec = self.detector_spec();
-        match self.train.run_size {
-            Some([width, height]) => DetectorSpec { width: width as usize, height: height as usize, ..spec },
-            None => spec,
-        }
-    }
 }
 
 /// `summary.json`: what sweeps, the simulator and people read after a run.
@@ -148,10 +85,6 @@ pub struct Summary {
     pub balance: Option<crate::balance::Prediction>,
 }
 
-pub fn run_paths(run_dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    (run_dir.join("checkpoint.ckpt"), run_dir.join("model.grin"), run_dir.join("metrics.csv"))
-}
-
 fn learning_rate(cfg: &TrainConfig, step: usize) -> f64 {
     let warmup = cfg.warmup_steps.min(cfg.steps / 2);
     if step < warmup {
@@ -160,15 +93,6 @@ fn learning_rate(cfg: &TrainConfig, step: usize) -> f64 {
     // Cosine decay to 5% of the peak.
     let progress = (step - warmup) as f64 / (cfg.steps - warmup).max(1) as f64;
     cfg.lr * (0.05 + 0.95 * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos()))
-}
-
-/// Middle value (upper median for even counts); 0 for none.
-pub fn median(values: &mut [f64]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 fn style() -> ProgressStyle {
@@ -253,14 +177,14 @@ pub fn train_parallel<B: TrainBackend>(
     }
     // Once the weights to start from have loaded: only now may --overwrite clear the old results.
     crate::run_folder::prepare(&run.run_dir, run.resume, run.overwrite)?;
-    std::fs::write(run.run_dir.join("config.toml"), &run.config_toml)?;
+    grin_output::write_file(&run.run_dir.join("config.toml"), &[], run.config_toml.as_bytes())?;
 
     let mut stepper = Stepper::<B>::new(&spec, cfg.loss.weights(), devices);
     let mut feed = feed_for(state.step)?;
 
     let bar = if run.show_progress { ProgressBar::new(cfg.steps as u64) } else { ProgressBar::hidden() };
     bar.set_style(style());
-    bar.set_prefix(format!("{} {}", run.name, mode_name(run.mode)));
+    bar.set_prefix(format!("{} {}", run.name, run.mode.name()));
     bar.set_position(state.step as u64);
 
     let mut interval_start = Instant::now();
@@ -298,7 +222,7 @@ pub fn train_parallel<B: TrainBackend>(
                 gpu_busy_pct: 100.0 * (wall - wait) / wall,
                 wait_ms: 1e3 * wait / interval_steps as f64,
                 compute_ms: 1e3 * (wall - wait) / interval_steps as f64,
-                produce_ms: median(&mut produce_ms),
+                produce_ms: median(&produce_ms),
                 val_face_ap: None,
             };
             if !row.loss.is_finite() {
@@ -363,12 +287,16 @@ pub fn train_parallel<B: TrainBackend>(
     } else {
         vec![]
     };
-    plot_pr(&run.run_dir.join("pr_curve.svg"), &photos)?;
+    let _plotted = plot_pr(&run.run_dir.join("pr_curve.svg"), &photos)?;
     let mut summary = summarise(run, &state, report, loaders);
     summary.photos = photos;
     summary.val_photo_ap = mean_ap_loose(&val_photos);
     summary.val_photos = val_photos;
-    std::fs::write(run.run_dir.join("summary.json"), serde_json::to_string_pretty(&summary)?)?;
+    grin_output::write_file(
+        &run.run_dir.join("summary.json"),
+        &[],
+        serde_json::to_string_pretty(&summary)?.as_bytes(),
+    )?;
     metrics::plot(&run.run_dir.join("training.svg"), &state.history)?;
     // The run is complete and its model written: the checkpoint would only
     // make a rerun of this config refuse to start.
@@ -383,13 +311,13 @@ fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>, loade
     // The first interval holds warm-up (allocation, autotune): leave it out
     // of the rates when there is anything else.
     let steady: Vec<&MetricRow> = if h.len() > 1 { h[1..].iter().collect() } else { h.iter().collect() };
-    let mut step_ms: Vec<f64> = steady.iter().map(|r| r.compute_ms).collect();
-    let mut produce: Vec<f64> = steady.iter().map(|r| r.produce_ms).collect();
+    let step_ms: Vec<f64> = steady.iter().map(|r| r.compute_ms).collect();
+    let produce: Vec<f64> = steady.iter().map(|r| r.produce_ms).collect();
     // Medians over the log intervals: one slow interval (a checkpoint, a
     // page fault storm) does not move the figures.
-    let middle = |f: &dyn Fn(&MetricRow) -> f64| median(&mut steady.iter().map(|r| f(r)).collect::<Vec<f64>>());
+    let middle = |f: &dyn Fn(&MetricRow) -> f64| median(&steady.iter().map(|r| f(r)).collect::<Vec<f64>>());
     let samples_per_s = middle(&|r| r.samples_per_s);
-    let load = median(&mut produce);
+    let load = median(&produce);
     let jitter = {
         let m = produce.iter().sum::<f64>() / produce.len().max(1) as f64;
         (produce.iter().map(|p| (p - m).powi(2)).sum::<f64>() / produce.len().max(1) as f64).sqrt()
@@ -411,7 +339,7 @@ fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>, loade
         load_ms_per_batch: load * loaders.max(1) as f64,
         load_jitter_ms: jitter * loaders.max(1) as f64,
         loaders,
-        step_ms: median(&mut step_ms),
+        step_ms: median(&step_ms),
         wait_ms_per_step: middle(&|r| r.wait_ms),
         photos: vec![],
         val_photos: vec![],
@@ -424,13 +352,4 @@ fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>, loade
 fn mean_ap_loose(reports: &[PhotoReport]) -> Option<f32> {
     let aps: Vec<f32> = reports.iter().filter_map(|r| r.face_ap_loose).collect();
     (!aps.is_empty()).then(|| aps.iter().sum::<f32>() / aps.len() as f32)
-}
-
-pub fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::OnTheFly => "on-the-fly",
-        Mode::Precomputed => "precomputed",
-        Mode::InVram => "in-vram",
-        Mode::Auto => "auto",
-    }
 }

@@ -13,7 +13,7 @@
 //! scenes a run is finally scored on.
 
 use crate::eval::evaluate_split;
-use crate::trainer::RunSpec;
+use crate::run::RunSpec;
 use anyhow::{Context, Result};
 use burn::module::AutodiffModule;
 use grin_features::Split;

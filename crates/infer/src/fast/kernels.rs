@@ -37,11 +37,14 @@ fn finish<S: Simd>(simd: S, acc: S::f32s, bias: S::f32s, relu: bool) -> S::f32s 
 }
 
 /// A feature map's planes as raw memory: value `(c, p)` (plane `c`, pixel
-/// `p` in row-major order) is at `ptr + c * plane + p`.
+/// `p` in row-major order) is at `ptr + c * plane + p`, and `len` values
+/// from `ptr` on belong to the map. Raw rather than a slice because the
+/// engine's threads write disjoint bands of rows of the same planes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Planes {
-    pub ptr: *mut f32,
-    pub plane: usize,
+    ptr: *mut f32,
+    plane: usize,
+    len: usize,
 }
 
 // The engine hands each thread a band of rows that no other thread writes.
@@ -49,9 +52,33 @@ unsafe impl Send for Planes {}
 unsafe impl Sync for Planes {}
 
 impl Planes {
+    /// Planes of `plane` values each over `memory`, which the kernels write.
+    pub fn writing(memory: &mut [f32], plane: usize) -> Planes {
+        Planes { ptr: memory.as_mut_ptr(), plane, len: memory.len() }
+    }
+
+    /// As [`Planes::writing`], over memory that starts uninitialised: the
+    /// kernels write every value of it before anything reads it.
+    pub fn uninit(memory: &mut [std::mem::MaybeUninit<f32>], plane: usize) -> Planes {
+        Planes { ptr: memory.as_mut_ptr().cast(), plane, len: memory.len() }
+    }
+
+    /// Planes over initialised memory that the kernels only read (a map's
+    /// data, shared by the bands).
+    pub fn reading(memory: &[f32], plane: usize) -> Planes {
+        Planes { ptr: memory.as_ptr().cast_mut(), plane, len: memory.len() }
+    }
+
     /// The same planes from pixel `offset` on.
     pub fn at(self, offset: usize) -> Planes {
-        Planes { ptr: self.ptr.wrapping_add(offset), ..self }
+        assert!(offset <= self.len, "offset {offset} past the map's {} values", self.len);
+        Planes { ptr: self.ptr.wrapping_add(offset), len: self.len - offset, ..self }
+    }
+
+    /// Whether values `0..pixels` of planes `0..planes` lie in the map: the
+    /// bound every kernel's reads and writes through these planes keep.
+    pub fn holds(&self, planes: usize, pixels: usize) -> bool {
+        planes == 0 || (planes - 1) * self.plane + pixels <= self.len
     }
 }
 
@@ -91,6 +118,8 @@ impl WithSimd for Conv3x3Band<'_> {
         let fill = |c: usize, lines: &mut [f32]| {
             layout.fill(&self.input[c * plane..][..plane], self.r0, self.rows, &mut lines[..per_plane])
         };
+        // Every row the band writes, of every output plane.
+        assert!(self.out.holds(conv.out_channels, self.rows * layout.out_width), "3x3 output planes");
         let mut band = Band { simd, layout, rows: self.rows, bias: &conv.bias, relu: conv.relu, out: self.out };
         if conv.depthwise {
             assert_eq!(conv.in_channels, conv.out_channels, "depthwise channels");
@@ -152,8 +181,10 @@ impl<S: Simd> Band<'_, S> {
                 });
             }
             let out = self.out.ptr.wrapping_add(oc * self.out.plane + i * wo);
+            debug_assert!(self.out.holds(oc + 1, (i + 1) * wo), "row {i} of plane {oc}");
             // SAFETY: `LineLayout::len` keeps every vector read below
-            // inside its line; writes stay in `0..wo` of the row.
+            // inside its line; writes stay in `0..wo` of row `i` of plane
+            // `oc`, inside the planes (checked in `with_simd`).
             unsafe {
                 let mut j = 0;
                 while j + 4 * lanes <= wo {
@@ -184,6 +215,12 @@ impl<S: Simd> Band<'_, S> {
 
 /// `NV` vectors of one output row from column `j`: the sum over input
 /// planes and taps, in that order.
+///
+/// # Safety
+///
+/// Every `tap[k] + j + v * lanes` for `v < NV` must start a whole vector of
+/// readable floats (the lines of a [`LineLayout`], whose `len` pads each
+/// line by a vector).
 #[inline(always)]
 unsafe fn taps_sum<S: Simd, const NV: usize>(
     simd: S,
@@ -196,7 +233,8 @@ unsafe fn taps_sum<S: Simd, const NV: usize>(
     for (tap, w) in taps.iter().zip(weights) {
         for k in 0..9 {
             for (v, a) in acc.iter_mut().enumerate() {
-                *a = simd.mul_add_f32s(w[k], load::<S>(tap[k].add(j + v * lanes)), *a);
+                // SAFETY: the caller's bound.
+                *a = simd.mul_add_f32s(w[k], unsafe { load::<S>(tap[k].add(j + v * lanes)) }, *a);
             }
         }
     }
@@ -247,14 +285,16 @@ impl WithSimd for PointwiseBand<'_> {
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
         let conv = self.conv;
+        assert!(self.input.holds(conv.in_channels, self.pixels), "1x1 input planes");
+        assert!(self.out.holds(conv.out_channels, self.pixels), "1x1 output planes");
         let mut block = 0;
         for oc0 in (0..conv.out_channels).step_by(PW_ROWS) {
             let rows = PW_ROWS.min(conv.out_channels - oc0);
             let weight = &conv.weight[block..block + rows * conv.in_channels];
             block += weight.len();
             let tile = Tile { conv, weight, oc0, input: self.input, out: self.out, pixels: self.pixels };
-            // SAFETY: the caller guarantees `pixels` values per plane on
-            // both sides; `Tile::run` stays inside them.
+            // SAFETY: both sides hold `pixels` values of every plane
+            // (asserted above); `Tile::run` stays inside them.
             unsafe {
                 match rows {
                     6 => tile.run::<S, 6>(simd),
@@ -281,62 +321,84 @@ struct Tile<'a> {
 }
 
 impl Tile<'_> {
+    /// Every pixel of the block's channels.
+    ///
+    /// # Safety
+    ///
+    /// `input` must hold `pixels` values of `conv.in_channels` planes and
+    /// `out` of planes `oc0..oc0 + MR` ([`Planes::holds`]).
     #[inline(always)]
     unsafe fn run<S: Simd, const MR: usize>(&self, simd: S) {
-        let (lanes, n) = (S::F32_LANES, self.pixels);
-        let mut p = 0;
-        while p + 2 * lanes <= n {
-            self.pixels_at::<S, MR, 2>(simd, p, 2 * lanes);
-            p += 2 * lanes;
-        }
-        while p + lanes <= n {
-            self.pixels_at::<S, MR, 1>(simd, p, lanes);
-            p += lanes;
-        }
-        if p < n {
-            // One vector ending at the last pixel (recomputing some, to
-            // the same bits), or a partial one when there are fewer pixels.
-            let start = n.saturating_sub(lanes);
-            self.pixels_at::<S, MR, 1>(simd, start, n - start);
+        debug_assert!(
+            self.input.holds(self.conv.in_channels, self.pixels) && self.out.holds(self.oc0 + MR, self.pixels)
+        );
+        // SAFETY: `p + len <= n` at every call, and the caller's bound.
+        unsafe {
+            let (lanes, n) = (S::F32_LANES, self.pixels);
+            let mut p = 0;
+            while p + 2 * lanes <= n {
+                self.pixels_at::<S, MR, 2>(simd, p, 2 * lanes);
+                p += 2 * lanes;
+            }
+            while p + lanes <= n {
+                self.pixels_at::<S, MR, 1>(simd, p, lanes);
+                p += lanes;
+            }
+            if p < n {
+                // One vector ending at the last pixel (recomputing some, to
+                // the same bits), or a partial one when there are fewer pixels.
+                let start = n.saturating_sub(lanes);
+                self.pixels_at::<S, MR, 1>(simd, start, n - start);
+            }
         }
     }
 
     /// Output pixels `p..p + len` (`len <= NV * lanes`; under one vector only
     /// when `NV == 1`) of the block's `MR` channels.
+    ///
+    /// # Safety
+    ///
+    /// As [`Tile::run`], and `p + len <= pixels`.
     #[inline(always)]
     unsafe fn pixels_at<S: Simd, const MR: usize, const NV: usize>(&self, simd: S, p: usize, len: usize) {
-        let lanes = S::F32_LANES;
-        let partial = len < NV * lanes;
-        let mut acc = [[simd.splat_f32s(0.0); NV]; MR];
-        let mut x = self.input.ptr.add(p) as *const f32;
-        let mut w = self.weight.as_ptr();
-        for _ in 0..self.conv.in_channels {
-            let xs: [S::f32s; NV] = std::array::from_fn(|v| {
-                if partial {
-                    simd.partial_load_f32s(std::slice::from_raw_parts(x, len))
-                } else {
-                    load::<S>(x.add(v * lanes))
+        debug_assert!(p + len <= self.pixels);
+        // SAFETY: the caller's bound: every plane read holds `p + len`
+        // values, every plane written too (whole vectors only where
+        // `len` covers them; partial loads and stores otherwise).
+        unsafe {
+            let lanes = S::F32_LANES;
+            let partial = len < NV * lanes;
+            let mut acc = [[simd.splat_f32s(0.0); NV]; MR];
+            let mut x = self.input.ptr.add(p) as *const f32;
+            let mut w = self.weight.as_ptr();
+            for _ in 0..self.conv.in_channels {
+                let xs: [S::f32s; NV] = std::array::from_fn(|v| {
+                    if partial {
+                        simd.partial_load_f32s(std::slice::from_raw_parts(x, len))
+                    } else {
+                        load::<S>(x.add(v * lanes))
+                    }
+                });
+                for (m, row) in acc.iter_mut().enumerate() {
+                    let wm = simd.splat_f32s(*w.add(m));
+                    for (a, &xv) in row.iter_mut().zip(&xs) {
+                        *a = simd.mul_add_f32s(wm, xv, *a);
+                    }
                 }
-            });
-            for (m, row) in acc.iter_mut().enumerate() {
-                let wm = simd.splat_f32s(*w.add(m));
-                for (a, &xv) in row.iter_mut().zip(&xs) {
-                    *a = simd.mul_add_f32s(wm, xv, *a);
-                }
+                x = x.add(self.input.plane);
+                w = w.add(MR);
             }
-            x = x.add(self.input.plane);
-            w = w.add(MR);
-        }
-        for (m, row) in acc.iter().enumerate() {
-            let oc = self.oc0 + m;
-            let bias = simd.splat_f32s(self.conv.bias[oc]);
-            let out = self.out.ptr.add(oc * self.out.plane + p);
-            for (v, &a) in row.iter().enumerate() {
-                let value = finish(simd, a, bias, self.conv.relu);
-                if partial {
-                    simd.partial_store_f32s(std::slice::from_raw_parts_mut(out, len), value);
-                } else {
-                    store::<S>(out.add(v * lanes), value);
+            for (m, row) in acc.iter().enumerate() {
+                let oc = self.oc0 + m;
+                let bias = simd.splat_f32s(self.conv.bias[oc]);
+                let out = self.out.ptr.add(oc * self.out.plane + p);
+                for (v, &a) in row.iter().enumerate() {
+                    let value = finish(simd, a, bias, self.conv.relu);
+                    if partial {
+                        simd.partial_store_f32s(std::slice::from_raw_parts_mut(out, len), value);
+                    } else {
+                        store::<S>(out.add(v * lanes), value);
+                    }
                 }
             }
         }

@@ -9,6 +9,7 @@
 use crate::loss::LossWeights;
 use crate::points::{Points, CENTER_RADIUS};
 use crate::targets::LABEL_IGNORE;
+use grin_terms::output::{DISTANCE, FACE, LOG_DISTANCE_RANGE, OUTPUTS, SMILE};
 use rayon::prelude::*;
 
 /// The loss and its parts, as [`crate::LossParts`] holds them.
@@ -120,7 +121,7 @@ fn giou_loss(p: [f32; 4], t: [f32; 4]) -> (f32, [f32; 4]) {
 }
 
 /// Per image: the loss sums (face, box, smile) and the gradient of each sum
-/// with respect to the raw outputs `[points][6]` (scaled afterwards).
+/// with respect to the raw outputs `[points][OUTPUTS]` (scaled afterwards).
 fn image_terms(
     raw: &dyn Fn(usize, usize) -> f32,
     targets: &[Target],
@@ -131,42 +132,43 @@ fn image_terms(
     let (alpha, gamma) = (w.focal_alpha, w.focal_gamma);
     let mut sums = [0.0f32; 3];
     for (i, target) in targets.iter().enumerate() {
-        let g = &mut grad[i * 6..][..6];
+        let g = &mut grad[i * OUTPUTS..][..OUTPUTS];
         g.fill(0.0);
-        let x = raw(0, i);
+        let x = raw(FACE, i);
         let p = sigmoid(x);
         match *target {
             Target::Face { distances, label } => {
                 // -alpha (1-p)^gamma ln p; d/dx = -alpha (1-p)^gamma ((1-p) - gamma p ln p).
                 let (q, lp) = ((1.0 - p).powf(gamma), log_sigmoid(x));
                 sums[0] -= alpha * q * lp;
-                g[0] = -alpha * q * ((1.0 - p) - gamma * p * lp);
+                g[FACE] = -alpha * q * ((1.0 - p) - gamma * p * lp);
                 // Distances: exp of the clamped raw value, times the stride.
                 let mut predicted = [0.0f32; 4];
                 let mut through = [0.0f32; 4];
                 for k in 0..4 {
-                    let r = raw(1 + k, i);
-                    predicted[k] = r.clamp(-4.0, 5.0).exp() * points.stride[i];
+                    let r = raw(DISTANCE + k, i);
+                    let (lo, hi) = LOG_DISTANCE_RANGE;
+                    predicted[k] = r.clamp(lo, hi).exp() * points.stride[i];
                     // The clamp passes the gradient inside its range only.
-                    through[k] = if (-4.0..=5.0).contains(&r) { predicted[k] } else { 0.0 };
+                    through[k] = if (lo..=hi).contains(&r) { predicted[k] } else { 0.0 };
                 }
                 let (l, dl) = giou_loss(predicted, distances.map(|d| d.clamp(0.0, 1e6)));
                 sums[1] += l;
                 for k in 0..4 {
-                    g[1 + k] = dl[k] * through[k];
+                    g[DISTANCE + k] = dl[k] * through[k];
                 }
                 if label >= 0 {
-                    let s = raw(5, i);
+                    let s = raw(SMILE, i);
                     let t = if label == 1 { 1.0 } else { 0.0 };
                     sums[2] -= t * log_sigmoid(s) + (1.0 - t) * log_sigmoid(-s);
-                    g[5] = sigmoid(s) - t;
+                    g[SMILE] = sigmoid(s) - t;
                 }
             }
             Target::Background => {
                 // -(1-alpha) p^gamma ln(1-p); d/dx = -(1-alpha) p^gamma (gamma (1-p) ln(1-p) - p).
                 let (q, lq) = (p.powf(gamma), log_sigmoid(-x));
                 sums[0] -= (1.0 - alpha) * q * lq;
-                g[0] = -(1.0 - alpha) * q * (gamma * (1.0 - p) * lq - p);
+                g[FACE] = -(1.0 - alpha) * q * (gamma * (1.0 - p) * lq - p);
             }
             Target::Ignored => {}
         }
@@ -182,7 +184,7 @@ pub(crate) struct LossScratch {
 }
 
 /// The loss of a batch whose raw outputs are `levels` (per level
-/// `[6][batch][level points]`), writing d(total)/d(raw) into `grads` (same
+/// `[OUTPUTS][batch][level points]`), writing d(total)/d(raw) into `grads` (same
 /// layout).
 pub(crate) fn loss(
     scratch: &mut LossScratch,
@@ -205,7 +207,7 @@ pub(crate) fn loss(
     }
 
     scratch.targets.resize(batch * n, Target::Background);
-    scratch.grad.resize(batch * n * 6, 0.0);
+    scratch.grad.resize(batch * n * OUTPUTS, 0.0);
     scratch.targets.par_chunks_mut(n).enumerate().for_each(|(b, t)| {
         for (i, target) in t.iter_mut().enumerate() {
             *target = assign(points, i, &labels, b);
@@ -217,7 +219,7 @@ pub(crate) fn loss(
     let sums: Vec<[f32; 3]> = scratch
         .targets
         .par_chunks(n)
-        .zip(scratch.grad.par_chunks_mut(n * 6))
+        .zip(scratch.grad.par_chunks_mut(n * OUTPUTS))
         .enumerate()
         .map(|(b, (targets, grad))| {
             let raw = |k: usize, i: usize| {
@@ -242,11 +244,11 @@ pub(crate) fn loss(
 
     let scale = [per_positive, w.box_weight * per_positive, w.smile_weight * per_known];
     for (level, g) in grads.iter_mut().enumerate() {
-        assert_eq!(g.len(), 6 * batch * sizes[level], "raw gradient size");
+        assert_eq!(g.len(), OUTPUTS * batch * sizes[level], "raw gradient size");
     }
     for b in 0..batch {
         for (i, &(level, p)) in owner.iter().enumerate() {
-            let from = &scratch.grad[(b * n + i) * 6..][..6];
+            let from = &scratch.grad[(b * n + i) * OUTPUTS..][..OUTPUTS];
             for (k, &v) in from.iter().enumerate() {
                 let s = scale[match k {
                     0 => 0,

@@ -134,21 +134,33 @@ fn split_columns(row: &[f32], firsts: &mut [f32], seconds: &mut [f32]) -> usize 
     0
 }
 
+/// [`split_columns`] with AVX2, 8 columns at a time.
+///
+/// # Safety
+///
+/// The CPU must have AVX2, and `n` must be at most `row.len() / 2`,
+/// `firsts.len()` and `seconds.len()` (every load and store below stays
+/// below `2 * (n / 8 * 8)` in `row` and `n / 8 * 8` in the outputs).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn split_columns_avx2(row: &[f32], firsts: &mut [f32], seconds: &mut [f32], n: usize) -> usize {
     use std::arch::x86_64::*;
+    debug_assert!(2 * n <= row.len() && n <= firsts.len() && n <= seconds.len());
     let done = n / 8 * 8;
     for j in (0..done).step_by(8) {
-        let lo = _mm256_loadu_ps(row.as_ptr().add(2 * j));
-        let hi = _mm256_loadu_ps(row.as_ptr().add(2 * j + 8));
+        // SAFETY: `2 * j + 16 <= 2 * done <= row.len()` (the caller's bound).
+        let (lo, hi) =
+            unsafe { (_mm256_loadu_ps(row.as_ptr().add(2 * j)), _mm256_loadu_ps(row.as_ptr().add(2 * j + 8))) };
         // Within each 128-bit half: lo's and hi's even (odd) columns; then
         // the 64-bit quarters back in order.
         let firsts_mixed = _mm256_shuffle_ps::<0b10_00_10_00>(lo, hi);
         let seconds_mixed = _mm256_shuffle_ps::<0b11_01_11_01>(lo, hi);
         let order = |v: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(v)));
-        _mm256_storeu_ps(firsts.as_mut_ptr().add(j), order(firsts_mixed));
-        _mm256_storeu_ps(seconds.as_mut_ptr().add(j), order(seconds_mixed));
+        // SAFETY: `j + 8 <= done <= n`, within both outputs.
+        unsafe {
+            _mm256_storeu_ps(firsts.as_mut_ptr().add(j), order(firsts_mixed));
+            _mm256_storeu_ps(seconds.as_mut_ptr().add(j), order(seconds_mixed));
+        }
     }
     done
 }

@@ -10,7 +10,8 @@ use pulp::Simd;
 /// `p..p + S::f32s lanes` must be readable.
 #[inline(always)]
 pub unsafe fn load<S: Simd>(p: *const f32) -> S::f32s {
-    p.cast::<S::f32s>().read_unaligned()
+    // SAFETY: the caller's bound; unaligned, as any column may start a vector.
+    unsafe { p.cast::<S::f32s>().read_unaligned() }
 }
 
 /// Writes one vector of `f32`s at `p`.
@@ -19,5 +20,6 @@ pub unsafe fn load<S: Simd>(p: *const f32) -> S::f32s {
 /// `p..p + S::f32s lanes` must be writable.
 #[inline(always)]
 pub unsafe fn store<S: Simd>(p: *mut f32, v: S::f32s) {
-    p.cast::<S::f32s>().write_unaligned(v)
+    // SAFETY: the caller's bound; unaligned, as any column may start a vector.
+    unsafe { p.cast::<S::f32s>().write_unaligned(v) }
 }

@@ -54,8 +54,7 @@ impl FeedPlan {
 
 /// The feed for `plan.mode`, starting at training step `start`.
 pub fn build_feed<B: Backend>(plan: &FeedPlan, device: &B::Device, start: usize) -> Result<Feed<B>> {
-    let store =
-        || plan.store.as_ref().with_context(|| format!("{} mode needs a store", crate::trainer::mode_name(plan.mode)));
+    let store = || plan.store.as_ref().with_context(|| format!("{} mode needs a store", plan.mode.name()));
     match plan.mode {
         Mode::OnTheFly => {
             let pipeline = Arc::new(Pipeline::new(&plan.features, Split::Train)?);

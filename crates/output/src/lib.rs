@@ -1,0 +1,213 @@
+//! Writing a file the user named, without losing anything (models, exports,
+//! drawings, checkpoints, datasets, summaries: every output goes through
+//! [`write_with`]).
+//!
+//! - A regular file (or a new one) is written to a temporary file beside
+//!   it, synced, and renamed over it: a crash or a full disk mid-write
+//!   leaves the previous file whole, and no temporary file behind. A file
+//!   it replaces keeps its permissions; a read-only one is refused, since
+//!   whoever made it read-only did not want it changed.
+//! - A symbolic link is written through to its target, as `cp` does.
+//! - A character device (`/dev/null`, `/dev/full`, a terminal) is written
+//!   through, never replaced; a FIFO too, when it has a reader (opening one
+//!   without a reader would wait forever, so that is refused).
+//! - An output that is the same file as one of the command's inputs is
+//!   refused before anything is written, as `cp` and ffmpeg refuse it.
+//!
+//! Errors name the path that failed, and the output it was for.
+#![forbid(unsafe_code)]
+
+use std::fmt;
+use std::fs::{File, Metadata, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// What went wrong, and on which path.
+#[derive(Debug)]
+pub struct OutputError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+impl fmt::Display for OutputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.message)
+    }
+}
+
+impl std::error::Error for OutputError {}
+
+fn fail(path: &Path, message: impl Into<String>) -> OutputError {
+    OutputError { path: path.to_path_buf(), message: message.into() }
+}
+
+/// Writes `bytes` to `path` (see the crate's rules); `inputs` are the files
+/// the command read, which `path` must not be.
+pub fn write_file(path: &Path, inputs: &[&Path], bytes: &[u8]) -> Result<(), OutputError> {
+    write_with(path, inputs, |w| w.write_all(bytes))
+}
+
+/// Writes what `fill` writes to `path` (see the crate's rules).
+pub fn write_with(
+    path: &Path,
+    inputs: &[&Path],
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), OutputError> {
+    let existing = match std::fs::metadata(path) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(fail(path, format!("cannot inspect: {e}"))),
+    };
+    if let Some(m) = &existing {
+        refuse_inputs(path, m, inputs)?;
+    }
+    match existing {
+        None => replace(path, None, fill),
+        Some(m) if m.is_file() => {
+            if m.permissions().readonly() {
+                return Err(fail(path, "is read-only: not replaced (make it writable, or name another file)"));
+            }
+            // Through a symbolic link to the file it names, so the link survives.
+            let target = std::fs::canonicalize(path).map_err(|e| fail(path, format!("cannot resolve: {e}")))?;
+            replace(&target, Some(&m), fill)
+        }
+        Some(m) if m.is_dir() => Err(fail(path, "is a folder: name a file")),
+        Some(m) => write_through(path, &m, fill),
+    }
+}
+
+/// The same file, by device and inode: a hard link or a symbolic link to
+/// an input is that input.
+fn refuse_inputs(path: &Path, out: &Metadata, inputs: &[&Path]) -> Result<(), OutputError> {
+    for input in inputs {
+        if let Ok(m) = std::fs::metadata(input) {
+            if same_file(out, &m) {
+                return Err(fail(
+                    path,
+                    format!("is also an input ({}): refusing to overwrite it; name another output", input.display()),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn same_file(a: &Metadata, b: &Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &Metadata, _: &Metadata) -> bool {
+    false
+}
+
+/// A temporary file in the target's folder, renamed over it once complete.
+fn replace(
+    target: &Path,
+    existing: Option<&Metadata>,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), OutputError> {
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // A new file gets the mode any program's would (0666 less the umask).
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder
+        .tempfile_in(dir)
+        .map_err(|e| fail(target, format!("cannot create a temporary file in {}: {e}", dir.display())))?;
+    let tmp_path = tmp.path().to_path_buf();
+    let on_tmp = |what: &str, e: io::Error| fail(target, format!("{what} {}: {e}", tmp_path.display()));
+    if let Some(m) = existing {
+        std::fs::set_permissions(&tmp_path, m.permissions()).map_err(|e| on_tmp("cannot set the permissions of", e))?;
+    }
+    {
+        let mut w = io::BufWriter::new(tmp.as_file_mut());
+        fill(&mut w).and_then(|()| w.flush()).map_err(|e| on_tmp("cannot write", e))?;
+    }
+    tmp.as_file().sync_all().map_err(|e| on_tmp("cannot sync", e))?;
+    // Dropped on any error above, the temporary file is deleted.
+    tmp.persist(target).map_err(|e| on_tmp("cannot rename into place", e.error))?;
+    // The rename is durable once the folder's entry is on disk too.
+    File::open(dir).and_then(|d| d.sync_all()).ok();
+    Ok(())
+}
+
+/// Devices and FIFOs are written in place; anything else is refused.
+fn write_through(
+    path: &Path,
+    m: &Metadata,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), OutputError> {
+    let kind = kind_of(m);
+    let mut file = match kind {
+        Kind::CharDevice => OpenOptions::new().write(true).open(path),
+        Kind::Fifo => open_fifo(path)?,
+        Kind::Other(what) => return Err(fail(path, format!("is {what}: not a file grin can write"))),
+    }
+    .map_err(|e| fail(path, format!("cannot open for writing: {e}")))?;
+    let mut w = io::BufWriter::new(&mut file);
+    fill(&mut w).and_then(|()| w.flush()).map_err(|e| fail(path, format!("cannot write: {e}")))
+}
+
+enum Kind {
+    CharDevice,
+    Fifo,
+    Other(&'static str),
+}
+
+#[cfg(unix)]
+fn kind_of(m: &Metadata) -> Kind {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_char_device() {
+        Kind::CharDevice
+    } else if t.is_fifo() {
+        Kind::Fifo
+    } else if t.is_block_device() {
+        Kind::Other("a block device")
+    } else if t.is_socket() {
+        Kind::Other("a socket")
+    } else {
+        Kind::Other("not a regular file")
+    }
+}
+
+#[cfg(not(unix))]
+fn kind_of(_: &Metadata) -> Kind {
+    Kind::Other("not a regular file")
+}
+
+/// A FIFO opened without waiting: with no reader that fails (ENXIO) at
+/// once instead of blocking forever. Once a reader is known to be there,
+/// it is opened again for ordinary blocking writes.
+#[cfg(unix)]
+fn open_fifo(path: &Path) -> Result<io::Result<File>, OutputError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path) {
+        Ok(probe) => {
+            let file = OpenOptions::new().write(true).open(path);
+            drop(probe);
+            Ok(file)
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+            Err(fail(path, "is a FIFO with no reader: start the reader first"))
+        }
+        Err(e) => Ok(Err(e)),
+    }
+}
+
+#[cfg(not(unix))]
+fn open_fifo(path: &Path) -> Result<io::Result<File>, OutputError> {
+    Err(fail(path, "is not a regular file"))
+}

@@ -1,0 +1,84 @@
+//! The terms every grin crate shares, each defined once and imported
+//! everywhere else. A leaf: it depends on no other grin crate.
+//!
+//! - [`median`] and [`percentile`]: what every timing and benchmark figure
+//!   reports (step times, T_g, latency, a sweep's windows).
+//! - [`output`]: what the network writes at every point, in channel order,
+//!   which training's loss, decoding, the Pi's engine and the ONNX export
+//!   all read.
+
+#![forbid(unsafe_code)]
+
+pub mod output {
+    //! The detector's output at every point: `OUTPUTS` channels, in this
+    //! order.
+
+    /// Channels per point.
+    pub const OUTPUTS: usize = 6;
+    /// The face logit.
+    pub const FACE: usize = 0;
+    /// The first of four distances from the point to the box's left, top,
+    /// right and bottom edges (channels `DISTANCE..DISTANCE + 4`), each
+    /// `log(distance / stride)`.
+    pub const DISTANCE: usize = 1;
+    /// The smile logit.
+    pub const SMILE: usize = 5;
+    /// The range the log-distances are clamped to before `exp`: an early
+    /// bad training step cannot overflow, and no box is wider than `e^5`
+    /// strides.
+    pub const LOG_DISTANCE_RANGE: (f32, f32) = (-4.0, 5.0);
+}
+
+/// The median: the middle value, or the mean of the two middle values of
+/// an even count; 0 for none. NaN sorts last (`total_cmp`).
+pub fn median(values: &[f64]) -> f64 {
+    let sorted = sorted(values);
+    let n = sorted.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => sorted[n / 2],
+        _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// The nearest-rank `q`-quantile (`q` in 0..=1): the smallest value with at
+/// least a share `q` of the values at or below it; 0 for none. So the p95
+/// of 20 timings is the 19th fastest, never a value between two.
+pub fn percentile(values: &[f64], q: f64) -> f64 {
+    let sorted = sorted(values);
+    let n = sorted.len();
+    if n == 0 {
+        return 0.0;
+    }
+    let rank = (q.clamp(0.0, 1.0) * n as f64).ceil() as usize;
+    sorted[rank.clamp(1, n) - 1]
+}
+
+fn sorted(values: &[f64]) -> Vec<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts_and_of_none() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+    }
+
+    #[test]
+    fn percentile_is_nearest_rank() {
+        let v: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.95), 19.0);
+        assert_eq!(percentile(&v, 1.0), 20.0);
+        assert_eq!(percentile(&v, 0.0), 1.0);
+        assert_eq!(percentile(&v, 0.5), 10.0);
+        assert_eq!(percentile(&[7.0], 0.95), 7.0);
+        assert_eq!(percentile(&[], 0.95), 0.0);
+    }
+}

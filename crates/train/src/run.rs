@@ -1,0 +1,74 @@
+//! The run's types: what a run needs besides the backend.
+
+use crate::backend::BackendChoice;
+use crate::config::{GrinConfig, Mode, TrainConfig};
+use anyhow::Result;
+use grin_features::FeatureConfig;
+use grin_model::{DetectorSpec, ModelConfig};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Everything a run needs besides the backend.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub name: String,
+    pub run_dir: PathBuf,
+    pub features: FeatureConfig,
+    pub model: ModelConfig,
+    pub train: TrainConfig,
+    /// The mode actually used (never `Auto`).
+    pub mode: Mode,
+    pub backend: String,
+    pub resume: bool,
+    /// Start afresh even when `run_dir` holds an interrupted run's checkpoint.
+    pub overwrite: bool,
+    /// The resolved config as TOML, saved as `config.toml`.
+    pub config_toml: String,
+    pub show_progress: bool,
+    /// Skip the held-out evaluation (benchmarks).
+    pub evaluate: bool,
+    /// Raised (by `grin train`'s Ctrl-C / SIGTERM handler) to stop at the
+    /// next step boundary: the loop writes a checkpoint there and returns
+    /// [`Interrupted`], so an interrupt loses no steps.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// What the balance check predicted for this run, when it ran.
+    pub balance: Option<crate::balance::Prediction>,
+}
+
+impl RunSpec {
+    /// A fresh run of `config` in `mode` (resolved, never `Auto`), written
+    /// to `run_dir`: no resume, progress shown, scored at the end.
+    pub fn new(config: &GrinConfig, mode: Mode, backend: BackendChoice, run_dir: PathBuf) -> Result<RunSpec> {
+        Ok(RunSpec {
+            name: config.name.clone(),
+            run_dir,
+            features: config.features.clone(),
+            model: config.model.clone(),
+            train: config.train.clone(),
+            mode,
+            backend: backend.name().into(),
+            resume: false,
+            overwrite: false,
+            config_toml: toml::to_string(config)?,
+            show_progress: true,
+            evaluate: true,
+            stop: None,
+            balance: None,
+        })
+    }
+
+    /// The detector as it trains: at the features' size.
+    pub fn detector_spec(&self) -> DetectorSpec {
+        crate::config::detector_spec(&self.model, &self.features)
+    }
+
+    /// The detector as it ships: at `train.run_size` when set.
+    pub fn run_spec(&self) -> DetectorSpec {
+        let spec = self.detector_spec();
+        match self.train.run_size {
+            Some([width, height]) => DetectorSpec { width: width as usize, height: height as usize, ..spec },
+            None => spec,
+        }
+    }
+}
