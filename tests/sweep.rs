@@ -742,8 +742,35 @@ fn a_study_refuses_a_sweep_that_changed_under_it() {
     std::fs::write(dir.path().join("configs/sweep.toml"), format!("{first}[set]\n\"train.steps\" = 12\n")).unwrap();
     let out = sweep(dir.path(), &["configs/sweep.toml"]);
     assert_eq!(out.code, Some(2), "{}", out.text());
-    assert!(out.stderr.contains("study `same`") && out.stderr.contains("base config"), "{}", out.text());
+    assert!(
+        out.stderr.contains("study `same`") && out.stderr.contains("key `train.steps` (10 in the study, 12 now)"),
+        "{}",
+        out.text()
+    );
     assert_eq!(out.stderr.trim_end().lines().count(), 1, "{}", out.stderr);
+
+    // A study begun before grin had a key (as `model.top_down` once was):
+    // the key, at its default, is accepted with a note; a rerun is quiet.
+    std::fs::write(dir.path().join("configs/sweep.toml"), first).unwrap();
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-sweep/bin/python");
+    let forget = "import optuna, sys\n\
+        from optuna.storages.journal import JournalFileBackend\n\
+        s = optuna.load_study(study_name='same', storage=optuna.storages.JournalStorage(JournalFileBackend(sys.argv[1])))\n\
+        a = s.user_attrs['grin_sweep']\n\
+        del a['base_keys']['model.top_down']\n\
+        s.set_user_attr('grin_sweep', a)\n";
+    let done = Command::new(&python)
+        .args(["-c", forget])
+        .arg(dir.path().join("runs/sweeps/same/study.journal"))
+        .output()
+        .unwrap();
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    let out = sweep(dir.path(), &["configs/sweep.toml"]);
+    assert_eq!(out.code, Some(0), "{}", out.text());
+    assert!(out.stdout.contains("began before grin had `model.top_down`; at its default"), "{}", out.text());
+    let out = sweep(dir.path(), &["configs/sweep.toml"]);
+    assert_eq!(out.code, Some(0), "{}", out.text());
+    assert!(!out.stdout.contains("began before"), "{}", out.text());
 }
 
 #[test]

@@ -64,16 +64,20 @@ pub fn write_csv(path: &Path, rows: &[MetricRow]) -> Result<()> {
 /// A panel: its title, the value it plots, its colour.
 type Series = (&'static str, fn(&MetricRow) -> f64, RGBColor);
 
-/// `training.svg`: loss, device-busy % and throughput against the step.
+/// `training.svg`: loss, device-busy % and throughput against the step, and
+/// the validation face AP (`train.eval_every`) when the run measured it.
 pub fn plot(path: &Path, rows: &[MetricRow]) -> Result<()> {
     if rows.is_empty() {
         return Ok(());
     }
+    let validated: Vec<(f64, f64)> =
+        rows.iter().filter_map(|r| r.val_face_ap.map(|ap| (r.step as f64, ap as f64))).collect();
+    let count = if validated.is_empty() { 3 } else { 4 };
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (900, 780)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (900, 260 * count as u32)).into_drawing_area();
         root.fill(&WHITE)?;
-        let panels = root.split_evenly((3, 1));
+        let panels = root.split_evenly((count, 1));
         let last = rows.last().map(|r| r.step).unwrap_or(1).max(1) as f64;
         let series: [Series; 3] = [
             ("loss", |r| r.loss as f64, BLUE),
@@ -92,8 +96,52 @@ pub fn plot(path: &Path, rows: &[MetricRow]) -> Result<()> {
             chart
                 .draw_series(LineSeries::new(rows.iter().map(|r| (r.step as f64, value(r))), color.stroke_width(2)))?;
         }
+        if let Some(panel) = panels.get(3) {
+            let mut chart = ChartBuilder::on(panel)
+                .caption("validation face AP@0.5 (scenes, train.eval_every)", ("sans-serif", 18))
+                .margin(8)
+                .x_label_area_size(28)
+                .y_label_area_size(56)
+                .build_cartesian_2d(0.0..last, 0.0..1.0)?;
+            chart.configure_mesh().x_desc("step").draw()?;
+            chart.draw_series(LineSeries::new(validated.iter().copied(), MAGENTA.stroke_width(2)))?;
+            chart.draw_series(validated.iter().map(|&p| Circle::new(p, 3, MAGENTA.filled())))?;
+        }
         root.present()?;
     }
     grin_output::write_file(path, &[], svg.as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(step: usize, val_face_ap: Option<f32>) -> MetricRow {
+        MetricRow {
+            step,
+            loss: 1.0 / step as f32,
+            face_loss: 0.0,
+            box_loss: 0.0,
+            smile_loss: 0.0,
+            lr: 1e-3,
+            samples_per_s: 100.0,
+            gpu_busy_pct: 90.0,
+            wait_ms: 0.1,
+            compute_ms: 1.0,
+            produce_ms: 0.5,
+            val_face_ap,
+        }
+    }
+
+    #[test]
+    fn the_plot_shows_validation_ap_only_when_it_was_measured() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("training.svg");
+        plot(&path, &[row(10, None), row(20, Some(0.42)), row(30, None), row(40, Some(0.61))]).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.contains("validation face AP@0.5") && svg.contains("<circle"), "a fourth panel with its points");
+        plot(&path, &[row(10, None), row(20, None)]).unwrap();
+        assert!(!std::fs::read_to_string(&path).unwrap().contains("validation face AP"));
+    }
 }
