@@ -56,8 +56,9 @@ pub(crate) fn parse_size(text: &str) -> Result<(usize, usize), String> {
     let bad = || format!("`{text}`: expected WxH, for example 320x240");
     let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
     let (w, h): (usize, usize) = (w.trim().parse().map_err(|_| bad())?, h.trim().parse().map_err(|_| bad())?);
-    if !(32..=4096).contains(&w) || !(32..=4096).contains(&h) {
-        return Err(format!("`{text}`: each side must be between 32 and 4096 pixels"));
+    let (lo, hi) = (grin_terms::MIN_SIDE, grin_terms::MAX_SIDE);
+    if !(lo..=hi).contains(&w) || !(lo..=hi).contains(&h) {
+        return Err(format!("`{text}`: each side must be between {lo} and {hi} pixels"));
     }
     Ok((w, h))
 }

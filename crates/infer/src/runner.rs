@@ -23,11 +23,7 @@ pub type CpuBackend = NdArray<f32>;
 /// The default model, trained by `grin train` (see the README for how).
 pub static DEFAULT_MODEL: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets/default.grin"));
 
-/// Largest run side accepted: beyond it one frame's activations stop being
-/// a Pi-sized amount of memory.
-pub const MAX_SIDE: usize = 4096;
-/// Smallest run side: below the coarsest stride every level is one cell.
-pub const MIN_SIDE: usize = 32;
+pub use grin_terms::{MAX_SIDE, MIN_SIDE};
 
 /// Most pixels a still photo is searched at by default: Full HD,
 /// 1920x1080. Past it a photo is shrunk by one factor. Why this bound:

@@ -17,13 +17,12 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
+use grin_terms::{MAX_SIDE, MIN_SIDE};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"GRINMDL2";
 const MAGIC_V1: &[u8; 8] = b"GRINMDL1";
-/// Largest run size side a model file may name (the config's own bound).
-pub const MAX_SIDE: usize = 4096;
 /// Largest model file read: the widest detector a config may ask for
 /// stays far below it, and `--model /dev/zero` stops here instead of at
 /// the end of memory.
@@ -252,8 +251,8 @@ impl<B: Backend> ModuleVisitor<B> for Finite {
 /// nothing (`nms_iou` NaN).
 fn check_spec(spec: &DetectorSpec) -> Result<(), String> {
     let (w, h, c) = (spec.width, spec.height, spec.channels);
-    if !(32..=MAX_SIDE).contains(&w) || !(32..=MAX_SIDE).contains(&h) {
-        return Err(format!("header says the model runs at {w}x{h}; sides must be 32..={MAX_SIDE}"));
+    if !(MIN_SIDE..=MAX_SIDE).contains(&w) || !(MIN_SIDE..=MAX_SIDE).contains(&h) {
+        return Err(format!("header says the model runs at {w}x{h}; sides must be {MIN_SIDE}..={MAX_SIDE}"));
     }
     if c != 1 && c != 3 {
         return Err(format!("header says {c} channels; must be 1 or 3"));

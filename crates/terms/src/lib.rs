@@ -6,8 +6,18 @@
 //! - [`output`]: what the network writes at every point, in channel order,
 //!   which training's loss, decoding, the Pi's engine and the ONNX export
 //!   all read.
+//! - [`MIN_SIDE`] and [`MAX_SIDE`]: the sides a frame the network runs on
+//!   may have (`train.run_size`, the features' size, `--size`,
+//!   `--run-size`, a model file's header).
 
 #![forbid(unsafe_code)]
+
+/// Smallest side of a frame the network runs on: below the coarsest stride
+/// (32) every level is one cell.
+pub const MIN_SIDE: usize = 32;
+/// Largest side of a frame the network runs on: beyond it one frame's
+/// activations stop being a Pi-sized amount of memory.
+pub const MAX_SIDE: usize = 4096;
 
 pub mod output {
     //! The detector's output at every point: `OUTPUTS` channels, in this

@@ -5,6 +5,7 @@ use crate::feed::in_vram::DeviceAugment;
 use anyhow::{bail, Context, Result};
 use grin_features::FeatureConfig;
 use grin_model::{DetectorSpec, ModelConfig};
+use grin_terms::{MAX_SIDE, MIN_SIDE};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -182,9 +183,8 @@ impl GrinConfig {
         let c = self;
         let f = &c.features;
         for (key, side) in [("features.width", f.width), ("features.height", f.height)] {
-            // One cell at the coarsest stride (32) is the smallest useful input.
-            if !(32..=4096).contains(&side) {
-                bail!("key `{key}`: {side} must be between 32 and 4096 pixels");
+            if !(MIN_SIDE as u32..=MAX_SIDE as u32).contains(&side) {
+                bail!("key `{key}`: {side} must be between {MIN_SIDE} and {MAX_SIDE} pixels");
             }
         }
         f.validate()?;
@@ -298,8 +298,9 @@ impl TrainConfig {
             bail!("key `train.eval_every`: {} needs train.eval_samples > 0 (the scenes it scores)", t.eval_every);
         }
         if let Some([w, h]) = t.run_size {
-            if !(32..=4096).contains(&w) || !(32..=4096).contains(&h) {
-                bail!("key `train.run_size`: [{w}, {h}] must be between 32 and 4096 pixels a side");
+            let sides = MIN_SIDE as u32..=MAX_SIDE as u32;
+            if !sides.contains(&w) || !sides.contains(&h) {
+                bail!("key `train.run_size`: [{w}, {h}] must be between {MIN_SIDE} and {MAX_SIDE} pixels a side");
             }
         }
         let d = &t.device_augment;
