@@ -4,62 +4,7 @@
 /// sources, so that a record has a fixed size and targets a fixed shape.
 pub const MAX_BOXES: usize = 16;
 
-/// Label value of an unused box slot in [`HostBatch::labels`].
-pub const LABEL_PADDING: i8 = -2;
-
-/// Label value of an ignore region in [`HostBatch::labels`] (see [`Smile::Ignore`]).
-pub const LABEL_IGNORE: i8 = -3;
-
-/// Label of one box. `Unknown` is a face whose smile is masked out of the
-/// smile loss; `Ignore` is no face to learn from at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Smile {
-    No,
-    Yes,
-    Unknown,
-    /// A region the loss must not call background: a face that is cut off by
-    /// a crop, too small to learn, or otherwise unreliable. Its points are
-    /// neither positives nor negatives, and evaluation neither counts it as a
-    /// face nor a detection on it as a false positive.
-    Ignore,
-}
-
-impl Smile {
-    /// The label's value in [`HostBatch::labels`]: 0, 1, -1 for unknown, [`LABEL_IGNORE`].
-    pub fn as_label(self) -> i8 {
-        match self {
-            Smile::No => 0,
-            Smile::Yes => 1,
-            Smile::Unknown => -1,
-            Smile::Ignore => LABEL_IGNORE,
-        }
-    }
-
-    /// The smile as a yes/no answer, when the label gives one.
-    pub fn smiling(self) -> Option<bool> {
-        match self {
-            Smile::Yes => Some(true),
-            Smile::No => Some(false),
-            Smile::Unknown | Smile::Ignore => None,
-        }
-    }
-
-    /// A face to learn from and to score (every label but [`Smile::Ignore`]).
-    pub fn is_face(self) -> bool {
-        self != Smile::Ignore
-    }
-
-    pub fn from_label(label: i8) -> Option<Smile> {
-        match label {
-            0 => Some(Smile::No),
-            1 => Some(Smile::Yes),
-            -1 => Some(Smile::Unknown),
-            LABEL_IGNORE => Some(Smile::Ignore),
-            _ => None,
-        }
-    }
-}
+pub use grin_terms::label::{Smile, LABEL_IGNORE, LABEL_PADDING};
 
 /// A face box in pixel coordinates of the sample image, `x0 < x1`, `y0 < y1`.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -14,7 +14,7 @@
 
 use crate::detector::{Detector, DetectorSpec};
 use burn::module::{Module, ModuleVisitor, Param};
-use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
+use burn::record::{FullPrecisionSettings, Recorder, RecorderError};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use grin_terms::{MAX_SIDE, MIN_SIDE};
@@ -87,14 +87,67 @@ impl<B: Backend> ModuleVisitor<B> for Initialise {
     }
 }
 
+thread_local! {
+    /// Set while [`decoded`] runs Burn's decoder on this thread.
+    static DECODING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs Burn's record decoder, turning a panic inside it into None. Burn's
+/// tensor deserializer allocates from the shape and type a record declares
+/// before it checks them against the bytes, so a crafted record panics
+/// there (capacity overflow; found by the `model_weights` fuzz target,
+/// `fuzz/regressions/model_weights/`); the weights are the same bytes
+/// whoever wrote them, so such a file is refused like any other bad one.
+/// The panic message is kept off stderr while the flag is up; any other
+/// panic goes to the hook that was there before.
+fn decoded<T>(decode: impl FnOnce() -> T) -> Option<T> {
+    static QUIET_WHILE_DECODING: std::sync::Once = std::sync::Once::new();
+    QUIET_WHILE_DECODING.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !DECODING.with(|d| d.get()) {
+                previous(info);
+            }
+        }));
+    });
+    DECODING.with(|d| d.set(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode));
+    DECODING.with(|d| d.set(false));
+    result.ok()
+}
+
+/// Burn's `BinBytesRecorder`, byte for byte (bincode 2, its standard
+/// configuration), except that weights that do not decode are an error:
+/// Burn's unwraps the decoder's result, so a crafted file past its
+/// checksums panicked there (found by the `model_weights` fuzz target,
+/// `fuzz/regressions/model_weights/`).
+#[derive(Debug, Default, Clone)]
+struct Bytes;
+
+impl<B: Backend> Recorder<B> for Bytes {
+    type Settings = FullPrecisionSettings;
+    type RecordArgs = ();
+    type RecordOutput = Vec<u8>;
+    type LoadArgs = Vec<u8>;
+
+    fn save_item<I: Serialize>(&self, item: I, _: ()) -> Result<Vec<u8>, RecorderError> {
+        bincode::serde::encode_to_vec(item, bincode::config::standard())
+            .map_err(|e| RecorderError::Unknown(e.to_string()))
+    }
+
+    fn load_item<I: serde::de::DeserializeOwned>(&self, bytes: &mut Vec<u8>) -> Result<I, RecorderError> {
+        bincode::serde::decode_from_slice(bytes, bincode::config::standard())
+            .map(|(item, _)| item)
+            .map_err(|e| RecorderError::Unknown(e.to_string()))
+    }
+}
+
 pub fn to_bytes<B: Backend>(spec: &DetectorSpec, model: &Detector<B>) -> Vec<u8> {
     // A clone of a Burn parameter not yet drawn draws its own random
     // values: without this, a fresh model's file would hold other weights
     // than the model it was written from goes on to use.
     model.visit(&mut Initialise);
-    let record = BinBytesRecorder::<FullPrecisionSettings>::default()
-        .record(model.clone().into_record(), ())
-        .expect("in-memory records cannot fail");
+    let record = Bytes.record(model.clone().into_record(), ()).expect("in-memory records cannot fail");
     let header = Header {
         architecture: ARCHITECTURE.into(),
         spec: spec.clone(),
@@ -209,8 +262,8 @@ pub fn from_bytes<B: Backend>(bytes: &[u8], device: &B::Device) -> Result<(Detec
         RECORD_LAYOUT => {}
         other => return Err(format!("header: record layout {other}, this build reads 1 and {RECORD_LAYOUT}")),
     }
-    let record = BinBytesRecorder::<FullPrecisionSettings>::default()
-        .load(record, device)
+    let record = decoded(|| Bytes.load(record, device))
+        .ok_or("cannot decode weights: a tensor's stored data does not fit its shape (damaged or crafted)")?
         .map_err(|e| format!("cannot decode weights: {e}"))?;
     let model = model.load_record(record);
     // The checksum says the bytes are the ones written, not that they fit:

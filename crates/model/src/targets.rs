@@ -8,6 +8,7 @@
 use crate::points::{Points, CENTER_RADIUS};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
+use grin_terms::label::{LABEL_IGNORE, LABEL_PADDING};
 
 /// Points as broadcastable device tensors, built once per run.
 #[derive(Debug, Clone)]
@@ -57,13 +58,11 @@ pub struct Targets<B: Backend> {
     pub ignore: Tensor<B, 2>,
 }
 
-/// Label of an ignore region (`grin_features::LABEL_IGNORE`).
-pub const LABEL_IGNORE: f32 = -3.0;
-
 const NOT_A_CANDIDATE: f32 = 1e12;
 
 /// `boxes`: `[B, K, 4]` (x0, y0, x1, y1 pixels); `labels`: `[B, K]` with
-/// 0/1 smile, -1 unknown smile, -2 empty slot, -3 ignore region.
+/// the codes of `grin_terms::label` (0/1 smile, -1 unknown smile, -2 empty
+/// slot, -3 ignore region).
 pub fn assign<B: Backend>(points: &PointTensors<B>, boxes: Tensor<B, 3>, labels: Tensor<B, 2, Int>) -> Targets<B> {
     let [batch, slots, _] = boxes.dims();
     let n = points.len;
@@ -76,7 +75,7 @@ pub fn assign<B: Backend>(points: &PointTensors<B>, boxes: Tensor<B, 3>, labels:
     let right = x1.clone() - points.cx.clone();
     let bottom = y1.clone() - points.cy.clone();
     let inside = left.clone().min_pair(top.clone()).min_pair(right.clone().min_pair(bottom.clone())).greater_elem(0.0);
-    let ignore_slot = labels.clone().float().equal_elem(LABEL_IGNORE).float().unsqueeze_dim::<3>(1);
+    let ignore_slot = labels.clone().float().equal_elem(LABEL_IGNORE as f32).float().unsqueeze_dim::<3>(1);
     let ignore = (inside.clone().float() * ignore_slot).max_dim(2).reshape([batch, n]);
 
     let radius = points.stride.clone() * CENTER_RADIUS;
@@ -87,7 +86,7 @@ pub fn assign<B: Backend>(points: &PointTensors<B>, boxes: Tensor<B, 3>, labels:
     let size = w.clone().max_pair(h.clone());
     let on_level =
         size.clone().greater_equal(points.size_lo.clone()).float() * size.lower_equal(points.size_hi.clone()).float();
-    let filled = labels.clone().greater_elem(-2).float().unsqueeze_dim::<3>(1);
+    let filled = labels.clone().greater_elem(LABEL_PADDING as i32).float().unsqueeze_dim::<3>(1);
 
     let candidate = inside.float() * near_x.float() * near_y.float() * on_level * filled;
     let cost = (w * h) + (candidate.ones_like() - candidate) * NOT_A_CANDIDATE;

@@ -6,6 +6,9 @@
 //! - [`output`]: what the network writes at every point, in channel order,
 //!   which training's loss, decoding, the Pi's engine and the ONNX export
 //!   all read.
+//! - [`label`]: the label codes of a box (smile, unknown, ignore region,
+//!   empty slot), which samples, datasets, target assignment and the loss
+//!   read.
 //! - [`MIN_SIDE`] and [`MAX_SIDE`]: the sides a frame the network runs on
 //!   may have (`train.run_size`, the features' size, `--size`,
 //!   `--run-size`, a model file's header).
@@ -18,6 +21,67 @@ pub const MIN_SIDE: usize = 32;
 /// Largest side of a frame the network runs on: beyond it one frame's
 /// activations stop being a Pi-sized amount of memory.
 pub const MAX_SIDE: usize = 4096;
+
+pub mod label {
+    //! A box's label as the batches carry it: one `i8` per box slot.
+
+    /// Label value of an unused box slot in a batch's labels (`grin_features::HostBatch::labels`).
+    pub const LABEL_PADDING: i8 = -2;
+
+    /// Label value of an ignore region in a batch's labels (`grin_features::HostBatch::labels`) (see [`Smile::Ignore`]).
+    pub const LABEL_IGNORE: i8 = -3;
+
+    /// Label of one box. `Unknown` is a face whose smile is masked out of the
+    /// smile loss; `Ignore` is no face to learn from at all.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Smile {
+        No,
+        Yes,
+        Unknown,
+        /// A region the loss must not call background: a face that is cut off by
+        /// a crop, too small to learn, or otherwise unreliable. Its points are
+        /// neither positives nor negatives, and evaluation neither counts it as a
+        /// face nor a detection on it as a false positive.
+        Ignore,
+    }
+
+    impl Smile {
+        /// The label's value in a batch's labels (`grin_features::HostBatch::labels`): 0, 1, -1 for unknown, [`LABEL_IGNORE`].
+        pub fn as_label(self) -> i8 {
+            match self {
+                Smile::No => 0,
+                Smile::Yes => 1,
+                Smile::Unknown => -1,
+                Smile::Ignore => LABEL_IGNORE,
+            }
+        }
+
+        /// The smile as a yes/no answer, when the label gives one.
+        pub fn smiling(self) -> Option<bool> {
+            match self {
+                Smile::Yes => Some(true),
+                Smile::No => Some(false),
+                Smile::Unknown | Smile::Ignore => None,
+            }
+        }
+
+        /// A face to learn from and to score (every label but [`Smile::Ignore`]).
+        pub fn is_face(self) -> bool {
+            self != Smile::Ignore
+        }
+
+        pub fn from_label(label: i8) -> Option<Smile> {
+            match label {
+                0 => Some(Smile::No),
+                1 => Some(Smile::Yes),
+                -1 => Some(Smile::Unknown),
+                LABEL_IGNORE => Some(Smile::Ignore),
+                _ => None,
+            }
+        }
+    }
+}
 
 pub mod output {
     //! The detector's output at every point: `OUTPUTS` channels, in this

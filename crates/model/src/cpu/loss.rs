@@ -8,7 +8,7 @@
 
 use crate::loss::LossWeights;
 use crate::points::{Points, CENTER_RADIUS};
-use crate::targets::LABEL_IGNORE;
+use grin_terms::label::LABEL_IGNORE;
 use grin_terms::output::{DISTANCE, FACE, LOG_DISTANCE_RANGE, OUTPUTS, SMILE};
 use rayon::prelude::*;
 
