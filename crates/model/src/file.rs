@@ -157,12 +157,17 @@ pub fn to_bytes<B: Backend>(spec: &DetectorSpec, model: &Detector<B>) -> Vec<u8>
         record_layout: RECORD_LAYOUT,
     };
     let json = serde_json::to_vec(&header).expect("header serialises");
+    framed(&json, &record)
+}
+
+/// The file's layout: magic, header length, header, its checksum, record.
+fn framed(json: &[u8], record: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(20 + json.len() + record.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(json.len() as u32).to_le_bytes());
-    out.extend_from_slice(&json);
-    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&json).to_le_bytes());
-    out.extend_from_slice(&record);
+    out.extend_from_slice(json);
+    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(json).to_le_bytes());
+    out.extend_from_slice(record);
     out
 }
 
@@ -191,12 +196,7 @@ pub fn resigned(bytes: &[u8]) -> Option<Vec<u8>> {
     fields.insert("record_bytes".into(), record.len().into());
     fields.insert("record_xxh3".into(), xxhash_rust::xxh3::xxh3_64(record).into());
     let json = serde_json::to_vec(&header).ok()?;
-    let mut out = MAGIC.to_vec();
-    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
-    out.extend_from_slice(&json);
-    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&json).to_le_bytes());
-    out.extend_from_slice(record);
-    Some(out)
+    Some(framed(&json, record))
 }
 
 pub fn load_model<B: Backend>(path: &Path, device: &B::Device) -> Result<(DetectorSpec, Detector<B>), ModelFileError> {
