@@ -168,6 +168,15 @@ pub struct PhotoCrops {
     /// Share of crops cut clear of every annotated face (face-free scenes of
     /// real backgrounds), from photos with at most two annotated faces.
     pub background: f32,
+    /// Share of crops cut closer than `max_face` allows: the chosen face
+    /// comes out larger than `max_face` (an ignore region, as every face
+    /// that large in such a crop) and what surrounds it is upscaled up to
+    /// `zoom_in_upscale`. A small photo run at a large size (an 89x109
+    /// portrait at 640x480 is scaled up 4.4 times) shows the detector
+    /// blurred, upscaled background that ordinary crops never do.
+    pub zoom_in: f32,
+    /// Largest enlargement of a photo in a zoomed-in crop.
+    pub zoom_in_upscale: f32,
 }
 
 impl Default for PhotoCrops {
@@ -181,6 +190,8 @@ impl Default for PhotoCrops {
             min_learnable: 8.0,
             max_side: 1024,
             background: 0.0,
+            zoom_in: 0.0,
+            zoom_in_upscale: 5.0,
         }
     }
 }

@@ -331,3 +331,45 @@ fn background_crops_keep_clear_of_faces() {
         assert!(!crop_scene(&image, &group, 160, 120, &crops, &mut rng).boxes.is_empty());
     }
 }
+
+#[test]
+fn zoomed_in_crops_upscale_the_surroundings_and_ignore_the_oversized_face() {
+    // An 89x109 portrait's face (43 px) drawn past max_face 110: at 3.07x
+    // (110 * 1.2 / 43) to 5x, so the window is 32..52 px of the portrait.
+    let image = gradient(89, 109);
+    let faces = [face(22.0, 44.0, 65.0, 87.0)];
+    let crops = PhotoCrops { zoom_in: 1.0, zoom_in_upscale: 5.0, ..PhotoCrops::default() };
+    let mut face_free = 0;
+    for seed in 0..200 {
+        let mut rng = SampleRng::seed_from_u64(seed);
+        let s = crop_scene(&image, &faces, 160, 120, &crops, &mut rng);
+        assert_eq!((s.width, s.height), (160, 120));
+        for b in &s.boxes {
+            assert_eq!(b.smile, Smile::Ignore, "a face past max_face is never learnable: {b:?}");
+        }
+        face_free += usize::from(s.boxes.is_empty());
+    }
+    assert!(face_free > 10, "some windows show only the face's surroundings: {face_free} of 200");
+    // A face that no zoom within the limit can draw past max_face gives an
+    // ordinary crop, with the face learnable.
+    let crops = PhotoCrops { zoom_in: 1.0, zoom_in_upscale: 2.0, ..PhotoCrops::default() };
+    let mut rng = SampleRng::seed_from_u64(3);
+    let s = crop_scene(&image, &faces, 160, 120, &crops, &mut rng);
+    assert!(s.boxes.iter().any(|b| b.smile.is_face()), "{:?}", s.boxes);
+}
+
+#[test]
+fn zoom_in_keys_out_of_range_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = caltech_fixture(dir.path(), 2);
+    for (crops, key) in [
+        (PhotoCrops { zoom_in: 1.5, ..PhotoCrops::default() }, "crops.zoom_in`"),
+        (PhotoCrops { zoom_in_upscale: 0.5, ..PhotoCrops::default() }, "crops.zoom_in_upscale`"),
+        (PhotoCrops { zoom_in_upscale: f32::NAN, ..PhotoCrops::default() }, "crops.zoom_in_upscale`"),
+    ] {
+        let cfg = photo_config(SourceConfig::Caltech { root: root.clone(), crops });
+        let Err(err) = build_source(&cfg, Split::Train) else { panic!("{key} accepted") };
+        let err = err.to_string();
+        assert!(err.contains(key), "{err}");
+    }
+}

@@ -177,6 +177,12 @@ pub(crate) fn check_crops(c: &PhotoCrops) -> Result<(), FeatureError> {
     if !(0.0..=1.0).contains(&c.background) {
         return Err(bad("background", format!("{} must be a probability in 0..=1", c.background)));
     }
+    if !(0.0..=1.0).contains(&c.zoom_in) {
+        return Err(bad("zoom_in", format!("{} must be a probability in 0..=1", c.zoom_in)));
+    }
+    if !(c.zoom_in_upscale.is_finite() && (1.0..=16.0).contains(&c.zoom_in_upscale)) {
+        return Err(bad("zoom_in_upscale", format!("{} must be within 1..=16", c.zoom_in_upscale)));
+    }
     if !(64..=16384).contains(&c.max_side) {
         return Err(bad("max_side", format!("{} must be within 64..=16384", c.max_side)));
     }

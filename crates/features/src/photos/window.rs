@@ -23,11 +23,20 @@ pub fn crop_scene(
         if let Some(window) = background_window(faces, [iw, ih], aspect, width as f32 / crops.max_upscale, rng) {
             let scale = width as f32 / window[2];
             let pixels = render_window(image, window, width, height);
-            let boxes = crop_boxes(faces, [window[0], window[1]], scale, width, height, crops);
+            let boxes = crop_boxes(faces, [window[0], window[1]], scale, width, height, crops, f32::INFINITY);
             return Sample { width, height, channels: image.channels, pixels, boxes };
         }
     }
     let learnable: Vec<&FaceBox> = faces.iter().filter(|f| f.smile.is_face()).collect();
+    if crops.zoom_in > 0.0 && rng.random::<f32>() < crops.zoom_in {
+        let face = learnable.get(rng.random_range(0..learnable.len().max(1)));
+        if let Some(window) = face.and_then(|f| zoomed_in_window(f, [iw, ih], [width, height], crops, rng)) {
+            let scale = width as f32 / window[2];
+            let pixels = render_window(image, window, width, height);
+            let boxes = crop_boxes(faces, [window[0], window[1]], scale, width, height, crops, crops.max_face);
+            return Sample { width, height, channels: image.channels, pixels, boxes };
+        }
+    }
     // The scale that gives the chosen face its drawn size; a photo with no
     // face is shown whole at a random size.
     let (scale, target) = match learnable.get(rng.random_range(0..learnable.len().max(1))) {
@@ -44,7 +53,7 @@ pub fn crop_scene(
     let wx = place(target.map(|f| (f.x0.max(0.0), f.x1.min(iw))), ww, iw, rng.random());
     let wy = place(target.map(|f| (f.y0.max(0.0), f.y1.min(ih))), wh, ih, rng.random());
     let pixels = render_window(image, [wx, wy, ww, wh], width, height);
-    let boxes = crop_boxes(faces, [wx, wy], scale, width, height, crops);
+    let boxes = crop_boxes(faces, [wx, wy], scale, width, height, crops, f32::INFINITY);
     Sample { width, height, channels: image.channels, pixels, boxes }
 }
 
@@ -83,6 +92,44 @@ fn background_window(
         }
     }
     None
+}
+
+/// Headroom above `max_face` for the face of a zoomed-in crop, so that it is
+/// plainly too large to learn rather than on the border.
+const ZOOM_IN_MARGIN: f32 = 1.2;
+
+/// A window `[x, y, w, h]` near `face` at a scale that draws the face larger
+/// than `max_face` (by [`ZOOM_IN_MARGIN`]) and the photo at most
+/// `zoom_in_upscale` times its size, or `None` when no scale does both. Its
+/// centre lies within a face side of the face box, so that it shows the
+/// face's surroundings (hair, neck, background), which is where a small
+/// photo run at a large size is searched at that enlargement.
+fn zoomed_in_window(
+    face: &FaceBox,
+    [iw, ih]: [f32; 2],
+    [width, height]: [u32; 2],
+    crops: &PhotoCrops,
+    rng: &mut SampleRng,
+) -> Option<[f32; 4]> {
+    let side = (face.x1 - face.x0).max(face.y1 - face.y0).max(1.0);
+    let lo = crops.max_face * ZOOM_IN_MARGIN / side;
+    if lo >= crops.zoom_in_upscale {
+        return None;
+    }
+    let scale = log_uniform(rng, lo, crops.zoom_in_upscale);
+    let (ww, wh) = (width as f32 / scale, height as f32 / scale);
+    let centre = |a0: f32, a1: f32, extent: f32, window: f32, u: f32| {
+        let c = a0 - side + (a1 - a0 + 2.0 * side) * u;
+        let start = c - window / 2.0;
+        if window <= extent {
+            start.clamp(0.0, extent - window)
+        } else {
+            (extent - window) / 2.0
+        }
+    };
+    let wx = centre(face.x0, face.x1, iw, ww, rng.random());
+    let wy = centre(face.y0, face.y1, ih, wh, rng.random());
+    Some([wx, wy, ww, wh])
 }
 
 /// Where a window of length `window` starts on an axis of length `extent`:
@@ -147,7 +194,8 @@ fn render_window(image: &Raster, window: [f32; 4], width: u32, height: u32) -> V
 
 /// Faces moved into the crop: kept when enough of the box is inside and it
 /// is big enough to learn, an ignore region when it is cut off or tiny,
-/// dropped when it is outside. Learnable faces come first, largest first,
+/// dropped when it is outside. A face whose side comes out above `too_large`
+/// (px) is an ignore region too. Learnable faces come first, largest first,
 /// so that [`MAX_BOXES`] keeps the ones that matter.
 fn crop_boxes(
     faces: &[FaceBox],
@@ -156,6 +204,7 @@ fn crop_boxes(
     width: u32,
     height: u32,
     crops: &PhotoCrops,
+    too_large: f32,
 ) -> Vec<FaceBox> {
     let (w, h) = (width as f32, height as f32);
     let mut out: Vec<FaceBox> = Vec::new();
@@ -172,7 +221,9 @@ fn crop_boxes(
             continue;
         }
         let visible = (cw * ch) / ((moved[2] - moved[0]) * (moved[3] - moved[1])).max(1e-6);
-        let learnable = f.smile.is_face() && visible >= crops.min_visible && cw.max(ch) >= crops.min_learnable;
+        let side = (moved[2] - moved[0]).max(moved[3] - moved[1]);
+        let learnable =
+            f.smile.is_face() && visible >= crops.min_visible && cw.max(ch) >= crops.min_learnable && side <= too_large;
         let smile = if learnable { f.smile } else { Smile::Ignore };
         out.push(FaceBox { x0: clipped[0], y0: clipped[1], x1: clipped[2], y1: clipped[3], smile });
     }
