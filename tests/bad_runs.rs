@@ -38,7 +38,7 @@ fn stderr(out: &Output) -> String {
 
 fn fake_checkpoint(run_dir: &Path, step: usize) {
     std::fs::create_dir_all(run_dir).unwrap();
-    let state = LoopState { step, config_json: "{}".into(), history: vec![], wall_s: 1.0 };
+    let state = LoopState { step, config_json: "{}".into(), history: vec![], wall_s: 1.0, watch: Default::default() };
     let ck = Checkpoint { state, model: vec![1, 2, 3], optimizer: vec![4, 5, 6, 7] };
     checkpoint::save(&run_dir.join("checkpoint.ckpt"), &ck).unwrap();
 }
@@ -121,7 +121,8 @@ fn a_full_disk_at_checkpoint_time_names_the_file_and_leaves_no_temporary() {
     // Writes to /dev/full fail with ENOSPC, as on a full disk (a device is
     // written through, never replaced).
     std::os::unix::fs::symlink("/dev/full", &path).unwrap();
-    let state = LoopState { step: 1, config_json: "{}".into(), history: vec![], wall_s: 0.0 };
+    let state =
+        LoopState { step: 1, config_json: "{}".into(), history: vec![], wall_s: 0.0, watch: Default::default() };
     let ck = Checkpoint { state, model: vec![0; 1 << 16], optimizer: vec![0; 16] };
     let e = format!("{:#}", checkpoint::save(&path, &ck).unwrap_err());
     assert!(
@@ -173,7 +174,7 @@ fn calibrate_refuses_to_guess_and_leaves_the_model_alone() {
         let out = Command::new(GRIN).args(["calibrate", "--run"]).arg(&run).output().unwrap();
         let e = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{e}");
-        assert!(e.contains("not calibrated, model.grin unchanged") && e.contains(why), "{e}");
+        assert!(e.contains("model.grin: not calibrated, left unchanged") && e.contains(why), "{e}");
         assert_eq!(std::fs::read(run.join("model.grin")).unwrap(), before, "model.grin untouched");
         let mut names: Vec<_> = std::fs::read_dir(&run).unwrap().map(|e| e.unwrap().file_name()).collect();
         names.sort();

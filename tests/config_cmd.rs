@@ -46,6 +46,11 @@ fn unknown_keys_and_out_of_range_values_are_named() {
     let flip = grin(&["config", "--config", &demo, "--set", "train.device_augment.flip=2"]);
     assert_eq!(flip.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&flip.stderr).contains("key `train.device_augment.flip`: 2 must be within 0..=1"));
+    // Patience counts validation scores: without them it would never stop a run.
+    let patience = grin(&["config", "--config", &demo, "--set", "train.patience=3"]);
+    assert_eq!(patience.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&patience.stderr)
+        .contains("key `train.patience`: 3 counts validation scores, so it needs train.eval_every > 0"));
     let pyramid = grin(&["config", "--config", &demo, "--set", "model.pyramid_above=-1"]);
     assert_eq!(pyramid.status.code(), Some(2));
     assert!(

@@ -9,9 +9,13 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub struct EvalArgs {
-    /// A run folder (`runs/<name>`): uses its model.grin and config.toml.
+    /// A run folder (`runs/<name>`): uses its model.grin (the last step) and config.toml.
     #[arg(long, conflicts_with_all = ["model", "config"])]
     pub run: Option<PathBuf>,
+    /// With --run: its best.grin instead, the step with the best validation
+    /// score (`train.eval_every`).
+    #[arg(long, requires = "run")]
+    pub best: bool,
     /// A model file; needs --config for the held-out data.
     #[arg(long, requires = "config")]
     pub model: Option<PathBuf>,
@@ -39,8 +43,8 @@ pub struct EvalArgs {
     /// better one (default: the model's own `nested_cover`; 0: off).
     #[arg(long, value_name = "SHARE")]
     pub nested_cover: Option<f32>,
-    /// Which held-out photos: `test` (what is reported) or `val` (what
-    /// settings are chosen on, so the test split stays unseen).
+    /// Which held-out scenes and photos: `test` (what is reported) or `val`
+    /// (what settings are chosen on, so the test split stays unseen).
     #[arg(long, value_enum, default_value = "test")]
     pub split: HeldOut,
 }
@@ -78,9 +82,13 @@ fn check_channels(model_path: &Path, spec: &DetectorSpec, features: &grin_featur
 
 pub fn eval(args: EvalArgs) -> Result<()> {
     let (model_path, config_path) = match (&args.run, &args.model, &args.config) {
-        (Some(run), _, _) => (run.join("model.grin"), run.join("config.toml")),
+        (Some(run), _, _) => (grin_train::run_model(run, args.best), run.join("config.toml")),
         (None, Some(m), Some(c)) => (m.clone(), c.clone()),
         _ => anyhow::bail!("give --run runs/<name>, or --model FILE --config FILE"),
+    };
+    let split = match args.split {
+        HeldOut::Val => grin_features::Split::Val,
+        HeldOut::Test => grin_features::Split::Test,
     };
     let loaded = config::load(&config_path, &args.sets)?;
     let c = &loaded.config;
@@ -105,7 +113,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         DetectorSpec { width: c.features.width as usize, height: c.features.height as usize, ..run_spec.clone() };
     let samples = args.samples.unwrap_or(c.train.eval_samples);
     if samples > 0 {
-        let r = grin_train::eval::evaluate(&model, &scene_spec, &c.features, samples, &device)?;
+        let r = grin_train::eval::evaluate_split(&model, &scene_spec, &c.features, split, samples, &device)?;
         let ap = r.face_ap.map(|a| format!("{a:.3}")).unwrap_or_else(|| "undefined (no faces in the split)".into());
         let smile =
             r.smile_accuracy.map(|a| format!("{a:.3}")).unwrap_or_else(|| "n/a (no labelled smiles matched)".into());
@@ -114,10 +122,6 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     let photos = args.photos.unwrap_or(c.train.eval_photos);
     if photos > 0 {
         let (w, h) = (run_spec.width, run_spec.height);
-        let split = match args.split {
-            HeldOut::Val => grin_features::Split::Val,
-            HeldOut::Test => grin_features::Split::Test,
-        };
         let reports = grin_train::photo_eval::evaluate_split(
             &model,
             &run_spec,
@@ -149,6 +153,9 @@ pub struct CalibrateArgs {
     /// A run folder (`runs/<name>`): its model.grin is rewritten with the chosen threshold.
     #[arg(long)]
     pub run: PathBuf,
+    /// Calibrate the run's best.grin (best validation score) instead of model.grin.
+    #[arg(long)]
+    pub best: bool,
     /// Validation photos per real source (default: all of them).
     #[arg(long, default_value_t = 0)]
     pub photos: usize,
@@ -166,10 +173,11 @@ fn parse_beta(text: &str) -> Result<f32, String> {
 
 /// Picks the face-score threshold with the best mean F-beta over the real
 /// sources' *validation* photos (the test split stays unseen, so the
-/// reported figures are not tuned on), and writes it into model.grin.
+/// reported figures are not tuned on), and writes it into the run's model
+/// file (model.grin, or best.grin with --best).
 pub fn calibrate(args: CalibrateArgs) -> Result<()> {
     use grin_train::photo_eval::{at_threshold, best_threshold, evaluate_split, f_beta};
-    let model_path = args.run.join("model.grin");
+    let model_path = grin_train::run_model(&args.run, args.best);
     let loaded = config::load(&args.run.join("config.toml"), &[])?;
     let c = &loaded.config;
     let device = Default::default();
@@ -185,7 +193,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
         &device,
     )?;
     let (threshold, score) = best_threshold(&reports, args.beta)
-        .map_err(|why| anyhow::anyhow!("{}: not calibrated, model.grin unchanged: {why}", args.run.display()))?;
+        .map_err(|why| anyhow::anyhow!("{}: not calibrated, left unchanged: {why}", model_path.display()))?;
     println!("validation photos at {}x{}:", spec.width, spec.height);
     for r in &reports {
         println!("  {}", grin_train::photo_eval::describe(r));

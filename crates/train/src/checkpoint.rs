@@ -22,6 +22,9 @@ pub struct LoopState {
     /// Metric rows so far, so the summary covers the whole run.
     pub history: Vec<crate::metrics::MetricRow>,
     pub wall_s: f64,
+    /// The best validation score so far and the scores since it.
+    #[serde(default)]
+    pub watch: crate::best::Watch,
 }
 
 pub struct Checkpoint {

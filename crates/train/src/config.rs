@@ -49,6 +49,10 @@ pub struct TrainConfig {
     /// on `eval_samples` scenes of the validation split, written to
     /// `metrics.csv` as `val_face_ap` (what a sweep prunes on).
     pub eval_every: usize,
+    /// Validation scores (`eval_every`) in a row without a better face AP
+    /// after which the run stops early (0 = never): `best.grin` then holds
+    /// the best step's weights, `model.grin` the last.
+    pub patience: usize,
     /// Held-out real photos scored per real source at the end of a run
     /// (whole photos letterboxed to `run_size`); 0 scores none.
     pub eval_photos: usize,
@@ -92,6 +96,7 @@ impl Default for TrainConfig {
             checkpoint_every: 500,
             eval_samples: 500,
             eval_every: 0,
+            patience: 0,
             eval_photos: 500,
             val_photos: 0,
             eval_min_face: 10.0,
@@ -276,6 +281,7 @@ impl TrainConfig {
             ("train.checkpoint_every", t.checkpoint_every, 0, MAX_STEPS),
             ("train.eval_samples", t.eval_samples, 0, 1_000_000),
             ("train.eval_every", t.eval_every, 0, 100_000_000),
+            ("train.patience", t.patience, 0, 1_000_000),
             ("train.eval_photos", t.eval_photos, 0, 1_000_000),
             ("train.val_photos", t.val_photos, 0, 1_000_000),
             ("train.prefetch", t.prefetch, 0, 1024),
@@ -296,6 +302,9 @@ impl TrainConfig {
         }
         if t.eval_every > 0 && t.eval_samples == 0 {
             bail!("key `train.eval_every`: {} needs train.eval_samples > 0 (the scenes it scores)", t.eval_every);
+        }
+        if t.patience > 0 && t.eval_every == 0 {
+            bail!("key `train.patience`: {} counts validation scores, so it needs train.eval_every > 0", t.patience);
         }
         if let Some([w, h]) = t.run_size {
             let sides = MIN_SIDE as u32..=MAX_SIDE as u32;

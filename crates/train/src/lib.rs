@@ -11,6 +11,7 @@
 
 pub mod backend;
 pub mod balance;
+mod best;
 pub mod checkpoint;
 mod config;
 mod device_batch;
@@ -29,10 +30,12 @@ pub mod step_bench;
 pub mod trainer;
 mod validation;
 
+pub use best::Best;
 pub use config::{parse_config, GrinConfig, LossConfig, Mode, TrainConfig};
 pub use device_batch::{upload, DeviceBatch};
 pub use feed::in_vram::DeviceAugment;
 pub use feed::{build_feed, Feed, FeedPlan};
 pub use plan::{plan, PlanRequest, RunPlan};
 pub use run::RunSpec;
+pub use run_folder::run_model;
 pub use trainer::{train, Summary};

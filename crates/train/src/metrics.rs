@@ -24,15 +24,22 @@ pub struct MetricRow {
     /// scores (empty in the CSV otherwise). Absent from older checkpoints.
     #[serde(default)]
     pub val_face_ap: Option<f32>,
+    /// Smile accuracy on the same validation scenes, when they hold a face
+    /// with a known smile label.
+    #[serde(default)]
+    pub val_smile_accuracy: Option<f32>,
+    /// Seconds since the Unix epoch at the end of the interval: the event
+    /// file's wall time (not a CSV column).
+    #[serde(default)]
+    pub unix_time: f64,
 }
 
-pub const CSV_HEADER: &str =
-    "step,loss,face_loss,box_loss,smile_loss,lr,samples_per_s,gpu_busy_pct,wait_ms,compute_ms,produce_ms,val_face_ap";
+pub const CSV_HEADER: &str = "step,loss,face_loss,box_loss,smile_loss,lr,samples_per_s,gpu_busy_pct,wait_ms,compute_ms,produce_ms,val_face_ap,val_smile_accuracy";
 
 impl MetricRow {
     pub fn csv(&self) -> String {
         format!(
-            "{},{:.6},{:.6},{:.6},{:.6},{:.6e},{:.2},{:.2},{:.3},{:.3},{:.3},{}",
+            "{},{:.6},{:.6},{:.6},{:.6},{:.6e},{:.2},{:.2},{:.3},{:.3},{:.3},{},{}",
             self.step,
             self.loss,
             self.face_loss,
@@ -44,9 +51,54 @@ impl MetricRow {
             self.wait_ms,
             self.compute_ms,
             self.produce_ms,
-            self.val_face_ap.map(|ap| format!("{ap:.4}")).unwrap_or_default()
+            self.val_face_ap.map(|ap| format!("{ap:.4}")).unwrap_or_default(),
+            self.val_smile_accuracy.map(|a| format!("{a:.4}")).unwrap_or_default()
         )
     }
+
+    /// The row as TensorBoard scalars, tagged by group (`loss/`, `time/`,
+    /// `device/`, `val/`); `predicted_busy_pct` is the balance check's
+    /// figure, drawn beside the measured one.
+    fn scalars(&self, predicted_busy_pct: Option<f64>) -> Vec<(String, f32)> {
+        let mut out: Vec<(&str, f64)> = vec![
+            ("loss/total", self.loss as f64),
+            ("loss/face", self.face_loss as f64),
+            ("loss/box", self.box_loss as f64),
+            ("loss/smile", self.smile_loss as f64),
+            ("train/lr", self.lr),
+            ("train/samples_per_s", self.samples_per_s),
+            ("time/data_wait_ms_per_step", self.wait_ms),
+            ("time/compute_ms_per_step", self.compute_ms),
+            ("time/produce_ms_per_batch", self.produce_ms),
+            ("device/busy_pct", self.gpu_busy_pct),
+        ];
+        out.extend(predicted_busy_pct.map(|p| ("device/predicted_busy_pct", p)));
+        out.extend(self.val_face_ap.map(|ap| ("val/face_ap", ap as f64)));
+        out.extend(self.val_smile_accuracy.map(|a| ("val/smile_accuracy", a as f64)));
+        out.into_iter().map(|(tag, v)| (tag.to_string(), v as f32)).collect()
+    }
+}
+
+/// Rewrites the run's TensorBoard event file from every row so far, as
+/// [`write_csv`] rewrites the CSV: one file, each step once, also after
+/// `--resume`.
+pub fn write_events(run_dir: &Path, rows: &[MetricRow], predicted_busy_pct: Option<f64>) -> Result<()> {
+    let points: Vec<grin_events::Point> = rows
+        .iter()
+        .map(|r| grin_events::Point {
+            step: r.step as u64,
+            wall_time: r.unix_time,
+            scalars: r.scalars(predicted_busy_pct),
+        })
+        .collect();
+    let started = rows.first().map_or(0.0, |r| r.unix_time);
+    grin_output::write_file(&run_dir.join(grin_events::FILE_NAME), &[], &grin_events::encode(started, &points))?;
+    Ok(())
+}
+
+/// Seconds since the Unix epoch, now.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Rewrites the whole CSV: a resumed run then holds exactly one row per interval.
@@ -131,6 +183,8 @@ mod tests {
             compute_ms: 1.0,
             produce_ms: 0.5,
             val_face_ap,
+            val_smile_accuracy: None,
+            unix_time: 1.7e9 + step as f64,
         }
     }
 
@@ -143,5 +197,20 @@ mod tests {
         assert!(svg.contains("validation face AP@0.5") && svg.contains("<circle"), "a fourth panel with its points");
         plot(&path, &[row(10, None), row(20, None)]).unwrap();
         assert!(!std::fs::read_to_string(&path).unwrap().contains("validation face AP"));
+    }
+
+    #[test]
+    fn the_event_file_holds_each_row_with_its_tags() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = [row(10, None), row(20, Some(0.42))];
+        write_events(dir.path(), &rows, Some(97.0)).unwrap();
+        let points = grin_events::read(&std::fs::read(dir.path().join(grin_events::FILE_NAME)).unwrap()).unwrap();
+        assert_eq!(points.iter().map(|p| p.step).collect::<Vec<_>>(), [10, 20]);
+        assert_eq!(points[1].wall_time, 1.7e9 + 20.0);
+        let tags = |i: usize| points[i].scalars.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>();
+        assert!(tags(0).contains(&"loss/total") && !tags(0).contains(&"val/face_ap"));
+        assert!(points[1].scalars.contains(&("val/face_ap".to_string(), 0.42)));
+        assert!(points[0].scalars.contains(&("device/predicted_busy_pct".to_string(), 97.0)));
+        assert!(points[0].scalars.contains(&("loss/total".to_string(), 0.1)));
     }
 }

@@ -13,7 +13,15 @@ use std::path::{Path, PathBuf};
 /// What a finished run leaves besides its `config.toml`: `--overwrite`
 /// removes them all before a new run starts, so a half-done replacement
 /// never sits beside the old model and figures.
-const RESULTS: [&str; 5] = ["model.grin", "summary.json", "metrics.csv", "training.svg", "pr_curve.svg"];
+const RESULTS: [&str; 7] = [
+    "model.grin",
+    crate::best::BEST_MODEL,
+    "summary.json",
+    "metrics.csv",
+    grin_events::FILE_NAME,
+    "training.svg",
+    "pr_curve.svg",
+];
 
 /// Refuses to start in `run_dir` unless `resume` / `overwrite` says what
 /// to do with what is there. Reads only; called before anything slow (a
@@ -91,9 +99,15 @@ fn finished_run(run_dir: &Path) -> Option<String> {
     ))
 }
 
+/// The model file of a finished run: `best.grin` (the step with the best
+/// validation score) when `best`, else `model.grin` (the last step).
+pub fn run_model(run_dir: &Path, best: bool) -> PathBuf {
+    run_dir.join(if best { crate::best::BEST_MODEL } else { "model.grin" })
+}
+
 /// `checkpoint.ckpt`, `model.grin` and `metrics.csv` of a run folder.
 pub fn run_paths(run_dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    (run_dir.join("checkpoint.ckpt"), run_dir.join("model.grin"), run_dir.join("metrics.csv"))
+    (run_dir.join("checkpoint.ckpt"), run_model(run_dir, false), run_dir.join("metrics.csv"))
 }
 
 #[cfg(test)]

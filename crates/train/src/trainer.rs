@@ -4,6 +4,7 @@
 //! the host measures how long it waited for data (queue + upload); the rest
 //! of the interval's wall time is compute. Device-busy % = compute / wall.
 
+use crate::best::{Best, BEST_MODEL};
 use crate::checkpoint::{self, Checkpoint, LoopState};
 use crate::config::{Mode, TrainConfig};
 use crate::eval::{evaluate, EvalReport};
@@ -83,6 +84,14 @@ pub struct Summary {
     /// beside the measured `gpu_busy_pct` (none with `--no-balance`).
     #[serde(default)]
     pub balance: Option<crate::balance::Prediction>,
+    /// The step whose weights `best.grin` holds, chosen on the validation
+    /// scores (`train.eval_every`); none without them.
+    #[serde(default)]
+    pub best: Option<Best>,
+    /// Whether `train.patience` ended the run before `train.steps` (then
+    /// `steps` is where it stopped).
+    #[serde(default)]
+    pub stopped_early: bool,
 }
 
 fn learning_rate(cfg: &TrainConfig, step: usize) -> f64 {
@@ -132,7 +141,13 @@ pub fn train_parallel<B: TrainBackend>(
     B::seed(device, run.features.seed);
     let mut model: Detector<B> = spec.init(device);
     let mut optim = step::optimizer::<B>(cfg);
-    let mut state = LoopState { step: 0, config_json: config_json.clone(), history: vec![], wall_s: 0.0 };
+    let mut state = LoopState {
+        step: 0,
+        config_json: config_json.clone(),
+        history: vec![],
+        wall_s: 0.0,
+        watch: Default::default(),
+    };
 
     if let (Some(init), false) = (&cfg.init, run.resume) {
         let (init_spec, loaded) =
@@ -193,6 +208,8 @@ pub fn train_parallel<B: TrainBackend>(
     let mut produce_ms: Vec<f64> = Vec::new();
     let run_started = Instant::now();
     let wall_before = state.wall_s;
+    let predicted_busy = run.balance.map(|b| b.predicted_busy_pct);
+    let mut finished = cfg.steps;
 
     for step in state.step..cfg.steps {
         let (batch, timing): (_, FeedTiming) = feed.next(step)?;
@@ -224,23 +241,36 @@ pub fn train_parallel<B: TrainBackend>(
                 compute_ms: 1e3 * (wall - wait) / interval_steps as f64,
                 produce_ms: median(&produce_ms),
                 val_face_ap: None,
+                val_smile_accuracy: None,
+                unix_time: metrics::unix_now(),
             };
             if !row.loss.is_finite() {
                 bail!("loss became {} at step {done}; lower train.lr", row.loss);
             }
             // After the interval's timing is taken, so scoring is not counted as compute.
             let since = state.history.last().map_or(0, |r| r.step);
-            row.val_face_ap = crate::validation::score_if_due(run, since, done, &model, device)?;
+            if let Some(val) = crate::validation::score_if_due(run, since, done, &model, device)? {
+                (row.val_face_ap, row.val_smile_accuracy) = (val.face_ap, val.smile_accuracy);
+            }
+            let stop_early = match row.val_face_ap {
+                Some(ap) => keep_best(run, &mut state, done, ap, &model)?,
+                None => false,
+            };
             bar.set_message(format!(
                 "loss {:.3} | {:.0} samples/s | device busy {:.0}%",
                 row.loss, row.samples_per_s, row.gpu_busy_pct
             ));
             state.history.push(row);
             metrics::write_csv(&csv_path, &state.history)?;
+            metrics::write_events(&run.run_dir, &state.history, predicted_busy)?;
             interval_start = Instant::now();
             interval_wait = Duration::ZERO;
             interval_steps = 0;
             produce_ms.clear();
+            if stop_early {
+                finished = done;
+                break;
+            }
         }
         bar.set_position(done as u64);
 
@@ -263,7 +293,7 @@ pub fn train_parallel<B: TrainBackend>(
     let loaders = feed.loaders();
     drop(feed);
     bar.finish_and_clear();
-    state.step = cfg.steps;
+    state.step = finished;
     state.wall_s = wall_before + run_started.elapsed().as_secs_f64();
 
     let inference: Detector<B::InnerBackend> = model.valid();
@@ -289,6 +319,7 @@ pub fn train_parallel<B: TrainBackend>(
     };
     let _plotted = plot_pr(&run.run_dir.join("pr_curve.svg"), &photos)?;
     let mut summary = summarise(run, &state, report, loaders);
+    summary.stopped_early = finished < cfg.steps;
     summary.photos = photos;
     summary.val_photo_ap = mean_ap_loose(&val_photos);
     summary.val_photos = val_photos;
@@ -345,7 +376,36 @@ fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalReport>, loade
         val_photos: vec![],
         val_photo_ap: None,
         balance: run.balance,
+        best: state.watch.best,
+        stopped_early: false,
     }
+}
+
+/// Records the validation score at `step`: a new best writes `best.grin`
+/// (from the weights being trained, before the next step changes them).
+/// Returns whether `train.patience` is exhausted, and says so.
+fn keep_best<B: TrainBackend>(
+    run: &RunSpec,
+    state: &mut LoopState,
+    step: usize,
+    val_face_ap: f32,
+    model: &Detector<B>,
+) -> Result<bool> {
+    let verdict = state.watch.observe(step, val_face_ap, run.train.patience);
+    if verdict.improved {
+        let path = run.run_dir.join(BEST_MODEL);
+        file::save_model(&path, &run.run_spec(), &model.valid())
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+    }
+    if verdict.exhausted {
+        let best = state.watch.best.expect("a score was recorded");
+        eprintln!(
+            "{}: no better validation face AP in {} scores (train.patience); stopping at step {step}, \
+             best.grin holds step {} (AP {:.4})",
+            run.name, run.train.patience, best.step, best.val_face_ap
+        );
+    }
+    Ok(verdict.exhausted)
 }
 
 /// Mean AP@0.3 over the sources that have one.

@@ -12,23 +12,22 @@
 //! the test split of the final figures, so pruning never looks at the
 //! scenes a run is finally scored on.
 
-use crate::eval::evaluate_split;
+use crate::eval::{evaluate_split, EvalReport};
 use crate::run::RunSpec;
 use anyhow::{Context, Result};
 use burn::module::AutodiffModule;
 use grin_features::Split;
 use grin_model::{Detector, TrainBackend};
 
-/// Face AP on the validation scenes when the interval `(since, step]` holds
-/// a multiple of `train.eval_every`, else `None` (also when the scenes hold
-/// no face, as AP is undefined there).
+/// Face AP and smile accuracy on the validation scenes when the interval
+/// `(since, step]` holds a multiple of `train.eval_every`, else `None`.
 pub(crate) fn score_if_due<B: TrainBackend>(
     run: &RunSpec,
     since: usize,
     step: usize,
     model: &Detector<B>,
     device: &B::Device,
-) -> Result<Option<f32>> {
+) -> Result<Option<EvalReport>> {
     let every = run.train.eval_every;
     if every == 0 || !run.evaluate || step / every == since / every {
         return Ok(None);
@@ -37,5 +36,5 @@ pub(crate) fn score_if_due<B: TrainBackend>(
     let report =
         evaluate_split(&inference, &run.detector_spec(), &run.features, Split::Val, run.train.eval_samples, device)
             .with_context(|| format!("validation at step {step} (train.eval_every)"))?;
-    Ok(report.face_ap)
+    Ok(Some(report))
 }
