@@ -516,6 +516,10 @@ fn eval_out_lists_only_what_it_wrote() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stdout.contains("photos.json (no photos: no PR curve)"), "{stdout}");
+    assert!(
+        stdout.contains("photos.json (nothing to draw in pr_curve.svg, thresholds.svg, smile_confusion.svg)"),
+        "{stdout}"
+    );
     assert!(out_dir.join("photos.json").exists() && !out_dir.join("pr_curve.svg").exists());
+    assert!(!out_dir.join("thresholds.svg").exists() && !out_dir.join("smile_confusion.svg").exists());
 }

@@ -29,7 +29,8 @@ pub struct EvalArgs {
     /// Held-out real photos to score per source (default: `train.eval_photos`; 0 skips them).
     #[arg(long)]
     pub photos: Option<usize>,
-    /// Folder for `pr_curve.svg` and `photos.json`.
+    /// Folder for `pr_curve.svg`, `thresholds.svg` (P, R, F1 against the
+    /// threshold), `smile_confusion.svg` and `photos.json`.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Score photos at this size instead of the model's run size (e.g. `480x360`).
@@ -139,10 +140,23 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         }
         if let Some(out) = &args.out {
             std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
-            let plotted = grin_train::photo_eval::plot_pr(&out.join("pr_curve.svg"), &reports)?;
+            use grin_train::photo_plots::{plot_pr, plot_smile_confusion, plot_thresholds};
+            let threshold = run_spec.model.score_threshold;
+            let drawn = [
+                ("pr_curve.svg", plot_pr(&out.join("pr_curve.svg"), &reports)?),
+                ("thresholds.svg", plot_thresholds(&out.join("thresholds.svg"), &reports, threshold)?),
+                ("smile_confusion.svg", plot_smile_confusion(&out.join("smile_confusion.svg"), &reports)?),
+            ];
             grin_output::write_file(&out.join("photos.json"), &[], serde_json::to_string_pretty(&reports)?.as_bytes())?;
-            let written = if plotted { "pr_curve.svg and photos.json" } else { "photos.json (no photos: no PR curve)" };
-            println!("wrote {}/{written}", out.display());
+            let mut written: Vec<&str> = drawn.iter().filter(|(_, done)| *done).map(|(name, _)| *name).collect();
+            written.push("photos.json");
+            let skipped: Vec<&str> = drawn.iter().filter(|(_, done)| !*done).map(|(name, _)| *name).collect();
+            let written = if skipped.is_empty() {
+                written.join(", ")
+            } else {
+                format!("{} (nothing to draw in {})", written.join(", "), skipped.join(", "))
+            };
+            println!("wrote {}: {written}", out.display());
         }
     }
     Ok(())

@@ -15,8 +15,9 @@ pub struct Evaluation {
     /// (score, true positive) of every detection.
     scored: Vec<(f32, bool)>,
     faces: usize,
-    smile_correct: usize,
-    smile_total: usize,
+    /// Matched faces with a known smile label, `[truth][predicted]`, 0 = not
+    /// smiling, 1 = smiling (predicted: smile probability >= 0.5).
+    smile: [[usize; 2]; 2],
     /// IoU a detection needs with a face to match it.
     match_iou: f32,
 }
@@ -45,7 +46,7 @@ pub struct FaceMatch {
 impl Evaluation {
     /// Matches faces at `match_iou` instead of [`MATCH_IOU`].
     pub fn at_iou(match_iou: f32) -> Evaluation {
-        Evaluation { scored: Vec::new(), faces: 0, smile_correct: 0, smile_total: 0, match_iou }
+        Evaluation { scored: Vec::new(), faces: 0, smile: [[0; 2]; 2], match_iou }
     }
 
     /// Greedy matching, highest score first; each face matches at most once.
@@ -79,8 +80,7 @@ impl Evaluation {
                     matches[j].detection = Some((d.score, d.smile));
                     self.scored.push((d.score, true));
                     if let Some(smiling) = faces[j].smile {
-                        self.smile_total += 1;
-                        self.smile_correct += usize::from((d.smile >= 0.5) == smiling);
+                        self.smile[usize::from(smiling)][usize::from(d.smile >= 0.5)] += 1;
                     }
                 }
                 None if ignore.iter().any(|b| covers(b, d)) => {}
@@ -131,7 +131,15 @@ impl Evaluation {
     /// Share of matched faces with a known label whose smile was right;
     /// `None` when no such face was matched.
     pub fn smile_accuracy(&self) -> Option<f32> {
-        (self.smile_total > 0).then(|| self.smile_correct as f32 / self.smile_total as f32)
+        let [[tn, _], [_, tp]] = self.smile;
+        let total = self.smile_matches();
+        (total > 0).then(|| (tn + tp) as f32 / total as f32)
+    }
+
+    /// The smile confusion matrix, `[truth][predicted]` (0 = not smiling,
+    /// 1 = smiling), over matched faces with a known label.
+    pub fn smile_confusion(&self) -> [[usize; 2]; 2] {
+        self.smile
     }
 
     /// Detections scoring at least `threshold` that matched no face and lay
@@ -145,7 +153,7 @@ impl Evaluation {
     }
 
     pub fn smile_matches(&self) -> usize {
-        self.smile_total
+        self.smile.iter().flatten().sum()
     }
 }
 
@@ -210,6 +218,15 @@ mod tests {
         assert_eq!(m[0].detection, Some((0.9, 0.2)), "the highest score matches");
         assert_eq!(e.smile_accuracy(), Some(0.0));
         assert_eq!(e.smile_matches(), 1);
+        assert_eq!(e.smile_confusion(), [[0, 0], [1, 0]], "a smiling face called not smiling");
+        // A not-smiling face called right, another called smiling.
+        e.add(&[det([0.0, 0.0, 10.0, 10.0], 0.9, 0.1)], &[face([0.0, 0.0, 10.0, 10.0], Some(false))]);
+        e.add(&[det([0.0, 0.0, 10.0, 10.0], 0.9, 0.7)], &[face([0.0, 0.0, 10.0, 10.0], Some(false))]);
+        assert_eq!(e.smile_confusion(), [[1, 1], [1, 0]]);
+        assert_eq!(e.smile_accuracy(), Some(1.0 / 3.0));
+        let mut e = Evaluation::default();
+        let m = e.add(&dets, &[face([0.0, 0.0, 10.0, 10.0], Some(true))]);
+        assert_eq!(m[0].detection, Some((0.9, 0.2)));
         // The duplicate is a false positive: AP stays 1 (it ranks below the hit).
         assert_eq!(e.average_precision(), Some(1.0));
         assert_eq!(e.precision_recall().last().unwrap().precision, 0.5);

@@ -21,6 +21,7 @@ mod metrics;
 pub mod mine;
 pub mod parallel;
 pub mod photo_eval;
+pub mod photo_plots;
 mod plan;
 pub mod precompute;
 mod run;

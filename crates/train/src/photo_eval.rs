@@ -14,9 +14,7 @@ use anyhow::{Context, Result};
 use grin_features::{photos_of_split, FaceBox, FeatureConfig, HeldOutPhotos, HostBatch, OnBadSample, Sample, Split};
 use grin_model::{detect, nested_in, DecodeParams, Detection, Detector, DetectorBackend, DetectorSpec, Evaluation};
 use grin_model::{PrPoint, LOOSE_MATCH_IOU, NESTED_COVER};
-use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 /// Face-size buckets (longer box side at the run size, px), small to large.
 pub const SIZE_BUCKETS: [(&str, f32, f32); 3] =
@@ -65,6 +63,10 @@ pub struct PhotoReport {
     pub found: Option<f32>,
     pub smile_accuracy: Option<f32>,
     pub smile_faces: usize,
+    /// Matched faces with a smile label, `[truth][predicted]` (0 = not
+    /// smiling, 1 = smiling).
+    #[serde(default)]
+    pub smile_confusion: [[usize; 2]; 2],
     #[serde(skip)]
     pub curve: Vec<PrPoint>,
     /// Each face's size bucket (an index into [`SIZE_BUCKETS`]) and the score
@@ -197,6 +199,7 @@ fn score_set<B: DetectorBackend>(
         found: if set.portraits { share(portraits_found, portraits) } else { None },
         smile_accuracy: evaluation.smile_accuracy(),
         smile_faces: evaluation.smile_matches(),
+        smile_confusion: evaluation.smile_confusion(),
         curve: evaluation.precision_recall(),
         face_hits,
     };
@@ -215,7 +218,7 @@ pub fn at_threshold(curve: &[PrPoint], threshold: f32) -> (f32, f32, f32) {
     (p, r, f_beta(p, r, 1.0))
 }
 
-fn precision_recall_at(curve: &[PrPoint], threshold: f32) -> (f32, f32) {
+pub(crate) fn precision_recall_at(curve: &[PrPoint], threshold: f32) -> (f32, f32) {
     match curve.iter().take_while(|p| p.score >= threshold).last() {
         Some(p) => (p.precision, p.recall),
         None => (1.0, 0.0),
@@ -303,46 +306,4 @@ pub fn describe(r: &PhotoReport) -> String {
         line += &format!(" | {} unreadable photos skipped", r.skipped);
     }
     line
-}
-
-/// At most about 500 points of a curve (it has one per detection), the last one always kept.
-fn thinned(curve: &[PrPoint]) -> impl Iterator<Item = &PrPoint> {
-    let step = curve.len().div_ceil(500).max(1);
-    curve.iter().enumerate().filter(move |(i, _)| i % step == 0 || i + 1 == curve.len()).map(|(_, p)| p)
-}
-
-/// `pr_curve.svg`: precision against recall, one line per source. False, and
-/// nothing written, when there is no photo report to draw.
-pub fn plot_pr(path: &Path, reports: &[PhotoReport]) -> Result<bool> {
-    if reports.is_empty() {
-        return Ok(false);
-    }
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (640, 520)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption("face precision-recall on held-out photos (IoU 0.5)", ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(48)
-            .build_cartesian_2d(0f32..1f32, 0f32..1.02f32)?;
-        chart.configure_mesh().x_desc("recall").y_desc("precision").draw()?;
-        for (i, r) in reports.iter().enumerate() {
-            let colour = Palette99::pick(i).to_rgba();
-            let label =
-                format!("{} (AP {})", r.source, r.face_ap.map(|a| format!("{a:.3}")).unwrap_or_else(|| "n/a".into()));
-            chart
-                .draw_series(LineSeries::new(
-                    thinned(&r.curve).map(|p| (p.recall, p.precision)),
-                    colour.stroke_width(2),
-                ))?
-                .label(label)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
-        }
-        chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).draw()?;
-        root.present()?;
-    }
-    grin_output::write_file(path, &[], svg.as_bytes())?;
-    Ok(true)
 }

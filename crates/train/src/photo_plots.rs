@@ -1,0 +1,224 @@
+//! The pictures of an evaluation on real photos (`grin eval --out`, and
+//! the end of a run): precision against recall; precision, recall and F1
+//! against the face-score threshold, with the deployed one marked (what
+//! `grin calibrate` chooses from); and the smile confusion matrix.
+
+use crate::photo_eval::{at_threshold, PhotoReport};
+use anyhow::Result;
+use grin_model::PrPoint;
+use plotters::prelude::*;
+use std::path::Path;
+
+/// At most about 500 points of a curve (it has one per detection), the last one always kept.
+fn thinned(curve: &[PrPoint]) -> impl Iterator<Item = &PrPoint> {
+    let step = curve.len().div_ceil(500).max(1);
+    curve.iter().enumerate().filter(move |(i, _)| i % step == 0 || i + 1 == curve.len()).map(|(_, p)| p)
+}
+
+/// `pr_curve.svg`: precision against recall, one line per source. False, and
+/// nothing written, when there is no photo report to draw.
+pub fn plot_pr(path: &Path, reports: &[PhotoReport]) -> Result<bool> {
+    if reports.is_empty() {
+        return Ok(false);
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (640, 520)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("face precision-recall on held-out photos (IoU 0.5)", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(48)
+            .build_cartesian_2d(0f32..1f32, 0f32..1.02f32)?;
+        chart.configure_mesh().x_desc("recall").y_desc("precision").draw()?;
+        for (i, r) in reports.iter().enumerate() {
+            let colour = Palette99::pick(i).to_rgba();
+            let label =
+                format!("{} (AP {})", r.source, r.face_ap.map(|a| format!("{a:.3}")).unwrap_or_else(|| "n/a".into()));
+            chart
+                .draw_series(LineSeries::new(
+                    thinned(&r.curve).map(|p| (p.recall, p.precision)),
+                    colour.stroke_width(2),
+                ))?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
+        }
+        chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).draw()?;
+        root.present()?;
+    }
+    grin_output::write_file(path, &[], svg.as_bytes())?;
+    Ok(true)
+}
+
+/// One of (precision, recall, F1).
+type Pick = fn((f32, f32, f32)) -> f32;
+
+/// Thresholds the threshold plot samples: the AP floor up, by 0.01.
+fn thresholds() -> impl Iterator<Item = f32> {
+    (5..=99).map(|k| k as f32 / 100.0)
+}
+
+/// `thresholds.svg`: one panel per source with faces: precision, recall and
+/// F1 of the detections scoring at least each threshold, and a line at
+/// `deployed`, the model's own threshold. False, and nothing written, when
+/// no source has faces.
+pub fn plot_thresholds(path: &Path, reports: &[PhotoReport], deployed: f32) -> Result<bool> {
+    let drawn: Vec<&PhotoReport> = reports.iter().filter(|r| r.faces > 0).collect();
+    if drawn.is_empty() {
+        return Ok(false);
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (640, 300 * drawn.len() as u32)).into_drawing_area();
+        root.fill(&WHITE)?;
+        for (panel, r) in root.split_evenly((drawn.len(), 1)).iter().zip(&drawn) {
+            let mut chart = ChartBuilder::on(panel)
+                .caption(format!("{}: face P / R / F1 against the threshold", r.source), ("sans-serif", 18))
+                .margin(10)
+                .x_label_area_size(32)
+                .y_label_area_size(44)
+                .build_cartesian_2d(0f32..1f32, 0f32..1.02f32)?;
+            chart.configure_mesh().x_desc("face score threshold").draw()?;
+            let series: [(&str, Pick, RGBColor); 3] =
+                [("precision", |m| m.0, BLUE), ("recall", |m| m.1, GREEN), ("F1", |m| m.2, RED)];
+            for (name, pick, colour) in series {
+                let points = thresholds().map(|t| (t, pick(at_threshold(&r.curve, t))));
+                chart
+                    .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
+                    .label(name)
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
+            }
+            let (p, rc, f) = at_threshold(&r.curve, deployed);
+            chart
+                .draw_series(LineSeries::new([(deployed, 0.0), (deployed, 1.02)], BLACK.stroke_width(1)))?
+                .label(format!("deployed {deployed:.2}: P {p:.3} R {rc:.3} F1 {f:.3}"))
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(1)));
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerLeft)
+                .border_style(BLACK)
+                .background_style(WHITE.mix(0.8))
+                .draw()?;
+        }
+        root.present()?;
+    }
+    grin_output::write_file(path, &[], svg.as_bytes())?;
+    Ok(true)
+}
+
+/// `smile_confusion.svg`: one 2x2 matrix per source with smile labels
+/// (rows: the label, columns: the prediction), each cell's count and its
+/// share of the row, shaded by that share. False, and nothing written, when
+/// no source matched a labelled face.
+pub fn plot_smile_confusion(path: &Path, reports: &[PhotoReport]) -> Result<bool> {
+    let drawn: Vec<&PhotoReport> =
+        reports.iter().filter(|r| r.smile_confusion.iter().flatten().sum::<usize>() > 0).collect();
+    if drawn.is_empty() {
+        return Ok(false);
+    }
+    const NAMES: [&str; 2] = ["not smiling", "smiling"];
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (420 * drawn.len() as u32, 400)).into_drawing_area();
+        root.fill(&WHITE)?;
+        for (panel, r) in root.split_evenly((1, drawn.len())).iter().zip(&drawn) {
+            let accuracy = r.smile_accuracy.map(|a| format!("{a:.3}")).unwrap_or_else(|| "n/a".into());
+            let mut chart = ChartBuilder::on(panel)
+                .caption(format!("{}: smile (accuracy {accuracy})", r.source), ("sans-serif", 18))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(90)
+                .build_cartesian_2d(0f32..2f32, 0f32..2f32)?;
+            chart
+                .configure_mesh()
+                .disable_mesh()
+                .x_labels(2)
+                .y_labels(2)
+                .x_label_formatter(&|x| label_of(*x, &NAMES))
+                .y_label_formatter(&|y| label_of(*y, &NAMES))
+                .x_desc("predicted")
+                .y_desc("label")
+                .draw()?;
+            for truth in 0..2 {
+                let row: usize = r.smile_confusion[truth].iter().sum();
+                for predicted in 0..2 {
+                    let count = r.smile_confusion[truth][predicted];
+                    let share = count as f32 / row.max(1) as f32;
+                    let (x, y) = (predicted as f32, truth as f32);
+                    let shade = RGBColor(255 - (share * 200.0) as u8, 255 - (share * 120.0) as u8, 255);
+                    chart.draw_series([Rectangle::new([(x, y), (x + 1.0, y + 1.0)], shade.filled())])?;
+                    let text = format!("{count} ({:.0}%)", 100.0 * share);
+                    chart.draw_series([Text::new(text, (x + 0.3, y + 0.55), ("sans-serif", 18))])?;
+                }
+            }
+        }
+        root.present()?;
+    }
+    grin_output::write_file(path, &[], svg.as_bytes())?;
+    Ok(true)
+}
+
+/// The class name of an axis position in 0..2 (cell centres at 0.5, 1.5).
+fn label_of(at: f32, names: &[&str; 2]) -> String {
+    match at {
+        a if (0.0..1.0).contains(&a) => names[0].to_string(),
+        a if (1.0..2.0).contains(&a) => names[1].to_string(),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::photo_eval::PhotoReport;
+
+    fn report(source: &str, faces: usize, confusion: [[usize; 2]; 2]) -> PhotoReport {
+        PhotoReport {
+            source: source.into(),
+            images: 2,
+            skipped: 0,
+            faces,
+            ignored_faces: 0,
+            face_ap: None,
+            face_ap_loose: None,
+            recall_by_size: vec![],
+            recall: None,
+            detections_per_image: 1.0,
+            false_per_image: 0.0,
+            nested_per_image: 0.0,
+            found: None,
+            smile_accuracy: Some(0.75),
+            smile_faces: confusion.iter().flatten().sum(),
+            smile_confusion: confusion,
+            curve: vec![
+                PrPoint { score: 0.9, recall: 0.5, precision: 1.0 },
+                PrPoint { score: 0.4, recall: 1.0, precision: 0.5 },
+            ],
+            face_hits: vec![],
+        }
+    }
+
+    #[test]
+    fn threshold_and_confusion_plots_draw_what_there_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t, c) = (dir.path().join("thresholds.svg"), dir.path().join("smile_confusion.svg"));
+        let reports = [report("caltech", 2, [[0; 2]; 2]), report("celeba-aligned", 2, [[30, 10], [5, 55]])];
+        assert!(plot_thresholds(&t, &reports, 0.55).unwrap());
+        let svg = std::fs::read_to_string(&t).unwrap();
+        assert!(svg.contains("caltech: face P / R / F1") && svg.contains("celeba-aligned: face P / R / F1"));
+        // At 0.55 only the 0.9 detection counts: P 1, R 0.5, F1 0.667.
+        assert!(svg.contains("deployed 0.55: P 1.000 R 0.500 F1 0.667"), "the deployed threshold is marked");
+        assert!(plot_smile_confusion(&c, &reports).unwrap());
+        let svg = std::fs::read_to_string(&c).unwrap();
+        assert!(!svg.contains("caltech"), "a source without smile labels gets no matrix");
+        for cell in ["30 (75%)", "10 (25%)", "5 (8%)", "55 (92%)"] {
+            assert!(svg.contains(cell), "{cell} missing");
+        }
+        // Nothing to draw: nothing written.
+        let empty = dir.path().join("none.svg");
+        assert!(!plot_thresholds(&empty, &[report("face-free", 0, [[0; 2]; 2])], 0.5).unwrap());
+        assert!(!plot_smile_confusion(&empty, &[report("caltech", 2, [[0; 2]; 2])]).unwrap());
+        assert!(!empty.exists());
+    }
+}
