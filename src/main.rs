@@ -12,6 +12,9 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// No progress bars or progress lines (training, scoring, the balance check).
+    #[arg(long, global = true)]
+    quiet: bool,
 }
 
 #[derive(Subcommand)]
@@ -51,6 +54,7 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    grin_train::progress::set_quiet(cli.quiet);
     let result = match cli.command {
         Command::Train(args) => cmd::train::train(args),
         Command::Eval(args) => cmd::eval::eval(args),

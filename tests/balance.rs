@@ -77,3 +77,25 @@ fn no_balance_skips_the_check_and_says_so() {
     assert!(!stderr.contains("balance check on"), "{stderr}");
     assert!(summary["balance"].is_null(), "{summary}");
 }
+
+#[test]
+fn the_check_says_it_is_measuring_unless_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = tiny_config(dir.path());
+    let (quiet, _) = train(&config, dir.path(), "quiet", &[]);
+    assert!(!quiet.contains("balance check: timing"), "--quiet: {quiet}");
+    assert!(quiet.contains("balance check on cpu"), "--quiet silences progress, not results: {quiet}");
+    // --quiet is one flag for every command, before or after the subcommand.
+    let out = Command::new(GRIN)
+        .args(["train", "--backend", "cpu", "--mode", "on-the-fly", "--config"])
+        .arg(&config)
+        .args(["--name", "talkative", "--runs-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("balance check: timing T_g on 64 scenes"), "{stderr}");
+    let out = Command::new(GRIN).args(["--quiet", "eval", "--help"]).output().unwrap();
+    assert!(out.status.success(), "--quiet before the subcommand: {}", String::from_utf8_lossy(&out.stderr));
+}

@@ -42,9 +42,6 @@ pub struct TrainArgs {
     /// Train on a precomputed dataset even if its fingerprint differs from the config.
     #[arg(long)]
     pub allow_stale: bool,
-    /// No progress bar (logs and CI).
-    #[arg(long)]
-    pub quiet: bool,
     /// Skip the balance check before the run (it takes a few seconds; `--mode auto` always runs it).
     #[arg(long)]
     pub no_balance: bool,
@@ -97,7 +94,7 @@ fn train_on<B: TrainBackend>(
         resume: args.resume,
         overwrite: args.overwrite,
         allow_stale: args.allow_stale,
-        show_progress: !args.quiet,
+        show_progress: true,
         balance: !args.no_balance,
     };
     let RunPlan { mut run, feed } = grin_train::plan::<B>(&request, &device)?;

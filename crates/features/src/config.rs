@@ -326,6 +326,17 @@ pub enum Split {
     Test,
 }
 
+impl Split {
+    /// The split as people say it: "training", "validation", "test".
+    pub fn name(self) -> &'static str {
+        match self {
+            Split::Train => "training",
+            Split::Val => "validation",
+            Split::Test => "test",
+        }
+    }
+}
+
 impl FeatureConfig {
     /// Every key's range, checked when a config is loaded, before any file
     /// is read, so a bad value is named before minutes of loading. Sources,

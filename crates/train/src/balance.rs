@@ -120,6 +120,10 @@ pub fn measure<B: TrainBackend>(
     device: &B::Device,
 ) -> Result<Figures> {
     let batch = train.batch_size;
+    crate::progress::note(&format!(
+        "balance check: timing T_g on {} scenes, then upload, step and store read (a few seconds)",
+        64.max(batch)
+    ));
     let pipeline = Pipeline::new(features, Split::Train)?;
     let tg = measure_tg(&pipeline, 64.max(batch))?;
     let host: HostBatch = pipeline.batch(&(0..batch as u64).collect::<Vec<_>>())?;

@@ -57,9 +57,11 @@ pub fn evaluate_split<B: DetectorBackend>(
     let mut evaluation = Evaluation::default();
     let mut batch = HostBatch::with_capacity(16, features.width, features.height, features.channels);
     let indices: Vec<u64> = (0..samples as u64).collect();
+    let mut progress = crate::progress::Progress::new(samples, format!("scoring {} scenes", split.name()));
     for chunk in indices.chunks(16) {
         batch.clear();
         pipeline.fill_batch(chunk, &mut batch)?;
+        progress.inc(chunk.len());
         let on_device = upload::<B>(&batch, device);
         let detections = detect(model, on_device.images, &params);
         for (i, found) in detections.iter().enumerate() {
@@ -68,6 +70,7 @@ pub fn evaluate_split<B: DetectorBackend>(
             evaluation.add_ignoring(found, &faces, &regions);
         }
     }
+    progress.finish();
     Ok(EvalReport {
         images: samples,
         faces: evaluation.faces(),

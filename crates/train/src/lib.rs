@@ -24,6 +24,7 @@ pub mod photo_eval;
 pub mod photo_plots;
 mod plan;
 pub mod precompute;
+pub mod progress;
 mod run;
 mod run_folder;
 pub mod step;

@@ -137,7 +137,9 @@ fn score_set<B: DetectorBackend>(
     let (mut portraits_found, mut portraits) = (0usize, 0usize);
     let indices: Vec<usize> = (0..set.len()).collect();
     let mut batch = HostBatch::with_capacity(BATCH, w, h, c);
+    let mut progress = crate::progress::Progress::new(set.len(), format!("scoring {} photos at {w}x{h}", set.name));
     for chunk in indices.chunks(BATCH) {
+        progress.inc(chunk.len());
         batch.clear();
         let mut samples: Vec<Sample> = Vec::with_capacity(chunk.len());
         for &i in chunk {
@@ -181,6 +183,7 @@ fn score_set<B: DetectorBackend>(
             }
         }
     }
+    progress.finish();
     let share = |hit: usize, of: usize| (of > 0).then(|| hit as f32 / of as f32);
     let total_hit = face_hits.iter().filter(|(_, s)| s.is_some_and(|s| s >= deploy.score_threshold)).count();
     let mut report = PhotoReport {

@@ -12,6 +12,7 @@ use crate::feed::{Feed, FeedTiming};
 use crate::metrics::{self, MetricRow};
 use crate::photo_eval::{evaluate_photos, evaluate_split, PhotoReport};
 use crate::photo_plots::plot_pr;
+use crate::progress::Progress;
 use crate::run::RunSpec;
 use crate::run_folder::run_paths;
 use crate::step::{self, Stepper};
@@ -23,7 +24,6 @@ use burn::tensor::ElementConversion;
 use grin_features::Split;
 use grin_model::{file, Detector, TrainBackend};
 use grin_terms::median;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -103,12 +103,6 @@ fn learning_rate(cfg: &TrainConfig, step: usize) -> f64 {
     // Cosine decay to 5% of the peak.
     let progress = (step - warmup) as f64 / (cfg.steps - warmup).max(1) as f64;
     cfg.lr * (0.05 + 0.95 * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos()))
-}
-
-fn style() -> ProgressStyle {
-    ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed} < {eta})")
-        .expect("valid template")
-        .progress_chars("=> ")
 }
 
 /// Trains from `feed_for(start_step)` and writes everything under `run.run_dir`.
@@ -198,10 +192,9 @@ pub fn train_parallel<B: TrainBackend>(
     let mut stepper = Stepper::<B>::new(&spec, cfg.loss.weights(), devices);
     let mut feed = feed_for(state.step)?;
 
-    let bar = if run.show_progress { ProgressBar::new(cfg.steps as u64) } else { ProgressBar::hidden() };
-    bar.set_style(style());
-    bar.set_prefix(format!("{} {}", run.name, run.mode.name()));
-    bar.set_position(state.step as u64);
+    let label = format!("{} {}", run.name, run.mode.name());
+    let mut progress = if run.show_progress { Progress::new(cfg.steps, label) } else { Progress::hidden(label) };
+    progress.set_position(state.step);
 
     let mut interval_start = Instant::now();
     let mut interval_wait = Duration::ZERO;
@@ -257,7 +250,7 @@ pub fn train_parallel<B: TrainBackend>(
                 Some(ap) => keep_best(run, &mut state, done, ap, &model)?,
                 None => false,
             };
-            bar.set_message(format!(
+            progress.bar().set_message(format!(
                 "loss {:.3} | {:.0} samples/s | device busy {:.0}%",
                 row.loss, row.samples_per_s, row.gpu_busy_pct
             ));
@@ -273,7 +266,7 @@ pub fn train_parallel<B: TrainBackend>(
                 break;
             }
         }
-        bar.set_position(done as u64);
+        progress.set_position(done);
 
         // The last step needs neither: the model is written next.
         let mid_run = done < cfg.steps;
@@ -287,13 +280,13 @@ pub fn train_parallel<B: TrainBackend>(
             checkpoint::save(&ckpt_path, &ck)?;
         }
         if stopping {
-            bar.finish_and_clear();
+            progress.finish();
             return Err(Interrupted { step: done, steps: cfg.steps, checkpoint: ckpt_path }.into());
         }
     }
     let loaders = feed.loaders();
     drop(feed);
-    bar.finish_and_clear();
+    progress.finish();
     state.step = finished;
     state.wall_s = wall_before + run_started.elapsed().as_secs_f64();
 
