@@ -44,6 +44,10 @@ pub struct EvalArgs {
     /// better one (default: the model's own `nested_cover`; 0: off).
     #[arg(long, value_name = "SHARE")]
     pub nested_cover: Option<f32>,
+    /// Face score a detection needs to count as shown (default: the model's
+    /// own, from `grin calibrate`): detections per image, recall by size.
+    #[arg(long)]
+    pub threshold: Option<f32>,
     /// Which held-out scenes and photos: `test` (what is reported) or `val`
     /// (what settings are chosen on, so the test split stays unseen).
     #[arg(long, value_enum, default_value = "test")]
@@ -107,6 +111,12 @@ pub fn eval(args: EvalArgs) -> Result<()> {
             anyhow::bail!("--nested-cover {cover}: must be a share in [0, 1] (0: off)");
         }
         run_spec.model.nested_cover = cover;
+    }
+    if let Some(t) = args.threshold {
+        if !(0.0..=1.0).contains(&t) {
+            anyhow::bail!("--threshold {t}: must be a score in [0, 1]");
+        }
+        run_spec.model.score_threshold = t;
     }
     check_channels(&model_path, &run_spec, &c.features)?;
     // Scenes are scored at the features' size, photos at the size the model runs at.
