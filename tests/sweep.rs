@@ -244,8 +244,20 @@ samples = 64
         "{stdout}"
     );
     assert!(stdout.contains("train.eval_every is 0"), "pruning without validation figures is pointed out: {stdout}");
+    // Each finished trial says how far the sweep is, the best so far and (before the last) the ETA.
+    let progress: Vec<&str> = stdout.lines().filter(|l| l.contains(" complete: face_ap=")).collect();
+    assert_eq!(progress.len(), 3, "{stdout}");
+    for (k, line) in progress.iter().enumerate() {
+        assert!(line.contains(&format!("[{}/3 done, best face_ap=", k + 1)), "{line}");
+        assert_eq!(line.contains(", ETA "), k < 2, "{line}");
+    }
     let root = dir.path().join("runs/sweeps/tiny");
     assert!(root.join("data.done").is_file() && root.join("study.journal").is_file(), "{stdout}");
+    // Optuna's own pictures, offline: the HTML files and plotly.js beside them.
+    for name in ["history.html", "importances.html", "plotly.min.js"] {
+        assert!(root.join(name).is_file(), "{name}: {stdout}");
+    }
+    assert!(read(&root.join("history.html")).contains("face_ap"), "the history names the metric");
 
     let rows = results(&root.join("results.csv"));
     assert_eq!(statuses(&rows).iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>(), ["complete"; 3], "{rows:?}");
