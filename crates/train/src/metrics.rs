@@ -1,9 +1,62 @@
 //! Per-interval metrics: the CSV row, and the SVG plots drawn from them.
 
+use crate::feed::FeedTiming;
 use anyhow::Result;
+use grin_terms::median;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What one log interval accumulates between its device syncs: wall time,
+/// the time the training thread waited for data, and each batch's produce
+/// time. The rest of the wall time is compute.
+pub(crate) struct Interval {
+    start: Instant,
+    wait: Duration,
+    steps: usize,
+    produce_ms: Vec<f64>,
+}
+
+impl Interval {
+    pub(crate) fn new() -> Interval {
+        Interval { start: Instant::now(), wait: Duration::ZERO, steps: 0, produce_ms: Vec::new() }
+    }
+
+    /// One step's feed timing.
+    pub(crate) fn add(&mut self, timing: &FeedTiming) {
+        self.wait += timing.wait;
+        self.produce_ms.push(timing.produce.as_secs_f64() * 1e3);
+        self.steps += 1;
+    }
+
+    /// The interval's row at `step` (called after the device sync), with
+    /// the losses `[total, face, box, smile]`; the next interval starts now.
+    pub(crate) fn close(&mut self, step: usize, losses: [f32; 4], lr: f64, batch_size: usize) -> MetricRow {
+        let wall = self.start.elapsed().as_secs_f64();
+        let wait = self.wait.as_secs_f64().min(wall);
+        let steps = self.steps.max(1) as f64;
+        let [loss, face_loss, box_loss, smile_loss] = losses;
+        let row = MetricRow {
+            step,
+            loss,
+            face_loss,
+            box_loss,
+            smile_loss,
+            lr,
+            samples_per_s: steps * batch_size as f64 / wall,
+            gpu_busy_pct: 100.0 * (wall - wait) / wall,
+            wait_ms: 1e3 * wait / steps,
+            compute_ms: 1e3 * (wall - wait) / steps,
+            produce_ms: median(&self.produce_ms),
+            val_face_ap: None,
+            val_smile_accuracy: None,
+            unix_time: unix_now(),
+        };
+        *self = Interval::new();
+        row
+    }
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MetricRow {

@@ -39,7 +39,10 @@ impl PhaseTimes {
 
 /// The optimizer every run steps with: AdamW with the config's weight
 /// decay, each parameter's gradient clipped to norm 10.
-pub fn optimizer<B: TrainBackend>(cfg: &TrainConfig) -> OptimizerAdaptor<AdamW, Detector<B>, B> {
+/// The optimizer every training step uses.
+pub type Optim<B> = OptimizerAdaptor<AdamW, Detector<B>, B>;
+
+pub fn optimizer<B: TrainBackend>(cfg: &TrainConfig) -> Optim<B> {
     AdamWConfig::new()
         .with_weight_decay(cfg.weight_decay)
         .with_grad_clipping(Some(GradientClippingConfig::Norm(10.0)))

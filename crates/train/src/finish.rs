@@ -1,0 +1,66 @@
+//! The end of a run: the last model written, held-out scoring (scenes,
+//! test photos, validation photos), the summary and the plots, and the
+//! checkpoint removed.
+
+use crate::checkpoint::LoopState;
+use crate::eval::{evaluate, EvalReport};
+use crate::metrics;
+use crate::photo_eval::{evaluate_photos, evaluate_split};
+use crate::photo_plots::plot_pr;
+use crate::run::RunSpec;
+use crate::run_folder::run_paths;
+use crate::summary::{mean_ap_loose, summarise, Summary};
+use anyhow::{Context, Result};
+use grin_features::Split;
+use grin_model::{file, Detector, TrainBackend};
+use std::path::Path;
+
+/// Writes `inference` (the last step's weights) to `model_path`, scores it,
+/// and writes `summary.json` and `training.svg`.
+pub(crate) fn finish<B: TrainBackend>(
+    run: &RunSpec,
+    state: &LoopState,
+    inference: &Detector<B::InnerBackend>,
+    model_path: &Path,
+    loaders: usize,
+    stopped_early: bool,
+    device: &B::Device,
+) -> Result<Summary> {
+    let cfg = &run.train;
+    let spec = run.detector_spec();
+    let (ckpt_path, _, _) = run_paths(&run.run_dir);
+    let run_spec = run.run_spec();
+    file::save_model(model_path, &run_spec, inference)
+        .with_context(|| format!("{}: cannot write", model_path.display()))?;
+
+    let report: Option<EvalReport> = if run.evaluate && cfg.eval_samples > 0 {
+        Some(evaluate(inference, &spec, &run.features, cfg.eval_samples, device)?)
+    } else {
+        None
+    };
+    let photos = if run.evaluate && cfg.eval_photos > 0 {
+        evaluate_photos(inference, &run_spec, &run.features, cfg.eval_photos, cfg.eval_min_face, device)?
+    } else {
+        vec![]
+    };
+    let val_photos = if run.evaluate && cfg.val_photos > 0 {
+        let min_face = cfg.eval_min_face;
+        evaluate_split(inference, &run_spec, &run.features, Split::Val, cfg.val_photos, min_face, device)?
+    } else {
+        vec![]
+    };
+    let _plotted = plot_pr(&run.run_dir.join("pr_curve.svg"), &photos)?;
+    let mut summary = summarise(run, state, report, loaders);
+    summary.stopped_early = stopped_early;
+    summary.photos = photos;
+    summary.val_photo_ap = mean_ap_loose(&val_photos);
+    summary.val_photos = val_photos;
+    summary.write(&run.run_dir.join("summary.json"))?;
+    metrics::plot(&run.run_dir.join("training.svg"), &state.history)?;
+    // The run is complete and its model written: the checkpoint would only
+    // make a rerun of this config refuse to start.
+    std::fs::remove_file(&ckpt_path)
+        .or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })
+        .with_context(|| format!("{}: cannot remove the finished run's checkpoint", ckpt_path.display()))?;
+    Ok(summary)
+}

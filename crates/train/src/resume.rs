@@ -1,0 +1,90 @@
+//! Where a run starts: fresh weights, `train.init`'s (with the fine-tune
+//! surgery a new option needs), or an interrupted run's checkpoint; and the
+//! checkpoint a run writes to continue from.
+
+use crate::checkpoint::{self, Checkpoint, LoopState};
+use crate::run::RunSpec;
+use crate::step::{self, Optim};
+use anyhow::{bail, Context, Result};
+use burn::optim::Optimizer;
+use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
+use grin_model::{file, Detector, DetectorSpec, TrainBackend};
+use std::path::Path;
+
+/// The model, optimizer and loop state the run starts from.
+pub(crate) fn start<B: TrainBackend>(
+    run: &RunSpec,
+    spec: &DetectorSpec,
+    device: &B::Device,
+    ckpt_path: &Path,
+) -> Result<(Detector<B>, Optim<B>, LoopState)> {
+    let cfg = &run.train;
+    let config_json = serde_json::to_string(&(&run.features, &run.model, &run.train))?;
+    B::seed(device, run.features.seed);
+    let mut model: Detector<B> = spec.init(device);
+    let mut optim = step::optimizer::<B>(cfg);
+    let mut state = LoopState {
+        step: 0,
+        config_json: config_json.clone(),
+        history: vec![],
+        wall_s: 0.0,
+        watch: Default::default(),
+    };
+
+    if let (Some(init), false) = (&cfg.init, run.resume) {
+        let (init_spec, loaded) =
+            file::load_model::<B>(init, device).map_err(|e| anyhow::anyhow!("key `train.init`: {e}"))?;
+        if init_spec.channels != spec.channels || init_spec.widths() != spec.widths() {
+            bail!(
+                "key `train.init`: {} has {} channel(s) and widths {:?}; this run's model has {} and {:?}",
+                init.display(),
+                init_spec.channels,
+                init_spec.widths(),
+                spec.channels,
+                spec.widths()
+            );
+        }
+        model = match (init_spec.model.top_down, spec.model.top_down) {
+            (false, true) => {
+                eprintln!("{}: adding top-down fusion (starting as a no-op) to {}", run.name, init.display());
+                loaded.with_top_down(device)
+            }
+            (true, false) => bail!(
+                "key `train.init`: {} has top-down fusion; this run's model has none (set model.top_down = true)",
+                init.display()
+            ),
+            _ => loaded,
+        };
+        eprintln!("{}: starting from the weights of {}", run.name, init.display());
+    }
+    if run.resume {
+        let ck = checkpoint::load(ckpt_path)?;
+        if ck.state.config_json != config_json {
+            bail!("{}: checkpoint was written with a different config; start a new run name", ckpt_path.display());
+        }
+        let (_, loaded) =
+            file::from_bytes::<B>(&ck.model, device).map_err(|e| anyhow::anyhow!("{}: {e}", ckpt_path.display()))?;
+        model = loaded;
+        let record = BinBytesRecorder::<FullPrecisionSettings>::default()
+            .load(ck.optimizer, device)
+            .with_context(|| format!("{}: optimizer state", ckpt_path.display()))?;
+        optim = optim.load_record(record);
+        state = ck.state;
+        eprintln!("resuming {} at step {}", run.name, state.step);
+    }
+    Ok((model, optim, state))
+}
+
+/// Writes the checkpoint a run continues from: `state`, the weights and
+/// the optimizer's moments.
+pub(crate) fn save<B: TrainBackend>(
+    ckpt_path: &Path,
+    state: &LoopState,
+    spec: &DetectorSpec,
+    model: &Detector<B>,
+    optim: &Optim<B>,
+) -> Result<()> {
+    let optimizer = BinBytesRecorder::<FullPrecisionSettings>::default().record(optim.to_record(), ())?;
+    let ck = Checkpoint { state: state.clone(), model: file::to_bytes(spec, model), optimizer };
+    checkpoint::save(ckpt_path, &ck)
+}
