@@ -71,6 +71,7 @@ fn eval_names_a_pyramid_setting_it_cannot_use() {
     for (flag, value, why) in [
         ("--threshold", "1.5", "--threshold 1.5: must be a score in [0, 1]"),
         ("--nested-cover", "1.5", "--nested-cover 1.5: must be a share"),
+        ("--split", "train", "--split train: training scenes and photos are not held out"),
     ] {
         let out = grin(&["eval", "--model", &model, "--config", &demo(), "--samples", "0", flag, value]);
         assert_eq!(out.status.code(), Some(2));

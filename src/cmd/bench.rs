@@ -1,7 +1,7 @@
 //! `grin balance` (the balance equation's figures, measured) and `grin bench
 //! modes` (the same model and data trained once per feeding mode).
 
-use super::{ConfigArgs, ModeArg};
+use super::ConfigArgs;
 use crate::config::LoadedConfig;
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -83,7 +83,7 @@ pub struct BenchModesArgs {
     pub runs_dir: PathBuf,
     /// Modes to run, in order (default: all three).
     #[arg(long, value_enum, value_delimiter = ',')]
-    pub modes: Vec<ModeArg>,
+    pub modes: Vec<Mode>,
     /// Also write the rows (and the balance figures) as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -175,7 +175,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
     let chosen: Vec<Mode> = if args.modes.is_empty() {
         vec![Mode::OnTheFly, Mode::Precomputed, Mode::InVram]
     } else {
-        args.modes.iter().map(|&m| m.into()).filter(|m| *m != Mode::Auto).collect()
+        args.modes.iter().copied().filter(|m| *m != Mode::Auto).collect()
     };
     let mut rows = Vec::new();
     for mode in chosen {

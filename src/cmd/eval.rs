@@ -51,13 +51,7 @@ pub struct EvalArgs {
     /// Which held-out scenes and photos: `test` (what is reported) or `val`
     /// (what settings are chosen on, so the test split stays unseen).
     #[arg(long, value_enum, default_value = "test")]
-    pub split: HeldOut,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum HeldOut {
-    Val,
-    Test,
+    pub split: grin_features::Split,
 }
 
 /// `WxH` as two pixel counts (the bounds `train.run_size` has).
@@ -91,10 +85,10 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         (None, Some(m), Some(c)) => (m.clone(), c.clone()),
         _ => anyhow::bail!("give --run runs/<name>, or --model FILE --config FILE"),
     };
-    let split = match args.split {
-        HeldOut::Val => grin_features::Split::Val,
-        HeldOut::Test => grin_features::Split::Test,
-    };
+    let split = args.split;
+    if split == grin_features::Split::Train {
+        anyhow::bail!("--split train: training scenes and photos are not held out; give val or test");
+    }
     let loaded = config::load(&config_path, &args.sets)?;
     let c = &loaded.config;
     let device = Default::default();

@@ -1,7 +1,7 @@
 //! `grin features bench|preview`: what generation costs, and what it looks like.
 
 use anyhow::{Context, Result};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use grin_features::bench::{self, StageTiming, TgReport, Throughput};
 use grin_features::{FeatureConfig, Pipeline, SceneClass, SkipCounts, Split};
 use std::path::PathBuf;
@@ -27,23 +27,6 @@ pub struct ExportCropsArgs {
     pub count: usize,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum SplitArg {
-    Train,
-    Val,
-    Test,
-}
-
-impl From<SplitArg> for Split {
-    fn from(s: SplitArg) -> Split {
-        match s {
-            SplitArg::Train => Split::Train,
-            SplitArg::Val => Split::Val,
-            SplitArg::Test => Split::Test,
-        }
-    }
-}
-
 #[derive(Args)]
 pub struct ConfigArgs {
     /// grin config (TOML); its `[features]` table is used.
@@ -54,7 +37,7 @@ pub struct ConfigArgs {
     pub sets: Vec<String>,
     /// Which split's inputs to generate from (augmentation runs on train only).
     #[arg(long, value_enum, default_value = "train")]
-    pub split: SplitArg,
+    pub split: Split,
 }
 
 #[derive(Args)]
@@ -125,7 +108,7 @@ fn run_bench(args: BenchArgs) -> Result<()> {
     if let Some(w) = args.workers {
         cfg.workers = w;
     }
-    let split: Split = args.common.split.into();
+    let split: Split = args.common.split;
     let samples = args.samples.max(1);
     let (parallel, load_skips) = open(&cfg, split)?;
     let source_name = parallel.source().name().to_string();
@@ -247,7 +230,7 @@ fn print_bench(r: &BenchReport) {
 
 fn run_preview(args: PreviewArgs) -> Result<()> {
     let cfg = load_features(&args.common)?;
-    let (pipeline, load_skips) = open(&cfg, args.common.split.into())?;
+    let (pipeline, load_skips) = open(&cfg, args.common.split)?;
     let indices: Vec<u64> = (0..args.count.max(1) as u64).collect();
     let batch = pipeline.batch(&indices)?;
     let samples: Vec<_> = (0..batch.len).map(|i| batch.sample(i)).collect();

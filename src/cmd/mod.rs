@@ -4,8 +4,7 @@
 
 use crate::config::{self, LoadedConfig};
 use anyhow::Result;
-use clap::{Args, ValueEnum};
-use grin_train::Mode;
+use clap::Args;
 use std::path::PathBuf;
 
 /// Runs `$body` with `$B` naming the chosen backend's type and `$device`
@@ -34,25 +33,6 @@ macro_rules! on_backend {
             other => unreachable!("backend::resolve refuses {} in a build without it", other.name()),
         }
     };
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ModeArg {
-    OnTheFly,
-    Precomputed,
-    InVram,
-    Auto,
-}
-
-impl From<ModeArg> for Mode {
-    fn from(m: ModeArg) -> Mode {
-        match m {
-            ModeArg::OnTheFly => Mode::OnTheFly,
-            ModeArg::Precomputed => Mode::Precomputed,
-            ModeArg::InVram => Mode::InVram,
-            ModeArg::Auto => Mode::Auto,
-        }
-    }
 }
 
 /// Flags every config-reading command shares.

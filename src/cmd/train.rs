@@ -1,6 +1,6 @@
 //! `grin train`: plan the run (grin_train::plan), train it, print the summary.
 
-use super::{ConfigArgs, ModeArg};
+use super::ConfigArgs;
 use crate::config::{self, LoadedConfig};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -19,7 +19,7 @@ pub struct TrainArgs {
     pub config: ConfigArgs,
     /// How to feed the device (overrides `train.mode`).
     #[arg(long, value_enum)]
-    pub mode: Option<ModeArg>,
+    pub mode: Option<grin_train::Mode>,
     /// Default: cuda when built with it and a GPU is present, then a wgpu GPU adapter, else cpu.
     #[arg(long, value_enum)]
     pub backend: Option<BackendChoice>,
@@ -50,7 +50,6 @@ pub struct TrainArgs {
 pub fn train(args: TrainArgs) -> Result<()> {
     let mut sets = args.config.sets.clone();
     if let Some(mode) = args.mode {
-        let mode: grin_train::Mode = mode.into();
         sets.push(format!("train.mode={}", mode.name()));
     }
     if let Some(name) = &args.name {

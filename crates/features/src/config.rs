@@ -318,7 +318,10 @@ impl Default for SplitConfig {
     }
 }
 
+/// `--split` takes these values itself (clap's `ValueEnum`, with the
+/// `cli` feature), as configs do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Split {
     Train,

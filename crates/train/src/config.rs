@@ -9,7 +9,10 @@ use grin_terms::{MAX_SIDE, MIN_SIDE};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How batches reach the device; `Auto` is a request (the balance check
+/// picks one of the three), never the mode a run trains in. `--mode` takes
+/// these values itself (clap's `ValueEnum`), as configs do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     OnTheFly,

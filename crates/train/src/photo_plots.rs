@@ -7,6 +7,7 @@ use crate::photo_eval::{at_threshold, PhotoReport};
 use anyhow::Result;
 use grin_model::PrPoint;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 
 /// At most about 500 points of a curve (it has one per detection), the last one always kept.
@@ -129,27 +130,34 @@ pub fn plot_smile_confusion(path: &Path, reports: &[PhotoReport]) -> Result<bool
                 .margin(12)
                 .x_label_area_size(40)
                 .y_label_area_size(90)
-                .build_cartesian_2d(0f32..2f32, 0f32..2f32)?;
+                .build_cartesian_2d((0u32..1).into_segmented(), (0u32..1).into_segmented())?;
+            let name = |v: &SegmentValue<u32>| match v {
+                SegmentValue::CenterOf(k) if *k < 2 => NAMES[*k as usize].to_string(),
+                _ => String::new(),
+            };
             chart
                 .configure_mesh()
                 .disable_mesh()
-                .x_labels(2)
-                .y_labels(2)
-                .x_label_formatter(&|x| label_of(*x, &NAMES))
-                .y_label_formatter(&|y| label_of(*y, &NAMES))
+                .x_label_formatter(&name)
+                .y_label_formatter(&name)
                 .x_desc("predicted")
                 .y_desc("label")
                 .draw()?;
-            for truth in 0..2 {
-                let row: usize = r.smile_confusion[truth].iter().sum();
-                for predicted in 0..2 {
-                    let count = r.smile_confusion[truth][predicted];
+            for truth in 0..2u32 {
+                let row: usize = r.smile_confusion[truth as usize].iter().sum();
+                for predicted in 0..2u32 {
+                    let count = r.smile_confusion[truth as usize][predicted as usize];
                     let share = count as f32 / row.max(1) as f32;
-                    let (x, y) = (predicted as f32, truth as f32);
                     let shade = RGBColor(255 - (share * 200.0) as u8, 255 - (share * 120.0) as u8, 255);
-                    chart.draw_series([Rectangle::new([(x, y), (x + 1.0, y + 1.0)], shade.filled())])?;
+                    let cell = [
+                        (SegmentValue::Exact(predicted), SegmentValue::Exact(truth)),
+                        (SegmentValue::Exact(predicted + 1), SegmentValue::Exact(truth + 1)),
+                    ];
+                    chart.draw_series([Rectangle::new(cell, shade.filled())])?;
                     let text = format!("{count} ({:.0}%)", 100.0 * share);
-                    chart.draw_series([Text::new(text, (x + 0.3, y + 0.55), ("sans-serif", 18))])?;
+                    let at = (SegmentValue::CenterOf(predicted), SegmentValue::CenterOf(truth));
+                    let style = TextStyle::from(("sans-serif", 18)).pos(Pos::new(HPos::Center, VPos::Center));
+                    chart.draw_series([Text::new(text, at, style)])?;
                 }
             }
         }
@@ -157,15 +165,6 @@ pub fn plot_smile_confusion(path: &Path, reports: &[PhotoReport]) -> Result<bool
     }
     grin_output::write_file(path, &[], svg.as_bytes())?;
     Ok(true)
-}
-
-/// The class name of an axis position in 0..2 (cell centres at 0.5, 1.5).
-fn label_of(at: f32, names: &[&str; 2]) -> String {
-    match at {
-        a if (0.0..1.0).contains(&a) => names[0].to_string(),
-        a if (1.0..2.0).contains(&a) => names[1].to_string(),
-        _ => String::new(),
-    }
 }
 
 #[cfg(test)]
