@@ -1,7 +1,7 @@
 //! `grin balance` (the balance equation's figures, measured) and `grin bench
 //! modes` (the same model and data trained once per feeding mode).
 
-use super::ConfigArgs;
+use super::{BackendArg, ConfigArgs};
 use crate::config::LoadedConfig;
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -15,14 +15,14 @@ use std::path::PathBuf;
 pub struct BalanceArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
-    #[arg(long, value_enum)]
-    pub backend: Option<BackendChoice>,
+    #[command(flatten)]
+    pub backend: BackendArg,
 }
 
 /// `grin balance`: the check every training run could do first, alone.
 pub fn balance(args: BalanceArgs) -> Result<()> {
     let loaded = args.config.load()?;
-    let (choice, why) = backend::resolve(args.backend)?;
+    let (choice, why) = backend::resolve(args.backend.backend)?;
     eprintln!("{why}");
     on_backend!(choice, B, device => balance_on::<B>(&loaded, choice, &device))
 }
@@ -45,8 +45,8 @@ pub enum BenchCommand {
 pub struct BenchStepArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
-    #[arg(long, value_enum)]
-    pub backend: Option<BackendChoice>,
+    #[command(flatten)]
+    pub backend: BackendArg,
     /// The precomputed dataset to cut batches from (built there from the config if missing).
     #[arg(long, default_value = "runs/bench-step/data")]
     pub store: PathBuf,
@@ -71,8 +71,8 @@ pub struct BenchStepArgs {
 pub struct BenchModesArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
-    #[arg(long, value_enum)]
-    pub backend: Option<BackendChoice>,
+    #[command(flatten)]
+    pub backend: BackendArg,
     /// Training steps per mode.
     #[arg(long, default_value_t = 60)]
     pub steps: usize,
@@ -92,12 +92,12 @@ pub struct BenchModesArgs {
 pub fn bench(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Modes(args) => {
-            let (choice, why) = backend::resolve(args.backend)?;
+            let (choice, why) = backend::resolve(args.backend.backend)?;
             eprintln!("{why}");
             on_backend!(choice, B, device => bench_modes::<B>(&args, choice, &device))
         }
         BenchCommand::Step(args) => {
-            let (choice, why) = backend::resolve(args.backend)?;
+            let (choice, why) = backend::resolve(args.backend.backend)?;
             eprintln!("{why}");
             on_backend!(choice, B, device => bench_step::<B>(&args, &device))
         }

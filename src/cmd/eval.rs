@@ -21,8 +21,8 @@ pub struct EvalArgs {
     pub model: Option<PathBuf>,
     #[arg(long)]
     pub config: Option<PathBuf>,
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+    #[command(flatten)]
+    pub set: super::SetArgs,
     /// Held-out scenes to score (default: `train.eval_samples`; 0 skips them).
     #[arg(long)]
     pub samples: Option<usize>,
@@ -89,7 +89,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     if split == grin_features::Split::Train {
         anyhow::bail!("--split train: training scenes and photos are not held out; give val or test");
     }
-    let loaded = config::load(&config_path, &args.sets)?;
+    let loaded = config::load(&config_path, &args.set.sets)?;
     let c = &loaded.config;
     let device = Default::default();
     let (mut run_spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;

@@ -27,14 +27,11 @@ pub struct ExportCropsArgs {
     pub count: usize,
 }
 
+/// The config (its `[features]` table is used) and the split to generate from.
 #[derive(Args)]
-pub struct ConfigArgs {
-    /// grin config (TOML); its `[features]` table is used.
-    #[arg(long)]
-    pub config: PathBuf,
-    /// Override a config key, e.g. `--set features.augment.blur=0`.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+pub struct FeatureArgs {
+    #[command(flatten)]
+    pub config: super::ConfigArgs,
     /// Which split's inputs to generate from (augmentation runs on train only).
     #[arg(long, value_enum, default_value = "train")]
     pub split: Split,
@@ -43,7 +40,7 @@ pub struct ConfigArgs {
 #[derive(Args)]
 pub struct BenchArgs {
     #[command(flatten)]
-    pub common: ConfigArgs,
+    pub common: FeatureArgs,
     /// Timed samples per measurement (warm-up comes on top).
     #[arg(long, default_value_t = 300)]
     pub samples: usize,
@@ -58,7 +55,7 @@ pub struct BenchArgs {
 #[derive(Args)]
 pub struct PreviewArgs {
     #[command(flatten)]
-    pub common: ConfigArgs,
+    pub common: FeatureArgs,
     /// Output PNG.
     #[arg(long)]
     pub out: PathBuf,
@@ -76,8 +73,8 @@ pub fn run(command: FeaturesCommand) -> Result<()> {
     }
 }
 
-fn load_features(args: &ConfigArgs) -> Result<FeatureConfig> {
-    Ok(crate::config::load(&args.config, &args.sets)?.config.features)
+fn load_features(args: &FeatureArgs) -> Result<FeatureConfig> {
+    Ok(args.config.load()?.config.features)
 }
 
 /// A pipeline over a freshly opened source, plus what that source skipped while loading.

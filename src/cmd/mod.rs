@@ -35,21 +35,36 @@ macro_rules! on_backend {
     };
 }
 
-/// Flags every config-reading command shares.
+/// `--set`, declared once: every command that reads a config takes it.
 #[derive(Args, Clone)]
-pub struct ConfigArgs {
-    /// A grin config (TOML).
-    #[arg(long)]
-    pub config: PathBuf,
+pub struct SetArgs {
     /// Override any config key, e.g. `--set train.lr=0.01` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
 }
 
+/// Flags every command that needs a config shares.
+#[derive(Args, Clone)]
+pub struct ConfigArgs {
+    /// A grin config (TOML).
+    #[arg(long)]
+    pub config: PathBuf,
+    #[command(flatten)]
+    pub set: SetArgs,
+}
+
 impl ConfigArgs {
     pub fn load(&self) -> Result<LoadedConfig> {
-        config::load(&self.config, &self.sets)
+        config::load(&self.config, &self.set.sets)
     }
+}
+
+/// `--backend`, declared once: training, the balance check and the benchmarks take it.
+#[derive(Args, Clone, Copy)]
+pub struct BackendArg {
+    /// Default: cuda when built with it and a GPU is present, then a wgpu GPU adapter, else cpu.
+    #[arg(long, value_enum)]
+    pub backend: Option<grin_train::backend::BackendChoice>,
 }
 
 pub mod bench;

@@ -13,8 +13,8 @@ pub struct ModelInfoArgs {
     /// Config to read `[model]` and the input size from (default: the built-in defaults, 320x240x1).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+    #[command(flatten)]
+    pub set: super::SetArgs,
 }
 
 /// The default model's budget (issue: at most 100k parameters, 150 MFLOPs at 320x240).
@@ -23,7 +23,7 @@ pub const MFLOP_BUDGET: f64 = 150.0;
 
 pub fn model_info(args: ModelInfoArgs) -> Result<()> {
     let c = match &args.config {
-        Some(path) => config::load(path, &args.sets)?.config,
+        Some(path) => config::load(path, &args.set.sets)?.config,
         None => GrinConfig::default(),
     };
     let spec = c.detector_spec();

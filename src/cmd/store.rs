@@ -13,9 +13,8 @@ pub struct PrecomputeArgs {
     /// A grin config (TOML); its `[features]` table decides every sample.
     #[arg(long, required_unless_present = "merge")]
     pub config: Option<PathBuf>,
-    /// Override any config key, e.g. `--set features.seed=3` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+    #[command(flatten)]
+    pub set: super::SetArgs,
     /// Dataset folder [default: `train.store` of the config, else data/<name>].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -111,7 +110,7 @@ pub fn precompute(args: PrecomputeArgs) -> Result<()> {
         return Ok(());
     }
     let config_path = args.config.as_ref().context("--config is required")?;
-    let loaded = crate::config::load(config_path, &args.sets)?;
+    let loaded = crate::config::load(config_path, &args.set.sets)?;
     let config = &loaded.config;
     let samples = args.samples.unwrap_or(config.train.store_samples as u64);
     let out = args.out.clone().unwrap_or_else(|| config.store_dir());

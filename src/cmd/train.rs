@@ -1,6 +1,6 @@
 //! `grin train`: plan the run (grin_train::plan), train it, print the summary.
 
-use super::ConfigArgs;
+use super::{BackendArg, ConfigArgs};
 use crate::config::{self, LoadedConfig};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -20,9 +20,8 @@ pub struct TrainArgs {
     /// How to feed the device (overrides `train.mode`).
     #[arg(long, value_enum)]
     pub mode: Option<grin_train::Mode>,
-    /// Default: cuda when built with it and a GPU is present, then a wgpu GPU adapter, else cpu.
-    #[arg(long, value_enum)]
-    pub backend: Option<BackendChoice>,
+    #[command(flatten)]
+    pub backend: BackendArg,
     /// Devices to train on, data-parallel (e.g. `0,1`): CUDA GPUs, or wgpu adapters in the order
     /// `--backend wgpu` lists them (one adapter named twice is two devices on it).
     #[arg(long, value_delimiter = ',', default_value = "0")]
@@ -48,7 +47,7 @@ pub struct TrainArgs {
 }
 
 pub fn train(args: TrainArgs) -> Result<()> {
-    let mut sets = args.config.sets.clone();
+    let mut sets = args.config.set.sets.clone();
     if let Some(mode) = args.mode {
         sets.push(format!("train.mode={}", mode.name()));
     }
@@ -56,7 +55,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
         sets.push(format!("name={name:?}"));
     }
     let loaded = config::load(&args.config.config, &sets)?;
-    let (choice, why) = backend::resolve(args.backend)?;
+    let (choice, why) = backend::resolve(args.backend.backend)?;
     eprintln!("{why}");
     let summary = match choice {
         BackendChoice::Cpu => train_on::<backend::Cpu>(&args, &loaded, choice, vec![Default::default()])?,
