@@ -43,7 +43,7 @@ impl Frame {
 
     /// A frame from the photo path's u8 pixels (interleaved), as planes of
     /// values in 0..1: divided by 255 as training divides its batches.
-    pub fn from_letterboxed(frame: &Raster, placement: Letterbox) -> Frame {
+    pub(crate) fn from_letterboxed(frame: &Raster, placement: Letterbox) -> Frame {
         let (width, height, channels) = (frame.width as usize, frame.height as usize, frame.channels as usize);
         let plane = width * height;
         let mut pixels = vec![0.0; channels * plane];

@@ -21,11 +21,11 @@ pub struct DetectionReport {
     pub smile: f64,
 }
 
-pub fn round_px(v: f32) -> f64 {
+pub(crate) fn round_px(v: f32) -> f64 {
     (v as f64 * 10.0).round() / 10.0
 }
 
-pub fn round_probability(v: f32) -> f64 {
+pub(crate) fn round_probability(v: f32) -> f64 {
     (v as f64 * 1000.0).round() / 1000.0
 }
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// Records start on this boundary so that every record's image begins
 /// cache-line aligned inside the memory map.
-pub const RECORD_ALIGN: u64 = 64;
+pub(crate) const RECORD_ALIGN: u64 = 64;
 
 /// Where each part of a record lies, in bytes from the record's start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,7 +43,7 @@ impl RecordLayout {
         }
     }
 
-    pub fn image_bytes(&self) -> usize {
+    pub(crate) fn image_bytes(&self) -> usize {
         self.width as usize * self.height as usize * self.channels as usize
     }
 
@@ -88,7 +88,7 @@ impl RecordLayout {
 
     /// What makes a record unusable for training, if anything: a label
     /// outside the known values, or a box coordinate that is not finite.
-    pub fn record_problem(&self, record: &[u8]) -> Option<String> {
+    pub(crate) fn record_problem(&self, record: &[u8]) -> Option<String> {
         let labels = &record[self.labels_offset as usize..self.labels_offset as usize + MAX_BOXES];
         let valid = |l: &i8| (-1..=1).contains(l) || *l == LABEL_PADDING || *l == LABEL_IGNORE;
         if let Some(l) = labels.iter().map(|&b| b as i8).find(|l| !valid(l)) {
@@ -102,13 +102,13 @@ impl RecordLayout {
     }
 
     /// The scene class of a record, read from its labels alone (same rule as `Sample::class`).
-    pub fn class_of(&self, record: &[u8]) -> SceneClass {
+    pub(crate) fn class_of(&self, record: &[u8]) -> SceneClass {
         let labels = &record[self.labels_offset as usize..self.labels_offset as usize + MAX_BOXES];
         class_of_labels(labels.iter().map(|&b| b as i8))
     }
 }
 
-pub fn class_of_labels(labels: impl IntoIterator<Item = i8>) -> SceneClass {
+pub(crate) fn class_of_labels(labels: impl IntoIterator<Item = i8>) -> SceneClass {
     let mut faces = false;
     for label in labels {
         if label == 1 {
@@ -124,7 +124,7 @@ pub fn class_of_labels(labels: impl IntoIterator<Item = i8>) -> SceneClass {
 }
 
 /// One letter per record in the manifest's `classes` strings.
-pub fn class_letter(class: SceneClass) -> char {
+pub(crate) fn class_letter(class: SceneClass) -> char {
     match class {
         SceneClass::Smiling => 's',
         SceneClass::NonSmiling => 'n',
@@ -132,7 +132,7 @@ pub fn class_letter(class: SceneClass) -> char {
     }
 }
 
-pub fn class_from_letter(letter: char) -> Option<SceneClass> {
+pub(crate) fn class_from_letter(letter: char) -> Option<SceneClass> {
     match letter {
         's' => Some(SceneClass::Smiling),
         'n' => Some(SceneClass::NonSmiling),

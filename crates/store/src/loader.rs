@@ -93,7 +93,7 @@ impl BatchOrder {
     }
 
     /// From the record count and per-class record indices alone.
-    pub fn from_classes(len: u64, classes: [Vec<u64>; 3], options: &LoaderOptions) -> Result<BatchOrder> {
+    pub(crate) fn from_classes(len: u64, classes: [Vec<u64>; 3], options: &LoaderOptions) -> Result<BatchOrder> {
         if options.batch_size == 0 {
             return Err(StoreError::Usage("batch size must be at least 1".into()));
         }

@@ -9,11 +9,11 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::{Component, Path, PathBuf};
 
-pub const MANIFEST_FORMAT: &str = "grin-store";
-pub const PART_FORMAT: &str = "grin-store-part";
-pub const SIDECAR_FORMAT: &str = "grin-store-shard";
-pub const VERSION: u32 = 1;
-pub const MANIFEST_FILE: &str = "manifest.json";
+pub(crate) const MANIFEST_FORMAT: &str = "grin-store";
+pub(crate) const PART_FORMAT: &str = "grin-store-part";
+pub(crate) const SIDECAR_FORMAT: &str = "grin-store-shard";
+pub(crate) const VERSION: u32 = 1;
+pub(crate) const MANIFEST_FILE: &str = "manifest.json";
 
 /// JSON files larger than this are not ours; refusing them early keeps a
 /// stray multi-gigabyte file from being read into memory.
@@ -44,7 +44,7 @@ impl ClassCounts {
         }
     }
 
-    pub fn of_classes(classes: &str) -> ClassCounts {
+    pub(crate) fn of_classes(classes: &str) -> ClassCounts {
         let mut counts = ClassCounts::default();
         for class in classes.chars().filter_map(class_from_letter) {
             counts.add(class, 1);
@@ -69,7 +69,7 @@ pub struct ShardEntry {
 }
 
 impl ShardEntry {
-    pub fn record_range(&self) -> std::ops::Range<u64> {
+    pub(crate) fn record_range(&self) -> std::ops::Range<u64> {
         self.first_record..self.first_record + self.records
     }
 }
@@ -97,7 +97,7 @@ pub struct Manifest {
 /// shard from a stale or foreign one without any manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Sidecar {
+pub(crate) struct Sidecar {
     pub format: String,
     pub version: u32,
     pub fingerprint_hash: String,
@@ -107,20 +107,20 @@ pub struct Sidecar {
     pub shard: ShardEntry,
 }
 
-pub fn shard_file_name(index: u64) -> String {
+pub(crate) fn shard_file_name(index: u64) -> String {
     format!("shard-{index:05}.bin")
 }
 
-pub fn sidecar_file_name(index: u64) -> String {
+pub(crate) fn sidecar_file_name(index: u64) -> String {
     format!("shard-{index:05}.json")
 }
 
-pub fn part_file_name(range: &std::ops::Range<u64>) -> String {
+pub(crate) fn part_file_name(range: &std::ops::Range<u64>) -> String {
     format!("part-{:05}-{:05}.json", range.start, range.end)
 }
 
 /// The records of shard `index` in a dataset of `samples` records.
-pub fn shard_records(samples: u64, records_per_shard: u64, index: u64) -> std::ops::Range<u64> {
+pub(crate) fn shard_records(samples: u64, records_per_shard: u64, index: u64) -> std::ops::Range<u64> {
     let first = index * records_per_shard;
     first.min(samples)..(first + records_per_shard).min(samples)
 }
@@ -139,7 +139,7 @@ pub fn resolve(dir: &Path, manifest: &Path, name: &str) -> Result<PathBuf> {
 
 /// Reads a JSON file of the given `format`, with one clear error for a
 /// file that is not ours.
-pub fn read_json<T: DeserializeOwned>(path: &Path, format: &str) -> Result<T> {
+pub(crate) fn read_json<T: DeserializeOwned>(path: &Path, format: &str) -> Result<T> {
     let meta = std::fs::metadata(path).map_err(|e| StoreError::io(path, e))?;
     if meta.len() > MAX_JSON_BYTES {
         return Err(StoreError::format(path, format!("{} bytes: too large to be a {format} file", meta.len())));
@@ -164,7 +164,7 @@ pub fn read_json<T: DeserializeOwned>(path: &Path, format: &str) -> Result<T> {
 
 /// Writes JSON under a temporary name, syncs it and renames it into place,
 /// so a reader never sees half a file.
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+pub(crate) fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_vec_pretty(value).map_err(|e| StoreError::format(path, e.to_string()))?;
     grin_output::write_with(path, &[], |f| f.write_all(&text).and_then(|()| f.write_all(b"\n")))
         .map_err(|e| StoreError::format(path, e.message))
@@ -177,7 +177,7 @@ pub fn tmp_path(path: &Path) -> PathBuf {
 }
 
 /// Makes a rename durable: the folder entry itself must reach the disk.
-pub fn sync_parent(path: &Path) -> Result<()> {
+pub(crate) fn sync_parent(path: &Path) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -199,7 +199,7 @@ impl Manifest {
         Ok(manifest)
     }
 
-    pub fn is_part(&self) -> bool {
+    pub(crate) fn is_part(&self) -> bool {
         self.part.is_some()
     }
 
@@ -253,7 +253,7 @@ impl Manifest {
     }
 
     /// Where shard `index` must lie, and that its entry says so.
-    pub fn check_shard(&self, index: u64, shard: &ShardEntry) -> std::result::Result<(), String> {
+    pub(crate) fn check_shard(&self, index: u64, shard: &ShardEntry) -> std::result::Result<(), String> {
         let records = shard_records(self.samples, self.records_per_shard, index);
         if shard.record_range() != records {
             return Err(format!("holds records {:?}, expected {records:?}", shard.record_range()));

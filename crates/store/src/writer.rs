@@ -390,7 +390,7 @@ impl Writer {
 
 /// xxh3-64 of a whole file, read (not mapped: a file truncated while it is
 /// mapped would kill the process with SIGBUS instead of giving an error).
-pub fn hash_file(path: &Path) -> Result<String> {
+pub(crate) fn hash_file(path: &Path) -> Result<String> {
     let mut file = std::fs::File::open(path).map_err(|e| StoreError::io(path, e))?;
     let mut hasher = Xxh3::new();
     let mut buf = vec![0u8; 4 << 20];

@@ -33,11 +33,11 @@ impl BackendChoice {
     }
 }
 
-pub const CUDA_COMPILED: bool = cfg!(feature = "cuda");
-pub const WGPU_COMPILED: bool = cfg!(feature = "wgpu");
+pub(crate) const CUDA_COMPILED: bool = cfg!(feature = "cuda");
+pub(crate) const WGPU_COMPILED: bool = cfg!(feature = "wgpu");
 
 /// A GPU is visible when the NVIDIA driver's device nodes exist.
-pub fn gpu_present() -> bool {
+pub(crate) fn gpu_present() -> bool {
     std::path::Path::new("/dev/nvidiactl").exists() || std::path::Path::new("/dev/nvidia0").exists()
 }
 

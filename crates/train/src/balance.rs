@@ -207,7 +207,7 @@ pub fn measure<B: TrainBackend>(
 
 impl Figures {
     /// Time to produce one batch on the host with C workers.
-    pub fn produce_s(&self) -> f64 {
+    pub(crate) fn produce_s(&self) -> f64 {
         self.tg_s / self.workers as f64 * self.batch as f64
     }
 
@@ -224,7 +224,7 @@ impl Figures {
         ]
     }
 
-    pub fn recommend(&self, fits_in_device: bool) -> (Mode, String) {
+    pub(crate) fn recommend(&self, fits_in_device: bool) -> (Mode, String) {
         let busy = self.predicted_busy();
         if busy[0].1 >= 95.0 {
             return (

@@ -87,7 +87,7 @@ pub struct MetricRow {
     pub unix_time: f64,
 }
 
-pub const CSV_HEADER: &str = "step,loss,face_loss,box_loss,smile_loss,lr,samples_per_s,gpu_busy_pct,wait_ms,compute_ms,produce_ms,val_face_ap,val_smile_accuracy";
+pub(crate) const CSV_HEADER: &str = "step,loss,face_loss,box_loss,smile_loss,lr,samples_per_s,gpu_busy_pct,wait_ms,compute_ms,produce_ms,val_face_ap,val_smile_accuracy";
 
 impl MetricRow {
     pub fn csv(&self) -> String {
@@ -135,7 +135,7 @@ impl MetricRow {
 /// Rewrites the run's TensorBoard event file from every row so far, as
 /// [`write_csv`] rewrites the CSV: one file, each step once, also after
 /// `--resume`.
-pub fn write_events(run_dir: &Path, rows: &[MetricRow], predicted_busy_pct: Option<f64>) -> Result<()> {
+pub(crate) fn write_events(run_dir: &Path, rows: &[MetricRow], predicted_busy_pct: Option<f64>) -> Result<()> {
     let points: Vec<grin_events::Point> = rows
         .iter()
         .map(|r| grin_events::Point {
@@ -150,12 +150,12 @@ pub fn write_events(run_dir: &Path, rows: &[MetricRow], predicted_busy_pct: Opti
 }
 
 /// Seconds since the Unix epoch, now.
-pub fn unix_now() -> f64 {
+pub(crate) fn unix_now() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Rewrites the whole CSV: a resumed run then holds exactly one row per interval.
-pub fn write_csv(path: &Path, rows: &[MetricRow]) -> Result<()> {
+pub(crate) fn write_csv(path: &Path, rows: &[MetricRow]) -> Result<()> {
     grin_output::write_with(path, &[], |f| {
         writeln!(f, "{CSV_HEADER}")?;
         for row in rows {
@@ -171,7 +171,7 @@ type Series = (&'static str, fn(&MetricRow) -> f64, RGBColor);
 
 /// `training.svg`: loss, device-busy % and throughput against the step, and
 /// the validation face AP (`train.eval_every`) when the run measured it.
-pub fn plot(path: &Path, rows: &[MetricRow]) -> Result<()> {
+pub(crate) fn plot(path: &Path, rows: &[MetricRow]) -> Result<()> {
     if rows.is_empty() {
         return Ok(());
     }

@@ -25,7 +25,7 @@ pub const MOST_FACES: usize = 2;
 /// One JSON line per crop in the output folder: its file, the mined
 /// detection's box in the crop's pixels and its score (what a later check,
 /// such as `scripts/mine-negatives.sh`'s YuNet pass, reads).
-pub const MANIFEST: &str = "mined.jsonl";
+pub(crate) const MANIFEST: &str = "mined.jsonl";
 
 #[derive(Debug, Clone)]
 pub struct MineOptions {
@@ -43,7 +43,7 @@ pub struct MineOptions {
 
 /// How far a mined detection keeps from a face, and what a crop paints over.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Clearance {
+pub(crate) struct Clearance {
     /// Each face box grown by this share of its size on every side.
     pub grow: f32,
     /// The share of the detection's area allowed inside a grown face box.
@@ -52,13 +52,13 @@ pub struct Clearance {
 
 /// Photos: an unannotated neighbour may stand beside any face, so half a
 /// face around it, and nothing of the detection inside.
-pub const PHOTOS: Clearance = Clearance { grow: 0.5, inside: 0.0 };
+pub(crate) const PHOTOS: Clearance = Clearance { grow: 0.5, inside: 0.0 };
 
 /// Portraits: half a face around one that fills the frame leaves nothing to
 /// mine, and their false detections sit right beside it (neck, collar,
 /// hair, background blobs): the face box itself, a tenth of the detection
 /// inside it at most.
-pub const PORTRAITS: Clearance = Clearance { grow: 0.0, inside: 0.1 };
+pub(crate) const PORTRAITS: Clearance = Clearance { grow: 0.0, inside: 0.1 };
 
 /// What one source gave.
 #[derive(Debug, Clone, PartialEq)]

@@ -17,7 +17,7 @@ use grin_model::{PrPoint, LOOSE_MATCH_IOU, NESTED_COVER};
 use serde::{Deserialize, Serialize};
 
 /// Face-size buckets (longer box side at the run size, px), small to large.
-pub const SIZE_BUCKETS: [(&str, f32, f32); 3] =
+pub(crate) const SIZE_BUCKETS: [(&str, f32, f32); 3] =
     [("small", 0.0, 24.0), ("medium", 24.0, 64.0), ("large", 64.0, f32::INFINITY)];
 
 const BATCH: usize = 16;
@@ -94,7 +94,7 @@ impl PhotoReport {
 
 /// Scores `model` (run at `run_spec`'s size) on at most `limit` held-out
 /// photos of every real source in `features` (0 = all of them).
-pub fn evaluate_photos<B: DetectorBackend>(
+pub(crate) fn evaluate_photos<B: DetectorBackend>(
     model: &Detector<B>,
     run_spec: &DetectorSpec,
     features: &FeatureConfig,

@@ -30,7 +30,7 @@ pub fn note(line: &str) {
 }
 
 /// One stage's progress: `len` units, named by `label`.
-pub struct Progress {
+pub(crate) struct Progress {
     bar: ProgressBar,
     label: String,
     started: Instant,
@@ -56,7 +56,7 @@ impl Progress {
 
     /// A stage that shows nothing, whatever `--quiet` says (a benchmark's
     /// inner runs).
-    pub fn hidden(label: impl Into<String>) -> Progress {
+    pub(crate) fn hidden(label: impl Into<String>) -> Progress {
         Progress { bar: ProgressBar::hidden(), label: label.into(), started: Instant::now(), last_line: None }
     }
 
@@ -65,7 +65,7 @@ impl Progress {
         &self.bar
     }
 
-    pub fn set_position(&mut self, position: usize) {
+    pub(crate) fn set_position(&mut self, position: usize) {
         self.bar.set_position(position as u64);
         self.line_if_due();
     }

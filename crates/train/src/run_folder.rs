@@ -106,7 +106,7 @@ pub fn run_model(run_dir: &Path, best: bool) -> PathBuf {
 }
 
 /// `checkpoint.ckpt`, `model.grin` and `metrics.csv` of a run folder.
-pub fn run_paths(run_dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+pub(crate) fn run_paths(run_dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     (run_dir.join("checkpoint.ckpt"), run_model(run_dir, false), run_dir.join("metrics.csv"))
 }
 

@@ -40,7 +40,7 @@ impl PhaseTimes {
 /// The optimizer every run steps with: AdamW with the config's weight
 /// decay, each parameter's gradient clipped to norm 10.
 /// The optimizer every training step uses.
-pub type Optim<B> = OptimizerAdaptor<AdamW, Detector<B>, B>;
+pub(crate) type Optim<B> = OptimizerAdaptor<AdamW, Detector<B>, B>;
 
 pub fn optimizer<B: TrainBackend>(cfg: &TrainConfig) -> Optim<B> {
     AdamWConfig::new()
@@ -78,7 +78,7 @@ pub(crate) fn calls_on_this_thread() -> (usize, usize) {
 }
 
 /// Which gradient engine runs on `B`.
-pub fn engine_name<B: TrainBackend>() -> &'static str {
+pub(crate) fn engine_name<B: TrainBackend>() -> &'static str {
     if B::InnerBackend::CPU_STEP {
         "grin's CPU step (fused conv + BatchNorm + ReLU, GEMM 1x1 convs)"
     } else {

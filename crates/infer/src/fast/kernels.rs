@@ -59,7 +59,7 @@ impl Planes {
 
     /// As [`Planes::writing`], over memory that starts uninitialised: the
     /// kernels write every value of it before anything reads it.
-    pub fn uninit(memory: &mut [std::mem::MaybeUninit<f32>], plane: usize) -> Planes {
+    pub(crate) fn uninit(memory: &mut [std::mem::MaybeUninit<f32>], plane: usize) -> Planes {
         Planes { ptr: memory.as_mut_ptr().cast(), plane, len: memory.len() }
     }
 

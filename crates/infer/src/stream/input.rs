@@ -26,7 +26,7 @@ pub enum InputFormat {
 
 impl InputFormat {
     /// Bytes of one raw frame; `None` for MJPEG, whose frames vary.
-    pub fn frame_bytes(self, width: usize, height: usize) -> Option<usize> {
+    pub(crate) fn frame_bytes(self, width: usize, height: usize) -> Option<usize> {
         match self {
             InputFormat::Gray8 => Some(width * height),
             InputFormat::Rgb24 => Some(width * height * 3),
@@ -132,7 +132,7 @@ enum Seek {
 /// is 300 KiB, a JPEG frame of it 20-60 KiB), so a real MJPEG stream never
 /// gets there, and a raw stream read by mistake is told in a third of a
 /// second at camera rates, not at its end.
-pub const NO_START_BYTES: usize = 1 << 20;
+pub(crate) const NO_START_BYTES: usize = 1 << 20;
 
 /// Frames larger than this are not a camera's: the MJPEG cutter gives up on
 /// one and looks for the next start rather than buffer without end.

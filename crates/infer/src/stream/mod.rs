@@ -82,7 +82,7 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn bad_total(&self) -> u64 {
+    pub(crate) fn bad_total(&self) -> u64 {
         self.bad.values().sum()
     }
 

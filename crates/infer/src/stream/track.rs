@@ -36,7 +36,7 @@ impl Default for TrackerConfig {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum EventKind {
+pub(crate) enum EventKind {
     SmileStarted,
     SmileEnded,
 }
@@ -56,7 +56,7 @@ pub struct Event {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum EndReason {
+pub(crate) enum EndReason {
     /// The face went unseen for longer than `patience` frames.
     FaceLost,
     /// The stream ended while the face was smiling.
@@ -65,7 +65,7 @@ pub enum EndReason {
 
 /// One detection of this frame, with its track.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TrackedFace {
+pub(crate) struct TrackedFace {
     pub track: u64,
     pub detection: Detection,
     pub smiling: bool,
@@ -82,7 +82,7 @@ struct Track {
 }
 
 #[derive(Debug, Clone)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     config: TrackerConfig,
     tracks: Vec<Track>,
     next_id: u64,
@@ -104,7 +104,7 @@ impl Tracker {
     }
 
     /// Tracks started so far (ids are handed out in order from 1).
-    pub fn tracks_started(&self) -> u64 {
+    pub(crate) fn tracks_started(&self) -> u64 {
         self.next_id - 1
     }
 

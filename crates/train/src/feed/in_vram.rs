@@ -48,7 +48,7 @@ pub(crate) struct DeviceDataset<B: Backend> {
 impl<B: Backend> DeviceDataset<B> {
     /// Bytes the dataset takes on the device (pixels as u8, boxes f32,
     /// labels i32), and the largest of its tensors.
-    pub fn device_bytes(len: usize, width: usize, height: usize, channels: usize) -> (u64, u64) {
+    pub(crate) fn device_bytes(len: usize, width: usize, height: usize, channels: usize) -> (u64, u64) {
         let pixels = DevicePixels::<B>::device_bytes(len, [height, width, channels]);
         let boxes = (len * MAX_BOXES * 4 * 4) as u64;
         (pixels + boxes + (len * MAX_BOXES * 4) as u64, pixels.max(boxes))
