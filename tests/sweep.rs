@@ -886,3 +886,46 @@ fn bad_counts_ranges_samplers_and_list_values_are_refused_before_any_trial() {
         assert_refused(dir.path(), &out, what);
     }
 }
+
+#[test]
+fn a_sweep_can_choose_on_the_best_models_validation_score() {
+    if !optuna_ok() {
+        return;
+    }
+    let dir = setup(
+        r#"name = "best"
+base = "base.toml"
+mode = "precomputed"
+samples = 64
+metric = "best_val_face_ap"
+[params]
+"train.lr" = [0.003, 0.01]
+[set]
+"train.eval_every" = 5
+"#,
+    );
+    let out = sweep(dir.path(), &["configs/sweep.toml"]);
+    let stdout = out.text();
+    assert_eq!(out.code, Some(0), "{stdout}");
+    let root = dir.path().join("runs/sweeps/best");
+    let rows = results(&root.join("results.csv"));
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for row in &rows {
+        let run = root.join("trials").join(&row["trial"]);
+        let summary: serde_json::Value = serde_json::from_str(&read(&run.join("summary.json"))).unwrap();
+        assert_eq!(num(row, "best_val_face_ap"), summary["best"]["val_face_ap"].as_f64().unwrap(), "{row:?}");
+        assert_eq!(num(row, "best_step"), summary["best"]["step"].as_f64().unwrap());
+        assert!(run.join("best.grin").is_file() && run.join("model.grin").is_file());
+    }
+    // Without validation scores there is no best model to choose on: refused before anything trains.
+    let dir = setup(
+        r#"name = "nobest"
+base = "base.toml"
+metric = "best_val_face_ap"
+[params]
+"train.lr" = [0.003, 0.01]
+"#,
+    );
+    let out = sweep(dir.path(), &["configs/sweep.toml"]);
+    assert_refused(dir.path(), &out, "metric `best_val_face_ap` needs train.eval_every > 0");
+}
