@@ -330,8 +330,13 @@ struct BenchReport {
     images: usize,
     params: usize,
     mflops: f64,
+    /// The whole timed section: scaling into the frame, the network, decoding.
     #[serde(flatten)]
     latency: Latency,
+    /// Its parts: the photo scaled (grey, resized, letterboxed) into the frame ...
+    scaling: Latency,
+    /// ... and the network with decoding and NMS.
+    network: Latency,
 }
 
 fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
@@ -352,19 +357,25 @@ fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
     // Timed: scaling into the frame, the network and decoding; file decoding
     // is not (the OpenCV peer is timed the same way).
     let mut samples = Vec::with_capacity(cli.iterations as usize);
+    let (mut scaling, mut network) = (samples.clone(), samples.clone());
     for i in 0..(cli.warmup + cli.iterations) as usize {
         let image = &images[i % images.len()];
         // Not timed: the output points of a new size are built once per size.
         detector.size_for(image, cli.photo_size());
         let start = Instant::now();
-        let detections = detector.detect(detector.frame(image));
+        let frame = detector.frame(image);
+        let scaled = start.elapsed();
+        let detections = detector.detect(frame);
         let elapsed = start.elapsed();
         std::hint::black_box(detections);
         if i >= cli.warmup as usize {
             samples.push(elapsed);
+            scaling.push(scaled);
+            network.push(elapsed - scaled);
         }
     }
-    let latency = bench::summarize(&samples).expect("at least one timed iteration");
+    let timed = "at least one timed iteration";
+    let latency = bench::summarize(&samples).expect(timed);
     let (width, height) = detector.run_size();
     let budget = detector.budget();
     let report = BenchReport {
@@ -376,6 +387,8 @@ fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         params: budget.params,
         mflops: budget.mflops,
         latency,
+        scaling: bench::summarize(&scaling).expect(timed),
+        network: bench::summarize(&network).expect(timed),
     };
     if cli.json {
         println!("{}", serde_json::to_string(&report).expect("numbers serialise"));
@@ -383,7 +396,7 @@ fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         let l = &report.latency;
         println!(
             "grin-detect bench ({} engine): {width}x{height} ({} params, {:.1} MFLOPs), {} thread{}, {} iterations over {} image{}: \
-             median {:.3} ms, p95 {:.3} ms, {:.1} frames/s",
+             median {:.3} ms, p95 {:.3} ms, {:.1} frames/s (scaling median {:.3} ms, network + decoding {:.3} ms)",
             report.engine,
             report.params,
             report.mflops,
@@ -394,7 +407,9 @@ fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
             if report.images == 1 { "" } else { "s" },
             l.median_ms,
             l.p95_ms,
-            l.fps
+            l.fps,
+            report.scaling.median_ms,
+            report.network.median_ms
         );
     }
     Ok(ok)
