@@ -1,10 +1,11 @@
 //! The balance check runs before every training run, whatever the mode,
 //! and what it predicted lands in summary.json beside what the run measured.
 
+mod common;
+
+use common::{train_command, GRIN};
 use std::path::Path;
 use std::process::Command;
-
-const GRIN: &str = env!("CARGO_BIN_EXE_grin");
 
 fn tiny_config(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("tiny.toml");
@@ -32,14 +33,7 @@ eval_samples = 4
 }
 
 fn train(config: &Path, runs: &Path, name: &str, extra: &[&str]) -> (String, serde_json::Value) {
-    let out = Command::new(GRIN)
-        .args(["train", "--backend", "cpu", "--quiet", "--mode", "on-the-fly", "--config"])
-        .arg(config)
-        .args(["--name", name, "--runs-dir"])
-        .arg(runs)
-        .args(extra)
-        .output()
-        .unwrap();
+    let out = train_command(config, runs, name).args(["--mode", "on-the-fly"]).args(extra).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "grin train failed: {stderr}");
     let summary = std::fs::read_to_string(runs.join(name).join("summary.json")).unwrap();

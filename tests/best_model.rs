@@ -4,11 +4,12 @@
 //! stops a run that stopped improving; a run stopped with Ctrl-C and
 //! resumed keeps its best step; and the event file holds what the CSV holds.
 
+mod common;
+
+use common::{missing, train_command, GRIN};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-const GRIN: &str = env!("CARGO_BIN_EXE_grin");
 
 fn write_config(dir: &Path, steps: usize, patience: usize) -> PathBuf {
     let path = dir.join(format!("tiny-{steps}-{patience}.toml"));
@@ -41,16 +42,7 @@ patience = {patience}
 }
 
 fn train(config: &Path, runs: &Path, name: &str, extra: &[&str]) -> std::process::Child {
-    Command::new(GRIN)
-        .args(["train", "--backend", "cpu", "--quiet", "--config"])
-        .arg(config)
-        .args(["--name", name, "--runs-dir"])
-        .arg(runs)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    train_command(config, runs, name).args(extra).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
 }
 
 fn finish(child: std::process::Child) -> Output {
@@ -171,13 +163,6 @@ fn val_scores_if_any(run: &Path) -> Vec<(usize, f32)> {
     } else {
         vec![]
     }
-}
-
-/// Skips (or, under CI, fails) a test for a missing tool, saying which.
-fn missing(why: &str) -> bool {
-    assert!(std::env::var_os("CI").is_none(), "{why} (CI is set: a skipped test is a failure here)");
-    eprintln!("SKIPPED, NOT PASSED: {why}");
-    true
 }
 
 #[test]

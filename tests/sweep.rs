@@ -9,6 +9,9 @@
 //! ranges). Tiny CPU runs throughout. Skipped (passing, with a message) where
 //! python3, its venv module or PostgreSQL is missing; under CI they fail.
 
+mod common;
+
+use common::missing;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -36,13 +39,6 @@ warmup_steps = 2
 
 /// Longest a sweep in these tests may take, the first one's venv install included.
 const LIMIT: Duration = Duration::from_secs(900);
-
-/// Skips (or, under CI, fails) a test for a missing tool, saying which.
-fn missing(why: &str) -> bool {
-    assert!(std::env::var_os("CI").is_none(), "{why} (CI is set: a skipped sweep test is a failure here)");
-    eprintln!("SKIPPED, NOT PASSED: {why}");
-    true
-}
 
 /// Whether the sweep can run here: Python 3.11+ (tomllib) with the venv
 /// module (Debian: python3-venv), which installs Optuna on first use.

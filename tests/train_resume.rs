@@ -9,11 +9,12 @@
 //! A run stopped with SIGINT (Ctrl-C) or SIGTERM writes a checkpoint at the
 //! step it reached, even with periodic checkpoints off, and resumes there.
 
+mod common;
+
+use common::{train_command, GRIN};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const GRIN: &str = env!("CARGO_BIN_EXE_grin");
 
 fn write_config(dir: &Path, steps: usize, checkpoint_every: usize) -> std::path::PathBuf {
     let path = dir.join(format!("tiny-{steps}-{checkpoint_every}.toml"));
@@ -51,14 +52,8 @@ fn train(config: &Path, runs: &Path, name: &str, resume: bool) -> std::process::
 
 /// [`train`] with more flags (`--mode`, `--set`).
 fn train_with(config: &Path, runs: &Path, name: &str, resume: bool, extra: &[&str]) -> std::process::Child {
-    let mut cmd = Command::new(GRIN);
-    cmd.args(["train", "--backend", "cpu", "--quiet", "--config"])
-        .arg(config)
-        .args(["--name", name, "--runs-dir"])
-        .arg(runs)
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let mut cmd = train_command(config, runs, name);
+    cmd.args(extra).stdout(Stdio::null()).stderr(Stdio::piped());
     if resume {
         cmd.arg("--resume");
     }

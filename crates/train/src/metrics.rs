@@ -31,13 +31,14 @@ impl Interval {
     }
 
     /// The interval's row at `step` (called after the device sync), with
-    /// the losses `[total, face, box, smile]`; the next interval starts now.
-    pub(crate) fn close(&mut self, step: usize, losses: [f32; 4], lr: f64, batch_size: usize) -> MetricRow {
+    /// the losses `[total, face, box, smile]`. The caller starts the next
+    /// interval once the row is scored and written, so neither counts as compute.
+    pub(crate) fn close(&self, step: usize, losses: [f32; 4], lr: f64, batch_size: usize) -> MetricRow {
         let wall = self.start.elapsed().as_secs_f64();
         let wait = self.wait.as_secs_f64().min(wall);
         let steps = self.steps.max(1) as f64;
         let [loss, face_loss, box_loss, smile_loss] = losses;
-        let row = MetricRow {
+        MetricRow {
             step,
             loss,
             face_loss,
@@ -52,9 +53,7 @@ impl Interval {
             val_face_ap: None,
             val_smile_accuracy: None,
             unix_time: unix_now(),
-        };
-        *self = Interval::new();
-        row
+        }
     }
 }
 

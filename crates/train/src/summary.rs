@@ -1,6 +1,5 @@
-//! `summary.json`: a finished run's figures, written once and read back
-//! through one typed reader (the run folder's check, the simulator, the
-//! benchmarks).
+//! A finished run's figures gathered from its loop state and written as
+//! `summary.json`.
 
 use crate::best::Best;
 use crate::checkpoint::LoopState;
@@ -9,7 +8,7 @@ use crate::eval::EvalReport;
 use crate::metrics::MetricRow;
 use crate::photo_eval::PhotoReport;
 use crate::run::RunSpec;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use grin_terms::median;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -72,13 +71,6 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// The summary in `path`, named in the error when it cannot be read or
-    /// is not a summary.
-    pub fn read(path: &Path) -> Result<Summary> {
-        let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
-        serde_json::from_slice(&bytes).with_context(|| format!("{}: not a grin summary.json", path.display()))
-    }
-
     pub fn write(&self, path: &Path) -> Result<()> {
         grin_output::write_file(path, &[], serde_json::to_string_pretty(self)?.as_bytes())?;
         Ok(())

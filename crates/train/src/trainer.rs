@@ -112,7 +112,7 @@ pub fn train_parallel<B: TrainBackend>(
             state.history.push(row);
             metrics::write_csv(&csv_path, &state.history)?;
             metrics::write_events(&run.run_dir, &state.history, predicted_busy)?;
-            // Writing the files is not part of the next interval either.
+            // Scoring and writing the files are not part of the next interval.
             interval = Interval::new();
             if stop_early {
                 finished = done;
