@@ -18,7 +18,8 @@ def modules(src):
     mods = {}
     for root, _, files in os.walk(src):
         for f in files:
-            if f.endswith(".rs"):
+            # Test modules in files of their own (`foo/tests.rs`) are not part of the build.
+            if f.endswith(".rs") and f != "tests.rs":
                 path = os.path.join(root, f)
                 parts = os.path.relpath(path, src)[:-3].split(os.sep)
                 if parts[-1] in ("lib", "main", "mod"):

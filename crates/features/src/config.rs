@@ -1,7 +1,7 @@
 //! The `[features]` table of a grin config: everything that changes what a
 //! sample looks like. The store fingerprints this whole struct.
 
-use crate::error::FeatureError;
+use crate::error::{FeatureError, OnBadSample};
 use crate::sample::MAX_BOXES;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -58,13 +58,6 @@ impl FeatureConfig {
         crate::io::ImageBound::new(self.max_image_pixels, KEY)
             .map_err(|e| FeatureError::Config(format!("key `{KEY}`: {e}")))
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnBadSample {
-    Error,
-    Skip,
 }
 
 /// Where samples come from. `kind` selects the variant in TOML.
@@ -340,23 +333,6 @@ impl Split {
     }
 }
 
-impl FeatureConfig {
-    /// Every key's range, checked when a config is loaded, before any file
-    /// is read, so a bad value is named before minutes of loading. Sources,
-    /// stages and the balancer run their part of these checks again when
-    /// built (the same functions), so a library caller cannot skip them.
-    pub fn validate(&self) -> Result<(), FeatureError> {
-        check_size(self.width, self.height, self.channels)?;
-        check_workers(self.workers)?;
-        crate::augment::validate(&self.augment)?;
-        crate::split::check_split(&self.split)?;
-        if let Some(balance) = &self.balance {
-            crate::class_balance::check_balance(balance)?;
-        }
-        self.source.validate()
-    }
-}
-
 impl SourceConfig {
     /// Whether the source holds real photos with annotated faces, the
     /// ones held-out photo figures (AP, recall) are measured on.
@@ -369,51 +345,6 @@ impl SourceConfig {
             | SourceConfig::Celeba { .. }
             | SourceConfig::Jsonl { .. } => true,
             SourceConfig::Synthetic { .. } | SourceConfig::Crops { .. } | SourceConfig::Negatives { .. } => false,
-        }
-    }
-
-    /// This source's own keys; a mix's weights and every part's keys.
-    pub(crate) fn validate(&self) -> Result<(), FeatureError> {
-        match self {
-            SourceConfig::Synthetic { max_faces, min_face, max_face, hard_negatives } => {
-                check_faces(*max_faces, *min_face, *max_face)?;
-                if !(0.0..=64.0).contains(hard_negatives) {
-                    return Err(FeatureError::Config(format!(
-                        "key `features.source.hard_negatives`: {hard_negatives} must be within 0..=64"
-                    )));
-                }
-                Ok(())
-            }
-            SourceConfig::Crops { max_faces, min_face, max_face, rotation_deg, .. } => {
-                check_faces(*max_faces, *min_face, *max_face)?;
-                if !(0.0..=90.0).contains(rotation_deg) {
-                    return Err(FeatureError::Config(format!(
-                        "key `features.source.rotation_deg`: {rotation_deg} must be within 0..=90"
-                    )));
-                }
-                Ok(())
-            }
-            SourceConfig::Caltech { crops, .. } | SourceConfig::CelebaAligned { crops, .. } => {
-                crate::photos::check_crops(crops)
-            }
-            SourceConfig::Mix { weights, parts } => {
-                crate::mix::check_weights(weights, parts.len())?;
-                parts.iter().try_for_each(SourceConfig::validate)
-            }
-            SourceConfig::Wider { .. } | SourceConfig::Celeba { .. } | SourceConfig::Jsonl { .. } => Ok(()),
-            SourceConfig::Negatives { images, mined, graphics } => {
-                if !(0.0..=1.0).contains(graphics) {
-                    return Err(FeatureError::Config(format!(
-                        "key `features.source.graphics`: {graphics} must be a share in [0, 1]"
-                    )));
-                }
-                if images.is_none() && mined.is_none() && *graphics == 0.0 {
-                    return Err(FeatureError::Config(
-                        "kind `negatives`: give `images`, `mined` or a `graphics` share above 0".into(),
-                    ));
-                }
-                Ok(())
-            }
         }
     }
 }

@@ -1,8 +1,17 @@
 //! Errors that name the file (and line) at fault, and counted skips.
 
-use crate::config::OnBadSample;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What a source does with a sample it cannot read (`features.on_bad_sample`):
+/// stop with an error that names it, or skip it and count the skip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnBadSample {
+    Error,
+    Skip,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum FeatureError {

@@ -35,6 +35,7 @@ mod sample;
 mod source;
 mod split;
 mod synthetic;
+mod validate;
 
 // Public as modules because callers use them as such: the trainer and the
 // CLI name `pipeline::Pipeline`, `bench::*` and `preview::contact_sheet`,
@@ -48,10 +49,8 @@ pub mod preview;
 
 pub use augment::AugmentStage;
 pub use class_balance::ClassBalancer;
-pub use config::{
-    AugmentConfig, ClassBalanceConfig, FeatureConfig, OnBadSample, PhotoCrops, SourceConfig, Split, SplitConfig,
-};
-pub use error::{BadInputKind, FeatureError, SkipCounts};
+pub use config::{AugmentConfig, ClassBalanceConfig, FeatureConfig, PhotoCrops, SourceConfig, Split, SplitConfig};
+pub use error::{BadInputKind, FeatureError, OnBadSample, SkipCounts};
 pub use pipeline::Pipeline;
 pub use sample::{FaceBox, HostBatch, Sample, SceneClass, Smile, LABEL_IGNORE, LABEL_PADDING, MAX_BOXES};
 pub use source::{SampleRng, Source};

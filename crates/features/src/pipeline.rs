@@ -8,8 +8,9 @@
 use crate::annotations::AnnotatedSource;
 use crate::augment;
 use crate::class_balance::ClassBalancer;
-use crate::config::{check_size, check_workers, FeatureConfig, OnBadSample, SourceConfig, Split};
+use crate::config::{check_size, check_workers, FeatureConfig, SourceConfig, Split};
 use crate::crops::CropsSource;
+use crate::error::OnBadSample;
 use crate::error::{FeatureError, SkipCounts};
 use crate::mix::{check_weights, MixSource};
 use crate::photos::PhotoSource;

@@ -7,7 +7,9 @@ use crate::layout::{class_from_letter, RecordLayout};
 use grin_features::SceneClass;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+use xxhash_rust::xxh3::Xxh3;
 
 pub(crate) const MANIFEST_FORMAT: &str = "grin-store";
 pub(crate) const PART_FORMAT: &str = "grin-store-part";
@@ -273,4 +275,25 @@ impl Manifest {
         }
         Ok(())
     }
+}
+
+/// A shard's checksum as the manifest writes it: xxh3-64, 16 hex digits.
+pub(crate) fn checksum_text(digest: u64) -> String {
+    format!("{digest:016x}")
+}
+
+/// xxh3-64 of a whole file, read (not mapped: a file truncated while it is
+/// mapped would kill the process with SIGBUS instead of giving an error).
+pub(crate) fn hash_file(path: &Path) -> Result<String> {
+    let mut file = std::fs::File::open(path).map_err(|e| StoreError::io(path, e))?;
+    let mut hasher = Xxh3::new();
+    let mut buf = vec![0u8; 4 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| StoreError::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(checksum_text(hasher.digest()))
 }

@@ -5,7 +5,7 @@ use crate::error::{Result, StoreError};
 use crate::fingerprint::Fingerprint;
 use crate::layout::{class_from_letter, RecordLayout};
 use crate::lock::{lock_for_reading, FolderLock};
-use crate::manifest::{resolve, Manifest, MANIFEST_FILE};
+use crate::manifest::{checksum_text, resolve, Manifest, MANIFEST_FILE};
 use grin_features::{FeatureConfig, HostBatch, Sample, SceneClass};
 use memmap2::Mmap;
 use std::path::{Path, PathBuf};
@@ -85,7 +85,7 @@ impl Store {
             // One pass front to back: read-ahead helps here, unlike shuffled reads.
             #[cfg(unix)]
             let _ = map.advise(memmap2::Advice::Sequential);
-            let actual = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(map));
+            let actual = checksum_text(xxhash_rust::xxh3::xxh3_64(map));
             #[cfg(unix)]
             let _ = map.advise(memmap2::Advice::Random);
             if actual != shard.xxh3 {

@@ -3,7 +3,7 @@
 
 use crate::error::{Result, StoreError};
 use crate::layout::class_from_letter;
-use crate::manifest::{resolve, Manifest, MANIFEST_FILE};
+use crate::manifest::{checksum_text, resolve, Manifest, MANIFEST_FILE};
 use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
@@ -92,7 +92,7 @@ pub fn verify(dir: &Path, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport>
             report(format!("read failed at record {record}: {e}"), whole);
             continue;
         }
-        let checksum = format!("{:016x}", hasher.digest());
+        let checksum = checksum_text(hasher.digest());
         if checksum != shard.xxh3 {
             report(format!("checksum {checksum}, manifest says {}", shard.xxh3), whole);
         }

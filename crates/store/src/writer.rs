@@ -7,12 +7,12 @@ use crate::fingerprint::Fingerprint;
 use crate::layout::{class_letter, RecordLayout};
 use crate::lock::{create_locked, lock_for_writing, Mode};
 use crate::manifest::{
-    part_file_name, read_json, shard_file_name, shard_records, sidecar_file_name, sync_parent, tmp_path,
+    hash_file, part_file_name, read_json, shard_file_name, shard_records, sidecar_file_name, sync_parent, tmp_path,
     write_json_atomic, ClassCounts, Manifest, ShardEntry, Sidecar, MANIFEST_FILE, MANIFEST_FORMAT, PART_FORMAT,
     SIDECAR_FORMAT, VERSION,
 };
 use grin_features::{FeatureConfig, FeatureError, HostBatch, SceneClass};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::Xxh3;
@@ -386,107 +386,4 @@ impl Writer {
         write_json_atomic(&sidecar_path, &sidecar)?;
         Ok(entry)
     }
-}
-
-/// xxh3-64 of a whole file, read (not mapped: a file truncated while it is
-/// mapped would kill the process with SIGBUS instead of giving an error).
-pub(crate) fn hash_file(path: &Path) -> Result<String> {
-    let mut file = std::fs::File::open(path).map_err(|e| StoreError::io(path, e))?;
-    let mut hasher = Xxh3::new();
-    let mut buf = vec![0u8; 4 << 20];
-    loop {
-        let n = file.read(&mut buf).map_err(|e| StoreError::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(format!("{:016x}", hasher.digest()))
-}
-
-/// Joins the part manifests of `dir` into `manifest.json`, checking that
-/// they describe one dataset: same fingerprint and layout, every shard
-/// exactly once, every shard file present at its size.
-pub fn merge(dir: &Path) -> Result<Manifest> {
-    let fail = |message: String| StoreError::Merge { dir: dir.to_path_buf(), message };
-    let entries = std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))?;
-    let mut part_paths = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| StoreError::io(dir, e))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("part-") && name.ends_with(".json") {
-            part_paths.push(entry.path());
-        }
-    }
-    part_paths.sort();
-    if part_paths.is_empty() {
-        return Err(fail("no part-*.json files: run `grin precompute --shards A..B` first".into()));
-    }
-    let _lock = lock_for_writing(dir, Mode::Exclusive)?;
-    let mut parts = Vec::new();
-    for path in &part_paths {
-        let part: Manifest = read_json(path, PART_FORMAT)?;
-        part.check(path)?;
-        parts.push((path.file_name().unwrap_or_default().to_string_lossy().into_owned(), part));
-    }
-    let (first_name, first) = &parts[0];
-    let mut owner: Vec<Option<(usize, ShardEntry)>> = vec![None; first.shard_count as usize];
-    for (i, (name, part)) in parts.iter().enumerate() {
-        let same = part.fingerprint.hash == first.fingerprint.hash
-            && part.layout == first.layout
-            && part.samples == first.samples
-            && part.records_per_shard == first.records_per_shard;
-        if !same {
-            let keys = first.fingerprint.differing_keys(&part.fingerprint);
-            let detail = if keys.is_empty() { "layout, samples or shard size".into() } else { keys.join(", ") };
-            return Err(fail(format!("{name} and {first_name} were made from different settings ({detail} differ)")));
-        }
-        let [a, _] = part.part.expect("part manifests carry their range");
-        for (index, shard) in (a..).zip(&part.shards) {
-            if let Some((other, _)) = &owner[index as usize] {
-                return Err(fail(format!("shard {index} is in both {} and {name}", parts[*other].0)));
-            }
-            owner[index as usize] = Some((i, shard.clone()));
-        }
-    }
-    let missing = missing_ranges(&owner);
-    if !missing.is_empty() {
-        let list: Vec<String> = missing.iter().map(|r| format!("{}..{}", r.start, r.end)).collect();
-        return Err(fail(format!(
-            "shards {} are in no part manifest: run `grin precompute --shards A..B` for them",
-            list.join(", ")
-        )));
-    }
-    let shards: Vec<ShardEntry> = owner.into_iter().map(|o| o.expect("no shard is missing").1).collect();
-    for shard in &shards {
-        let path = dir.join(&shard.file);
-        let actual = std::fs::metadata(&path).map_err(|e| StoreError::io(&path, e))?.len();
-        if actual != shard.bytes {
-            return Err(StoreError::Size { path, expected: shard.bytes, actual });
-        }
-    }
-    let mut class_counts = ClassCounts::default();
-    for part in parts.iter().map(|(_, p)| p) {
-        for class in SceneClass::ALL {
-            class_counts.add(class, part.class_counts.get(class));
-        }
-    }
-    let manifest = Manifest { format: MANIFEST_FORMAT.into(), part: None, class_counts, shards, ..first.clone() };
-    let path = dir.join(MANIFEST_FILE);
-    manifest.check(&path)?;
-    write_json_atomic(&path, &manifest)?;
-    Ok(manifest)
-}
-
-fn missing_ranges<T>(owner: &[Option<T>]) -> Vec<Range<u64>> {
-    let mut ranges: Vec<Range<u64>> = Vec::new();
-    for (i, o) in owner.iter().enumerate() {
-        if o.is_none() {
-            match ranges.last_mut() {
-                Some(r) if r.end == i as u64 => r.end += 1,
-                _ => ranges.push(i as u64..i as u64 + 1),
-            }
-        }
-    }
-    ranges
 }

@@ -3,7 +3,7 @@
 //! error naming `file:line`, or under `skip` a counted skip of its image.
 
 use super::{Annotated, Entry};
-use crate::config::OnBadSample;
+use crate::error::OnBadSample;
 use crate::error::{skip_or_fail, BadInputKind, FeatureError, SkipCounts};
 use crate::io::is_image_path;
 use crate::sample::{FaceBox, Smile};

@@ -14,7 +14,8 @@ mod paste;
 
 pub use paste::{paste_face, Placement};
 
-use crate::config::{FeatureConfig, OnBadSample, SourceConfig, Split};
+use crate::config::{FeatureConfig, SourceConfig, Split};
+use crate::error::OnBadSample;
 use crate::error::{skip_or_fail, BadInputKind, FeatureError, SkipCounts};
 use crate::io::{list_images, load_all};
 use crate::raster::Raster;

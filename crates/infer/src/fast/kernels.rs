@@ -15,6 +15,7 @@
 //! cannot say. Every entry point states what it reads and writes; the
 //! engine (`fast.rs`) sizes the buffers.
 
+use super::planes::Planes;
 use grin_model::kernels::lines::LineLayout;
 use grin_model::kernels::simd::{load, store};
 use grin_model::FoldedConv;
@@ -33,52 +34,6 @@ fn finish<S: Simd>(simd: S, acc: S::f32s, bias: S::f32s, relu: bool) -> S::f32s 
         simd.max_f32s(v, simd.splat_f32s(0.0))
     } else {
         v
-    }
-}
-
-/// A feature map's planes as raw memory: value `(c, p)` (plane `c`, pixel
-/// `p` in row-major order) is at `ptr + c * plane + p`, and `len` values
-/// from `ptr` on belong to the map. Raw rather than a slice because the
-/// engine's threads write disjoint bands of rows of the same planes.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Planes {
-    ptr: *mut f32,
-    plane: usize,
-    len: usize,
-}
-
-// The engine hands each thread a band of rows that no other thread writes.
-unsafe impl Send for Planes {}
-unsafe impl Sync for Planes {}
-
-impl Planes {
-    /// Planes of `plane` values each over `memory`, which the kernels write.
-    pub fn writing(memory: &mut [f32], plane: usize) -> Planes {
-        Planes { ptr: memory.as_mut_ptr(), plane, len: memory.len() }
-    }
-
-    /// As [`Planes::writing`], over memory that starts uninitialised: the
-    /// kernels write every value of it before anything reads it.
-    pub(crate) fn uninit(memory: &mut [std::mem::MaybeUninit<f32>], plane: usize) -> Planes {
-        Planes { ptr: memory.as_mut_ptr().cast(), plane, len: memory.len() }
-    }
-
-    /// Planes over initialised memory that the kernels only read (a map's
-    /// data, shared by the bands).
-    pub fn reading(memory: &[f32], plane: usize) -> Planes {
-        Planes { ptr: memory.as_ptr().cast_mut(), plane, len: memory.len() }
-    }
-
-    /// The same planes from pixel `offset` on.
-    pub fn at(self, offset: usize) -> Planes {
-        assert!(offset <= self.len, "offset {offset} past the map's {} values", self.len);
-        Planes { ptr: self.ptr.wrapping_add(offset), len: self.len - offset, ..self }
-    }
-
-    /// Whether values `0..pixels` of planes `0..planes` lie in the map: the
-    /// bound every kernel's reads and writes through these planes keep.
-    pub fn holds(&self, planes: usize, pixels: usize) -> bool {
-        planes == 0 || (planes - 1) * self.plane + pixels <= self.len
     }
 }
 

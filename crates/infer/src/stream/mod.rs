@@ -10,22 +10,25 @@
 //! `every_frame` the reader waits instead (files, reproducible runs).
 
 mod input;
+mod lines;
 mod output;
+mod slot;
 mod track;
 
 use crate::bench::{self, Latency};
-use crate::report::{round_probability, round_px};
 use crate::runner::Runner;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use grin_features::ImageBound;
+use lines::{event_lines, frame_line};
 use output::{Delivery, Output};
 use serde::Serialize;
-use std::collections::{BTreeMap, VecDeque};
+use slot::Slot;
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use track::{EndReason, Event, EventKind, Tracker};
+use track::Tracker;
 
 /// The frame cutter and decoder on their own: what `fuzz/` drives with any bytes.
 pub use input::{decode as decode_frame, BadFrame, FrameReader};
@@ -157,125 +160,6 @@ fn starts_as_jpeg(bytes: &[u8]) -> bool {
     bytes.starts_with(&[0xFF, 0xD8, 0xFF])
 }
 
-struct Incoming {
-    number: u64,
-    received: Instant,
-    bytes: Result<Vec<u8>, BadFrame>,
-}
-
-#[derive(Default)]
-struct Queue {
-    items: VecDeque<Incoming>,
-    ended: bool,
-    /// Frames cut from the stream so far.
-    read: u64,
-    dropped: u64,
-}
-
-/// The hand-over between reader and detector.
-struct Slot {
-    queue: Mutex<Queue>,
-    changed: Condvar,
-}
-
-impl Slot {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
-        // A poisoned lock means the other thread panicked; the queue itself
-        // is still consistent (every change is one push or pop).
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn push(&self, item: Incoming, every_frame: bool, stop: &AtomicBool) {
-        let mut q = self.lock();
-        if every_frame {
-            while q.items.len() >= 2 && !stop.load(Ordering::Relaxed) {
-                q = self.changed.wait_timeout(q, Duration::from_millis(50)).unwrap_or_else(|p| p.into_inner()).0;
-            }
-        } else if item.bytes.is_ok() {
-            // Bad-frame reports stay (they are counted); stale good frames go.
-            let before = q.items.len();
-            q.items.retain(|i| i.bytes.is_err());
-            q.dropped += (before - q.items.len()) as u64;
-        }
-        q.items.push_back(item);
-        q.read += 1;
-        self.changed.notify_all();
-    }
-
-    fn end(&self) {
-        self.lock().ended = true;
-        self.changed.notify_all();
-    }
-
-    /// The next frame; `None` once the stream ended (or `stop` was set) and
-    /// nothing is left.
-    fn pop(&self, stop: &AtomicBool) -> Option<Incoming> {
-        let mut q = self.lock();
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                return None;
-            }
-            if let Some(item) = q.items.pop_front() {
-                self.changed.notify_all();
-                return Some(item);
-            }
-            if q.ended {
-                return None;
-            }
-            // Wakes now and then to notice `stop` (Ctrl-C).
-            q = self.changed.wait_timeout(q, Duration::from_millis(100)).unwrap_or_else(|p| p.into_inner()).0;
-        }
-    }
-}
-
-#[derive(Serialize)]
-struct FaceLine {
-    track: u64,
-    #[serde(rename = "box")]
-    bbox: [f64; 4],
-    score: f64,
-    smile: f64,
-    smiling: bool,
-}
-
-#[derive(Serialize)]
-struct FrameLine {
-    frame: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    t_ms: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    latency_ms: Option<f64>,
-    width: u32,
-    height: u32,
-    faces: Vec<FaceLine>,
-}
-
-#[derive(Serialize)]
-struct EventLine {
-    event: EventKind,
-    frame: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    t_ms: Option<f64>,
-    track: u64,
-    #[serde(rename = "box")]
-    bbox: [f64; 4],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<EndReason>,
-}
-
-/// The event lines, as JSON.
-fn event_lines(events: &[Event], frame: u64, t_ms: Option<f64>) -> Result<Vec<String>> {
-    let line = |e: &Event| EventLine {
-        event: e.event,
-        frame,
-        t_ms,
-        track: e.track,
-        bbox: e.bbox.map(round_px),
-        reason: e.reason,
-    };
-    Ok(events.iter().map(|e| serde_json::to_string(&line(e))).collect::<Result<_, _>>()?)
-}
-
 /// Hands `lines` to the writer; `Stopped` (the rest counted as given up)
 /// when `stop` came while stdout was not being read.
 fn send_lines(out: &mut Output, lines: Vec<String>, stop: &AtomicBool) -> Result<Delivery> {
@@ -307,27 +191,9 @@ pub fn run<R: Read + Send + 'static, W: Write + Send + 'static>(
     stop: Arc<AtomicBool>,
 ) -> Result<Summary> {
     let mut out = Output::spawn(out)?;
-    let mut reader =
-        FrameReader::new(input, options.format, options.size, options.bound).map_err(anyhow::Error::msg)?;
-    let slot = Arc::new(Slot { queue: Mutex::new(Queue::default()), changed: Condvar::new() });
+    let reader = FrameReader::new(input, options.format, options.size, options.bound).map_err(anyhow::Error::msg)?;
+    let slot = Slot::spawn_reader(reader, options.every_frame, Arc::clone(&stop))?;
     let start = Instant::now();
-    {
-        let (slot, stop, every_frame) = (Arc::clone(&slot), Arc::clone(&stop), options.every_frame);
-        std::thread::Builder::new()
-            .name("stream-reader".into())
-            .spawn(move || {
-                let mut number = 0;
-                while let Some(bytes) = reader.next_frame() {
-                    slot.push(Incoming { number, received: Instant::now(), bytes }, every_frame, &stop);
-                    number += 1;
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                }
-                slot.end();
-            })
-            .context("cannot start the stream reader thread")?;
-    }
 
     let clock = |t: Instant| (!options.no_clock).then(|| ms(t - start));
     let mut tracker = Tracker::new(options.tracker);
@@ -359,23 +225,13 @@ pub fn run<R: Read + Send + 'static, W: Write + Send + 'static>(
         summary.smile_events += events.len() as u64;
         let mut lines = Vec::with_capacity(1 + events.len());
         if !options.events_only {
-            let line = FrameLine {
-                frame: item.number,
-                t_ms: clock(item.received),
-                latency_ms: (!options.no_clock).then(|| ms(item.received.elapsed())),
-                width: image.width(),
-                height: image.height(),
-                faces: faces
-                    .iter()
-                    .map(|f| FaceLine {
-                        track: f.track,
-                        bbox: [f.detection.x0, f.detection.y0, f.detection.x1, f.detection.y1].map(round_px),
-                        score: round_probability(f.detection.score),
-                        smile: round_probability(f.detection.smile),
-                        smiling: f.smiling,
-                    })
-                    .collect(),
-            };
+            let line = frame_line(
+                item.number,
+                clock(item.received),
+                (!options.no_clock).then(|| ms(item.received.elapsed())),
+                (image.width(), image.height()),
+                &faces,
+            );
             lines.push(serde_json::to_string(&line)?);
         }
         lines.extend(event_lines(&events, item.number, clock(item.received))?);

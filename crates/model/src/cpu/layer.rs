@@ -178,7 +178,6 @@ pub(crate) fn forward(layer: &Layer, x: Input, act: &mut Act) {
 pub(crate) fn backward(layer: &Layer, x: Input, act: &mut Act, dx: Option<InputGrad>) -> LayerGrads {
     let (row, batch) = (act.row(), act.batch);
     let in_plane = x.height * x.width;
-    let in_row = batch * in_plane;
     let Act { z, y, dy, mean, var, inv_std, .. } = act;
     let (z, y, mean, var, inv_std) = (&z[..], &y[..], &mean[..], &var[..], &inv_std[..]);
     let mut dx = dx;
@@ -208,41 +207,7 @@ pub(crate) fn backward(layer: &Layer, x: Input, act: &mut Act, dx: Option<InputG
 
     let (sums, weight): (Vec<[f32; 2]>, Vec<f32>) = match layer.kind {
         Kind::Depthwise { stride } => {
-            // Per channel, while its rows are in cache: through BatchNorm,
-            // then the taps' gradient and the input's.
-            let plane = Plane3x3::new(x.height, x.width, stride);
-            let out_plane = plane.out_len();
-            let input_grad = dx.take();
-            let accumulate = input_grad.as_ref().is_some_and(|d| d.accumulate);
-            let mut dx_rows: Vec<Option<&mut [f32]>> = match input_grad {
-                Some(InputGrad { values, .. }) => {
-                    assert_eq!(values.len(), layer.cin * in_row, "input gradient size");
-                    values.chunks_exact_mut(in_row).map(Some).collect()
-                }
-                None => (0..layer.cout).map(|_| None).collect(),
-            };
-            let per: Vec<([f32; 2], [f32; 9])> = dy
-                .par_chunks_mut(row)
-                .zip(dx_rows.par_iter_mut())
-                .enumerate()
-                .map(|(c, (dz, dx_row))| {
-                    let sums = through_norm(c, dz);
-                    let w = &layer.weight[c * 9..][..9];
-                    let input = &x.values[c * in_row..][..in_row];
-                    let mut taps = [0.0f32; 9];
-                    for (g, xp) in dz.chunks_exact(out_plane).zip(input.chunks_exact(in_plane)) {
-                        plane.weight_grad(&[xp], &[g], &mut taps);
-                    }
-                    if let Some(dx_row) = dx_row {
-                        for (g, d) in dz.chunks_exact(out_plane).zip(dx_row.chunks_exact_mut(in_plane)) {
-                            plane.input_grad(g, w, d, accumulate);
-                        }
-                    }
-                    (sums, taps)
-                })
-                .collect();
-            let weight = per.iter().flat_map(|(_, taps)| *taps).collect();
-            (per.into_iter().map(|(sums, _)| sums).collect(), weight)
+            depthwise_backward(layer, &x, batch, Plane3x3::new(x.height, x.width, stride), dy, dx.take(), &through_norm)
         }
         Kind::Dense { stride } => {
             let sums = dy.par_chunks_mut(row).enumerate().map(|(c, dz)| through_norm(c, dz)).collect();
@@ -285,220 +250,56 @@ pub(crate) fn backward(layer: &Layer, x: Input, act: &mut Act, dx: Option<InputG
     }
 }
 
-#[cfg(test)]
-mod tests {
-    //! Each kind of fused layer against Burn's `conv2d` and `BatchNorm`
-    //! under autodiff: output, input and parameter gradients, and the batch
-    //! statistics behind the running averages, at odd sizes and both strides.
-
-    use super::*;
-    use crate::cpu::net::Norm;
-    use burn::backend::{Autodiff, NdArray};
-    use burn::module::{Module, Param};
-    use burn::nn::{BatchNorm, BatchNormConfig};
-    use burn::tensor::activation::relu;
-    use burn::tensor::module::conv2d;
-    use burn::tensor::ops::ConvOptions;
-    use burn::tensor::{Distribution, Tensor};
-
-    type B = Autodiff<NdArray<f32>>;
-
-    fn values<const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
-        t.into_data().to_vec::<f32>().unwrap()
-    }
-
-    fn grad<const D: usize>(t: Option<Tensor<NdArray<f32>, D>>) -> Vec<f32> {
-        t.expect("a gradient").into_data().to_vec::<f32>().unwrap()
-    }
-
-    /// `[batch][channels][points]` <-> `[channels][batch][points]`.
-    fn swap(v: &[f32], outer: usize, inner: usize, points: usize) -> Vec<f32> {
-        let mut out = vec![0.0; v.len()];
-        for a in 0..outer {
-            for b in 0..inner {
-                out[(b * outer + a) * points..][..points].copy_from_slice(&v[(a * inner + b) * points..][..points]);
-            }
+/// The depthwise layer's backward, per channel while its rows are in cache:
+/// through BatchNorm (`through_norm`), then the taps' gradient and the
+/// input's. Returns each channel's norm sums and the 9 taps per channel.
+fn depthwise_backward(
+    layer: &Layer,
+    x: &Input,
+    batch: usize,
+    plane: Plane3x3,
+    dy: &mut [f32],
+    input_grad: Option<InputGrad>,
+    through_norm: &(impl Fn(usize, &mut [f32]) -> [f32; 2] + Sync),
+) -> (Vec<[f32; 2]>, Vec<f32>) {
+    let in_plane = x.height * x.width;
+    let in_row = batch * in_plane;
+    let out_plane = plane.out_len();
+    let row = batch * out_plane;
+    let accumulate = input_grad.as_ref().is_some_and(|d| d.accumulate);
+    let mut dx_rows: Vec<Option<&mut [f32]>> = match input_grad {
+        Some(InputGrad { values, .. }) => {
+            assert_eq!(values.len(), layer.cin * in_row, "input gradient size");
+            values.chunks_exact_mut(in_row).map(Some).collect()
         }
-        out
-    }
-
-    fn close(what: &str, ours: &[f32], burns: &[f32], tolerance: f32) {
-        assert_eq!(ours.len(), burns.len(), "{what}: sizes");
-        let scale = burns.iter().fold(1.0f32, |m, v| m.max(v.abs()));
-        let err = ours.iter().zip(burns).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
-        assert!(err <= tolerance * scale, "{what}: off by {err} (scale {scale})");
-    }
-
-    #[test]
-    fn every_layer_kind_equals_burns_conv_and_batch_norm() {
-        let device = Default::default();
-        // (kind, cin, cout, height, width, batch norm, relu)
-        let cases: [(Kind, usize, usize, usize, usize, bool, bool); 7] = [
-            (Kind::Dense { stride: 2 }, 1, 4, 13, 17, true, true),
-            (Kind::Dense { stride: 1 }, 3, 2, 6, 5, true, false),
-            (Kind::Depthwise { stride: 1 }, 5, 5, 7, 9, true, true),
-            (Kind::Depthwise { stride: 2 }, 3, 3, 9, 12, true, true),
-            (Kind::Depthwise { stride: 2 }, 2, 2, 1, 3, true, false),
-            (Kind::Pointwise, 6, 7, 5, 11, true, true),
-            (Kind::Pointwise, 4, 6, 3, 4, false, false),
-        ];
-        for (kind, cin, cout, height, width, with_norm, with_relu) in cases {
-            let what = format!("{kind:?} {cin}->{cout} {height}x{width} norm {with_norm} relu {with_relu}");
-            let batch = 3;
-            let (stride, k, groups) = match kind {
-                Kind::Dense { stride } => (stride, 3, 1),
-                Kind::Depthwise { stride } => (stride, 3, cin),
-                Kind::Pointwise => (1, 1, 1),
-                Kind::AddUp { .. } => unreachable!("not a conv"),
-            };
-            let (oh, ow) = (height.div_ceil(stride), width.div_ceil(stride));
-            let normal = |dims: Vec<usize>, mean: f64| {
-                Tensor::<B, 1>::random([dims.iter().product::<usize>()], Distribution::Normal(mean, 1.0), &device)
-            };
-            let x = normal(vec![batch, cin, height, width], 0.5).reshape([batch, cin, height, width]).require_grad();
-            let weight = normal(vec![cout, cin / groups, k, k], 0.0).reshape([cout, cin / groups, k, k]).require_grad();
-            let bias = normal(vec![cout], 0.0).require_grad();
-            let upstream = normal(vec![batch, cout, oh, ow], 0.0).reshape([batch, cout, oh, ow]);
-            let norm: BatchNorm<B> = BatchNormConfig::new(cout).init(&device);
-            // Not the initial 1 and 0, so a swapped gamma and beta would show.
-            let norm = norm.load_record(burn::nn::BatchNormRecord {
-                gamma: Param::from_tensor(normal(vec![cout], 1.0)),
-                beta: Param::from_tensor(normal(vec![cout], 0.0)),
-                ..BatchNormConfig::new(cout).init::<B>(&device).into_record()
-            });
-
-            // Burn.
-            let pad = k / 2;
-            let options = ConvOptions::new([stride, stride], [pad, pad], [1, 1], groups);
-            let conv_bias = if with_norm { None } else { Some(bias.clone()) };
-            let z = conv2d(x.clone(), weight.clone(), conv_bias, options);
-            let y = if with_norm { norm.forward(z) } else { z };
-            let y = if with_relu { relu(y) } else { y };
-            let grads = (y.clone() * upstream.clone()).sum().backward();
-
-            // Ours.
-            let layer = Layer {
-                kind,
-                cin,
-                cout,
-                weight: values(weight.clone()),
-                bias: if with_norm { vec![0.0; cout] } else { values(bias.clone()) },
-                norm: with_norm.then(|| Norm {
-                    gamma: values(norm.gamma.val()),
-                    beta: values(norm.beta.val()),
-                    epsilon: norm.epsilon as f32,
-                }),
-                relu: with_relu,
-            };
-            let x_cm = swap(&values(x.clone()), batch, cin, height * width);
-            let mut act = Act::new(&layer, batch, oh, ow);
-            let input = Input { values: &x_cm, height, width };
-            forward(&layer, input, &mut act);
-            close(&format!("{what}: output"), &act.y, &swap(&values(y), batch, cout, oh * ow), 1e-4);
-            act.dy = swap(&values(upstream), batch, cout, oh * ow);
-            let dense = matches!(kind, Kind::Dense { .. });
-            let mut dx = vec![7.0; x_cm.len()];
-            let g =
-                backward(&layer, input, &mut act, (!dense).then(|| InputGrad { values: &mut dx, accumulate: false }));
-
-            close(&format!("{what}: weight gradient"), &g.weight, &grad(weight.grad(&grads)), 1e-3);
-            if !dense {
-                let want = swap(&grad(x.grad(&grads)), batch, cin, height * width);
-                close(&format!("{what}: input gradient"), &dx, &want, 1e-3);
+        None => (0..layer.cout).map(|_| None).collect(),
+    };
+    let per: Vec<([f32; 2], [f32; 9])> = dy
+        .par_chunks_mut(row)
+        .zip(dx_rows.par_iter_mut())
+        .enumerate()
+        .map(|(c, (dz, dx_row))| {
+            let sums = through_norm(c, dz);
+            let w = &layer.weight[c * 9..][..9];
+            let input = &x.values[c * in_row..][..in_row];
+            let mut taps = [0.0f32; 9];
+            for (g, xp) in dz.chunks_exact(out_plane).zip(input.chunks_exact(in_plane)) {
+                plane.weight_grad(&[xp], &[g], &mut taps);
             }
-            if with_norm {
-                let (gamma, beta) = g.norm.clone().unwrap();
-                close(&format!("{what}: gamma gradient"), &gamma, &grad(norm.gamma.grad(&grads)), 1e-3);
-                close(&format!("{what}: beta gradient"), &beta, &grad(norm.beta.grad(&grads)), 1e-3);
-                // Burn's running averages moved by momentum 0.1 from (0, 1)
-                // toward the batch statistics: ours must be those statistics.
-                let (mean, var) = g.stats.clone().unwrap();
-                let m = norm.momentum as f32;
-                let running_mean: Vec<f32> = mean.iter().map(|v| m * v).collect();
-                let running_var: Vec<f32> = var.iter().map(|v| (1.0 - m) + m * v).collect();
-                close(&format!("{what}: running mean"), &running_mean, &values(norm.running_mean.value_sync()), 1e-4);
-                close(&format!("{what}: running var"), &running_var, &values(norm.running_var.value_sync()), 1e-4);
-            } else {
-                close(&format!("{what}: bias gradient"), g.bias.as_ref().unwrap(), &grad(bias.grad(&grads)), 1e-3);
+            if let Some(dx_row) = dx_row {
+                for (g, d) in dz.chunks_exact(out_plane).zip(dx_row.chunks_exact_mut(in_plane)) {
+                    plane.input_grad(g, w, d, accumulate);
+                }
             }
-        }
-    }
-
-    #[test]
-    fn an_input_gradient_adds_to_one_already_there() {
-        let layer = Layer {
-            kind: Kind::Pointwise,
-            cin: 2,
-            cout: 2,
-            weight: vec![1.0, 2.0, 3.0, 4.0],
-            bias: vec![0.0; 2],
-            norm: None,
-            relu: false,
-        };
-        let x = [1.0, 2.0, 3.0, 4.0];
-        let input = Input { values: &x, height: 1, width: 2 };
-        let mut act = Act::new(&layer, 1, 1, 2);
-        forward(&layer, input, &mut act);
-        act.dy = vec![1.0, 0.0, 0.0, 1.0];
-        let mut dx = vec![10.0; 4];
-        backward(&layer, input, &mut act, Some(InputGrad { values: &mut dx, accumulate: true }));
-        // W^T dy = [[1, 3], [2, 4]] [[1, 0], [0, 1]], added to the 10s.
-        assert_eq!(dx, [11.0, 13.0, 12.0, 14.0]);
-    }
+            (sums, taps)
+        })
+        .collect();
+    let weight = per.iter().flat_map(|(_, taps)| *taps).collect();
+    (per.into_iter().map(|(sums, _)| sums).collect(), weight)
 }
 
 #[cfg(test)]
-mod timing {
-    use super::*;
-    use crate::cpu::net::Norm;
+mod tests;
 
-    /// `cargo test --release -p grin-model --lib cpu::layer::timing -- --ignored --nocapture`
-    #[test]
-    #[ignore]
-    fn time_layers() {
-        let batch = 16;
-        for (kind, cin, cout, h, w) in [
-            (Kind::Pointwise, 32, 32, 30, 40),
-            (Kind::Depthwise { stride: 1 }, 32, 32, 30, 40),
-            (Kind::Depthwise { stride: 2 }, 16, 16, 60, 80),
-            (Kind::Dense { stride: 2 }, 1, 16, 120, 160),
-        ] {
-            let k = if kind == Kind::Pointwise { 1 } else { 9 };
-            let per = if matches!(kind, Kind::Depthwise { .. }) { 1 } else { cin };
-            let layer = Layer {
-                kind,
-                cin,
-                cout,
-                weight: (0..cout * per * k).map(|i| (i as f32 * 0.37).sin()).collect(),
-                bias: vec![0.0; cout],
-                norm: Some(Norm { gamma: vec![1.0; cout], beta: vec![0.1; cout], epsilon: 1e-5 }),
-                relu: true,
-            };
-            let x: Vec<f32> = (0..cin * batch * h * w).map(|i| (i as f32 * 0.013).cos()).collect();
-            let s = layer.stride();
-            let mut act = Act::new(&layer, batch, h.div_ceil(s), w.div_ceil(s));
-            let input = Input { values: &x, height: h, width: w };
-            let mut dx = vec![0.0; x.len()];
-            let time = |f: &mut dyn FnMut()| {
-                let mut v: Vec<f64> = (0..21)
-                    .map(|_| {
-                        let t = std::time::Instant::now();
-                        f();
-                        t.elapsed().as_secs_f64() * 1e3
-                    })
-                    .collect();
-                v.sort_by(f64::total_cmp);
-                v[10]
-            };
-            let f = time(&mut || forward(&layer, input, &mut act));
-            let b = time(&mut || {
-                act.dy.iter_mut().enumerate().for_each(|(i, v)| *v = (i as f32 * 0.7).sin());
-                let dx =
-                    (!matches!(kind, Kind::Dense { .. })).then(|| InputGrad { values: &mut dx, accumulate: false });
-                backward(&layer, input, &mut act, dx);
-            });
-            let fill = time(&mut || act.dy.iter_mut().enumerate().for_each(|(i, v)| *v = (i as f32 * 0.7).sin()));
-            println!("{kind:?} {cin}->{cout} {h}x{w}: forward {f:.3} ms, backward {:.3} ms", b - fill);
-        }
-    }
-}
+#[cfg(test)]
+mod timing;

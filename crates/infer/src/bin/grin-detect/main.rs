@@ -7,10 +7,11 @@
 //! Ctrl-C or SIGTERM ended it (within milliseconds, even when nobody reads
 //! its stdout): its bad frames are counted in the summary, not failures.
 
+mod bench;
+
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use grin_features::{read_image, ImageBound, DEFAULT_MAX_PIXELS};
-use grin_infer::bench::{self, Latency};
 use grin_infer::draw;
 use grin_infer::report::ImageReport;
 use grin_infer::stream::{self, InputFormat, StreamOptions, TrackerConfig};
@@ -199,7 +200,7 @@ fn run(cli: &Cli) -> Result<bool> {
     if let Some(source) = &cli.stream {
         run_stream(cli, &detector, source)
     } else if cli.bench {
-        bench_images(cli, &mut detector)
+        bench::bench_images(cli, &mut detector)
     } else {
         detect_images(cli, &mut detector)
     }
@@ -319,98 +320,4 @@ fn run_stream(cli: &Cli, detector: &Runner, source: &Path) -> Result<bool> {
         std::process::exit(INTERRUPTED);
     }
     Ok(true)
-}
-
-#[derive(Serialize)]
-struct BenchReport {
-    engine: String,
-    width: usize,
-    height: usize,
-    threads: usize,
-    images: usize,
-    params: usize,
-    mflops: f64,
-    /// The whole timed section: scaling into the frame, the network, decoding.
-    #[serde(flatten)]
-    latency: Latency,
-    /// Its parts: the photo scaled (grey, resized, letterboxed) into the frame ...
-    scaling: Latency,
-    /// ... and the network with decoding and NMS.
-    network: Latency,
-}
-
-fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
-    let mut ok = true;
-    let mut images: Vec<DynamicImage> = Vec::new();
-    for path in &cli.images {
-        match read_image(path, cli.image_bound()) {
-            Ok(image) => images.push(image),
-            Err(e) => {
-                eprintln!("error: {}", one_line(&e.into()));
-                ok = false;
-            }
-        }
-    }
-    if images.is_empty() {
-        return Ok(false);
-    }
-    // Timed: scaling into the frame, the network and decoding; file decoding
-    // is not (the OpenCV peer is timed the same way).
-    let mut samples = Vec::with_capacity(cli.iterations as usize);
-    let (mut scaling, mut network) = (samples.clone(), samples.clone());
-    for i in 0..(cli.warmup + cli.iterations) as usize {
-        let image = &images[i % images.len()];
-        // Not timed: the output points of a new size are built once per size.
-        detector.size_for(image, cli.photo_size());
-        let start = Instant::now();
-        let frame = detector.frame(image);
-        let scaled = start.elapsed();
-        let detections = detector.detect(frame);
-        let elapsed = start.elapsed();
-        std::hint::black_box(detections);
-        if i >= cli.warmup as usize {
-            samples.push(elapsed);
-            scaling.push(scaled);
-            network.push(elapsed - scaled);
-        }
-    }
-    let timed = "at least one timed iteration";
-    let latency = bench::summarize(&samples).expect(timed);
-    let (width, height) = detector.run_size();
-    let budget = detector.budget();
-    let report = BenchReport {
-        engine: format!("{:?}", detector.engine()).to_lowercase(),
-        width,
-        height,
-        threads: rayon::current_num_threads(),
-        images: images.len(),
-        params: budget.params,
-        mflops: budget.mflops,
-        latency,
-        scaling: bench::summarize(&scaling).expect(timed),
-        network: bench::summarize(&network).expect(timed),
-    };
-    if cli.json {
-        println!("{}", serde_json::to_string(&report).expect("numbers serialise"));
-    } else {
-        let l = &report.latency;
-        println!(
-            "grin-detect bench ({} engine): {width}x{height} ({} params, {:.1} MFLOPs), {} thread{}, {} iterations over {} image{}: \
-             median {:.3} ms, p95 {:.3} ms, {:.1} frames/s (scaling median {:.3} ms, network + decoding {:.3} ms)",
-            report.engine,
-            report.params,
-            report.mflops,
-            report.threads,
-            if report.threads == 1 { "" } else { "s" },
-            l.iterations,
-            report.images,
-            if report.images == 1 { "" } else { "s" },
-            l.median_ms,
-            l.p95_ms,
-            l.fps,
-            report.scaling.median_ms,
-            report.network.median_ms
-        );
-    }
-    Ok(ok)
 }

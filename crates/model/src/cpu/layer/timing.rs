@@ -1,0 +1,51 @@
+use super::*;
+use crate::cpu::net::Norm;
+
+/// `cargo test --release -p grin-model --lib cpu::layer::timing -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn time_layers() {
+    let batch = 16;
+    for (kind, cin, cout, h, w) in [
+        (Kind::Pointwise, 32, 32, 30, 40),
+        (Kind::Depthwise { stride: 1 }, 32, 32, 30, 40),
+        (Kind::Depthwise { stride: 2 }, 16, 16, 60, 80),
+        (Kind::Dense { stride: 2 }, 1, 16, 120, 160),
+    ] {
+        let k = if kind == Kind::Pointwise { 1 } else { 9 };
+        let per = if matches!(kind, Kind::Depthwise { .. }) { 1 } else { cin };
+        let layer = Layer {
+            kind,
+            cin,
+            cout,
+            weight: (0..cout * per * k).map(|i| (i as f32 * 0.37).sin()).collect(),
+            bias: vec![0.0; cout],
+            norm: Some(Norm { gamma: vec![1.0; cout], beta: vec![0.1; cout], epsilon: 1e-5 }),
+            relu: true,
+        };
+        let x: Vec<f32> = (0..cin * batch * h * w).map(|i| (i as f32 * 0.013).cos()).collect();
+        let s = layer.stride();
+        let mut act = Act::new(&layer, batch, h.div_ceil(s), w.div_ceil(s));
+        let input = Input { values: &x, height: h, width: w };
+        let mut dx = vec![0.0; x.len()];
+        let time = |f: &mut dyn FnMut()| {
+            let mut v: Vec<f64> = (0..21)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    f();
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v[10]
+        };
+        let f = time(&mut || forward(&layer, input, &mut act));
+        let b = time(&mut || {
+            act.dy.iter_mut().enumerate().for_each(|(i, v)| *v = (i as f32 * 0.7).sin());
+            let dx = (!matches!(kind, Kind::Dense { .. })).then(|| InputGrad { values: &mut dx, accumulate: false });
+            backward(&layer, input, &mut act, dx);
+        });
+        let fill = time(&mut || act.dy.iter_mut().enumerate().for_each(|(i, v)| *v = (i as f32 * 0.7).sin()));
+        println!("{kind:?} {cin}->{cout} {h}x{w}: forward {f:.3} ms, backward {:.3} ms", b - fill);
+    }
+}
