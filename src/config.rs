@@ -4,7 +4,7 @@
 //! the file and the dotted key, so a typo never trains the wrong thing.
 
 use anyhow::{bail, Context, Result};
-pub use grin_train::GrinConfig;
+pub(crate) use grin_train::GrinConfig;
 use std::path::{Path, PathBuf};
 
 /// A loaded config and where it came from. Relative data paths inside it
@@ -12,16 +12,16 @@ use std::path::{Path, PathBuf};
 /// the repository root): a run's saved `config.toml` then names the same
 /// files as the config it was trained from.
 #[derive(Debug, Clone)]
-pub struct LoadedConfig {
+pub(crate) struct LoadedConfig {
     pub path: PathBuf,
     pub config: GrinConfig,
 }
 
 /// Largest config file read: a config is a page of TOML, and a path like
 /// `/dev/zero` must not be read forever.
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
-pub fn load(path: &Path, sets: &[String]) -> Result<LoadedConfig> {
+pub(crate) fn load(path: &Path, sets: &[String]) -> Result<LoadedConfig> {
     let text = read_capped(path)?;
     let config = grin_train::parse_config(&text, &path.display().to_string(), sets)?;
     Ok(LoadedConfig { path: path.to_path_buf(), config })

@@ -12,7 +12,7 @@ use grin_train::{trainer, RunSpec};
 use std::path::PathBuf;
 
 #[derive(Args)]
-pub struct BalanceArgs {
+pub(crate) struct BalanceArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     #[command(flatten)]
@@ -20,7 +20,7 @@ pub struct BalanceArgs {
 }
 
 /// `grin balance`: the check every training run could do first, alone.
-pub fn balance(args: BalanceArgs) -> Result<()> {
+pub(crate) fn balance(args: BalanceArgs) -> Result<()> {
     let loaded = args.config.load()?;
     let (choice, why) = backend::resolve(args.backend.backend)?;
     eprintln!("{why}");
@@ -34,7 +34,7 @@ fn balance_on<B: TrainBackend>(loaded: &LoadedConfig, choice: BackendChoice, dev
 }
 
 #[derive(Subcommand)]
-pub enum BenchCommand {
+pub(crate) enum BenchCommand {
     /// Train the same model on the same data once per mode; compare steps/s and device-busy %, measured and predicted.
     Modes(BenchModesArgs),
     /// Time the training step alone, phase by phase, on batches cut from a store in device memory.
@@ -42,7 +42,7 @@ pub enum BenchCommand {
 }
 
 #[derive(Args)]
-pub struct BenchStepArgs {
+pub(crate) struct BenchStepArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     #[command(flatten)]
@@ -68,7 +68,7 @@ pub struct BenchStepArgs {
 }
 
 #[derive(Args)]
-pub struct BenchModesArgs {
+pub(crate) struct BenchModesArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     #[command(flatten)]
@@ -89,7 +89,7 @@ pub struct BenchModesArgs {
     pub json: Option<PathBuf>,
 }
 
-pub fn bench(command: BenchCommand) -> Result<()> {
+pub(crate) fn bench(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Modes(args) => {
             let (choice, why) = backend::resolve(args.backend.backend)?;

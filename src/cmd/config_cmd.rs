@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 
 #[derive(Args)]
-pub struct ConfigCmdArgs {
+pub(crate) struct ConfigCmdArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Print one resolved value by its dotted key (e.g. `train.batch_size`);
@@ -19,7 +19,7 @@ pub struct ConfigCmdArgs {
     pub keys: bool,
 }
 
-pub fn run(args: ConfigCmdArgs) -> Result<()> {
+pub(crate) fn run(args: ConfigCmdArgs) -> Result<()> {
     let loaded = args.config.load()?;
     let mut value = toml::Value::try_from(&loaded.config)?;
     tidy_floats(&mut value);

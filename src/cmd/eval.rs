@@ -8,7 +8,7 @@ use grin_model::{file, DetectorSpec};
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
-pub struct EvalArgs {
+pub(crate) struct EvalArgs {
     /// A run folder (`runs/<name>`): uses its model.grin (the last step) and config.toml.
     #[arg(long, conflicts_with_all = ["model", "config"])]
     pub run: Option<PathBuf>,
@@ -79,7 +79,7 @@ fn check_channels(model_path: &Path, spec: &DetectorSpec, features: &grin_featur
     Ok(())
 }
 
-pub fn eval(args: EvalArgs) -> Result<()> {
+pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     let (model_path, config_path) = match (&args.run, &args.model, &args.config) {
         (Some(run), _, _) => (grin_train::run_model(run, args.best), run.join("config.toml")),
         (None, Some(m), Some(c)) => (m.clone(), c.clone()),
@@ -167,7 +167,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
 }
 
 #[derive(Args)]
-pub struct CalibrateArgs {
+pub(crate) struct CalibrateArgs {
     /// A run folder (`runs/<name>`): its model.grin is rewritten with the chosen threshold.
     #[arg(long)]
     pub run: PathBuf,
@@ -193,7 +193,7 @@ fn parse_beta(text: &str) -> Result<f32, String> {
 /// sources' *validation* photos (the test split stays unseen, so the
 /// reported figures are not tuned on), and writes it into the run's model
 /// file (model.grin, or best.grin with --best).
-pub fn calibrate(args: CalibrateArgs) -> Result<()> {
+pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
     use grin_train::photo_eval::{at_threshold, best_threshold, evaluate_split, f_beta};
     let model_path = grin_train::run_model(&args.run, args.best);
     let loaded = config::load(&args.run.join("config.toml"), &[])?;

@@ -7,7 +7,7 @@ use grin_model::file;
 use std::path::PathBuf;
 
 #[derive(Args)]
-pub struct ExportArgs {
+pub(crate) struct ExportArgs {
     /// A model file (`.grin`).
     #[arg(long, required_unless_present = "run", conflicts_with = "run")]
     pub model: Option<PathBuf>,
@@ -22,7 +22,7 @@ pub struct ExportArgs {
     pub out: PathBuf,
 }
 
-pub fn export(args: ExportArgs) -> Result<()> {
+pub(crate) fn export(args: ExportArgs) -> Result<()> {
     // Checked here rather than by clap, so that the error is one line.
     if args.format != "onnx" {
         bail!("--format {}: unknown format; grin exports onnx", args.format);

@@ -7,7 +7,7 @@ use grin_features::{FeatureConfig, Pipeline, SceneClass, SkipCounts, Split};
 use std::path::PathBuf;
 
 #[derive(Subcommand)]
-pub enum FeaturesCommand {
+pub(crate) enum FeaturesCommand {
     /// Measure T_g per sample (median, p95) per source and stage, single-threaded and with C workers.
     Bench(BenchArgs),
     /// Write a contact sheet of generated samples with boxes and smile labels drawn.
@@ -19,7 +19,7 @@ pub enum FeaturesCommand {
 }
 
 #[derive(Args)]
-pub struct ExportCropsArgs {
+pub(crate) struct ExportCropsArgs {
     #[arg(long)]
     pub out: PathBuf,
     /// Crops per folder.
@@ -29,7 +29,7 @@ pub struct ExportCropsArgs {
 
 /// The config (its `[features]` table is used) and the split to generate from.
 #[derive(Args)]
-pub struct FeatureArgs {
+pub(crate) struct FeatureArgs {
     #[command(flatten)]
     pub config: super::ConfigArgs,
     /// Which split's inputs to generate from (augmentation runs on train only).
@@ -38,7 +38,7 @@ pub struct FeatureArgs {
 }
 
 #[derive(Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     #[command(flatten)]
     pub common: FeatureArgs,
     /// Timed samples per measurement (warm-up comes on top).
@@ -53,7 +53,7 @@ pub struct BenchArgs {
 }
 
 #[derive(Args)]
-pub struct PreviewArgs {
+pub(crate) struct PreviewArgs {
     #[command(flatten)]
     pub common: FeatureArgs,
     /// Output PNG.
@@ -65,7 +65,7 @@ pub struct PreviewArgs {
     pub cols: usize,
 }
 
-pub fn run(command: FeaturesCommand) -> Result<()> {
+pub(crate) fn run(command: FeaturesCommand) -> Result<()> {
     match command {
         FeaturesCommand::Bench(args) => run_bench(args),
         FeaturesCommand::Preview(args) => run_preview(args),

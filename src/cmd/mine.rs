@@ -11,7 +11,7 @@ use grin_train::mine::{mine, MineOptions, MOST_FACES};
 use std::path::PathBuf;
 
 #[derive(Args)]
-pub struct MineArgs {
+pub(crate) struct MineArgs {
     /// The model whose false detections to mine (`runs/<name>/model.grin`).
     #[arg(long)]
     pub model: PathBuf,
@@ -43,7 +43,7 @@ fn parse_score(text: &str) -> Result<f32, String> {
     }
 }
 
-pub fn run(args: MineArgs) -> Result<()> {
+pub(crate) fn run(args: MineArgs) -> Result<()> {
     let loaded = args.config.load()?;
     let features = &loaded.config.features;
     let device = Default::default();

@@ -37,7 +37,7 @@ macro_rules! on_backend {
 
 /// `--set`, declared once: every command that reads a config takes it.
 #[derive(Args, Clone)]
-pub struct SetArgs {
+pub(crate) struct SetArgs {
     /// Override any config key, e.g. `--set train.lr=0.01` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
@@ -45,7 +45,7 @@ pub struct SetArgs {
 
 /// Flags every command that needs a config shares.
 #[derive(Args, Clone)]
-pub struct ConfigArgs {
+pub(crate) struct ConfigArgs {
     /// A grin config (TOML).
     #[arg(long)]
     pub config: PathBuf,
@@ -54,26 +54,26 @@ pub struct ConfigArgs {
 }
 
 impl ConfigArgs {
-    pub fn load(&self) -> Result<LoadedConfig> {
+    pub(crate) fn load(&self) -> Result<LoadedConfig> {
         config::load(&self.config, &self.set.sets)
     }
 }
 
 /// `--backend`, declared once: training, the balance check and the benchmarks take it.
 #[derive(Args, Clone, Copy)]
-pub struct BackendArg {
+pub(crate) struct BackendArg {
     /// Default: cuda when built with it and a GPU is present, then a wgpu GPU adapter, else cpu.
     #[arg(long, value_enum)]
     pub backend: Option<grin_train::backend::BackendChoice>,
 }
 
-pub mod bench;
-pub mod config_cmd;
-pub mod eval;
-pub mod export;
-pub mod features;
-pub mod mine;
-pub mod model_info;
-pub mod simulate;
-pub mod store;
-pub mod train;
+pub(crate) mod bench;
+pub(crate) mod config_cmd;
+pub(crate) mod eval;
+pub(crate) mod export;
+pub(crate) mod features;
+pub(crate) mod mine;
+pub(crate) mod model_info;
+pub(crate) mod simulate;
+pub(crate) mod store;
+pub(crate) mod train;

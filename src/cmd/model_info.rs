@@ -9,7 +9,7 @@ use grin_train::GrinConfig;
 use std::path::PathBuf;
 
 #[derive(Args)]
-pub struct ModelInfoArgs {
+pub(crate) struct ModelInfoArgs {
     /// Config to read `[model]` and the input size from (default: the built-in defaults, 320x240x1).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -18,10 +18,10 @@ pub struct ModelInfoArgs {
 }
 
 /// The default model's budget (issue: at most 100k parameters, 150 MFLOPs at 320x240).
-pub const PARAM_BUDGET: usize = 100_000;
-pub const MFLOP_BUDGET: f64 = 150.0;
+pub(crate) const PARAM_BUDGET: usize = 100_000;
+pub(crate) const MFLOP_BUDGET: f64 = 150.0;
 
-pub fn model_info(args: ModelInfoArgs) -> Result<()> {
+pub(crate) fn model_info(args: ModelInfoArgs) -> Result<()> {
     let c = match &args.config {
         Some(path) => config::load(path, &args.set.sets)?.config,
         None => GrinConfig::default(),

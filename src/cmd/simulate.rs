@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// Every figure can come from a flag or, with `--from-run`, from the run's
 /// `summary.json`; a flag given next to `--from-run` overrides the run.
 #[derive(Args)]
-pub struct SimulateArgs {
+pub(crate) struct SimulateArgs {
     /// Mean host time for one loader to produce one batch (ms).
     #[arg(long)]
     load_ms: Option<f64>,
@@ -38,7 +38,7 @@ pub struct SimulateArgs {
     from_run: Option<PathBuf>,
 }
 
-pub fn run(args: SimulateArgs) -> Result<()> {
+pub(crate) fn run(args: SimulateArgs) -> Result<()> {
     let figures = args.from_run.as_deref().map(read_run).transpose()?;
     let flags = Flags {
         load_ms: args.load_ms,

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 
 #[derive(Args)]
-pub struct PrecomputeArgs {
+pub(crate) struct PrecomputeArgs {
     /// A grin config (TOML); its `[features]` table decides every sample.
     #[arg(long, required_unless_present = "merge")]
     pub config: Option<PathBuf>,
@@ -37,13 +37,13 @@ pub struct PrecomputeArgs {
 }
 
 #[derive(Args)]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     /// The dataset folder (`grin precompute --out`).
     pub dir: PathBuf,
 }
 
 #[derive(Subcommand)]
-pub enum StoreCommand {
+pub(crate) enum StoreCommand {
     /// Shuffled batch read throughput against memcpy, with the data in page cache.
     Bench(BenchArgs),
     /// A dataset's layout, class counts, shards and fingerprint.
@@ -51,7 +51,7 @@ pub enum StoreCommand {
 }
 
 #[derive(Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// The dataset folder.
     #[arg(long)]
     pub dir: PathBuf,
@@ -74,7 +74,7 @@ pub struct BenchArgs {
 }
 
 #[derive(Args)]
-pub struct InfoArgs {
+pub(crate) struct InfoArgs {
     pub dir: PathBuf,
 }
 
@@ -97,7 +97,7 @@ fn parse_size(text: &str) -> Result<u64, String> {
     }
 }
 
-pub fn precompute(args: PrecomputeArgs) -> Result<()> {
+pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
     if let Some(dir) = &args.merge {
         let manifest = grin_store::merge(dir)?;
         println!(
@@ -151,7 +151,7 @@ pub fn precompute(args: PrecomputeArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn verify(args: VerifyArgs) -> Result<()> {
+pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
     let manifest = grin_store::Manifest::load(&args.dir)?;
     let total: u64 = manifest.shards.iter().map(|s| s.bytes).sum();
     let bar = ProgressBar::new(total);
@@ -187,7 +187,7 @@ pub fn verify(args: VerifyArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn run(command: StoreCommand) -> Result<()> {
+pub(crate) fn run(command: StoreCommand) -> Result<()> {
     match command {
         StoreCommand::Bench(args) => bench(args),
         StoreCommand::Info(args) => info(args),

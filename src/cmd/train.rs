@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Args)]
-pub struct TrainArgs {
+pub(crate) struct TrainArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// How to feed the device (overrides `train.mode`).
@@ -46,7 +46,7 @@ pub struct TrainArgs {
     pub no_balance: bool,
 }
 
-pub fn train(args: TrainArgs) -> Result<()> {
+pub(crate) fn train(args: TrainArgs) -> Result<()> {
     let mut sets = args.config.set.sets.clone();
     if let Some(mode) = args.mode {
         sets.push(format!("train.mode={}", mode.name()));

@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::process::Command;
 
-pub const GRIN: &str = env!("CARGO_BIN_EXE_grin");
+pub(crate) const GRIN: &str = env!("CARGO_BIN_EXE_grin");
 
 /// `grin train` of `config` on the CPU, quiet, as run `name` under `runs`.
-pub fn train_command(config: &Path, runs: &Path, name: &str) -> Command {
+pub(crate) fn train_command(config: &Path, runs: &Path, name: &str) -> Command {
     let mut cmd = Command::new(GRIN);
     cmd.args(["train", "--backend", "cpu", "--quiet", "--config"])
         .arg(config)
@@ -18,7 +18,7 @@ pub fn train_command(config: &Path, runs: &Path, name: &str) -> Command {
 }
 
 /// Skips (or, under CI, fails) a test for a missing tool, saying which.
-pub fn missing(why: &str) -> bool {
+pub(crate) fn missing(why: &str) -> bool {
     assert!(std::env::var_os("CI").is_none(), "{why} (CI is set: a skipped test is a failure here)");
     eprintln!("SKIPPED, NOT PASSED: {why}");
     true

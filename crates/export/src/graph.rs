@@ -24,7 +24,7 @@ pub(crate) struct Graph {
 
 impl Graph {
     /// Adds `op` reading `inputs`; its one output is named `name`, as the node is.
-    pub fn op(
+    pub(crate) fn op(
         &mut self,
         op: &str,
         name: impl Into<String>,
@@ -44,19 +44,19 @@ impl Graph {
     }
 
     /// An f32 constant of shape `dims`; a name already given is not stored twice.
-    pub fn floats(&mut self, name: impl Into<String>, dims: &[usize], values: &[f32]) -> String {
+    pub(crate) fn floats(&mut self, name: impl Into<String>, dims: &[usize], values: &[f32]) -> String {
         debug_assert_eq!(dims.iter().product::<usize>(), values.len(), "constant's shape and values");
         self.constant(name.into(), dims, DataType::Float, |t| t.float_data = values.to_vec())
     }
 
     /// An i64 vector constant, named by its values so that each is stored once.
-    pub fn ints(&mut self, values: &[i64]) -> String {
+    pub(crate) fn ints(&mut self, values: &[i64]) -> String {
         let name = format!("i64{values:?}");
         self.constant(name, &[values.len()], DataType::Int64, |t| t.int64_data = values.to_vec())
     }
 
     /// An i64 scalar constant (CumSum's axis), named by its value.
-    pub fn int(&mut self, value: i64) -> String {
+    pub(crate) fn int(&mut self, value: i64) -> String {
         self.constant(format!("i64({value})"), &[], DataType::Int64, |t| t.int64_data = vec![value])
     }
 
@@ -81,7 +81,12 @@ impl Graph {
     }
 
     /// The graph, reading `inputs` and giving `outputs` (name, shape, documentation).
-    pub fn finish(self, name: &str, inputs: &[(&str, &[Dim], &str)], outputs: &[(&str, &[Dim], &str)]) -> GraphProto {
+    pub(crate) fn finish(
+        self,
+        name: &str,
+        inputs: &[(&str, &[Dim], &str)],
+        outputs: &[(&str, &[Dim], &str)],
+    ) -> GraphProto {
         let values =
             |list: &[(&str, &[Dim], &str)]| list.iter().map(|(n, dims, doc)| value_info(n, dims, doc)).collect();
         GraphProto {

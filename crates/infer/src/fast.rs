@@ -153,7 +153,7 @@ impl pulp::WithSimd for Lanes {
 }
 
 impl FastDetector {
-    pub fn new(folded: FoldedDetector) -> FastDetector {
+    pub(crate) fn new(folded: FoldedDetector) -> FastDetector {
         let laterals = folded.heads.iter().filter_map(|h| h.fuse.as_ref().map(|f| &f.lateral));
         for conv in folded.trunk.iter().chain(folded.heads.iter().flat_map(|h| &h.convs)).chain(laterals) {
             // The kernels in `fast/kernels.rs` are the only ones there are.
@@ -196,7 +196,7 @@ impl FastDetector {
     }
 
     /// Raw outputs `[OUTPUTS, points]` row-major, in `grin_model::Points` order.
-    pub fn forward(&self, input: Map) -> Vec<f32> {
+    pub(crate) fn forward(&self, input: Map) -> Vec<f32> {
         if rayon::current_num_threads() > 1 {
             // Entered from outside the pool, every group's parallel loop
             // would hand its work to a pool thread and sleep until it is

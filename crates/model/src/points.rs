@@ -6,14 +6,14 @@
 use crate::layers::conv_out;
 
 /// Output strides, finest first.
-pub const STRIDES: [usize; 3] = [8, 16, 32];
+pub(crate) const STRIDES: [usize; 3] = [8, 16, 32];
 
 /// Face sizes (longest side, pixels) each level is trained on. The ranges
 /// overlap so a face near a boundary is learned by both levels.
-pub const SIZE_RANGES: [(f32, f32); 3] = [(0.0, 48.0), (32.0, 96.0), (80.0, f32::INFINITY)];
+pub(crate) const SIZE_RANGES: [(f32, f32); 3] = [(0.0, 48.0), (32.0, 96.0), (80.0, f32::INFINITY)];
 
 /// Positives are points within this many strides of a face's centre.
-pub const CENTER_RADIUS: f32 = 1.5;
+pub(crate) const CENTER_RADIUS: f32 = 1.5;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Points {

@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
 /// Safety valve: a run asking for billions of events is a typo (say `--step-ms 0.0001`), not a plan.
-pub const MAX_EVENTS: u64 = 200_000_000;
+pub(crate) const MAX_EVENTS: u64 = 200_000_000;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimParams {
@@ -97,7 +97,7 @@ impl SimParams {
 
 /// Load times never go below this fraction of the mean, so jitter larger than
 /// the mean cannot produce free batches.
-pub const MIN_LOAD_FRACTION: f64 = 0.05;
+pub(crate) const MIN_LOAD_FRACTION: f64 = 0.05;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LoaderState {

@@ -7,7 +7,7 @@ use plotters::prelude::*;
 use std::path::Path;
 
 /// More rows than this turn into unreadable slivers; the rest are named in the title.
-pub const MAX_LOADER_ROWS: usize = 32;
+pub(crate) const MAX_LOADER_ROWS: usize = 32;
 
 const BUSY: RGBColor = RGBColor(66, 133, 244);
 const BLOCKED: RGBColor = RGBColor(234, 67, 53);

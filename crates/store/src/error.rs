@@ -53,4 +53,4 @@ impl StoreError {
     }
 }
 
-pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = StoreError> = std::result::Result<T, E>;

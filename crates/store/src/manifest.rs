@@ -128,7 +128,7 @@ pub(crate) fn shard_records(samples: u64, records_per_shard: u64, index: u64) ->
 }
 
 /// `dir/name`, refusing any name that is not one plain path component.
-pub fn resolve(dir: &Path, manifest: &Path, name: &str) -> Result<PathBuf> {
+pub(crate) fn resolve(dir: &Path, manifest: &Path, name: &str) -> Result<PathBuf> {
     let mut components = Path::new(name).components();
     let plain = matches!(components.next(), Some(Component::Normal(_)))
         && components.next().is_none()
@@ -172,7 +172,7 @@ pub(crate) fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<
         .map_err(|e| StoreError::format(path, e.message))
 }
 
-pub fn tmp_path(path: &Path) -> PathBuf {
+pub(crate) fn tmp_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".tmp");
     path.with_file_name(name)

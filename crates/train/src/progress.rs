@@ -39,7 +39,7 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    pub fn new(len: usize, label: impl Into<String>) -> Progress {
+    pub(crate) fn new(len: usize, label: impl Into<String>) -> Progress {
         let label = label.into();
         let terminal = std::io::stderr().is_terminal();
         let bar = if quiet() || !terminal { ProgressBar::hidden() } else { ProgressBar::new(len as u64) };
@@ -61,7 +61,7 @@ impl Progress {
     }
 
     /// The bar itself, for a message beside the count.
-    pub fn bar(&self) -> &ProgressBar {
+    pub(crate) fn bar(&self) -> &ProgressBar {
         &self.bar
     }
 
@@ -70,7 +70,7 @@ impl Progress {
         self.line_if_due();
     }
 
-    pub fn inc(&mut self, n: usize) {
+    pub(crate) fn inc(&mut self, n: usize) {
         self.bar.inc(n as u64);
         self.line_if_due();
     }
@@ -98,7 +98,7 @@ impl Progress {
         )
     }
 
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         self.bar.finish_and_clear();
     }
 }

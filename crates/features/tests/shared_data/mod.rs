@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 /// The data folder when this machine has Caltech WebFaces and CelebA there;
 /// otherwise `None`, after saying the test skips.
-pub fn shared_data() -> Option<PathBuf> {
+pub(crate) fn shared_data() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
     let ok = dir.join("caltech-webfaces/WebFaces_GroundThruth.txt").exists()
         && dir.join("celeba-smile-10k/list_attr_celeba_000001-010000.txt").exists();

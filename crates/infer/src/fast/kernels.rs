@@ -210,7 +210,7 @@ pub(crate) struct PackedPointwise {
 
 impl PackedPointwise {
     /// `weight`: `[out_channels, in_channels]`.
-    pub fn new(weight: &[f32], bias: &[f32], in_channels: usize, relu: bool) -> PackedPointwise {
+    pub(super) fn new(weight: &[f32], bias: &[f32], in_channels: usize, relu: bool) -> PackedPointwise {
         let out_channels = bias.len();
         assert_eq!(weight.len(), out_channels * in_channels, "1x1 weight size");
         let mut packed = Vec::with_capacity(weight.len());

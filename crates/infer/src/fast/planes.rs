@@ -18,7 +18,7 @@ unsafe impl Sync for Planes {}
 
 impl Planes {
     /// Planes of `plane` values each over `memory`, which the kernels write.
-    pub fn writing(memory: &mut [f32], plane: usize) -> Planes {
+    pub(super) fn writing(memory: &mut [f32], plane: usize) -> Planes {
         Planes { ptr: memory.as_mut_ptr(), plane, len: memory.len() }
     }
 
@@ -30,19 +30,19 @@ impl Planes {
 
     /// Planes over initialised memory that the kernels only read (a map's
     /// data, shared by the bands).
-    pub fn reading(memory: &[f32], plane: usize) -> Planes {
+    pub(super) fn reading(memory: &[f32], plane: usize) -> Planes {
         Planes { ptr: memory.as_ptr().cast_mut(), plane, len: memory.len() }
     }
 
     /// The same planes from pixel `offset` on.
-    pub fn at(self, offset: usize) -> Planes {
+    pub(super) fn at(self, offset: usize) -> Planes {
         assert!(offset <= self.len, "offset {offset} past the map's {} values", self.len);
         Planes { ptr: self.ptr.wrapping_add(offset), len: self.len - offset, ..self }
     }
 
     /// Whether values `0..pixels` of planes `0..planes` lie in the map: the
     /// bound every kernel's reads and writes through these planes keep.
-    pub fn holds(&self, planes: usize, pixels: usize) -> bool {
+    pub(super) fn holds(&self, planes: usize, pixels: usize) -> bool {
         planes == 0 || (planes - 1) * self.plane + pixels <= self.len
     }
 }

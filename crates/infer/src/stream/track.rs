@@ -43,7 +43,7 @@ pub(crate) enum EventKind {
 
 /// A change of a tracked face's smile state.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Event {
+pub(super) struct Event {
     pub event: EventKind,
     pub track: u64,
     /// The track's last box, in image pixels.
@@ -93,7 +93,7 @@ fn corners(d: &Detection) -> [f32; 4] {
 }
 
 impl Tracker {
-    pub fn new(config: TrackerConfig) -> Tracker {
+    pub(super) fn new(config: TrackerConfig) -> Tracker {
         Tracker { config, tracks: Vec::new(), next_id: 1 }
     }
 
@@ -110,7 +110,7 @@ impl Tracker {
 
     /// Advances one frame: the frame's faces (in detection order) and the
     /// smile events it caused.
-    pub fn update(&mut self, detections: &[Detection]) -> (Vec<TrackedFace>, Vec<Event>) {
+    pub(super) fn update(&mut self, detections: &[Detection]) -> (Vec<TrackedFace>, Vec<Event>) {
         let c = self.config;
         let mut pairs: Vec<(f32, usize, usize)> = Vec::new();
         for (t, track) in self.tracks.iter().enumerate() {
@@ -185,7 +185,7 @@ impl Tracker {
     }
 
     /// Ends every track (the stream ended): smiles still on end now.
-    pub fn finish(&mut self) -> Vec<Event> {
+    pub(super) fn finish(&mut self) -> Vec<Event> {
         self.tracks
             .drain(..)
             .filter(|t| t.smiling)

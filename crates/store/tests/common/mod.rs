@@ -5,16 +5,16 @@ use grin_features::{FaceBox, FeatureConfig, FeatureError, HostBatch, Sample, Smi
 use grin_store::{Event, Plan, Summary, Writer};
 use std::path::Path;
 
-pub const W: u32 = 32;
-pub const H: u32 = 32;
+pub(crate) const W: u32 = 32;
+pub(crate) const H: u32 = 32;
 
-pub fn features() -> FeatureConfig {
+pub(crate) fn features() -> FeatureConfig {
     FeatureConfig { width: W, height: H, channels: 1, ..FeatureConfig::default() }
 }
 
 /// A deterministic sample: the class cycles smiling, non-smiling, face-free,
 /// and pixels/boxes depend on the index so that every record is distinct.
-pub fn sample(index: u64) -> Sample {
+pub(crate) fn sample(index: u64) -> Sample {
     let pixels = (0..W * H).map(|p| (index.wrapping_mul(31).wrapping_add(p as u64 * 7) % 251) as u8).collect();
     let x = (index % 8) as f32;
     let face = |smile| FaceBox { x0: x, y0: 1.0, x1: x + 10.5, y1: 12.25, smile };
@@ -26,7 +26,7 @@ pub fn sample(index: u64) -> Sample {
     Sample { width: W, height: H, channels: 1, pixels, boxes }
 }
 
-pub fn fill(indices: &[u64], out: &mut HostBatch) -> Result<(), FeatureError> {
+pub(crate) fn fill(indices: &[u64], out: &mut HostBatch) -> Result<(), FeatureError> {
     for &i in indices {
         out.push(&sample(i));
     }
@@ -34,19 +34,19 @@ pub fn fill(indices: &[u64], out: &mut HostBatch) -> Result<(), FeatureError> {
 }
 
 /// Record bytes of a 32x32x1 record: 1024 + 256 + 16 rounded up to 64.
-pub const RECORD_BYTES: u64 = 1344;
+pub(crate) const RECORD_BYTES: u64 = 1344;
 
 /// `samples` records in shards of `per_shard` records.
-pub fn plan(samples: u64, per_shard: u64) -> Plan {
+pub(crate) fn plan(samples: u64, per_shard: u64) -> Plan {
     Plan::for_features(&features(), samples, per_shard * RECORD_BYTES).expect("plan")
 }
 
-pub fn write(dir: &Path, samples: u64, per_shard: u64) -> Summary {
+pub(crate) fn write(dir: &Path, samples: u64, per_shard: u64) -> Summary {
     let writer = Writer::create(dir, plan(samples, per_shard)).expect("create writer");
     let range = 0..writer.plan().shard_count;
     writer.run(range, &fill, &mut |_: Event| {}).expect("write dataset")
 }
 
-pub fn checksums(dir: &Path) -> Vec<String> {
+pub(crate) fn checksums(dir: &Path) -> Vec<String> {
     grin_store::Manifest::load(dir).expect("manifest").shards.iter().map(|s| s.xxh3.clone()).collect()
 }

@@ -54,7 +54,7 @@ impl<B: Backend> DeviceDataset<B> {
         (pixels + boxes + (len * MAX_BOXES * 4) as u64, pixels.max(boxes))
     }
 
-    pub fn upload(all: &HostBatch, device: &B::Device) -> Self {
+    pub(crate) fn upload(all: &HostBatch, device: &B::Device) -> Self {
         let b = upload_raw::<B>(all, device);
         DeviceDataset {
             pixels: b.0,
@@ -69,7 +69,7 @@ impl<B: Backend> DeviceDataset<B> {
     /// Cuts the batch at `indices` (`[B]`, already on the device) and
     /// augments it there: nothing crosses the host-device link but a few
     /// random numbers drawn on the device itself.
-    pub fn batch(&self, indices: Tensor<B, 1, Int>, aug: &DeviceAugment, shift: (i64, i64)) -> DeviceBatch<B> {
+    pub(crate) fn batch(&self, indices: Tensor<B, 1, Int>, aug: &DeviceAugment, shift: (i64, i64)) -> DeviceBatch<B> {
         let n = indices.dims()[0];
         let device = indices.device();
         let mut images = self.pixels.select(indices.clone()).images();

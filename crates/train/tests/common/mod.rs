@@ -9,7 +9,7 @@ use std::path::Path;
 /// The tiny learning recipe the learning tests share: 64x64 synthetic
 /// scenes of one or two faces.
 #[allow(dead_code)] // Each test binary compiles this module; not all learn.
-pub fn tiny_features() -> FeatureConfig {
+pub(crate) fn tiny_features() -> FeatureConfig {
     FeatureConfig {
         width: 64,
         height: 64,
@@ -22,7 +22,7 @@ pub fn tiny_features() -> FeatureConfig {
 /// ... trained `steps` steps of batch 8, logged every 25, scored on 96
 /// held-out scenes at the end.
 #[allow(dead_code)]
-pub fn tiny_train(steps: usize) -> TrainConfig {
+pub(crate) fn tiny_train(steps: usize) -> TrainConfig {
     TrainConfig {
         steps,
         batch_size: 8,
@@ -38,7 +38,7 @@ pub fn tiny_train(steps: usize) -> TrainConfig {
 /// Trains on the fly in `dir/name` and returns the run, its summary and the
 /// loss of every logged interval (from metrics.csv).
 #[allow(dead_code)] // Each test binary compiles this module; not all train on the CPU alone.
-pub fn short_run(
+pub(crate) fn short_run(
     name: &str,
     dir: &Path,
     features: &FeatureConfig,
@@ -48,7 +48,7 @@ pub fn short_run(
 }
 
 /// [`short_run`] on backend `B`'s `device`.
-pub fn short_run_on<B: TrainBackend>(
+pub(crate) fn short_run_on<B: TrainBackend>(
     name: &str,
     dir: &Path,
     features: &FeatureConfig,

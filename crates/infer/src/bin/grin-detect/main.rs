@@ -11,19 +11,16 @@ mod bench;
 
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
-use grin_features::{read_image, ImageBound, DEFAULT_MAX_PIXELS};
+use grin_features::{ImageBound, DEFAULT_MAX_PIXELS};
 use grin_infer::draw;
 use grin_infer::report::ImageReport;
 use grin_infer::stream::{self, InputFormat, StreamOptions, TrackerConfig};
 use grin_infer::{Engine, ModelSource, PhotoSize, Runner, MAX_SIDE, MIN_SIDE, PHOTO_MAX_PIXELS};
-use image::DynamicImage;
-use serde::Serialize;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 #[derive(Parser)]
 #[command(name = "grin-detect", version, about = "Find faces and smiles in images with a grin model (CPU).")]
