@@ -6,8 +6,7 @@ use crate::device_batch::{upload_raw, DeviceBatch, DevicePixels};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
 use grin_features::{HostBatch, MAX_BOXES};
-use grin_store::Store;
-use rand::seq::SliceRandom;
+use grin_store::{BatchOrder, Store};
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -40,7 +39,7 @@ pub(crate) struct DeviceDataset<B: Backend> {
     pixels: DevicePixels<B>,
     boxes: Tensor<B, 3>,
     labels: Tensor<B, 2, Int>,
-    pub len: usize,
+    len: usize,
     pub width: usize,
     pub height: usize,
 }
@@ -130,6 +129,14 @@ impl<B: Backend> DeviceDataset<B> {
 
 /// Uploads every record of `store` once.
 pub(crate) fn upload_store<B: Backend>(store: &Store, device: &B::Device) -> anyhow::Result<DeviceDataset<B>> {
+    // Record indices travel to the device as i32 (Burn's Int on every backend).
+    anyhow::ensure!(
+        store.len() <= i32::MAX as u64,
+        "{}: {} records are past the {} the in-VRAM mode can index",
+        store.dir().display(),
+        store.len(),
+        i32::MAX
+    );
     let l = store.layout();
     let mut all = HostBatch::with_capacity(store.len() as usize, l.width, l.height, l.channels);
     for i in 0..store.len() {
@@ -138,43 +145,42 @@ pub(crate) fn upload_store<B: Backend>(store: &Store, device: &B::Device) -> any
     Ok(DeviceDataset::upload(&all, device))
 }
 
-/// Cuts the batch of every step from a device-resident dataset: a fresh
-/// seeded order each epoch, then `[train.device_augment]` on the device.
+/// Cuts the batch of every step from a device-resident dataset: the record
+/// indices come from the store's [`BatchOrder`], the one the precomputed
+/// mode reads by (same seed, class draws and resume point), then
+/// `[train.device_augment]` runs on the device.
 pub struct InVram<B: Backend> {
     data: DeviceDataset<B>,
-    batch_size: usize,
+    order: BatchOrder,
+    indices: Vec<u64>,
     seed: u64,
     augment: DeviceAugment,
-    epoch: Option<(usize, Tensor<B, 1, Int>)>,
     device: B::Device,
 }
 
 impl<B: Backend> InVram<B> {
     pub(crate) fn new(
         data: DeviceDataset<B>,
-        batch_size: usize,
+        order: BatchOrder,
         seed: u64,
         augment: DeviceAugment,
         device: B::Device,
     ) -> Self {
-        InVram { data, batch_size, seed, augment, epoch: None, device }
+        InVram { data, order, indices: Vec::new(), seed, augment, device }
     }
 
     /// The batch for training step `step` and the time it took to cut it.
+    /// Steps come in order from the order's start batch.
     pub fn cut(&mut self, step: usize) -> (DeviceBatch<B>, Duration) {
         let started = Instant::now();
-        let (len, seed) = (self.data.len, self.seed);
-        let per_epoch = (len / self.batch_size).max(1);
-        let (e, position) = (step / per_epoch, step % per_epoch);
-        if self.epoch.as_ref().map(|(n, _)| *n) != Some(e) {
-            // One small upload per epoch: the order, never the samples.
-            let order = permutation(len, seed, e as u64);
-            let order = Tensor::from_data(TensorData::new(order, [len]), &self.device);
-            self.epoch = Some((e, order));
-        }
-        let order = &self.epoch.as_ref().expect("set above").1;
-        let take = self.batch_size.min(len);
-        let indices = order.clone().narrow(0, position * take, take);
+        assert_eq!(self.order.batches(), step as u64, "in-VRAM batches are cut in step order");
+        self.order.next_batch(&mut self.indices);
+        debug_assert!(self.indices.iter().all(|&i| i < self.data.len as u64), "the order is over the uploaded store");
+        // One small upload per step: B record indices, never the samples.
+        // upload_store refused a dataset past i32 records.
+        let indices: Vec<i32> = self.indices.iter().map(|&i| i as i32).collect();
+        let indices = Tensor::from_data(TensorData::new(indices, [self.indices.len()]), &self.device);
+        let seed = self.seed;
         B::seed(&self.device, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step as u64);
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ (step as u64).rotate_left(17));
         let t = self.augment.translate as i64;
@@ -269,14 +275,6 @@ pub(crate) fn fits_in_device(store: &Store, backend: BackendChoice, device_index
         }
     };
     Fit { fits: free.map(|f| need <= f / 2).unwrap_or(true), need, free, note }
-}
-
-/// The sample order of one epoch: a fresh seeded shuffle, the same on every run.
-fn permutation(len: usize, seed: u64, epoch: u64) -> Vec<i32> {
-    let mut order: Vec<i32> = (0..len as i32).collect();
-    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ epoch.wrapping_mul(0xD1B5_4A32_D192_ED03));
-    order.shuffle(&mut rng);
-    order
 }
 
 /// Shifts `[B, C, H, W]` by (dx, dy) pixels, filling with zeros.

@@ -17,7 +17,7 @@ use crate::device_batch::{upload, DeviceBatch};
 use anyhow::{bail, Context, Result};
 use burn::tensor::backend::Backend;
 use grin_features::{FeatureConfig, HostBatch, Pipeline, Split};
-use grin_store::Store;
+use grin_store::{BatchOrder, Store};
 use in_vram::{DeviceAugment, InVram};
 use on_the_fly::OnTheFly;
 use precomputed::Precomputed;
@@ -66,8 +66,10 @@ pub fn build_feed<B: Backend>(plan: &FeedPlan, device: &B::Device, start: usize)
         }
         Mode::InVram => {
             // The one upload of the run; batches are cut on the device from here on.
-            let data = in_vram::upload_store(store()?, device)?;
-            let cutter = InVram::new(data, plan.batch_size, plan.features.seed, plan.device_augment, device.clone());
+            let store = store()?;
+            let data = in_vram::upload_store(store, device)?;
+            let order = BatchOrder::new(store, &precomputed::batch_order(&plan.features, plan.batch_size, start))?;
+            let cutter = InVram::new(data, order, plan.features.seed, plan.device_augment, device.clone());
             Ok(Feed::InVram(cutter))
         }
         Mode::Auto => bail!("auto must be resolved to a mode before training"),

@@ -67,14 +67,21 @@ pub struct Precomputed {
 
 impl Precomputed {
     pub fn new(store: &Store, features: &FeatureConfig, batch_size: usize, start_batch: usize) -> Result<Self> {
-        let options = LoaderOptions {
-            batch_size,
-            seed: features.seed,
-            draws: class_draws(features),
-            prefetch: 1,
-            start_batch: start_batch as u64,
-        };
-        Ok(Precomputed { reader: BatchReader::new(store, &options)? })
+        Ok(Precomputed { reader: BatchReader::new(store, &batch_order(features, batch_size, start_batch))? })
+    }
+}
+
+/// The one batch order of both modes that read a store (precomputed reads
+/// its records on the host, in-VRAM cuts the same records on the device):
+/// seeded by `features.seed`, class fractions from `[features.balance]`,
+/// from batch `start_batch` on.
+pub(crate) fn batch_order(features: &FeatureConfig, batch_size: usize, start_batch: usize) -> LoaderOptions {
+    LoaderOptions {
+        batch_size,
+        seed: features.seed,
+        draws: class_draws(features),
+        prefetch: 1,
+        start_batch: start_batch as u64,
     }
 }
 
