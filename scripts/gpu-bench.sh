@@ -92,6 +92,8 @@ fi
 BACKEND=${GRIN_BACKEND:-cuda}
 BUDGET_S=${BUDGET_S:-540}
 START=$(date +%s)
+# The device machine names a folder in $OUT whose files come back (see the end).
+OUT_DIR=${OUT:-}
 OUT=out
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -156,14 +158,30 @@ fi
 BENCH=(./grin bench modes "${CONFIG[@]}" --backend "$BACKEND" --samples "$SAMPLES" --runs-dir "$OUT/runs")
 
 # A short in-VRAM probe sizes the runs: steps/s on this device decide how
-# many steps fit in about 20 s per mode.
+# many steps fit in about 20 s per mode, and in no more than a quarter of
+# what the budget has left. The probe is also the cold start: on a fresh
+# machine the first process compiles and autotunes every kernel (373 s on an
+# H200, 2026-11-27); later processes find the autotune choices in
+# target/autotune and start in about 30 s, which each run below pays once.
+START_S=30
 if [ -z "${STEPS:-}" ]; then
     STEPS=200
     if step probe "${BENCH[@]}" --modes in-vram --steps 40 --json "$OUT/probe.json"; then
-        STEPS=$(python3 -c "import json; r=json.load(open('$OUT/probe.json'))['rows'][0]; print(max(40, min(3000, int(20 * r['steps_per_s']))))")
+        STEPS=$(python3 -c "import json; r=json.load(open('$OUT/probe.json'))['rows'][0]; fit=($(remaining) / 4 - $START_S) * r['steps_per_s'] / 3; print(max(40, min(3000, int(20 * r['steps_per_s']), int(fit))))")
     fi
 fi
 step modes "${BENCH[@]}" --steps "$STEPS" --json "$OUT/modes.json" || true
+
+# The peer next: the headline ratio needs it more than the runs after it.
+PEER_STEPS=$((STEPS < 50 ? STEPS : 100))
+PYTHON=${PYTHON:-python3}
+if "$PYTHON" -c 'import torch' 2>/dev/null; then
+    step torch "$PYTHON" peers/torch_detector.py --store "$OUT/runs/data" --batch "$BATCH" --device "$PEER_DEVICE" \
+        --steps "$PEER_STEPS" --warmup 10 --repeats 3 || true
+else
+    echo "gpu-bench: torch: skipped: $PYTHON has no torch module here (the GPU machine's image has it; PYTHON=... names another)" | tee -a "$LOG" >&2
+    echo '{"step":"torch","status":"skipped: no torch module"}' >>"$OUT/steps.jsonl"
+fi
 
 # In-VRAM again, longer, with nvidia-smi dmon sampling the GPU once a second.
 LONG=$((STEPS * 2))
@@ -190,16 +208,6 @@ for mode in on-the-fly precomputed; do
     [ -f "$OUT/runs/$mode/summary.json" ] || continue
     step "simulate-$mode" ./grin simulate --from-run "$OUT/runs/$mode" --out "$OUT/simulate-$mode.svg" || true
 done
-
-PEER_STEPS=$((STEPS < 50 ? STEPS : 100))
-PYTHON=${PYTHON:-python3}
-if "$PYTHON" -c 'import torch' 2>/dev/null; then
-    step torch "$PYTHON" peers/torch_detector.py --store "$OUT/runs/data" --batch "$BATCH" --device "$PEER_DEVICE" \
-        --steps "$PEER_STEPS" --warmup 10 --repeats 3 || true
-else
-    echo "gpu-bench: torch: skipped: $PYTHON has no torch module here (the GPU machine's image has it; PYTHON=... names another)" | tee -a "$LOG" >&2
-    echo '{"step":"torch","status":"skipped: no torch module"}' >>"$OUT/steps.jsonl"
-fi
 
 # wgpu: the same modes, model, data and batch through wgpu (burn-cubecl's kernels compiled to
 # WGSL, on Vulkan): on a GPU machine its Vulkan driver, on the CPU backend Mesa's lavapipe.
@@ -289,6 +297,9 @@ if torch_res:
     md.append(f"PyTorch {torch_res['torch']} eager peer ({torch_res['device']}, batch {torch_res['batch']}, {torch_res['params_with_bn_stats']} params counted as grin counts them, data on the device): {torch_res['steps_per_s']:.2f} steps/s; grin in-VRAM / PyTorch = {f(peer_ratio, '{:.2f}')}x.\n")
 else:
     md.append("PyTorch peer: not run (see steps below).\n")
+probe = next((s for s in steps if s["step"] == "probe" and "seconds" in s), None)
+if probe:
+    md.append(f"Cold start: the first process (the 40-step probe) took {probe['seconds']} s, kernel compilation and autotune included.\n")
 md.append("| step | status |")
 md.append("|---|---|")
 for s in steps:
@@ -303,3 +314,11 @@ json.dump({"backend": backend, "device": gpu, "modes": modes, "wgpu_modes": wgpu
           open(os.path.join(out, "gpu-bench.json"), "w"), indent=2)
 print("\n".join(md))
 PY
+
+# On the device machine, only what is under $OUT comes back, and only a few
+# files: the tables, and everything small in one archive.
+if [ -n "${OUT_DIR:-}" ]; then
+    cp "$OUT/gpu-bench.md" "$OUT/gpu-bench.json" "$OUT_DIR/" 2>/dev/null || true
+    (cd "$OUT" && find . -type f -size -2M \( -name '*.json' -o -name '*.jsonl' -o -name '*.md' -o -name '*.txt' \
+        -o -name '*.out' -o -name '*.err' -o -name '*.csv' -o -name '*.svg' \) -print0 | tar czf "$OUT_DIR/gpu-bench.tgz" --null -T -)
+fi

@@ -61,6 +61,12 @@ pub trait DetectorBackend: Backend {
     /// the host.
     const COPIES_BETWEEN_DEVICES: bool = true;
 
+    /// Whether training (autodiff over this backend) computes the depthwise
+    /// conv's weight gradient with grin's own op
+    /// ([`burn_ops::depthwise3x3_tracked`]) instead of Burn's grouped conv
+    /// backward, which on burn-cubecl (CUDA, wgpu) is one conv per channel.
+    const DEPTHWISE_WEIGHT_GRAD: bool = false;
+
     fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
         burn_ops::depthwise3x3::<Self>(x, weight, geometry)
     }
@@ -135,12 +141,23 @@ impl DetectorBackend for NdArray<f64> {}
 /// Autodiff differentiates the defaults, Burn's own ops.
 impl<B: DetectorBackend, C: CheckpointStrategy> DetectorBackend for Autodiff<B, C> {
     const COPIES_BETWEEN_DEVICES: bool = B::COPIES_BETWEEN_DEVICES;
+
+    fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
+        if B::DEPTHWISE_WEIGHT_GRAD {
+            burn_ops::depthwise3x3_tracked::<B, C>(x, weight, geometry)
+        } else {
+            burn_ops::depthwise3x3::<Self>(x, weight, geometry)
+        }
+    }
 }
 
 #[cfg(feature = "cuda")]
-impl DetectorBackend for burn_cuda::Cuda<f32, i32> {}
+impl DetectorBackend for burn_cuda::Cuda<f32, i32> {
+    const DEPTHWISE_WEIGHT_GRAD: bool = true;
+}
 
 #[cfg(feature = "wgpu")]
 impl DetectorBackend for burn_wgpu::Wgpu<f32, i32> {
     const COPIES_BETWEEN_DEVICES: bool = false;
+    const DEPTHWISE_WEIGHT_GRAD: bool = true;
 }

@@ -3,6 +3,7 @@
 //! backend's own depthwise forward pass. (The CPU training step's fused
 //! ops are tested in `src/cpu/layer.rs` and `tests/cpu_step.rs`.)
 
+use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::{Autodiff, NdArray};
 use burn::module::Module;
 use burn::nn::{BatchNorm, BatchNormConfig};
@@ -11,7 +12,7 @@ use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::TensorPrimitive;
 use burn::tensor::{Distribution, Tensor};
-use grin_model::backend::{burn_ops, DetectorBackend};
+use grin_model::backend::{burn_ops, DetectorBackend, Geometry};
 use grin_model::layers::{batch_norm, depthwise3x3};
 
 type B = Autodiff<NdArray<f32>>;
@@ -21,8 +22,33 @@ fn max_abs_diff<const D: usize>(a: Tensor<NdArray<f32>, D>, b: Tensor<NdArray<f3
     (a - b).abs().max().into_scalar()
 }
 
+/// The depthwise op as the model calls it (Burn's grouped conv on this
+/// backend).
+fn by_layer(x: Tensor<B, 3>, w: Tensor<B, 4>, height: usize, width: usize, stride: usize) -> Tensor<B, 3> {
+    depthwise3x3(x, w, height, width, stride)
+}
+
+/// grin's own autodiff op, whose weight gradient CUDA and wgpu train with.
+fn by_tracked(x: Tensor<B, 3>, w: Tensor<B, 4>, height: usize, width: usize, stride: usize) -> Tensor<B, 3> {
+    let geometry = Geometry { height, width, stride };
+    let (x, w) = (x.into_primitive().tensor(), w.into_primitive().tensor());
+    let y = burn_ops::depthwise3x3_tracked::<NdArray<f32>, NoCheckpointing>(x, w, geometry);
+    Tensor::from_primitive(TensorPrimitive::Float(y))
+}
+
+type Depthwise = fn(Tensor<B, 3>, Tensor<B, 4>, usize, usize, usize) -> Tensor<B, 3>;
+
 #[test]
 fn depthwise_gradients_equal_burns_conv_gradients() {
+    assert_depthwise_equals_burns_conv(by_layer);
+}
+
+#[test]
+fn depthwise_with_grins_weight_gradient_equals_burns_conv() {
+    assert_depthwise_equals_burns_conv(by_tracked);
+}
+
+fn assert_depthwise_equals_burns_conv(depthwise: Depthwise) {
     let device = Default::default();
     for (channels, height, width, stride) in
         [(4usize, 13usize, 17usize, 1usize), (4, 13, 17, 2), (8, 12, 16, 2), (3, 1, 5, 1), (5, 2, 2, 2)]
@@ -35,7 +61,7 @@ fn depthwise_gradients_equal_burns_conv_gradients() {
 
         let (x1, w1) = (x.clone().require_grad(), w.clone().require_grad());
         let flat = x1.clone().reshape([3, channels, height * width]);
-        let ours = depthwise3x3(flat, w1.clone(), height, width, stride).reshape([3, channels, oh, ow]);
+        let ours = depthwise(flat, w1.clone(), height, width, stride).reshape([3, channels, oh, ow]);
         let grads = (ours.clone() * upstream.clone()).sum().backward();
         let (dx1, dw1) = (x1.grad(&grads).unwrap(), w1.grad(&grads).unwrap());
 
@@ -95,11 +121,10 @@ fn batch_norm_equals_burns_batch_norm_in_training() {
     }
 }
 
-/// What CUDA runs (Burn's ops behind the trait's defaults) equals what the
+/// Burn's grouped conv (the trait's default) equals what the
 /// CPU kernel computes, so the GPU path's logic is tested without a GPU.
 #[test]
 fn the_cpu_depthwise_forward_equals_the_burn_ops_version() {
-    use grin_model::backend::Geometry;
     type N = NdArray<f32>;
     let device = Default::default();
     let back = |t| Tensor::<N, 3>::from_primitive(TensorPrimitive::Float(t));

@@ -3,10 +3,16 @@
 //! over any backend), and the reference the CPU kernels are tested against.
 
 use super::{Geometry, NormOutput, NormSettings};
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::autodiff::NodeId;
+use burn::backend::Autodiff;
 use burn::tensor::activation::relu;
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::{ConvOptions, FloatTensor};
-use burn::tensor::{Tensor, TensorMetadata, TensorPrimitive};
+use burn::tensor::{Slice, Tensor, TensorMetadata, TensorPrimitive};
 
 fn float<B: Backend, const D: usize>(t: FloatTensor<B>) -> Tensor<B, D> {
     Tensor::from_primitive(TensorPrimitive::Float(t))
@@ -44,6 +50,85 @@ fn flat<B: Backend>(x: FloatTensor<B>) -> FloatTensor<B> {
 pub fn depthwise3x3<B: Backend>(x: FloatTensor<B>, weight: FloatTensor<B>, geometry: Geometry) -> FloatTensor<B> {
     let (Geometry { height, width, stride }, channels) = (geometry, weight.shape()[0]);
     flat::<B>(B::conv2d(image::<B>(x, height, width), weight, None, conv_options(channels, stride)))
+}
+
+/// The depthwise conv under autodiff, with the weight gradient computed by
+/// [`depthwise3x3_weight_grad`] instead of Burn's: burn-cubecl 0.21 (CUDA,
+/// wgpu) computes a grouped conv's weight gradient with one convolution per
+/// group (`conv_weight_grad_groups`), so one per channel of a depthwise
+/// layer, thousands of launches a step. The forward pass and the input
+/// gradient stay Burn's (one grouped kernel each).
+pub fn depthwise3x3_tracked<B: Backend, C: CheckpointStrategy>(
+    x: FloatTensor<Autodiff<B, C>>,
+    weight: FloatTensor<Autodiff<B, C>>,
+    geometry: Geometry,
+) -> FloatTensor<Autodiff<B, C>> {
+    #[derive(Debug)]
+    struct Depthwise;
+
+    impl<B: Backend> Backward<B, 2> for Depthwise {
+        type State = (NodeId, NodeId, Geometry);
+
+        fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+            let [node_x, node_weight] = ops.parents;
+            let grad = grads.consume::<B>(&ops.node);
+            let (x_state, weight_state, geometry) = ops.state;
+            let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_state);
+            let weight = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(weight_state);
+            let Geometry { height, width, stride } = geometry;
+            let (out_height, out_width) = (height.div_ceil(stride), width.div_ceil(stride));
+            if let Some(node) = node_x {
+                let channels = weight.shape()[0];
+                let image_grad = image::<B>(grad.clone(), out_height, out_width);
+                let dx = B::conv2d_x_backward(
+                    image::<B>(x.clone(), height, width),
+                    weight,
+                    image_grad,
+                    conv_options(channels, stride),
+                );
+                grads.register::<B>(node.id, flat::<B>(dx));
+            }
+            if let Some(node) = node_weight {
+                grads.register::<B>(node.id, depthwise3x3_weight_grad::<B>(x, grad, geometry));
+            }
+        }
+    }
+
+    match Depthwise.prepare::<C>([x.node.clone(), weight.node.clone()]).compute_bound().stateful() {
+        OpsKind::Tracked(mut prep) => {
+            let (x_state, weight_state) = (prep.checkpoint(&x), prep.checkpoint(&weight));
+            prep.finish((x_state, weight_state, geometry), depthwise3x3::<B>(x.primitive, weight.primitive, geometry))
+        }
+        OpsKind::UnTracked(prep) => prep.finish(depthwise3x3::<B>(x.primitive, weight.primitive, geometry)),
+    }
+}
+
+/// The depthwise 3x3 conv's weight gradient, `[channels, 1, 3, 3]`, from
+/// its input `x` and the output's gradient `grad` (`[batch, channels,
+/// points]` both): for each tap, the strided slice of the zero-padded input
+/// the tap reads, times the gradient, summed over batch and points. The
+/// nine slices are stacked so that the product and the sums are one kernel
+/// each.
+pub fn depthwise3x3_weight_grad<B: Backend>(
+    x: FloatTensor<B>,
+    grad: FloatTensor<B>,
+    geometry: Geometry,
+) -> FloatTensor<B> {
+    let Geometry { height, width, stride } = geometry;
+    let [batch, channels, _] = x.shape().dims();
+    let (out_height, out_width) = (height.div_ceil(stride), width.div_ceil(stride));
+    let padded = float::<B, 4>(image::<B>(x, height, width)).pad((1, 1, 1, 1), 0.0);
+    // Tap k of a side reads padded rows (columns) k, k + stride, ..., `out` of them.
+    let along =
+        |k: usize, out: usize| Slice::new(k as isize, Some((k + (out - 1) * stride + 1) as isize), stride as isize);
+    let taps: Vec<Tensor<B, 4>> = (0..9)
+        .map(|t| {
+            padded.clone().slice([Slice::full(), Slice::full(), along(t / 3, out_height), along(t % 3, out_width)])
+        })
+        .collect();
+    let taps = Tensor::stack::<5>(taps, 2).reshape([batch, channels, 9, out_height * out_width]);
+    let grad = float::<B, 3>(grad).reshape([batch, channels, 1, out_height * out_width]);
+    primitive((taps * grad).sum_dim(3).sum_dim(0).reshape([channels, 1, 3, 3]))
 }
 
 pub fn batch_norm_train<B: Backend>(
