@@ -1,6 +1,8 @@
 //! `grin simulate` end to end: flags, `--from-run` with a summary.json this
 //! test writes, and the errors a user sees.
 
+use grin_terms::summary::RunFigures;
+use grin_terms::Mode;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -45,12 +47,15 @@ fn from_run_uses_the_measured_figures_and_flags_override() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("runs/r1");
     std::fs::create_dir_all(&run).unwrap();
-    std::fs::write(
-        run.join("summary.json"),
-        r#"{"name":"r1","mode":"on-the-fly","backend":"cpu","steps":100,"face_ap":0.4,
-            "load_ms_per_batch":40.0,"load_jitter_ms":2.0,"loaders":2,"step_ms":10.0,"gpu_busy_pct":47.5}"#,
-    )
-    .unwrap();
+    let figures = RunFigures {
+        load_ms_per_batch: 40.0,
+        load_jitter_ms: 2.0,
+        loaders: 2,
+        step_ms: 10.0,
+        gpu_busy_pct: 47.5,
+        ..RunFigures::example(Mode::OnTheFly)
+    };
+    std::fs::write(run.join("summary.json"), serde_json::to_string(&figures).unwrap()).unwrap();
     let out = grin(&["simulate", "--from-run", "runs/r1", "--seconds", "20"], dir.path());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
@@ -79,11 +84,13 @@ fn bad_input_is_one_clear_error() {
     assert!(stderr.contains("runs/missing/summary.json"), "{stderr}");
 
     std::fs::create_dir_all(dir.path().join("r")).unwrap();
-    std::fs::write(dir.path().join("r/summary.json"), r#"{"mode":"in-vram","loaders":1,"step_ms":3}"#).unwrap();
+    let mut damaged = serde_json::to_value(RunFigures::example(Mode::InVram)).unwrap();
+    damaged.as_object_mut().unwrap().remove("load_ms_per_batch");
+    std::fs::write(dir.path().join("r/summary.json"), damaged.to_string()).unwrap();
     let out = grin(&["simulate", "--from-run", "r"], dir.path());
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr.contains("load_ms_per_batch") && stderr.contains("--load-ms"), "{stderr}");
+    assert!(stderr.contains("r/summary.json") && stderr.contains("load_ms_per_batch"), "{stderr}");
 
     let out = grin(&["simulate", "--load-ms", "10", "--loaders", "0", "--step-ms", "5"], dir.path());
     assert_eq!(out.status.code(), Some(2));

@@ -188,12 +188,14 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
         run.evaluate = false;
         eprintln!("bench: {} for {} steps", mode.name(), args.steps);
         let s = trainer::train::<B>(&run, device, |start| build_feed::<B>(&plan, device, start))?;
+        let s = s.run;
         let simulated = if s.loaders == 0 {
             100.0 * s.step_ms / (s.step_ms + s.load_ms_per_batch).max(1e-9)
         } else {
-            let figures = grin_simulate::read_run(&run.run_dir)?;
+            let summary = run.run_dir.join(grin_terms::summary::SUMMARY_FILE);
+            let from_run = grin_simulate::FromRun { summary, figures: s.clone() };
             let flags = grin_simulate::Flags { seconds: 60.0, timeline_ms: 0.0, ..Default::default() };
-            let params = grin_simulate::resolve(&flags, Some(&figures))?;
+            let params = grin_simulate::resolve(&flags, Some(&from_run))?;
             100.0 * grin_simulate::simulate(&params)?.gpu_busy
         };
         rows.push(ModeRow {

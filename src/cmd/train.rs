@@ -136,7 +136,8 @@ fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-fn print_summary(s: &Summary) {
+fn print_summary(summary: &Summary) {
+    let s = &summary.run;
     let pct = |v: Option<f32>| v.map(|v| format!("{:.3}", v)).unwrap_or_else(|| "n/a".into());
     println!(
         "{}: {} steps in {:.1}s on {} ({}), {:.2} steps/s, {} busy {:.0}%, final loss {:.4}",
@@ -152,7 +153,7 @@ fn print_summary(s: &Summary) {
         s.gpu_busy_pct,
         s.final_loss
     );
-    if let Some(b) = &s.balance {
+    if let Some(b) = &summary.balance {
         println!(
             "balance check: predicted device busy {:.0}%, measured {:.0}% ({})",
             b.predicted_busy_pct,
@@ -161,7 +162,7 @@ fn print_summary(s: &Summary) {
         );
     }
     println!("held-out scenes: face AP@0.5 {}  smile accuracy {}", pct(s.face_ap), pct(s.smile_accuracy));
-    for report in &s.photos {
+    for report in &summary.photos {
         println!("held-out photos: {}", grin_train::photo_eval::describe(report));
     }
 }

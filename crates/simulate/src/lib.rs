@@ -11,6 +11,6 @@ mod sim;
 mod timeline;
 
 pub use report::report;
-pub use run::{read_run, resolve, Flags, RunFigures};
+pub use run::{read_run, resolve, Flags, FromRun};
 pub use sim::{simulate, LoaderInterval, LoaderState, SimParams, SimResult, Timeline};
 pub use timeline::render_svg;

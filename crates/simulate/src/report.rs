@@ -1,12 +1,12 @@
 //! The text `grin simulate` prints: the simulated figures and, for
 //! `--from-run`, the prediction against the run's measured device busy %.
 
-use crate::run::RunFigures;
+use crate::run::FromRun;
 use crate::sim::SimResult;
 use std::fmt::Write;
 
 /// The human-readable summary `grin simulate` prints.
-pub fn report(r: &SimResult, run: Option<&RunFigures>) -> String {
+pub fn report(r: &SimResult, run: Option<&FromRun>) -> String {
     let p = &r.params;
     let mut s = String::new();
     let _ = writeln!(
@@ -31,27 +31,16 @@ pub fn report(r: &SimResult, run: Option<&RunFigures>) -> String {
     let _ = writeln!(s, "  mean queue length  {:.2} of {}", r.mean_queue, p.queue);
     let _ = writeln!(s, "  loader blocked     {:.1}%", 100.0 * r.loader_blocked);
     if let Some(run) = run {
-        let mode = run.mode.as_deref().unwrap_or("unknown mode");
-        match run.gpu_busy_pct {
-            Some(measured) => {
-                let _ = writeln!(
-                    s,
-                    "  run {} ({mode}): predicted {:.1}% vs measured {:.1}% device busy ({:+.1} points)",
-                    run.summary.display(),
-                    100.0 * r.gpu_busy,
-                    measured,
-                    100.0 * r.gpu_busy - measured
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    s,
-                    "  run {} ({mode}): predicted {:.1}%, no measured gpu_busy_pct in the summary",
-                    run.summary.display(),
-                    100.0 * r.gpu_busy
-                );
-            }
-        }
+        let measured = run.figures.gpu_busy_pct;
+        let _ = writeln!(
+            s,
+            "  run {} ({}): predicted {:.1}% vs measured {:.1}% device busy ({:+.1} points)",
+            run.summary.display(),
+            run.figures.mode.name(),
+            100.0 * r.gpu_busy,
+            measured,
+            100.0 * r.gpu_busy - measured
+        );
     }
     s
 }
@@ -60,11 +49,14 @@ pub fn report(r: &SimResult, run: Option<&RunFigures>) -> String {
 mod tests {
     use super::*;
     use crate::sim::{simulate, SimParams};
+    use grin_terms::summary::RunFigures;
+    use grin_terms::Mode;
 
     #[test]
     fn report_shows_prediction_and_measurement() {
         let r = simulate(&SimParams::new(100.0, 0.0, 2, 10.0, 10.0)).unwrap();
-        let run = RunFigures { mode: Some("precomputed".into()), gpu_busy_pct: Some(25.0), ..RunFigures::default() };
+        let figures = RunFigures { gpu_busy_pct: 25.0, ..RunFigures::example(Mode::Precomputed) };
+        let run = FromRun { summary: "runs/r/summary.json".into(), figures };
         let text = report(&r, Some(&run));
         assert!(text.contains("prediction min(1, N*S/L) = 20.0%"), "{text}");
         assert!(text.contains("(precomputed): predicted 19.8% vs measured 25.0% device busy (-5.2 points)"), "{text}");

@@ -9,11 +9,19 @@
 //! - [`label`]: the label codes of a box (smile, unknown, ignore region,
 //!   empty slot), which samples, datasets, target assignment and the loss
 //!   read.
+//! - [`Mode`]: how batches reach the device (configs, `--mode`, summaries).
+//! - [`summary`]: a finished run's figures (`summary.json`) and their one
+//!   reader.
 //! - [`MIN_SIDE`] and [`MAX_SIDE`]: the sides a frame the network runs on
 //!   may have (`train.run_size`, the features' size, `--size`,
 //!   `--run-size`, a model file's header).
 
 #![forbid(unsafe_code)]
+
+mod mode;
+pub mod summary;
+
+pub use mode::Mode;
 
 /// Smallest side of a frame the network runs on: below the coarsest stride
 /// (32) every level is one cell.

@@ -9,29 +9,7 @@ use grin_terms::{MAX_SIDE, MIN_SIDE};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// How batches reach the device; `Auto` is a request (the balance check
-/// picks one of the three), never the mode a run trains in. `--mode` takes
-/// these values itself (clap's `ValueEnum`), as configs do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    OnTheFly,
-    Precomputed,
-    InVram,
-    Auto,
-}
-
-impl Mode {
-    /// The name configs and `--mode` use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::OnTheFly => "on-the-fly",
-            Mode::Precomputed => "precomputed",
-            Mode::InVram => "in-vram",
-            Mode::Auto => "auto",
-        }
-    }
-}
+pub use grin_terms::Mode;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

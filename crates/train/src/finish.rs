@@ -13,6 +13,7 @@ use crate::summary::{mean_ap_loose, summarise, Summary};
 use anyhow::{Context, Result};
 use grin_features::Split;
 use grin_model::{file, Detector, TrainBackend};
+use grin_terms::summary::SUMMARY_FILE;
 use std::path::Path;
 
 /// Writes `inference` (the last step's weights) to `model_path`, scores it,
@@ -55,7 +56,7 @@ pub(crate) fn finish<B: TrainBackend>(
     summary.photos = photos;
     summary.val_photo_ap = mean_ap_loose(&val_photos);
     summary.val_photos = val_photos;
-    summary.write(&run.run_dir.join("summary.json"))?;
+    summary.write(&run.run_dir.join(SUMMARY_FILE))?;
     metrics::plot(&run.run_dir.join("training.svg"), &state.history)?;
     // The run is complete and its model written: the checkpoint would only
     // make a rerun of this config refuse to start.

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 const RESULTS: [&str; 7] = [
     "model.grin",
     crate::best::BEST_MODEL,
-    "summary.json",
+    grin_terms::summary::SUMMARY_FILE,
     "metrics.csv",
     grin_events::FILE_NAME,
     "training.svg",
@@ -77,25 +77,20 @@ pub(crate) fn prepare(run_dir: &Path, resume: bool, overwrite: bool) -> Result<(
 /// figures from `summary.json`), or None when there is none. A `model.grin`
 /// without a readable summary still counts: the model is the result.
 fn finished_run(run_dir: &Path) -> Option<String> {
-    let summary_path = run_dir.join("summary.json");
     let model = run_dir.join("model.grin").exists();
-    let summary = match std::fs::read(&summary_path) {
-        Ok(bytes) => serde_json::from_slice::<serde_json::Value>(&bytes).ok(),
-        Err(_) if !model => return None,
-        Err(_) => None,
-    };
-    let Some(s) = summary else {
+    let summary = grin_terms::summary::read(run_dir);
+    if summary.is_err() && !model && !run_dir.join(grin_terms::summary::SUMMARY_FILE).exists() {
+        return None;
+    }
+    let Ok(s) = summary else {
         return Some("model.grin, no readable summary.json".into());
     };
-    let figure = |key: &str| match s.get(key).and_then(|v| v.as_f64()) {
-        Some(v) => format!("{v:.3}"),
-        None => "n/a".into(),
-    };
-    let steps = s.get("steps").and_then(|v| v.as_u64()).map(|n| n.to_string()).unwrap_or_else(|| "?".into());
+    let figure = |v: Option<f32>| v.map_or_else(|| "n/a".into(), |v| format!("{v:.3}"));
     Some(format!(
-        "summary.json: {steps} steps, held-out face AP@0.5 {}, smile accuracy {}",
-        figure("face_ap"),
-        figure("smile_accuracy")
+        "summary.json: {} steps, held-out face AP@0.5 {}, smile accuracy {}",
+        s.steps,
+        figure(s.face_ap),
+        figure(s.smile_accuracy)
     ))
 }
 
@@ -129,13 +124,13 @@ mod tests {
     #[test]
     fn a_finished_run_is_named_with_its_figures_and_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let summary = r#"{"steps": 3000, "face_ap": 0.9123, "smile_accuracy": null}"#;
-        std::fs::write(dir.path().join("summary.json"), summary).unwrap();
+        let figures = grin_terms::summary::RunFigures::example(crate::Mode::OnTheFly);
+        std::fs::write(dir.path().join("summary.json"), serde_json::to_string(&figures).unwrap()).unwrap();
         std::fs::write(dir.path().join("model.grin"), b"weights").unwrap();
         let e = error(dir.path(), false, false);
         assert!(
             e.contains(
-                "holds a finished run (summary.json: 3000 steps, held-out face AP@0.5 0.912, smile accuracy n/a)"
+                "holds a finished run (summary.json: 100 steps, held-out face AP@0.5 0.500, smile accuracy n/a)"
             ),
             "{e}"
         );

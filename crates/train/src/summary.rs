@@ -3,50 +3,23 @@
 
 use crate::best::Best;
 use crate::checkpoint::LoopState;
-use crate::config::Mode;
 use crate::eval::EvalReport;
 use crate::metrics::MetricRow;
 use crate::photo_eval::PhotoReport;
 use crate::run::RunSpec;
 use anyhow::Result;
 use grin_terms::median;
+use grin_terms::summary::RunFigures;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// `summary.json`: what sweeps, the simulator and people read after a run.
+/// `summary.json`: what sweeps, the simulator and people read after a run:
+/// the run's figures (one schema, [`RunFigures`], with its one reader in
+/// grin-terms) and beside them the scores and the balance prediction.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
-    pub name: String,
-    pub mode: Mode,
-    pub backend: String,
-    pub steps: usize,
-    pub batch_size: usize,
-    pub face_ap: Option<f32>,
-    pub smile_accuracy: Option<f32>,
-    pub steps_per_s: f64,
-    pub samples_per_s: f64,
-    pub gpu_busy_pct: f64,
-    pub wall_s: f64,
-    pub final_loss: f32,
-    /// Median wall time to produce one batch, all loaders together (host
-    /// modes), or to cut one (in VRAM).
-    #[serde(default)]
-    pub produce_ms_per_batch: f64,
-    /// One loader's time per batch: `produce_ms_per_batch * loaders`, since
-    /// the loaders split each batch between them. What `grin simulate
-    /// --from-run` models as N loaders each making whole batches. In VRAM
-    /// (no loaders) the cut time.
-    pub load_ms_per_batch: f64,
-    pub load_jitter_ms: f64,
-    /// Loaders that made batches side by side: the feature workers
-    /// on-the-fly, the store's loader thread precomputed, 0 in VRAM (the
-    /// batch is cut on the training thread).
-    pub loaders: usize,
-    /// Median compute time of one step.
-    pub step_ms: f64,
-    /// Time per step the training thread waited on data (median over log intervals).
-    #[serde(default)]
-    pub wait_ms_per_step: f64,
+    #[serde(flatten)]
+    pub run: RunFigures,
     /// Scores on held-out real photos, one entry per real source.
     #[serde(default)]
     pub photos: Vec<PhotoReport>,
@@ -93,7 +66,7 @@ pub(crate) fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalRep
         let m = produce.iter().sum::<f64>() / produce.len().max(1) as f64;
         (produce.iter().map(|p| (p - m).powi(2)).sum::<f64>() / produce.len().max(1) as f64).sqrt()
     };
-    Summary {
+    let figures = RunFigures {
         name: run.name.clone(),
         mode: run.mode,
         backend: run.backend.clone(),
@@ -112,6 +85,9 @@ pub(crate) fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalRep
         loaders,
         step_ms: median(&step_ms),
         wait_ms_per_step: middle(&|r| r.wait_ms),
+    };
+    Summary {
+        run: figures,
         photos: vec![],
         val_photos: vec![],
         val_photo_ap: None,

@@ -24,7 +24,7 @@ fn loss_falls_and_ap_rises() {
     let spec = run.detector_spec();
     let untrained = spec.init::<burn_ndarray::NdArray<f32>>(&device);
     let before = evaluate(&untrained, &spec, &features, 96, &device).unwrap().face_ap.expect("scenes hold faces");
-    let after = summary.face_ap.expect("evaluated");
+    let after = summary.run.face_ap.expect("evaluated");
     // Printed so that a failure in CI shows how far off it was.
     eprintln!("loss last/first {:.3}, AP {after:.3} (untrained {before:.3})", last / first);
     assert!(after > before + 0.3 && after > 0.4, "AP {after} should rise well above untrained {before}");
@@ -50,7 +50,7 @@ fn loss_falls_and_ap_rises() {
     // The summary records the loaders that really ran (the feature workers)
     // and one loader's time per batch, which is what `grin simulate` models.
     let workers = grin_features::Pipeline::new(&features, grin_features::Split::Train).unwrap().workers();
-    assert_eq!(summary.loaders, workers);
-    let per_loader = summary.produce_ms_per_batch * workers as f64;
-    assert!((summary.load_ms_per_batch - per_loader).abs() < 1e-9 && per_loader > 0.0, "{summary:?}");
+    assert_eq!(summary.run.loaders, workers);
+    let per_loader = summary.run.produce_ms_per_batch * workers as f64;
+    assert!((summary.run.load_ms_per_batch - per_loader).abs() < 1e-9 && per_loader > 0.0, "{summary:?}");
 }

@@ -376,11 +376,11 @@ fn a_short_run_on_wgpu_reaches_the_cpus_loss_and_ap() {
     // The last four logged intervals: single rows of batch 8 are noisy.
     let tail = |l: &[f32]| l[l.len() - 4..].iter().sum::<f32>() / 4.0;
     let (cpu_loss, gpu_loss) = (tail(&cpu_losses), tail(&gpu_losses));
-    let (cpu_ap, gpu_ap) = (cpu.face_ap.expect("scored"), gpu.face_ap.expect("scored"));
+    let (cpu_ap, gpu_ap) = (cpu.run.face_ap.expect("scored"), gpu.run.face_ap.expect("scored"));
     eprintln!(
         "after {STEPS} steps: loss cpu {cpu_loss:.4} wgpu {gpu_loss:.4} (first {:.4} / {:.4}); AP cpu {cpu_ap:.3} wgpu {gpu_ap:.3}; \
          {:.2} vs {:.2} steps/s",
-        cpu_losses[0], gpu_losses[0], cpu.steps_per_s, gpu.steps_per_s
+        cpu_losses[0], gpu_losses[0], cpu.run.steps_per_s, gpu.run.steps_per_s
     );
     // The first interval's loss is the same model on the same batches: the
     // two step engines agree to float noise there (`one_adamw_step_on_wgpu_agrees_as_closely_as_the_cpu_step`).

@@ -1,0 +1,30 @@
+//! How batches reach the device: the word configs, `--mode`, the summary
+//! and the simulator share.
+
+use serde::{Deserialize, Serialize};
+
+/// How batches reach the device; `Auto` is a request (the balance check
+/// picks one of the three), never the mode a run trains in. `--mode` takes
+/// these values itself (clap's `ValueEnum`, behind the `cli` feature), as
+/// configs do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    OnTheFly,
+    Precomputed,
+    InVram,
+    Auto,
+}
+
+impl Mode {
+    /// The name configs and `--mode` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::OnTheFly => "on-the-fly",
+            Mode::Precomputed => "precomputed",
+            Mode::InVram => "in-vram",
+            Mode::Auto => "auto",
+        }
+    }
+}
