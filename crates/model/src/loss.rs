@@ -6,12 +6,20 @@ use burn::tensor::activation::{log_sigmoid, sigmoid};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
-#[derive(Debug, Clone, Copy)]
+/// The loss terms' settings: a config's `[train.loss]` table as it is.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct LossWeights {
     pub focal_alpha: f32,
     pub focal_gamma: f32,
     pub box_weight: f32,
     pub smile_weight: f32,
+}
+
+impl Default for LossWeights {
+    fn default() -> Self {
+        LossWeights { focal_alpha: 0.25, focal_gamma: 2.0, box_weight: 2.0, smile_weight: 1.0 }
+    }
 }
 
 /// The total to back-propagate and its parts, each a one-element tensor

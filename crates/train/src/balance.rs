@@ -130,7 +130,7 @@ pub fn measure<B: TrainBackend>(
 
     let mut model = spec.init::<B>(device);
     let mut optim = crate::step::optimizer::<B>(train);
-    let mut stepper = Stepper::<B>::new(spec, train.loss.weights(), std::slice::from_ref(device));
+    let mut stepper = Stepper::<B>::new(spec, train.loss, std::slice::from_ref(device));
     let on_device = upload::<B>(&host, device);
 
     let tu_s = timed::<B, _>(device, || upload::<B>(&host, device));

@@ -4,7 +4,7 @@
 use crate::feed::in_vram::DeviceAugment;
 use anyhow::{bail, Context, Result};
 use grin_features::FeatureConfig;
-use grin_model::{DetectorSpec, ModelConfig};
+use grin_model::{DetectorSpec, LossWeights, ModelConfig};
 use grin_terms::{MAX_SIDE, MIN_SIDE};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -55,7 +55,7 @@ pub struct TrainConfig {
     pub store: Option<PathBuf>,
     /// Samples written by `grin precompute` when `--samples` is not given.
     pub store_samples: usize,
-    pub loss: LossConfig,
+    pub loss: LossWeights,
     /// Augmentation the in-VRAM mode applies on the device, per batch.
     pub device_augment: DeviceAugment,
     /// A model file whose weights the run starts from (fine-tuning); its
@@ -85,35 +85,9 @@ impl Default for TrainConfig {
             prefetch: 4,
             store: None,
             store_samples: 20_000,
-            loss: LossConfig::default(),
+            loss: LossWeights::default(),
             device_augment: DeviceAugment::default(),
             init: None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LossConfig {
-    pub focal_alpha: f32,
-    pub focal_gamma: f32,
-    pub box_weight: f32,
-    pub smile_weight: f32,
-}
-
-impl Default for LossConfig {
-    fn default() -> Self {
-        LossConfig { focal_alpha: 0.25, focal_gamma: 2.0, box_weight: 2.0, smile_weight: 1.0 }
-    }
-}
-
-impl LossConfig {
-    pub fn weights(&self) -> grin_model::LossWeights {
-        grin_model::LossWeights {
-            focal_alpha: self.focal_alpha,
-            focal_gamma: self.focal_gamma,
-            box_weight: self.box_weight,
-            smile_weight: self.smile_weight,
         }
     }
 }
@@ -307,26 +281,24 @@ impl TrainConfig {
         if !(t.eval_min_face.is_finite() && (0.0..=4096.0).contains(&t.eval_min_face)) {
             bail!("key `train.eval_min_face`: {} must be within 0..=4096", t.eval_min_face);
         }
-        t.loss.validate()
+        validate_loss(&t.loss)
     }
 }
 
-impl LossConfig {
-    /// Each weight finite and in a range where the loss stays finite: a NaN
-    /// or infinite weight would otherwise surface steps later as "loss
-    /// became NaN", blaming the learning rate, or as a panic inside Burn.
-    pub(crate) fn validate(&self) -> Result<()> {
-        let keys = [
-            ("focal_alpha", self.focal_alpha, 1.0),
-            ("focal_gamma", self.focal_gamma, 10.0),
-            ("box_weight", self.box_weight, 1000.0),
-            ("smile_weight", self.smile_weight, 1000.0),
-        ];
-        for (key, v, hi) in keys {
-            if !(0.0..=hi).contains(&v) {
-                bail!("key `train.loss.{key}`: {v} must be within 0..={hi}");
-            }
+/// Each weight finite and in a range where the loss stays finite: a NaN
+/// or infinite weight would otherwise surface steps later as "loss
+/// became NaN", blaming the learning rate, or as a panic inside Burn.
+fn validate_loss(loss: &LossWeights) -> Result<()> {
+    let keys = [
+        ("focal_alpha", loss.focal_alpha, 1.0),
+        ("focal_gamma", loss.focal_gamma, 10.0),
+        ("box_weight", loss.box_weight, 1000.0),
+        ("smile_weight", loss.smile_weight, 1000.0),
+    ];
+    for (key, v, hi) in keys {
+        if !(0.0..=hi).contains(&v) {
+            bail!("key `train.loss.{key}`: {v} must be within 0..={hi}");
         }
-        Ok(())
     }
+    Ok(())
 }

@@ -60,7 +60,7 @@ pub fn bench_step<B: TrainBackend>(
     B::seed(device, c.features.seed);
     let mut model = spec.init::<B>(device);
     let mut optim = optimizer::<B>(&c.train);
-    let mut stepper = Stepper::<B>::new(&spec, c.train.loss.weights(), std::slice::from_ref(device));
+    let mut stepper = Stepper::<B>::new(&spec, c.train.loss, std::slice::from_ref(device));
     let plan = FeedPlan::new(Mode::InVram, &c.features, &c.train, Some(store));
     let mut feed = build_feed::<B>(&plan, device, 0)?;
     let lr = c.train.lr;

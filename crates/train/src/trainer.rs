@@ -73,7 +73,7 @@ pub fn train_parallel<B: TrainBackend>(
     crate::run_folder::prepare(&run.run_dir, run.resume, run.overwrite)?;
     grin_output::write_file(&run.run_dir.join("config.toml"), &[], run.config_toml.as_bytes())?;
 
-    let mut stepper = Stepper::<B>::new(&spec, cfg.loss.weights(), devices);
+    let mut stepper = Stepper::<B>::new(&spec, cfg.loss, devices);
     let mut feed = feed_for(state.step)?;
 
     let label = format!("{} {}", run.name, run.mode.name());

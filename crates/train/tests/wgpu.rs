@@ -177,7 +177,7 @@ struct StepFigures {
 fn one_step<B: TrainBackend>(bytes: &[u8], host: &HostBatch, device: &B::Device, train: &TrainConfig) -> StepFigures {
     let spec = spec();
     let (_, model) = file::from_bytes::<B>(bytes, device).unwrap();
-    let mut stepper = Stepper::<B>::new(&spec, train.loss.weights(), std::slice::from_ref(device));
+    let mut stepper = Stepper::<B>::new(&spec, train.loss, std::slice::from_ref(device));
     let (loss, grads) = stepper.loss_and_gradients(&model, upload::<B>(host, device)).unwrap();
     let forward = floats(&model);
     let g = forward.iter().map(|f| f.trained.then(|| grad::<B>(&grads, f.id))).collect();
@@ -257,7 +257,7 @@ fn step_on(devices: &[Device<Wgpu>], bytes: &[u8], host: &HostBatch) -> (Vec<Flo
     let spec = spec();
     let train = TrainConfig { lr: 1e-3, ..TrainConfig::default() };
     let (_, model) = file::from_bytes::<Wgpu>(bytes, &devices[0]).unwrap();
-    let mut stepper = Stepper::<Wgpu>::new(&spec, train.loss.weights(), devices);
+    let mut stepper = Stepper::<Wgpu>::new(&spec, train.loss, devices);
     let mut optim = optimizer::<Wgpu>(&train);
     let (model, parts) = stepper.step(model, &mut optim, train.lr, upload::<Wgpu>(host, &devices[0]), None).unwrap();
     (floats(&model), scalars(&parts)[0])
