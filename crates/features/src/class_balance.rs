@@ -49,7 +49,7 @@ pub(crate) fn check_balance(cfg: &ClassBalanceConfig) -> Result<(), FeatureError
 impl ClassBalancer {
     pub fn new(cfg: &ClassBalanceConfig, seed: u64) -> Result<ClassBalancer, FeatureError> {
         check_balance(cfg)?;
-        let raw = [cfg.smiling, cfg.non_smiling, cfg.face_free];
+        let raw = cfg.fractions();
         let sum: f64 = raw.iter().map(|v| *v as f64).sum();
         let targets = [raw[0] as f64 / sum, raw[1] as f64 / sum, raw[2] as f64 / sum];
         Ok(ClassBalancer { seed, targets, achieved: Default::default(), misses: AtomicU64::new(0) })

@@ -287,12 +287,19 @@ impl Default for AugmentConfig {
 }
 
 /// Target fraction of each scene class in every batch (rejection resampling).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClassBalanceConfig {
     pub smiling: f32,
     pub non_smiling: f32,
     pub face_free: f32,
+}
+
+impl ClassBalanceConfig {
+    /// The fractions as given (not normalised), in `SceneClass::ALL` order.
+    pub fn fractions(&self) -> [f32; 3] {
+        [self.smiling, self.non_smiling, self.face_free]
+    }
 }
 
 /// Deterministic train/val/test split ratios (by a hash of the file name, or

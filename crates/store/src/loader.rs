@@ -3,7 +3,7 @@
 
 use crate::error::{Result, StoreError};
 use crate::reader::Store;
-use grin_features::{HostBatch, SceneClass};
+use grin_features::{ClassBalanceConfig, HostBatch, SceneClass};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
@@ -15,9 +15,9 @@ use std::thread::JoinHandle;
 pub enum Draws {
     /// Every record once per epoch, in a fresh random order.
     Shuffled,
-    /// Target fractions (smiling, non-smiling, face-free); normalised over
-    /// the classes the dataset holds.
-    ClassFractions([f32; 3]),
+    /// Target fractions of the scene classes (`[features.balance]`),
+    /// normalised over the classes the dataset holds.
+    ClassFractions(ClassBalanceConfig),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -102,7 +102,8 @@ impl BatchOrder {
         }
         let targets: Option<[f32; 3]> = match options.draws {
             Draws::Shuffled => None,
-            Draws::ClassFractions(f) => {
+            Draws::ClassFractions(balance) => {
+                let f = balance.fractions();
                 if f.iter().any(|x| !x.is_finite() || *x < 0.0) {
                     return Err(StoreError::Usage(format!("class fractions {f:?} must be finite and non-negative")));
                 }
@@ -331,7 +332,11 @@ impl Store {
     /// (`balanced = false`) or equal shares of each scene class per batch.
     pub fn loader(&self, batch_size: usize, seed: u64, balanced: bool, prefetch: usize) -> Result<BatchLoader> {
         // Equal fractions: the same share of every scene class the dataset holds.
-        let draws = if balanced { Draws::ClassFractions([1.0; 3]) } else { Draws::Shuffled };
+        let draws = if balanced {
+            Draws::ClassFractions(ClassBalanceConfig { smiling: 1.0, non_smiling: 1.0, face_free: 1.0 })
+        } else {
+            Draws::Shuffled
+        };
         BatchLoader::new(self, &LoaderOptions { batch_size, seed, draws, prefetch, start_batch: 0 })
     }
 }

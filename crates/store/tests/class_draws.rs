@@ -2,8 +2,12 @@
 mod common;
 
 use common::*;
-use grin_features::SceneClass;
+use grin_features::{ClassBalanceConfig, SceneClass};
 use grin_store::{BatchOrder, Draws, LoaderOptions, Store};
+
+fn balance([smiling, non_smiling, face_free]: [f32; 3]) -> ClassBalanceConfig {
+    ClassBalanceConfig { smiling, non_smiling, face_free }
+}
 
 /// Records 0,3,6.. smiling, 1,4,7.. non-smiling, 2,5,8.. face-free.
 fn thirds(dir: &std::path::Path) -> Store {
@@ -40,8 +44,13 @@ fn balanced_batches_hit_the_target_fractions() {
     let dir = tempfile::tempdir().unwrap();
     let store = thirds(dir.path());
     let target = [0.6f32, 0.3, 0.1];
-    let options =
-        LoaderOptions { batch_size: 32, seed: 4, draws: Draws::ClassFractions(target), prefetch: 2, start_batch: 0 };
+    let options = LoaderOptions {
+        batch_size: 32,
+        seed: 4,
+        draws: Draws::ClassFractions(balance(target)),
+        prefetch: 2,
+        start_batch: 0,
+    };
     let drawn = batches(&store, &options, 200);
     let achieved = fractions(&store, &drawn);
     for c in 0..3 {
@@ -86,8 +95,8 @@ fn unbalanced_order_follows_the_dataset_mix() {
     let options = LoaderOptions { batch_size: 30, seed: 2, draws: Draws::Shuffled, prefetch: 1, start_batch: 0 };
     let f = fractions(&store, &batches(&store, &options, 10));
     assert_eq!(f, [1.0 / 3.0; 3], "one epoch holds each record once");
-    let bad = LoaderOptions { draws: Draws::ClassFractions([0.0, 0.0, 0.0]), ..options.clone() };
+    let bad = LoaderOptions { draws: Draws::ClassFractions(balance([0.0, 0.0, 0.0])), ..options.clone() };
     assert!(BatchOrder::new(&store, &bad).is_err());
-    let bad = LoaderOptions { draws: Draws::ClassFractions([f32::NAN, 1.0, 0.0]), ..options };
+    let bad = LoaderOptions { draws: Draws::ClassFractions(balance([f32::NAN, 1.0, 0.0])), ..options };
     assert!(BatchOrder::new(&store, &bad).is_err());
 }

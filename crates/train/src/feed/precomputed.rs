@@ -53,7 +53,7 @@ pub fn open_store(dir: &Path, features: &FeatureConfig, allow_stale: bool) -> Re
 /// fractions applied at read time, else every record once per epoch.
 fn class_draws(features: &FeatureConfig) -> Draws {
     match &features.balance {
-        Some(b) => Draws::ClassFractions([b.smiling, b.non_smiling, b.face_free]),
+        Some(b) => Draws::ClassFractions(*b),
         None => Draws::Shuffled,
     }
 }
