@@ -16,8 +16,9 @@
 /// same config, so precomputed datasets written before are reported stale
 /// (2: crops without a backgrounds folder draw their noise from the one
 /// value-noise generator the synthetic scenes use; 3: images are turned by
-/// their EXIF orientation, as `grin-detect` turns them).
-pub const GENERATOR_VERSION: u32 = 3;
+/// their EXIF orientation, as `grin-detect` turns them; 4: a store holds
+/// the samples before class balance, which its reader applies).
+pub const GENERATOR_VERSION: u32 = 4;
 
 mod annotations;
 mod class_balance;

@@ -9,9 +9,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
-/// Keys of `[features]` that cannot change a sample (output is bit-identical
-/// whatever the worker count), so changing them does not make a dataset stale.
-const IGNORED_FEATURE_KEYS: [&str; 1] = ["workers"];
+/// Keys of `[features]` that cannot change a stored sample, so changing
+/// them does not make a dataset stale: the worker count (output is
+/// bit-identical whatever it is) and the class balance (applied when
+/// records are drawn, not when they are written).
+const IGNORED_FEATURE_KEYS: [&str; 2] = ["workers", "balance"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

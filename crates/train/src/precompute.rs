@@ -18,7 +18,12 @@ pub fn write_store(
     out: &Path,
 ) -> Result<grin_store::Summary> {
     let writer = Writer::create(out, plan)?;
-    let pipeline = Pipeline::new(features, Split::Train).context("features")?;
+    // A store holds the generator's samples before class balance: the
+    // store modes apply `[features.balance]` once, when they draw records
+    // (`grin_store::BatchOrder`), as on-the-fly applies it once when it
+    // generates.
+    let unbalanced = FeatureConfig { balance: None, ..features.clone() };
+    let pipeline = Pipeline::new(&unbalanced, Split::Train).context("features")?;
     let mut bar: Option<ProgressBar> = None;
     let mut progress = |event: Event| match event {
         Event::Plan { reused_shards, reused_records, pending_records, .. } => {
