@@ -144,12 +144,12 @@ fn print_summary(summary: &Summary) {
         s.name,
         s.steps,
         s.wall_s,
-        s.backend,
+        s.backend.name(),
         s.mode.name(),
         s.steps_per_s,
         // On the CPU backend the "device" shares cores with the feature workers, and wgpu's
         // device may be a CPU driver.
-        if s.backend == BackendChoice::Cuda.name() { "GPU" } else { "device" },
+        if s.backend == BackendChoice::Cuda { "GPU" } else { "device" },
         s.gpu_busy_pct,
         s.final_loss
     );

@@ -9,7 +9,8 @@
 //! - [`label`]: the label codes of a box (smile, unknown, ignore region,
 //!   empty slot), which samples, datasets, target assignment and the loss
 //!   read.
-//! - [`Mode`]: how batches reach the device (configs, `--mode`, summaries).
+//! - [`Mode`] and [`BackendChoice`]: how batches reach the device and which
+//!   one trains (configs, `--mode`, `--backend`, summaries).
 //! - [`summary`]: a finished run's figures (`summary.json`) and their one
 //!   reader.
 //! - [`MIN_SIDE`] and [`MAX_SIDE`]: the sides a frame the network runs on
@@ -21,7 +22,7 @@
 mod mode;
 pub mod summary;
 
-pub use mode::Mode;
+pub use mode::{BackendChoice, Mode};
 
 /// Smallest side of a frame the network runs on: below the coarsest stride
 /// (32) every level is one cell.

@@ -1,5 +1,5 @@
-//! How batches reach the device: the word configs, `--mode`, the summary
-//! and the simulator share.
+//! How batches reach the device and which device trains: the words configs,
+//! `--mode`, `--backend`, the summary and the simulator share.
 
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +25,27 @@ impl Mode {
             Mode::Precomputed => "precomputed",
             Mode::InVram => "in-vram",
             Mode::Auto => "auto",
+        }
+    }
+}
+
+/// Which backend trains: `--backend`'s values, and the run summary's
+/// `backend` key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    Cpu,
+    Cuda,
+    Wgpu,
+}
+
+impl BackendChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendChoice::Cpu => "cpu",
+            BackendChoice::Cuda => "cuda",
+            BackendChoice::Wgpu => "wgpu",
         }
     }
 }

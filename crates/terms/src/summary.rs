@@ -3,7 +3,7 @@
 //! through [`read`] by `grin simulate --from-run`, `grin bench modes` and
 //! the run-folder check. `scripts/sweep` reads the same keys.
 
-use crate::mode::Mode;
+use crate::mode::{BackendChoice, Mode};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -15,7 +15,7 @@ pub const SUMMARY_FILE: &str = "summary.json";
 pub struct RunFigures {
     pub name: String,
     pub mode: Mode,
-    pub backend: String,
+    pub backend: BackendChoice,
     pub steps: usize,
     pub batch_size: usize,
     pub face_ap: Option<f32>,
@@ -55,7 +55,7 @@ impl RunFigures {
         RunFigures {
             name: "example".into(),
             mode,
-            backend: "cpu".into(),
+            backend: BackendChoice::Cpu,
             steps: 100,
             batch_size: 16,
             face_ap: Some(0.5),

@@ -3,7 +3,6 @@
 //! never chosen automatically, only with `--backend wgpu`.
 
 use anyhow::{bail, Result};
-use serde::{Deserialize, Serialize};
 
 /// The CPU training backend; also what tests and CI run.
 pub type Cpu = burn::backend::Autodiff<burn_ndarray::NdArray<f32>>;
@@ -15,23 +14,7 @@ pub type Cuda = burn::backend::Autodiff<burn_cuda::Cuda<f32, i32>>;
 #[cfg(feature = "wgpu")]
 pub type Wgpu = burn::backend::Autodiff<burn_wgpu::Wgpu<f32, i32>>;
 
-/// `--backend`: the flag's values are this type's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-pub enum BackendChoice {
-    Cpu,
-    Cuda,
-    Wgpu,
-}
-
-impl BackendChoice {
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendChoice::Cpu => "cpu",
-            BackendChoice::Cuda => "cuda",
-            BackendChoice::Wgpu => "wgpu",
-        }
-    }
-}
+pub use grin_terms::BackendChoice;
 
 pub(crate) const CUDA_COMPILED: bool = cfg!(feature = "cuda");
 pub(crate) const WGPU_COMPILED: bool = cfg!(feature = "wgpu");

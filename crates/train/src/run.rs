@@ -19,7 +19,7 @@ pub struct RunSpec {
     pub train: TrainConfig,
     /// The mode actually used (never `Auto`).
     pub mode: Mode,
-    pub backend: String,
+    pub backend: BackendChoice,
     pub resume: bool,
     /// Start afresh even when `run_dir` holds an interrupted run's checkpoint.
     pub overwrite: bool,
@@ -47,7 +47,7 @@ impl RunSpec {
             model: config.model.clone(),
             train: config.train.clone(),
             mode,
-            backend: backend.name().into(),
+            backend,
             resume: false,
             overwrite: false,
             config_toml: toml::to_string(config)?,

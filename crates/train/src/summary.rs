@@ -69,7 +69,7 @@ pub(crate) fn summarise(run: &RunSpec, state: &LoopState, report: Option<EvalRep
     let figures = RunFigures {
         name: run.name.clone(),
         mode: run.mode,
-        backend: run.backend.clone(),
+        backend: run.backend,
         steps: state.step,
         batch_size: run.train.batch_size,
         face_ap: report.and_then(|r| r.face_ap),

@@ -20,7 +20,7 @@ use grin_features::{FeatureConfig, HostBatch, Pipeline, SourceConfig, Split};
 use grin_model::fixtures::{allowed_error, max_abs, max_diff, U};
 use grin_model::TrainBackend;
 use grin_model::{file, Detector, DetectorSpec, LossParts, ModelConfig};
-use grin_train::backend::{adapters, wgpu_devices, Cpu, Wgpu};
+use grin_train::backend::{adapters, wgpu_devices, BackendChoice, Cpu, Wgpu};
 use grin_train::step::{optimizer, Stepper};
 use grin_train::{upload, TrainConfig};
 
@@ -368,10 +368,10 @@ fn a_short_run_on_wgpu_reaches_the_cpus_loss_and_ap() {
     let train_cfg = TrainConfig { init: Some(init), ..common::tiny_train(STEPS) };
 
     let (_, cpu, cpu_losses) =
-        common::short_run_on::<Cpu>("cpu", dir.path(), &features, train_cfg.clone(), "cpu", &cpu_device);
+        common::short_run_on::<Cpu>("cpu", dir.path(), &features, train_cfg.clone(), BackendChoice::Cpu, &cpu_device);
     let gpu_device = wgpu_devices(&[0]).unwrap().remove(0);
     let (_, gpu, gpu_losses) =
-        common::short_run_on::<Wgpu>("wgpu", dir.path(), &features, train_cfg, "wgpu", &gpu_device);
+        common::short_run_on::<Wgpu>("wgpu", dir.path(), &features, train_cfg, BackendChoice::Wgpu, &gpu_device);
 
     // The last four logged intervals: single rows of batch 8 are noisy.
     let tail = |l: &[f32]| l[l.len() - 4..].iter().sum::<f32>() / 4.0;

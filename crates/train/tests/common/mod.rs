@@ -2,7 +2,7 @@
 
 use grin_features::{FeatureConfig, SourceConfig};
 use grin_model::{ModelConfig, TrainBackend};
-use grin_train::backend::Cpu;
+use grin_train::backend::{BackendChoice, Cpu};
 use grin_train::{build_feed, train, FeedPlan, Mode, RunSpec, Summary, TrainConfig};
 use std::path::Path;
 
@@ -44,7 +44,7 @@ pub(crate) fn short_run(
     features: &FeatureConfig,
     train_cfg: TrainConfig,
 ) -> (RunSpec, Summary, Vec<f32>) {
-    short_run_on::<Cpu>(name, dir, features, train_cfg, "cpu", &Default::default())
+    short_run_on::<Cpu>(name, dir, features, train_cfg, BackendChoice::Cpu, &Default::default())
 }
 
 /// [`short_run`] on backend `B`'s `device`.
@@ -53,7 +53,7 @@ pub(crate) fn short_run_on<B: TrainBackend>(
     dir: &Path,
     features: &FeatureConfig,
     train_cfg: TrainConfig,
-    backend: &str,
+    backend: BackendChoice,
     device: &B::Device,
 ) -> (RunSpec, Summary, Vec<f32>) {
     let run = RunSpec {
@@ -63,7 +63,7 @@ pub(crate) fn short_run_on<B: TrainBackend>(
         model: ModelConfig { width_mult: 0.5, ..ModelConfig::default() },
         train: train_cfg,
         mode: Mode::OnTheFly,
-        backend: backend.into(),
+        backend,
         resume: false,
         overwrite: false,
         config_toml: String::new(),
