@@ -31,6 +31,13 @@ pub struct Geometry {
     pub stride: usize,
 }
 
+impl Geometry {
+    /// The output's height and width (3x3, padding 1).
+    pub fn out_size(&self) -> (usize, usize) {
+        (self.height.div_ceil(self.stride), self.width.div_ceil(self.stride))
+    }
+}
+
 /// BatchNorm's settings that are not tensors.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NormSettings {

@@ -77,13 +77,12 @@ pub(crate) fn prepare(run_dir: &Path, resume: bool, overwrite: bool) -> Result<(
 /// figures from `summary.json`), or None when there is none. A `model.grin`
 /// without a readable summary still counts: the model is the result.
 fn finished_run(run_dir: &Path) -> Option<String> {
-    let model = run_dir.join("model.grin").exists();
-    let summary = grin_terms::summary::read(run_dir);
-    if summary.is_err() && !model && !run_dir.join(grin_terms::summary::SUMMARY_FILE).exists() {
-        return None;
-    }
-    let Ok(s) = summary else {
-        return Some("model.grin, no readable summary.json".into());
+    let s = match grin_terms::summary::read(run_dir) {
+        Ok(s) => s,
+        Err(_) if run_dir.join("model.grin").exists() || run_dir.join(grin_terms::summary::SUMMARY_FILE).exists() => {
+            return Some("model.grin, no readable summary.json".into())
+        }
+        Err(_) => return None,
     };
     let figure = |v: Option<f32>| v.map_or_else(|| "n/a".into(), |v| format!("{v:.3}"));
     Some(format!(

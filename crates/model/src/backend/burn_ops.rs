@@ -76,7 +76,7 @@ pub fn depthwise3x3_tracked<B: Backend, C: CheckpointStrategy>(
             let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_state);
             let weight = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(weight_state);
             let Geometry { height, width, stride } = geometry;
-            let (out_height, out_width) = (height.div_ceil(stride), width.div_ceil(stride));
+            let (out_height, out_width) = geometry.out_size();
             if let Some(node) = node_x {
                 let channels = weight.shape()[0];
                 let image_grad = image::<B>(grad.clone(), out_height, out_width);
@@ -116,7 +116,7 @@ pub fn depthwise3x3_weight_grad<B: Backend>(
 ) -> FloatTensor<B> {
     let Geometry { height, width, stride } = geometry;
     let [batch, channels, _] = x.shape().dims();
-    let (out_height, out_width) = (height.div_ceil(stride), width.div_ceil(stride));
+    let (out_height, out_width) = geometry.out_size();
     let padded = float::<B, 4>(image::<B>(x, height, width)).pad((1, 1, 1, 1), 0.0);
     // Tap k of a side reads padded rows (columns) k, k + stride, ..., `out` of them.
     let along =
