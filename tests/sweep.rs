@@ -867,6 +867,7 @@ fn bad_counts_ranges_samplers_and_list_values_are_refused_before_any_trial() {
         ),
         ("sampler = \"grid\"\n[params]\n\"train.lr\" = { min = 0.001, max = 0.01 }\n", "needs every param as a list"),
         ("pruner = \"median\"\nmetric = \"steps_per_s\"\n[params]\n\"train.lr\" = [0.01]\n", "key `pruner`"),
+        ("metric = \"face_AP\"\n[params]\n\"train.lr\" = [0.01]\n", "key `metric`: 'face_AP' is not a summary figure"),
         ("[params]\n\"train.lr\" = { min = 0.1, max = 0.01 }\n", "param `train.lr`: min"),
         ("[params]\n\"train.lr\" = { min = 0.0, max = 0.1, log = true }\n", "param `train.lr`: a log range"),
         ("[params]\n\"train.lr\" = { min = -1.0, max = 0.1, log = true }\n", "param `train.lr`: a log range"),
@@ -924,4 +925,44 @@ metric = "best_val_face_ap"
     );
     let out = sweep(dir.path(), &["configs/sweep.toml"]);
     assert_refused(dir.path(), &out, "metric `best_val_face_ap` needs train.eval_every > 0");
+}
+
+/// The figures a sweep may optimise (`SUMMARY_METRICS` in the script) are
+/// keys `grin_train::Summary` writes, so a rename in Rust fails here, not
+/// after a sweep's first trial. `best_val_face_ap` is the summary's
+/// `best.val_face_ap`.
+#[test]
+fn the_sweeps_metrics_are_keys_of_the_summary() {
+    let script = read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/sweep"));
+    // The quoted names from `NAME = ` to the tuple's closing parenthesis.
+    let names = |name: &str| -> Vec<String> {
+        let at = script.find(&format!("\n{name} = ")).unwrap_or_else(|| panic!("{name} in scripts/sweep"));
+        let tuple = &script[at..at + script[at..].find(')').unwrap()];
+        tuple.split('"').skip(1).step_by(2).map(String::from).collect()
+    };
+    let (metrics, more) = (names("METRICS"), names("SUMMARY_METRICS"));
+    assert!(metrics.len() >= 5 && more.len() >= 3, "read {metrics:?} and {more:?} from scripts/sweep");
+    // Every optional figure set, as a run that scored its scenes has them.
+    let run = grin_terms::summary::RunFigures {
+        face_ap: Some(0.5),
+        smile_accuracy: Some(0.5),
+        ..grin_terms::summary::RunFigures::example(grin_terms::Mode::Precomputed)
+    };
+    let summary = grin_train::Summary {
+        run,
+        photos: Vec::new(),
+        val_photos: Vec::new(),
+        val_photo_ap: Some(0.5),
+        balance: None,
+        best: Some(grin_train::Best { step: 10, val_face_ap: 0.5 }),
+        stopped_early: false,
+    };
+    let json = serde_json::to_value(&summary).unwrap();
+    for name in metrics.iter().chain(&more) {
+        let value = match name.as_str() {
+            "best_val_face_ap" => &json["best"]["val_face_ap"],
+            key => &json[key],
+        };
+        assert!(value.is_number(), "scripts/sweep's metric {name:?} is not a number in summary.json: {value}");
+    }
 }

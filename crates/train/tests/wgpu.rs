@@ -382,9 +382,16 @@ fn a_short_run_on_wgpu_reaches_the_cpus_loss_and_ap() {
          {:.2} vs {:.2} steps/s",
         cpu_losses[0], gpu_losses[0], cpu.run.steps_per_s, gpu.run.steps_per_s
     );
-    // The first interval's loss is the same model on the same batches: the
-    // two step engines agree to float noise there (`one_adamw_step_on_wgpu_agrees_as_closely_as_the_cpu_step`).
-    assert!((cpu_losses[0] - gpu_losses[0]).abs() <= 0.02 * cpu_losses[0], "first interval differs");
+    // The first interval is the same model on the same batches, but it is
+    // the mean over 25 steps, not one: one step agrees to float noise
+    // (`one_adamw_step_on_wgpu_agrees_as_closely_as_the_cpu_step`), and then
+    // AdamW's first updates, about lr whatever a gradient's size, turn a
+    // rounding difference in a near-zero gradient into a whole update of the
+    // other sign. Measured on lavapipe: 1.4% and 2.1% apart in two runs,
+    // under 2% in two more (the kernels autotune picks vary by run). 5% still tells a
+    // step that trains a different model: the run's loss falls by over a
+    // quarter from this interval (the last assertion).
+    assert!((cpu_losses[0] - gpu_losses[0]).abs() <= 0.05 * cpu_losses[0], "first interval differs");
     // Then the runs part as rounding differences grow through the steps,
     // like two CPU runs (not bit-deterministic either, `learns.rs`). The
     // margin: within 15% of the CPU's loss and 0.1 of its AP on 96 scenes,
