@@ -92,6 +92,10 @@ pub fn letterbox(image: &Raster, width: u32, height: u32) -> (Raster, Letterbox)
     // Triangle widens with the downscale factor, so a big photo is averaged,
     // not sampled (no aliasing).
     let resized = resize(image, nw, nh);
+    if (nw, nh) == (width, height) {
+        // No bars (a 4:3 camera frame into a 4:3 run size): the frame is the resized picture.
+        return (Raster { width, height, channels: image.channels, pixels: resized }, placement);
+    }
     let c = image.channels as usize;
     let mut pixels = vec![LETTERBOX_FILL; (width * height) as usize * c];
     let row = nw as usize * c;

@@ -46,12 +46,18 @@ impl Frame {
     pub(crate) fn from_letterboxed(frame: &Raster, placement: Letterbox) -> Frame {
         let (width, height, channels) = (frame.width as usize, frame.height as usize, frame.channels as usize);
         let plane = width * height;
-        let mut pixels = vec![0.0; channels * plane];
-        for (i, px) in frame.pixels.chunks_exact(channels).enumerate() {
-            for (c, &v) in px.iter().enumerate() {
-                pixels[c * plane + i] = v as f32 / 255.0;
+        let pixels = if channels == 1 {
+            // One plane is the pixels in order: a loop the compiler vectorises.
+            frame.pixels.iter().map(|&v| v as f32 / 255.0).collect()
+        } else {
+            let mut pixels = vec![0.0; channels * plane];
+            for (i, px) in frame.pixels.chunks_exact(channels).enumerate() {
+                for (c, &v) in px.iter().enumerate() {
+                    pixels[c * plane + i] = v as f32 / 255.0;
+                }
             }
-        }
+            pixels
+        };
         Frame { width, height, channels, pixels, mapping: Mapping(placement) }
     }
 
