@@ -21,5 +21,6 @@ pub mod stream;
 
 pub use frame::{Frame, Mapping};
 pub use runner::{
-    own_size, CpuBackend, Engine, ModelSource, PhotoSize, Runner, DEFAULT_MODEL, MAX_SIDE, MIN_SIDE, PHOTO_MAX_PIXELS,
+    own_size, CpuBackend, Engine, ModelSource, Phases, PhotoSize, Runner, DEFAULT_MODEL, MAX_SIDE, MIN_SIDE,
+    PHOTO_MAX_PIXELS,
 };

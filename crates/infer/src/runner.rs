@@ -16,6 +16,7 @@ use burn_ndarray::{NdArray, NdArrayDevice};
 use grin_features::{FeatureError, ImageBound};
 use grin_model::{merge_passes, pass_sizes, Budget, DecodeParams, Detection, DetectorSpec, Points};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Plain f32 ndarray, no autodiff: inference only.
 pub type CpuBackend = NdArray<f32>;
@@ -262,18 +263,42 @@ impl Runner {
     /// Detections in the frame's source-image pixels, best first: a pass at
     /// the run size, then passes on the frame halved for larger faces.
     pub fn detect(&self, frame: Frame) -> Vec<Detection> {
+        self.detect_timed(frame).0
+    }
+
+    /// [`Runner::detect`], with the time its two phases took: what a
+    /// benchmark reports apart, so a peer's network is set against grin's.
+    pub fn detect_timed(&self, frame: Frame) -> (Vec<Detection>, Phases) {
         let mapping = frame.mapping();
+        let mut phases = Phases::default();
         let mut found = Vec::with_capacity(self.passes.len());
         let mut frame = Some(frame);
         for (k, points) in self.passes.iter().enumerate() {
+            let start = Instant::now();
             let this = frame.take().expect("one frame per pass");
             if k + 1 < self.passes.len() {
                 frame = Some(this.halved());
             }
-            found.push(grin_model::decode(&self.forward(this), points, &self.params));
+            let raw = self.forward(this);
+            let decoding = Instant::now();
+            found.push(grin_model::decode(&raw, points, &self.params));
+            phases.network += decoding - start;
+            phases.decoding += decoding.elapsed();
         }
-        merge_passes(found, &self.params).into_iter().filter_map(|d| mapping.to_source(d)).collect()
+        let start = Instant::now();
+        let detections = merge_passes(found, &self.params).into_iter().filter_map(|d| mapping.to_source(d)).collect();
+        phases.decoding += start.elapsed();
+        (detections, phases)
     }
+}
+
+/// Where one [`Runner::detect_timed`] spent its time.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Phases {
+    /// Every pyramid pass through the network (the halving between passes included).
+    pub network: Duration,
+    /// Decoding each pass's outputs, NMS and the merge of the passes.
+    pub decoding: Duration,
 }
 
 fn pass_points(width: usize, height: usize, params: &DecodeParams) -> Vec<Points> {
