@@ -1,14 +1,13 @@
 //! Batch order (a fresh seeded permutation per epoch, or class-balanced
-//! draws) and the prefetching loader thread that fills batches from a store.
+//! draws), the reader that fills batches in that order, and the loader that
+//! runs it on the producer thread.
 
 use crate::error::{Result, StoreError};
+use crate::producer::{BatchSource, Producer};
 use crate::reader::Store;
 use grin_features::{ClassBalanceConfig, HostBatch, SceneClass};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 /// How a batch's records are drawn from the store.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -229,10 +228,8 @@ fn quotas(k: u64, batch_size: usize, fractions: &[f64], drawn: &mut [u64]) -> Ve
     q
 }
 
-/// Reads the batches of a [`BatchOrder`] from a store on the calling
-/// thread. The loader thread runs one; a consumer with its own producer
-/// thread (grin-train's precomputed feed) runs one there instead of a
-/// second thread and queue.
+/// Reads the batches of a [`BatchOrder`] from a store: the source the
+/// producer thread runs for [`BatchLoader`] and for training's precomputed feed.
 pub struct BatchReader {
     store: Store,
     order: BatchOrder,
@@ -261,68 +258,56 @@ impl BatchReader {
     }
 }
 
-/// An endless iterator of batches, filled by a background thread that runs
-/// up to `prefetch` batches ahead. Hand finished batches back with
-/// [`BatchLoader::recycle`] to reuse their buffers (no allocation per step).
+impl BatchSource for BatchReader {
+    type Error = StoreError;
+
+    fn empty_batch(&self) -> HostBatch {
+        BatchReader::empty_batch(self)
+    }
+
+    fn fill(&mut self, batch: &mut HostBatch) -> Result<()> {
+        self.read_next(batch)
+    }
+}
+
+/// An endless iterator of a store's batches, read ahead on the one producer
+/// thread ([`Producer`], the one training's feed runs). Hand finished
+/// batches back with [`BatchLoader::recycle`] to reuse their buffers.
 pub struct BatchLoader {
-    batches: Option<Receiver<HostBatch>>,
-    recycle: Sender<HostBatch>,
-    thread: Option<JoinHandle<()>>,
-    failure: Arc<Mutex<Option<StoreError>>>,
+    producer: Producer<StoreError>,
+    failure: Option<StoreError>,
 }
 
 impl BatchLoader {
     pub fn new(store: &Store, options: &LoaderOptions) -> Result<BatchLoader> {
-        let mut reader = BatchReader::new(store, options)?;
-        let (tx, rx): (SyncSender<HostBatch>, Receiver<HostBatch>) = mpsc::sync_channel(options.prefetch.max(1));
-        let (recycle_tx, recycle_rx) = mpsc::channel::<HostBatch>();
-        let failure: Arc<Mutex<Option<StoreError>>> = Arc::default();
-        let failed = failure.clone();
-        let thread = std::thread::Builder::new()
-            .name("grin-store-loader".into())
-            .spawn(move || loop {
-                let mut batch = recycle_rx.try_recv().unwrap_or_else(|_| reader.empty_batch());
-                // A bad record stops the loader; the consumer sees the
-                // end of the batches and asks `error()` why.
-                if let Err(e) = reader.read_next(&mut batch) {
-                    *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                    break;
-                }
-                if tx.send(batch).is_err() {
-                    break;
-                }
-            })
+        let reader = BatchReader::new(store, options)?;
+        let producer = Producer::start(reader, options.prefetch, "grin-store-loader")
             .map_err(|e| StoreError::Usage(format!("cannot start the loader thread: {e}")))?;
-        Ok(BatchLoader { batches: Some(rx), recycle: recycle_tx, thread: Some(thread), failure })
+        Ok(BatchLoader { producer, failure: None })
     }
 
     /// Why the loader stopped, once `next()` has returned `None`.
     pub fn error(&self) -> Option<String> {
-        self.failure.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|e| e.to_string())
+        self.failure.as_ref().map(|e| e.to_string())
     }
 
     /// Gives a consumed batch's buffers back to the loader thread.
     pub fn recycle(&self, batch: HostBatch) {
-        // The thread only stops when the loader is dropped, so a failed send
-        // just means the buffers are freed instead of reused.
-        let _ = self.recycle.send(batch);
+        self.producer.recycle(batch);
     }
 }
 
 impl Iterator for BatchLoader {
     type Item = HostBatch;
 
+    /// A bad record stops the loader: `None`, and `error()` says why.
     fn next(&mut self) -> Option<HostBatch> {
-        self.batches.as_ref()?.recv().ok()
-    }
-}
-
-impl Drop for BatchLoader {
-    fn drop(&mut self) {
-        // Closing the channel first unblocks a thread waiting to send.
-        self.batches.take();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+        match self.producer.next()? {
+            Ok(produced) => Some(produced.batch),
+            Err(e) => {
+                self.failure = Some(e);
+                None
+            }
         }
     }
 }

@@ -4,9 +4,9 @@
 //! - [`precomputed`]: batches are read from a store written once;
 //! - [`in_vram`]: the store is uploaded once and batches are cut on the device.
 //!
-//! The two host modes share one producer thread that fills a bounded queue
-//! ahead of the trainer (buffers absorb variance; they cannot raise the
-//! average rate), then one upload per batch.
+//! The two host modes run on grin-store's one producer thread
+//! ([`grin_store::Producer`]: a bounded queue ahead of the trainer, buffers
+//! recycled), then one upload per batch.
 
 pub mod in_vram;
 pub mod on_the_fly;
@@ -16,14 +16,12 @@ use crate::config::{Mode, TrainConfig};
 use crate::device_batch::{upload, DeviceBatch};
 use anyhow::{bail, Context, Result};
 use burn::tensor::backend::Backend;
-use grin_features::{FeatureConfig, HostBatch, Pipeline, Split};
-use grin_store::{BatchOrder, Store};
+use grin_features::{FeatureConfig, Pipeline, Split};
+use grin_store::{BatchOrder, BatchSource, Produced, Producer, Store};
 use in_vram::{DeviceAugment, InVram};
 use on_the_fly::OnTheFly;
 use precomputed::Precomputed;
-use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Everything [`build_feed`] needs besides the device: the resolved mode
@@ -58,11 +56,12 @@ pub fn build_feed<B: Backend>(plan: &FeedPlan, device: &B::Device, start: usize)
     match plan.mode {
         Mode::OnTheFly => {
             let pipeline = Arc::new(Pipeline::new(&plan.features, Split::Train)?);
-            Ok(Feed::host(OnTheFly::new(pipeline, plan.batch_size, start), plan.prefetch, device.clone()))
+            let loaders = pipeline.workers();
+            Feed::host(OnTheFly::new(pipeline, plan.batch_size, start), loaders, plan.prefetch, device.clone())
         }
         Mode::Precomputed => {
             let source = Precomputed::new(store()?, &plan.features, plan.batch_size, start)?;
-            Ok(Feed::host(source, plan.prefetch, device.clone()))
+            Feed::host(source, 1, plan.prefetch, device.clone())
         }
         Mode::InVram => {
             // The one upload of the run; batches are cut on the device from here on.
@@ -73,15 +72,6 @@ pub fn build_feed<B: Backend>(plan: &FeedPlan, device: &B::Device, start: usize)
             Ok(Feed::InVram(cutter))
         }
         Mode::Auto => bail!("auto must be resolved to a mode before training"),
-    }
-}
-
-/// Anything that yields host batches in a fixed order from a given batch number.
-pub(crate) trait HostSource: Send + 'static {
-    fn next_batch(&mut self) -> Result<HostBatch>;
-    /// Workers that make batches side by side (what `grin simulate` calls loaders).
-    fn loaders(&self) -> usize {
-        1
     }
 }
 
@@ -96,10 +86,11 @@ pub struct FeedTiming {
 }
 
 pub enum Feed<B: Backend> {
-    /// On-the-fly or precomputed: a producer thread and a bounded queue.
+    /// On-the-fly or precomputed: the producer thread and its bounded queue;
+    /// `loaders` workers make each batch side by side (what `grin simulate`
+    /// calls loaders).
     Host {
-        queue: Receiver<Result<(HostBatch, Duration)>>,
-        producer: Option<JoinHandle<()>>,
+        producer: Producer<anyhow::Error>,
         loaders: usize,
         device: B::Device,
     },
@@ -107,22 +98,14 @@ pub enum Feed<B: Backend> {
 }
 
 impl<B: Backend> Feed<B> {
-    pub(crate) fn host(mut source: impl HostSource, prefetch: usize, device: B::Device) -> Self {
-        let loaders = source.loaders();
-        let (tx, rx) = sync_channel(prefetch.max(1));
-        let producer = std::thread::Builder::new()
-            .name("grin-feed".into())
-            .spawn(move || loop {
-                let started = Instant::now();
-                let item = source.next_batch().map(|b| (b, started.elapsed()));
-                let failed = item.is_err();
-                // The trainer hung up (finished or failed): stop producing.
-                if tx.send(item).is_err() || failed {
-                    return;
-                }
-            })
-            .expect("spawn feed thread");
-        Feed::Host { queue: rx, producer: Some(producer), loaders, device }
+    fn host(
+        source: impl BatchSource<Error = anyhow::Error>,
+        loaders: usize,
+        prefetch: usize,
+        device: B::Device,
+    ) -> Result<Self> {
+        let producer = Producer::start(source, prefetch, "grin-feed").context("cannot start the feed thread")?;
+        Ok(Feed::Host { producer, loaders, device })
     }
 
     /// Loaders making batches side by side; 0 in VRAM, where the batch is
@@ -137,29 +120,16 @@ impl<B: Backend> Feed<B> {
     /// The batch for training step `step` (steps must come in order).
     pub fn next(&mut self, step: usize) -> Result<(DeviceBatch<B>, FeedTiming)> {
         match self {
-            Feed::Host { queue, device, .. } => {
+            Feed::Host { producer, device, .. } => {
                 let started = Instant::now();
-                let (host, produce) = queue.recv().context("feed thread stopped")??;
+                let Produced { batch: host, took } = producer.next().context("feed thread stopped")??;
                 let batch = upload(&host, device);
-                Ok((batch, FeedTiming { wait: started.elapsed(), produce }))
+                producer.recycle(host);
+                Ok((batch, FeedTiming { wait: started.elapsed(), produce: took }))
             }
             Feed::InVram(cutter) => {
                 let (batch, cut) = cutter.cut(step);
                 Ok((batch, FeedTiming { wait: cut, produce: cut }))
-            }
-        }
-    }
-}
-
-impl<B: Backend> Drop for Feed<B> {
-    fn drop(&mut self) {
-        if let Feed::Host { queue, producer, .. } = self {
-            // Unblock a producer waiting on a full queue, then join it.
-            while queue.try_recv().is_ok() {}
-            let (_, dead) = sync_channel(1);
-            drop(std::mem::replace(queue, dead));
-            if let Some(handle) = producer.take() {
-                let _ = handle.join();
             }
         }
     }

@@ -1,9 +1,9 @@
 //! On-the-fly: the feature pipeline's C workers make every batch while the
 //! run trains.
 
-use super::HostSource;
 use anyhow::Result;
 use grin_features::{HostBatch, Pipeline};
+use grin_store::BatchSource;
 use std::sync::Arc;
 
 /// Batch `k` is samples `k*B .. (k+1)*B` of the train split. A pure
@@ -21,19 +21,20 @@ impl OnTheFly {
     }
 }
 
-impl HostSource for OnTheFly {
-    fn next_batch(&mut self) -> Result<HostBatch> {
+impl BatchSource for OnTheFly {
+    type Error = anyhow::Error;
+
+    fn empty_batch(&self) -> HostBatch {
         let cfg = self.pipeline.config();
-        let mut batch = HostBatch::with_capacity(self.batch_size, cfg.width, cfg.height, cfg.channels);
-        let first = self.next_batch * self.batch_size as u64;
-        let indices: Vec<u64> = (first..first + self.batch_size as u64).collect();
-        self.pipeline.fill_batch(&indices, &mut batch)?;
-        self.next_batch += 1;
-        Ok(batch)
+        HostBatch::with_capacity(self.batch_size, cfg.width, cfg.height, cfg.channels)
     }
 
-    fn loaders(&self) -> usize {
-        self.pipeline.workers()
+    fn fill(&mut self, batch: &mut HostBatch) -> Result<()> {
+        let first = self.next_batch * self.batch_size as u64;
+        let indices: Vec<u64> = (first..first + self.batch_size as u64).collect();
+        self.pipeline.fill_batch(&indices, batch)?;
+        self.next_batch += 1;
+        Ok(())
     }
 }
 

@@ -2,10 +2,9 @@
 //! read in a seeded order (optionally class-balanced draws) on the feed's
 //! one producer thread.
 
-use super::HostSource;
 use anyhow::{bail, Context, Result};
 use grin_features::{FeatureConfig, HostBatch};
-use grin_store::{format_stale, BatchReader, Draws, LoaderOptions, Store};
+use grin_store::{format_stale, BatchReader, BatchSource, Draws, LoaderOptions, Store};
 use std::path::Path;
 
 /// Opens a precomputed dataset and refuses it when it was built from other
@@ -58,9 +57,8 @@ fn class_draws(features: &FeatureConfig) -> Draws {
     }
 }
 
-/// Batches read from the store, resumed at batch `start`. Reading runs on
-/// the feed's producer thread: the store's own loader thread would be a
-/// second thread and queue for the same job.
+/// Batches read from the store, resumed at batch `start`, on the feed's
+/// producer thread.
 pub struct Precomputed {
     reader: BatchReader,
 }
@@ -85,10 +83,14 @@ pub(crate) fn batch_order(features: &FeatureConfig, batch_size: usize, start_bat
     }
 }
 
-impl HostSource for Precomputed {
-    fn next_batch(&mut self) -> Result<HostBatch> {
-        let mut batch = self.reader.empty_batch();
-        self.reader.read_next(&mut batch)?;
-        Ok(batch)
+impl BatchSource for Precomputed {
+    type Error = anyhow::Error;
+
+    fn empty_batch(&self) -> HostBatch {
+        self.reader.empty_batch()
+    }
+
+    fn fill(&mut self, batch: &mut HostBatch) -> Result<()> {
+        Ok(self.reader.read_next(batch)?)
     }
 }
