@@ -8,14 +8,18 @@ pub mod simd;
 
 /// Every instruction-set level this host can dispatch the SIMD kernels to,
 /// scalar first: what the kernels' tests run each case at, against the
-/// one-multiply-at-a-time definition. On x86-64 that is scalar and AVX2 +
-/// FMA where the CPU has them; elsewhere scalar and the best level found
-/// (NEON on aarch64).
+/// one-multiply-at-a-time definition. On x86-64 that is scalar, AVX2 + FMA
+/// and AVX-512 where the CPU has them; elsewhere scalar and the best level
+/// found (NEON on aarch64).
 pub fn dispatch_levels() -> Vec<(&'static str, pulp::Arch)> {
     let mut levels = vec![("scalar", pulp::Arch::Scalar)];
     #[cfg(target_arch = "x86_64")]
     if let Some(v3) = pulp::x86::V3::try_new() {
         levels.push(("avx2+fma", pulp::Arch::V3(v3)));
+    }
+    #[cfg(target_arch = "x86_64")]
+    if let Some(v4) = pulp::x86::V4::try_new() {
+        levels.push(("avx512", pulp::Arch::V4(v4)));
     }
     let best = pulp::Arch::new();
     if levels.len() == 1 && !matches!(best, pulp::Arch::Scalar) {
