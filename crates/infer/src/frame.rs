@@ -67,7 +67,7 @@ impl Frame {
 
     /// The frame at half size (2x2 means), for the pyramid's next pass. The
     /// mapping stays the full frame's: passes' boxes are scaled back first.
-    pub fn halved(&self) -> Frame {
+    pub(crate) fn halved(&self) -> Frame {
         Frame {
             width: self.width / 2,
             height: self.height / 2,

@@ -168,10 +168,6 @@ impl Runner {
         self.passes.iter().map(|p| (p.width, p.height)).collect()
     }
 
-    pub fn decode_params(&self) -> &DecodeParams {
-        &self.params
-    }
-
     /// The threshold of what is reported; the smile votes follow it, as
     /// they follow the model's own threshold (`DecodeParams::smile_vote_floor`).
     pub fn set_score_threshold(&mut self, threshold: f32) {

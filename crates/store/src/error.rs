@@ -48,7 +48,7 @@ impl StoreError {
         StoreError::Io { path: path.into(), error }
     }
 
-    pub fn format(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+    pub(crate) fn format(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
         StoreError::Format { path: path.into(), message: message.into() }
     }
 }

@@ -48,7 +48,7 @@ impl RecordLayout {
     }
 
     /// Why a layout read from disk cannot be this build's layout, if it cannot.
-    pub fn problem(&self) -> Option<String> {
+    pub(crate) fn problem(&self) -> Option<String> {
         if self.width == 0 || self.height == 0 || !(self.channels == 1 || self.channels == 3) {
             return Some(format!("layout {}x{}x{} is not an image size", self.width, self.height, self.channels));
         }

@@ -245,7 +245,7 @@ impl BatchReader {
     }
 
     /// An empty batch of the store's layout, sized for this reader.
-    pub fn empty_batch(&self) -> HostBatch {
+    pub(crate) fn empty_batch(&self) -> HostBatch {
         let l = self.store.layout();
         HostBatch::with_capacity(self.batch_size, l.width, l.height, l.channels)
     }

@@ -38,7 +38,7 @@ impl ClassCounts {
         }
     }
 
-    pub fn add(&mut self, class: SceneClass, n: u64) {
+    pub(crate) fn add(&mut self, class: SceneClass, n: u64) {
         match class {
             SceneClass::Smiling => self.smiling += n,
             SceneClass::NonSmiling => self.non_smiling += n,
@@ -206,7 +206,7 @@ impl Manifest {
     }
 
     /// Every internal consistency rule; `path` is the file named in errors.
-    pub fn check(&self, path: &Path) -> Result<()> {
+    pub(crate) fn check(&self, path: &Path) -> Result<()> {
         let bad = |message: String| Err(StoreError::format(path, message));
         if let Some(problem) = self.layout.problem() {
             return bad(problem);

@@ -305,7 +305,7 @@ impl Prediction {
 
     /// One line on the chosen mode: a warning naming the best other mode
     /// when this one leaves the device idle more than a fifth of the time.
-    pub fn verdict(&self, fits_in_device: bool) -> String {
+    pub(crate) fn verdict(&self, fits_in_device: bool) -> String {
         let name = Mode::name;
         if self.predicted_busy_pct >= WARN_BELOW_PCT {
             return format!(

@@ -89,7 +89,7 @@ pub struct MetricRow {
 pub(crate) const CSV_HEADER: &str = "step,loss,face_loss,box_loss,smile_loss,lr,samples_per_s,gpu_busy_pct,wait_ms,compute_ms,produce_ms,val_face_ap,val_smile_accuracy";
 
 impl MetricRow {
-    pub fn csv(&self) -> String {
+    pub(crate) fn csv(&self) -> String {
         format!(
             "{},{:.6},{:.6},{:.6},{:.6},{:.6e},{:.2},{:.2},{:.3},{:.3},{:.3},{},{}",
             self.step,

@@ -18,12 +18,12 @@ pub fn set_quiet(quiet: bool) {
     QUIET.store(quiet, Ordering::Relaxed);
 }
 
-pub fn quiet() -> bool {
+pub(crate) fn quiet() -> bool {
     QUIET.load(Ordering::Relaxed)
 }
 
 /// A note on stderr about a slow stage starting, unless `--quiet`.
-pub fn note(line: &str) {
+pub(crate) fn note(line: &str) {
     if !quiet() {
         eprintln!("{line}");
     }

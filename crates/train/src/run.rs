@@ -64,7 +64,7 @@ impl RunSpec {
     }
 
     /// The detector as it ships: at `train.run_size` when set.
-    pub fn run_spec(&self) -> DetectorSpec {
+    pub(crate) fn run_spec(&self) -> DetectorSpec {
         let spec = self.detector_spec();
         match self.train.run_size {
             Some([width, height]) => DetectorSpec { width: width as usize, height: height as usize, ..spec },

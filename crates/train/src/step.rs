@@ -31,12 +31,6 @@ pub struct PhaseTimes {
     pub optimizer: Duration,
 }
 
-impl PhaseTimes {
-    pub fn total(&self) -> Duration {
-        self.forward + self.loss + self.backward + self.optimizer
-    }
-}
-
 /// The optimizer every run steps with: AdamW with the config's weight
 /// decay, each parameter's gradient clipped to norm 10.
 /// The optimizer every training step uses.
@@ -184,7 +178,7 @@ impl<B: TrainBackend> Stepper<B> {
     }
 
     /// The training forward pass alone, on the ops the step runs: `T_i`.
-    pub fn forward(&mut self, model: &Detector<B>, batch: &DeviceBatch<B>) -> Result<()> {
+    pub(crate) fn forward(&mut self, model: &Detector<B>, batch: &DeviceBatch<B>) -> Result<()> {
         CALLS.set((CALLS.get().0, CALLS.get().1 + 1));
         if B::InnerBackend::CPU_STEP {
             let cpu = &mut self.cpu;

@@ -44,7 +44,7 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn write(&self, path: &Path) -> Result<()> {
+    pub(crate) fn write(&self, path: &Path) -> Result<()> {
         grin_output::write_file(path, &[], serde_json::to_string_pretty(self)?.as_bytes())?;
         Ok(())
     }

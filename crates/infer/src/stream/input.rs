@@ -62,7 +62,7 @@ pub enum BadFrame {
 
 impl BadFrame {
     /// Short name used to count bad frames by kind in the summary.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             BadFrame::Truncated { .. } => "truncated",
             BadFrame::StrayBytes(_) => "stray_bytes",

@@ -171,7 +171,7 @@ impl<B: Backend> InVram<B> {
 
     /// The batch for training step `step` and the time it took to cut it.
     /// Steps come in order from the order's start batch.
-    pub fn cut(&mut self, step: usize) -> (DeviceBatch<B>, Duration) {
+    pub(crate) fn cut(&mut self, step: usize) -> (DeviceBatch<B>, Duration) {
         let started = Instant::now();
         assert_eq!(self.order.batches(), step as u64, "in-VRAM batches are cut in step order");
         self.order.next_batch(&mut self.indices);

@@ -77,7 +77,7 @@ pub fn build_feed<B: Backend>(plan: &FeedPlan, device: &B::Device, start: usize)
 
 /// Where the time of one `next()` went.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct FeedTiming {
+pub(crate) struct FeedTiming {
     /// Blocked on the host queue plus the upload (host modes), or cutting
     /// and augmenting the batch (in-VRAM): time the training step waits on data.
     pub wait: Duration,
@@ -110,7 +110,7 @@ impl<B: Backend> Feed<B> {
 
     /// Loaders making batches side by side; 0 in VRAM, where the batch is
     /// cut on the training thread itself.
-    pub fn loaders(&self) -> usize {
+    pub(crate) fn loaders(&self) -> usize {
         match self {
             Feed::Host { loaders, .. } => *loaders,
             Feed::InVram(_) => 0,
@@ -118,7 +118,7 @@ impl<B: Backend> Feed<B> {
     }
 
     /// The batch for training step `step` (steps must come in order).
-    pub fn next(&mut self, step: usize) -> Result<(DeviceBatch<B>, FeedTiming)> {
+    pub(crate) fn next(&mut self, step: usize) -> Result<(DeviceBatch<B>, FeedTiming)> {
         match self {
             Feed::Host { producer, device, .. } => {
                 let started = Instant::now();

@@ -9,14 +9,14 @@ use std::sync::Arc;
 /// Batch `k` is samples `k*B .. (k+1)*B` of the train split. A pure
 /// function of `k`, so a resumed run sees the same data as an
 /// uninterrupted one.
-pub struct OnTheFly {
+pub(crate) struct OnTheFly {
     pipeline: Arc<Pipeline>,
     batch_size: usize,
     next_batch: u64,
 }
 
 impl OnTheFly {
-    pub fn new(pipeline: Arc<Pipeline>, batch_size: usize, start_batch: usize) -> Self {
+    pub(crate) fn new(pipeline: Arc<Pipeline>, batch_size: usize, start_batch: usize) -> Self {
         OnTheFly { pipeline, batch_size, next_batch: start_batch as u64 }
     }
 }

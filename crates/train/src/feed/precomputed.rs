@@ -59,12 +59,12 @@ fn class_draws(features: &FeatureConfig) -> Draws {
 
 /// Batches read from the store, resumed at batch `start`, on the feed's
 /// producer thread.
-pub struct Precomputed {
+pub(crate) struct Precomputed {
     reader: BatchReader,
 }
 
 impl Precomputed {
-    pub fn new(store: &Store, features: &FeatureConfig, batch_size: usize, start_batch: usize) -> Result<Self> {
+    pub(crate) fn new(store: &Store, features: &FeatureConfig, batch_size: usize, start_batch: usize) -> Result<Self> {
         Ok(Precomputed { reader: BatchReader::new(store, &batch_order(features, batch_size, start_batch))? })
     }
 }

@@ -1,0 +1,72 @@
+//! The house rules of `docs/design.md` that no compiler lint checks: no
+//! circle of imports inside a crate, and no non-test source file over 400
+//! lines. (`pub` only where another crate uses it is `unreachable_pub`'s job.)
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The line budget of one source file; a module's tests live beside it in
+/// `module/tests.rs`, which the budget leaves out.
+const MAX_FILE_LINES: usize = 400;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every source folder of the workspace: each crate's `src` and the root's.
+fn source_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.push(root().join("src"));
+    dirs
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_source_file_is_over_the_line_budget() {
+    let mut files = Vec::new();
+    for dir in source_dirs() {
+        rust_files(&dir, &mut files);
+    }
+    assert!(files.len() > 50, "found only {} source files: is the walk right?", files.len());
+    let over: Vec<String> = files
+        .iter()
+        .filter(|p| p.file_name().is_some_and(|n| n != "tests.rs"))
+        .filter_map(|p| {
+            let lines = std::fs::read_to_string(p).unwrap().lines().count();
+            (lines > MAX_FILE_LINES).then(|| format!("{} ({lines} lines)", p.display()))
+        })
+        .collect();
+    assert!(over.is_empty(), "over {MAX_FILE_LINES} lines: {over:?}");
+}
+
+#[test]
+fn no_crate_has_a_circle_of_imports() {
+    let mut args = vec![root().join("scripts/module-circles.py")];
+    args.extend(source_dirs());
+    let out = match Command::new("python3").args(&args).output() {
+        Ok(out) => out,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: python3 could not run scripts/module-circles.py ({e})");
+            return;
+        }
+        Err(e) => panic!("python3: {e}"),
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("0 circle(s)"), "{text}");
+}
