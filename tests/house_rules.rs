@@ -70,3 +70,65 @@ fn no_crate_has_a_circle_of_imports() {
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("0 circle(s)"), "{text}");
 }
+
+/// The line budget of one function, signature and closing brace included.
+const MAX_FN_LINES: usize = 100;
+
+/// Each function with a body in `text` (rustfmt's layout: the body closes
+/// with `}` at the indentation its `fn` line opened at), as (line, lines);
+/// inline test modules (from a column-0 `#[cfg(test)]` on) are left out.
+fn function_lengths(text: &str) -> Vec<(usize, usize)> {
+    let lines: Vec<&str> = text.lines().take_while(|l| !l.starts_with("#[cfg(test)]")).collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let signature = ["pub(crate) ", "pub(super) ", "pub ", "const ", "async ", "unsafe ", "extern \"C\" "]
+            .iter()
+            .fold(body, |rest, prefix| rest.strip_prefix(prefix).unwrap_or(rest));
+        if !signature.starts_with("fn ") {
+            continue;
+        }
+        // A declaration without a body (a trait's) ends in `;` before any `{`.
+        let Some(open) = lines[i..].iter().position(|l| l.trim_end().ends_with('{') || l.trim_end().ends_with(';'))
+        else {
+            continue;
+        };
+        if lines[i + open].trim_end().ends_with(';') || line.trim_end().ends_with('}') {
+            continue;
+        }
+        let close = format!("{indent}}}");
+        if let Some(end) = lines[i..].iter().position(|l| *l == close) {
+            out.push((i + 1, end + 1));
+        }
+    }
+    out
+}
+
+#[test]
+fn function_lengths_are_counted_from_fn_to_its_brace() {
+    let text = "fn a() {\n    x();\n}\n\ntrait T {\n    fn b(&self)\n        -> u8;\n    fn c(&self) {}\n}\n\
+                impl S {\n    pub(crate) fn d(\n        y: u8,\n    ) -> u8 {\n        y\n    }\n}\n\
+                #[cfg(test)]\nmod tests {\n    fn e() {\n    }\n}\n";
+    assert_eq!(function_lengths(text), [(1, 3), (11, 5)]);
+}
+
+#[test]
+fn no_function_is_over_the_line_budget() {
+    let mut files = Vec::new();
+    for dir in source_dirs() {
+        rust_files(&dir, &mut files);
+    }
+    let mut counted = 0;
+    let mut over = Vec::new();
+    for path in files.iter().filter(|p| p.file_name().is_some_and(|n| n != "tests.rs")) {
+        for (line, lines) in function_lengths(&std::fs::read_to_string(path).unwrap()) {
+            counted += 1;
+            if lines > MAX_FN_LINES {
+                over.push(format!("{}:{line} ({lines} lines)", path.display()));
+            }
+        }
+    }
+    assert!(counted > 500, "found only {counted} functions: is the walk right?");
+    assert!(over.is_empty(), "functions over {MAX_FN_LINES} lines: {over:?}");
+}

@@ -212,18 +212,36 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
             run_dir: run.run_dir.clone(),
         });
     }
+    print_mode_rows(&rows, choice, c.train.batch_size, args.steps);
+    if let Some(path) = &args.json {
+        let json = serde_json::json!({
+            "backend": choice.name(),
+            "batch_size": c.train.batch_size,
+            "steps": args.steps,
+            "width": c.features.width,
+            "height": c.features.height,
+            "balance": figures,
+            "rows": rows,
+        });
+        grin_output::write_file(path, &[], serde_json::to_string_pretty(&json)?.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// `grin bench modes`' table: one row per mode, steps/s against on-the-fly's.
+fn print_mode_rows(rows: &[ModeRow], choice: BackendChoice, batch_size: usize, steps: usize) {
     let base = rows.iter().find(|r| r.mode == "on-the-fly").map(|r| r.steps_per_s);
     println!(
         "bench modes on {} (batch {}, {} steps each, first log interval excluded; busy = share of wall time not waiting on data)",
         choice.name(),
-        c.train.batch_size,
-        args.steps
+        batch_size,
+        steps
     );
     println!(
         "{:<12} {:>9} {:>10} {:>9} {:>9} {:>8} {:>10} {:>10} {:>8} {:>7}",
         "mode", "steps/s", "samples/s", "wait ms", "step ms", "busy %", "balance %", "simulate %", "loaders", "vs otf"
     );
-    for r in &rows {
+    for r in rows {
         let ratio = base.map(|b| format!("{:.2}x", r.steps_per_s / b)).unwrap_or_else(|| "-".into());
         println!(
             "{:<12} {:>9.2} {:>10.1} {:>9.2} {:>9.2} {:>8.1} {:>10.1} {:>10.1} {:>8} {:>7}",
@@ -239,17 +257,4 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
             ratio
         );
     }
-    if let Some(path) = &args.json {
-        let json = serde_json::json!({
-            "backend": choice.name(),
-            "batch_size": c.train.batch_size,
-            "steps": args.steps,
-            "width": c.features.width,
-            "height": c.features.height,
-            "balance": figures,
-            "rows": rows,
-        });
-        grin_output::write_file(path, &[], serde_json::to_string_pretty(&json)?.as_bytes())?;
-    }
-    Ok(())
 }
