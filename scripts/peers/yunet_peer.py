@@ -161,22 +161,19 @@ def threshold_sweep(work, folders):
     for folder in folders:
         with open(os.path.join(work, folder, "truth.json")) as f:
             scenes = json.load(f)["scenes"]
-        by_source = {src: [s for s in scenes if s["source"] == src] for src in ("caltech", "celeba-aligned")}
-
-        def figures(detector, cut):
-            out = {}
-            for src, part in by_source.items():
-                names = [s["image"] for s in part]
-                scored = grin_detections(os.path.join(work, folder, f"{detector}-scored.jsonl"), names)
-                if cut is None:
-                    at = grin_detections(os.path.join(work, folder, f"{detector}-deployed.jsonl"), names)
-                else:
-                    at = {n: [d for d in ds if d[1] >= cut] for n, ds in scored.items()}
-                out[src] = photo_figures(part, scored, at, match_iou=0.3) if part else None
-            return out
-
+        parts = {src: [s for s in scenes if s["source"] == src] for src in ("caltech", "celeba-aligned")}
+        # Each file read once per folder; the thresholds cut grin's scored detections in memory.
+        read = {
+            (det, kind, src): grin_detections(os.path.join(work, folder, f"{det}-{kind}.jsonl"), [s["image"] for s in part])
+            for det in DETECTORS for kind in ("scored", "deployed") for src, part in parts.items()
+        }
         for detector, cut in [("yunet", None)] + [("grin", t) for t in SWEPT_THRESHOLDS]:
-            f = figures(detector, cut)
+            f = {}
+            for src, part in parts.items():
+                scored = read[(detector, "scored", src)]
+                at = read[(detector, "deployed", src)] if cut is None else {
+                    n: [d for d in ds if d[1] >= cut] for n, ds in scored.items()}
+                f[src] = photo_figures(part, scored, at, match_iou=0.3) if part else None
             rows.append({
                 "photos": folder,
                 "detector": detector if cut is None else f"grin at {cut:.2f}",
