@@ -1,7 +1,9 @@
 //! The house rules of `docs/design.md` that no compiler lint checks: no
-//! circle of imports inside a crate, and no non-test source file over 400
-//! lines. (`pub` only where another crate uses it is `unreachable_pub`'s job.)
+//! circle of imports inside a crate, no non-test source file over 400 lines,
+//! and one set of dependency features for the build and the tests. (`pub`
+//! only where another crate uses it is `unreachable_pub`'s job.)
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -131,4 +133,45 @@ fn no_function_is_over_the_line_budget() {
     }
     assert!(counted > 500, "found only {counted} functions: is the walk right?");
     assert!(over.is_empty(), "functions over {MAX_FN_LINES} lines: {over:?}");
+}
+
+/// Each package of the workspace's dependency graph with the features it is
+/// built with (`name version|features`), from `cargo tree` over `edges`.
+fn resolved_features(edges: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(root())
+        .args(["tree", "--offline", "--workspace", "--features", "grin/cuda,grin/wgpu"])
+        .args(["-e", edges, "--prefix", "none", "-f", "{p}|{f}"])
+        .output()
+        .expect("cargo tree runs");
+    assert!(out.status.success(), "cargo tree: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        // A blank line parts the trees of two workspace members.
+        .filter(|line| !line.is_empty())
+        .map(|line| {
+            let (package, list) = line.split_once('|').expect("`{p}|{f}` lines");
+            // "name vX (path)": the name and version identify the package.
+            let id: Vec<&str> = package.split_whitespace().take(2).collect();
+            format!("{}|{}", id.join(" "), list.trim_end_matches(" (*)"))
+        })
+        .collect()
+}
+
+/// `cargo build --workspace` and `cargo test --workspace` (CI's two commands)
+/// must resolve each dependency with the same features, or the test build
+/// compiles Burn a second time (31 minutes of CI). The dev-dependencies'
+/// extra features are named in `crates/workspace-hack`.
+#[test]
+fn the_build_and_the_tests_compile_dependencies_with_the_same_features() {
+    let build = resolved_features("normal,build");
+    let test = resolved_features("normal,build,dev");
+    assert!(build.len() > 100, "only {} packages: is the parse right?", build.len());
+    let built: BTreeSet<&str> = build.iter().filter_map(|l| l.split('|').next()).collect();
+    // Packages only the tests use are compiled for them anyway; the others
+    // must come with the build's features.
+    let differ: Vec<&String> =
+        test.difference(&build).filter(|l| l.split('|').next().is_some_and(|id| built.contains(id))).collect();
+    assert!(differ.is_empty(), "add these features to crates/workspace-hack/Cargo.toml: {differ:#?}");
 }

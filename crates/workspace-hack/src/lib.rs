@@ -1,0 +1,2 @@
+//! No code: see `Cargo.toml` for why this crate exists.
+#![forbid(unsafe_code)]
