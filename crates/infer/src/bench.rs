@@ -4,7 +4,7 @@ use serde::Serialize;
 use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Latency {
+pub(crate) struct Latency {
     pub iterations: usize,
     pub median_ms: f64,
     /// Nearest-rank 95th percentile.
@@ -15,7 +15,7 @@ pub struct Latency {
 }
 
 /// `None` for no samples.
-pub fn summarize(samples: &[Duration]) -> Option<Latency> {
+pub(crate) fn summarize(samples: &[Duration]) -> Option<Latency> {
     if samples.is_empty() {
         return None;
     }

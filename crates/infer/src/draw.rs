@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 const SMILING: Rgb<u8> = Rgb([40, 220, 60]);
 const NOT_SMILING: Rgb<u8> = Rgb([255, 140, 0]);
 
-pub fn draw(image: &DynamicImage, detections: &[Detection]) -> RgbImage {
+pub(crate) fn draw(image: &DynamicImage, detections: &[Detection]) -> RgbImage {
     let mut out = image.to_rgb8();
     // Lines scale with the picture so they stay visible on large photos.
     let thickness = (out.width().min(out.height()) / 200).max(1);
@@ -40,7 +40,7 @@ fn outline(img: &mut RgbImage, d: &Detection, thickness: u32, colour: Rgb<u8>) {
 
 /// Where image `index` (0-based) of `count` is drawn: `out` itself for a
 /// single image, else `out` with `-1`, `-2`, ... before the extension.
-pub fn output_path(out: &Path, index: usize, count: usize) -> PathBuf {
+pub(crate) fn output_path(out: &Path, index: usize, count: usize) -> PathBuf {
     if count == 1 {
         return out.to_path_buf();
     }
@@ -54,7 +54,7 @@ pub fn output_path(out: &Path, index: usize, count: usize) -> PathBuf {
 
 /// Encodes `drawing` in the format `target`'s extension names and writes it
 /// through `grin_output`: never over one of the `inputs` (the photos).
-pub fn save(drawing: &RgbImage, target: &Path, inputs: &[&Path]) -> anyhow::Result<()> {
+pub(crate) fn save(drawing: &RgbImage, target: &Path, inputs: &[&Path]) -> anyhow::Result<()> {
     let format = image::ImageFormat::from_path(target)
         .map_err(|_| anyhow::anyhow!("unknown image format: name the drawing .png or .jpg"))?;
     let mut bytes = std::io::Cursor::new(Vec::new());

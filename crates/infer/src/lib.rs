@@ -12,6 +12,7 @@
 //! same path on a live camera stream, with tracking and smile events.
 
 pub mod bench;
+pub mod cli;
 pub mod draw;
 mod fast;
 mod frame;
@@ -21,6 +22,5 @@ pub mod stream;
 
 pub use frame::{Frame, Mapping};
 pub use runner::{
-    own_size, CpuBackend, Engine, ModelSource, Phases, PhotoSize, Runner, DEFAULT_MODEL, MAX_SIDE, MIN_SIDE,
-    PHOTO_MAX_PIXELS,
+    own_size, CpuBackend, Engine, ModelSource, PhotoSize, Runner, DEFAULT_MODEL, MAX_SIDE, MIN_SIDE, PHOTO_MAX_PIXELS,
 };

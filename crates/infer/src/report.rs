@@ -6,7 +6,7 @@ use grin_model::Detection;
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ImageReport {
+pub(crate) struct ImageReport {
     pub image: String,
     pub width: u32,
     pub height: u32,
@@ -14,7 +14,7 @@ pub struct ImageReport {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DetectionReport {
+pub(crate) struct DetectionReport {
     #[serde(rename = "box")]
     pub bbox: [f64; 4],
     pub score: f64,
@@ -40,16 +40,16 @@ impl DetectionReport {
 }
 
 impl ImageReport {
-    pub fn new(image: String, width: u32, height: u32, detections: &[Detection]) -> ImageReport {
+    pub(crate) fn new(image: String, width: u32, height: u32, detections: &[Detection]) -> ImageReport {
         ImageReport { image, width, height, detections: detections.iter().map(DetectionReport::new).collect() }
     }
 
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(&self) -> String {
         serde_json::to_string(self).expect("plain numbers and strings serialise")
     }
 
     /// Several lines for a person: a header, then one line per face.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let faces = self.detections.len();
         let mut out = format!(
             "{} ({}x{}): {faces} face{}",

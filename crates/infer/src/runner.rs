@@ -135,7 +135,7 @@ impl Runner {
         &self.spec
     }
 
-    pub fn source(&self) -> &ModelSource {
+    pub(crate) fn source(&self) -> &ModelSource {
         &self.source
     }
 
@@ -155,7 +155,7 @@ impl Runner {
     }
 
     /// Parameters and MFLOPs of one frame at the run size, every pass counted.
-    pub fn budget(&self) -> Budget {
+    pub(crate) fn budget(&self) -> Budget {
         let mut passes = self.passes.iter().map(|p| {
             grin_model::budget(&DetectorSpec { width: p.width, height: p.height, ..self.spec.clone() }, &self.model)
         });
@@ -206,7 +206,7 @@ impl Runner {
     }
 
     /// Sets the run size `size` asks for `image` (nothing for [`PhotoSize::RunSize`]).
-    pub fn size_for(&mut self, image: &image::DynamicImage, size: PhotoSize) {
+    pub(crate) fn size_for(&mut self, image: &image::DynamicImage, size: PhotoSize) {
         if let PhotoSize::Own { max_pixels } = size {
             let (w, h) = own_size(image.width(), image.height(), max_pixels);
             if (w, h) != self.run_size() {
@@ -215,7 +215,7 @@ impl Runner {
         }
     }
 
-    pub fn engine(&self) -> Engine {
+    pub(crate) fn engine(&self) -> Engine {
         self.engine
     }
 
@@ -264,7 +264,7 @@ impl Runner {
 
     /// [`Runner::detect`], with the time its two phases took: what a
     /// benchmark reports apart, so a peer's network is set against grin's.
-    pub fn detect_timed(&self, frame: Frame) -> (Vec<Detection>, Phases) {
+    pub(crate) fn detect_timed(&self, frame: Frame) -> (Vec<Detection>, Phases) {
         let mapping = frame.mapping();
         let mut phases = Phases::default();
         let mut found = Vec::with_capacity(self.passes.len());
@@ -290,7 +290,7 @@ impl Runner {
 
 /// Where one [`Runner::detect_timed`] spent its time.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Phases {
+pub(crate) struct Phases {
     /// Every pyramid pass through the network (the halving between passes included).
     pub network: Duration,
     /// Decoding each pass's outputs, NMS and the merge of the passes.

@@ -33,10 +33,10 @@ use track::Tracker;
 /// The frame cutter and decoder on their own: what `fuzz/` drives with any bytes.
 pub use input::{decode as decode_frame, BadFrame, FrameReader};
 pub use input::{encode_frame, InputFormat};
-pub use track::TrackerConfig;
+pub(crate) use track::TrackerConfig;
 
 #[derive(Debug, Clone)]
-pub struct StreamOptions {
+pub(crate) struct StreamOptions {
     pub format: InputFormat,
     /// Frame size on the stream: required for raw formats; for MJPEG, frames
     /// of another size are refused when it is given.
@@ -57,7 +57,7 @@ pub struct StreamOptions {
 
 /// What the stream did, printed when it ends.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Frames cut from the stream, bad ones included.
     pub frames: u64,
     pub processed: u64,
@@ -89,7 +89,7 @@ impl Summary {
         self.bad.values().sum()
     }
 
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let bad: Vec<String> = self.bad.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let latency = self
             .latency
@@ -183,7 +183,7 @@ fn ms(d: Duration) -> f64 {
 /// thread of its own: when `stop` is set while `out` is not being read, the
 /// loop ends within milliseconds and the summary counts the lines given up
 /// (that thread is left blocked; the process ending ends it).
-pub fn run<R: Read + Send + 'static, W: Write + Send + 'static>(
+pub(crate) fn run<R: Read + Send + 'static, W: Write + Send + 'static>(
     input: R,
     detector: &Runner,
     options: &StreamOptions,

@@ -15,7 +15,7 @@ use grin_model::Detection;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TrackerConfig {
+pub(crate) struct TrackerConfig {
     /// Smile probability at or above which a face counts toward smiling.
     pub on: f32,
     /// Smile probability at or below which a smiling face counts toward not smiling.

@@ -1,11 +1,11 @@
 //! `grin-detect --bench`: the timed loop over the given photos, with
 //! scaling into the frame, the network and decoding timed apart.
 
-use crate::{one_line, Cli};
+use super::{one_line, Cli};
+use crate::bench::{self, Latency};
+use crate::Runner;
 use anyhow::Result;
 use grin_features::read_image;
-use grin_infer::bench::{self, Latency};
-use grin_infer::Runner;
 use image::DynamicImage;
 use serde::Serialize;
 use std::time::Instant;

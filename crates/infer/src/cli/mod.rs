@@ -1,4 +1,6 @@
-//! grin-detect: finds faces and smiles in images with a trained grin model.
+//! The `grin-detect` command line: finds faces and smiles in images with a
+//! trained grin model. The binary is one call to [`main`]; the code lives in
+//! the library so that what only the command uses stays `pub(crate)`.
 //!
 //! Exit status: 0 when every image was processed, 1 when any image failed
 //! (each failure is one `error: <file>: ...` line on stderr, and the other
@@ -9,13 +11,13 @@
 
 mod bench;
 
+use crate::draw;
+use crate::report::ImageReport;
+use crate::stream::{self, InputFormat, StreamOptions, TrackerConfig};
+use crate::{Engine, ModelSource, PhotoSize, Runner, MAX_SIDE, MIN_SIDE, PHOTO_MAX_PIXELS};
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use grin_features::{ImageBound, DEFAULT_MAX_PIXELS};
-use grin_infer::draw;
-use grin_infer::report::ImageReport;
-use grin_infer::stream::{self, InputFormat, StreamOptions, TrackerConfig};
-use grin_infer::{Engine, ModelSource, PhotoSize, Runner, MAX_SIDE, MIN_SIDE, PHOTO_MAX_PIXELS};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -162,7 +164,8 @@ fn parse_size(s: &str) -> Result<(usize, usize), String> {
     Ok((side(w)?, side(h)?))
 }
 
-fn main() -> ExitCode {
+/// Parses the command line, runs it, and gives the exit status above.
+pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(&cli) {
         Ok(true) => ExitCode::SUCCESS,
