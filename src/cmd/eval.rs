@@ -2,7 +2,7 @@
 //! calibrate` (pick the face threshold on the validation photos).
 
 use crate::config;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use grin_model::{file, DetectorSpec};
 use std::path::{Path, PathBuf};
@@ -143,24 +143,8 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
             println!("held-out photos at {w}x{h}: {}", grin_train::photo_eval::describe(r));
         }
         if let Some(out) = &args.out {
-            std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
-            use grin_train::photo_plots::{plot_pr, plot_smile_confusion, plot_thresholds};
             let threshold = run_spec.model.score_threshold;
-            let drawn = [
-                ("pr_curve.svg", plot_pr(&out.join("pr_curve.svg"), &reports)?),
-                ("thresholds.svg", plot_thresholds(&out.join("thresholds.svg"), &reports, threshold)?),
-                ("smile_confusion.svg", plot_smile_confusion(&out.join("smile_confusion.svg"), &reports)?),
-            ];
-            grin_output::write_file(&out.join("photos.json"), &[], serde_json::to_string_pretty(&reports)?.as_bytes())?;
-            let mut written: Vec<&str> = drawn.iter().filter(|(_, done)| *done).map(|(name, _)| *name).collect();
-            written.push("photos.json");
-            let skipped: Vec<&str> = drawn.iter().filter(|(_, done)| !*done).map(|(name, _)| *name).collect();
-            let written = if skipped.is_empty() {
-                written.join(", ")
-            } else {
-                format!("{} (nothing to draw in {})", written.join(", "), skipped.join(", "))
-            };
-            println!("wrote {}: {written}", out.display());
+            println!("{}", grin_train::photo_plots::write_photo_report(out, &reports, threshold)?);
         }
     }
     Ok(())
@@ -194,7 +178,7 @@ fn parse_beta(text: &str) -> Result<f32, String> {
 /// reported figures are not tuned on), and writes it into the run's model
 /// file (model.grin, or best.grin with --best).
 pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
-    use grin_train::photo_eval::{at_threshold, best_threshold, evaluate_split, f_beta};
+    use grin_train::photo_eval::{best_threshold, evaluate_split};
     let model_path = grin_train::run_model(&args.run, args.best);
     let loaded = config::load(&args.run.join("config.toml"), &[])?;
     let c = &loaded.config;
@@ -216,41 +200,14 @@ pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
     for r in &reports {
         println!("  {}", grin_train::photo_eval::describe(r));
     }
-    let beta = args.beta;
-    // Face-free sets have no precision or recall: their false detections are in the lines above.
-    let reports: Vec<_> = reports.into_iter().filter(|r| r.faces > 0).collect();
-    let cell = |text: String| format!("{text:>36}");
-    println!(
-        "threshold  {}",
-        reports.iter().map(|r| cell(format!("{} P / R / F1 / F{beta}", r.source))).collect::<String>()
-    );
-    for k in (2..19).step_by(2) {
-        let t = k as f32 * 0.05;
-        let cells: String = reports
-            .iter()
-            .map(|r| {
-                let (p, rc, f) = at_threshold(&r.curve, t);
-                cell(format!("{p:.3} / {rc:.3} / {f:.3} / {:.3}", f_beta(p, rc, beta)))
-            })
-            .collect();
-        println!("{t:>9.2}  {cells}");
-    }
-    println!("recall by face size at the chosen threshold {threshold:.2}:");
-    for r in &reports {
-        let sizes: Vec<String> = r
-            .recall_by_size_at(threshold)
-            .iter()
-            .filter(|s| s.faces > 0)
-            .map(|s| format!("{} {:.3} ({})", s.bucket, s.recall.unwrap_or(0.0), s.faces))
-            .collect();
-        println!("  {:<15} {}", r.source, sizes.join(", "));
-    }
+    println!("{}", grin_train::photo_eval::calibration_table(&reports, args.beta, threshold));
     let before = spec.model.score_threshold;
     spec.model.score_threshold = threshold;
     file::save_model(&model_path, &spec, &model)?;
     println!(
-        "{}: score_threshold {before:.2} -> {threshold:.2} (mean F{beta} {score:.3} on validation photos)",
-        model_path.display()
+        "{}: score_threshold {before:.2} -> {threshold:.2} (mean F{} {score:.3} on validation photos)",
+        model_path.display(),
+        args.beta
     );
     Ok(())
 }

@@ -78,7 +78,7 @@ pub struct PhotoReport {
 impl PhotoReport {
     /// Share of each size bucket's faces found by detections scoring at
     /// least `threshold`; `None` for a bucket without faces.
-    pub fn recall_by_size_at(&self, threshold: f32) -> Vec<SizeRecall> {
+    pub(crate) fn recall_by_size_at(&self, threshold: f32) -> Vec<SizeRecall> {
         SIZE_BUCKETS
             .iter()
             .enumerate()
@@ -216,7 +216,7 @@ fn side(b: &FaceBox) -> f32 {
 
 /// Precision, recall and F1 of detections scoring at least `threshold`,
 /// read off a precision-recall curve.
-pub fn at_threshold(curve: &[PrPoint], threshold: f32) -> (f32, f32, f32) {
+pub(crate) fn at_threshold(curve: &[PrPoint], threshold: f32) -> (f32, f32, f32) {
     let (p, r) = precision_recall_at(curve, threshold);
     (p, r, f_beta(p, r, 1.0))
 }
@@ -229,7 +229,7 @@ pub(crate) fn precision_recall_at(curve: &[PrPoint], threshold: f32) -> (f32, f3
 }
 
 /// F-beta: recall counts `beta` times as much as precision (F1 at 1).
-pub fn f_beta(precision: f32, recall: f32, beta: f32) -> f32 {
+pub(crate) fn f_beta(precision: f32, recall: f32, beta: f32) -> f32 {
     let b2 = beta * beta;
     if precision + recall > 0.0 {
         (1.0 + b2) * precision * recall / (b2 * precision + recall)
@@ -279,6 +279,41 @@ pub fn best_threshold(reports: &[PhotoReport], beta: f32) -> Result<(f32, f32), 
     Ok(best)
 }
 
+/// `grin calibrate`'s table: each source with faces, its precision, recall,
+/// F1 and F-beta at thresholds 0.10 to 0.90, then its recall by face size at
+/// the `chosen` threshold. Face-free sets have no precision or recall: their
+/// false detections are in [`describe`]'s lines.
+pub fn calibration_table(reports: &[PhotoReport], beta: f32, chosen: f32) -> String {
+    let reports: Vec<&PhotoReport> = reports.iter().filter(|r| r.faces > 0).collect();
+    let cell = |text: String| format!("{text:>36}");
+    let mut table = format!(
+        "threshold  {}\n",
+        reports.iter().map(|r| cell(format!("{} P / R / F1 / F{beta}", r.source))).collect::<String>()
+    );
+    for k in (2..19).step_by(2) {
+        let t = k as f32 * 0.05;
+        let cells: String = reports
+            .iter()
+            .map(|r| {
+                let (p, rc, f) = at_threshold(&r.curve, t);
+                cell(format!("{p:.3} / {rc:.3} / {f:.3} / {:.3}", f_beta(p, rc, beta)))
+            })
+            .collect();
+        table += &format!("{t:>9.2}  {cells}\n");
+    }
+    table += &format!("recall by face size at the chosen threshold {chosen:.2}:");
+    for r in &reports {
+        let sizes: Vec<String> = r
+            .recall_by_size_at(chosen)
+            .iter()
+            .filter(|s| s.faces > 0)
+            .map(|s| format!("{} {:.3} ({})", s.bucket, s.recall.unwrap_or(0.0), s.faces))
+            .collect();
+        table += &format!("\n  {:<15} {}", r.source, sizes.join(", "));
+    }
+    table
+}
+
 /// One line per source: `caltech  200 photos, 310 faces: AP 0.912 | recall ...`.
 pub fn describe(r: &PhotoReport) -> String {
     let f = |v: Option<f32>| v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "n/a".into());
@@ -310,3 +345,6 @@ pub fn describe(r: &PhotoReport) -> String {
     }
     line
 }
+
+#[cfg(test)]
+pub(crate) mod tests;

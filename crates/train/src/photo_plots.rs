@@ -4,11 +4,33 @@
 //! `grin calibrate` chooses from); and the smile confusion matrix.
 
 use crate::photo_eval::{at_threshold, PhotoReport};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use grin_model::PrPoint;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
+
+/// Writes what `grin eval --out` keeps of a photo evaluation into `out`: the
+/// three pictures (each when it has something to draw) and the reports as
+/// `photos.json`. Returns the line that says what was written.
+pub fn write_photo_report(out: &Path, reports: &[PhotoReport], deployed: f32) -> Result<String> {
+    std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
+    let drawn = [
+        ("pr_curve.svg", plot_pr(&out.join("pr_curve.svg"), reports)?),
+        ("thresholds.svg", plot_thresholds(&out.join("thresholds.svg"), reports, deployed)?),
+        ("smile_confusion.svg", plot_smile_confusion(&out.join("smile_confusion.svg"), reports)?),
+    ];
+    grin_output::write_file(&out.join("photos.json"), &[], serde_json::to_string_pretty(reports)?.as_bytes())?;
+    let mut written: Vec<&str> = drawn.iter().filter(|(_, done)| *done).map(|(name, _)| *name).collect();
+    written.push("photos.json");
+    let skipped: Vec<&str> = drawn.iter().filter(|(_, done)| !*done).map(|(name, _)| *name).collect();
+    let written = if skipped.is_empty() {
+        written.join(", ")
+    } else {
+        format!("{} (nothing to draw in {})", written.join(", "), skipped.join(", "))
+    };
+    Ok(format!("wrote {}: {written}", out.display()))
+}
 
 /// At most about 500 points of a curve (it has one per detection), the last one always kept.
 fn thinned(curve: &[PrPoint]) -> impl Iterator<Item = &PrPoint> {
@@ -18,7 +40,7 @@ fn thinned(curve: &[PrPoint]) -> impl Iterator<Item = &PrPoint> {
 
 /// `pr_curve.svg`: precision against recall, one line per source. False, and
 /// nothing written, when there is no photo report to draw.
-pub fn plot_pr(path: &Path, reports: &[PhotoReport]) -> Result<bool> {
+pub(crate) fn plot_pr(path: &Path, reports: &[PhotoReport]) -> Result<bool> {
     if reports.is_empty() {
         return Ok(false);
     }
@@ -64,7 +86,7 @@ fn thresholds() -> impl Iterator<Item = f32> {
 /// F1 of the detections scoring at least each threshold, and a line at
 /// `deployed`, the model's own threshold. False, and nothing written, when
 /// no source has faces.
-pub fn plot_thresholds(path: &Path, reports: &[PhotoReport], deployed: f32) -> Result<bool> {
+pub(crate) fn plot_thresholds(path: &Path, reports: &[PhotoReport], deployed: f32) -> Result<bool> {
     let drawn: Vec<&PhotoReport> = reports.iter().filter(|r| r.faces > 0).collect();
     if drawn.is_empty() {
         return Ok(false);
@@ -112,7 +134,7 @@ pub fn plot_thresholds(path: &Path, reports: &[PhotoReport], deployed: f32) -> R
 /// (rows: the label, columns: the prediction), each cell's count and its
 /// share of the row, shaded by that share. False, and nothing written, when
 /// no source matched a labelled face.
-pub fn plot_smile_confusion(path: &Path, reports: &[PhotoReport]) -> Result<bool> {
+pub(crate) fn plot_smile_confusion(path: &Path, reports: &[PhotoReport]) -> Result<bool> {
     let drawn: Vec<&PhotoReport> =
         reports.iter().filter(|r| r.smile_confusion.iter().flatten().sum::<usize>() > 0).collect();
     if drawn.is_empty() {
@@ -170,33 +192,7 @@ pub fn plot_smile_confusion(path: &Path, reports: &[PhotoReport]) -> Result<bool
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::photo_eval::PhotoReport;
-
-    fn report(source: &str, faces: usize, confusion: [[usize; 2]; 2]) -> PhotoReport {
-        PhotoReport {
-            source: source.into(),
-            images: 2,
-            skipped: 0,
-            faces,
-            ignored_faces: 0,
-            face_ap: None,
-            face_ap_loose: None,
-            recall_by_size: vec![],
-            recall: None,
-            detections_per_image: 1.0,
-            false_per_image: 0.0,
-            nested_per_image: 0.0,
-            found: None,
-            smile_accuracy: Some(0.75),
-            smile_faces: confusion.iter().flatten().sum(),
-            smile_confusion: confusion,
-            curve: vec![
-                PrPoint { score: 0.9, recall: 0.5, precision: 1.0 },
-                PrPoint { score: 0.4, recall: 1.0, precision: 0.5 },
-            ],
-            face_hits: vec![],
-        }
-    }
+    use crate::photo_eval::tests::report;
 
     #[test]
     fn threshold_and_confusion_plots_draw_what_there_is() {

@@ -1,0 +1,50 @@
+use super::*;
+
+/// A report of two photos whose curve has a sure hit (0.9) and a doubtful
+/// one (0.4), for the tests of what is drawn and printed from reports.
+pub(crate) fn report(source: &str, faces: usize, confusion: [[usize; 2]; 2]) -> PhotoReport {
+    PhotoReport {
+        source: source.into(),
+        images: 2,
+        skipped: 0,
+        faces,
+        ignored_faces: 0,
+        face_ap: None,
+        face_ap_loose: None,
+        recall_by_size: vec![],
+        recall: None,
+        detections_per_image: 1.0,
+        false_per_image: 0.0,
+        nested_per_image: 0.0,
+        found: None,
+        smile_accuracy: Some(0.75),
+        smile_faces: confusion.iter().flatten().sum(),
+        smile_confusion: confusion,
+        curve: vec![
+            PrPoint { score: 0.9, recall: 0.5, precision: 1.0 },
+            PrPoint { score: 0.4, recall: 1.0, precision: 0.5 },
+        ],
+        face_hits: vec![],
+    }
+}
+
+#[test]
+fn the_calibration_table_reads_each_source_with_faces_off_its_curve() {
+    let reports = [report("caltech", 2, [[0; 2]; 2]), report("face-free", 0, [[0; 2]; 2])];
+    let table = calibration_table(&reports, 2.0, 0.5);
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].contains("caltech P / R / F1 / F2"), "{table}");
+    assert!(!table.contains("face-free"), "a face-free set has no precision or recall: {table}");
+    assert_eq!(lines.len(), 1 + 9 + 2, "header, thresholds 0.10..0.90, recall by size: {table}");
+    // At or below 0.4 both detections count (P 0.5, R 1); above it, only the sure one.
+    assert!(
+        lines[4].trim_start().starts_with("0.40") && lines[4].ends_with("0.500 / 1.000 / 0.667 / 0.833"),
+        "{table}"
+    );
+    assert!(
+        lines[5].trim_start().starts_with("0.50") && lines[5].ends_with("1.000 / 0.500 / 0.667 / 0.556"),
+        "{table}"
+    );
+    assert_eq!(lines[10], "recall by face size at the chosen threshold 0.50:");
+    assert!(lines[11].starts_with("  caltech"), "{table}");
+}
