@@ -3,7 +3,6 @@
 #![forbid(unsafe_code)]
 
 mod cmd;
-mod config;
 
 use clap::{Parser, Subcommand};
 

@@ -175,3 +175,18 @@ fn the_build_and_the_tests_compile_dependencies_with_the_same_features() {
         test.difference(&build).filter(|l| l.split('|').next().is_some_and(|id| built.contains(id))).collect();
     assert!(differ.is_empty(), "add these features to crates/workspace-hack/Cargo.toml: {differ:#?}");
 }
+
+/// The `grin` binary's test harness is not built (`test = false` in
+/// Cargo.toml): a unit test under `src/` would never run. Its tests belong
+/// in the library that owns the code, or in `tests/`.
+#[test]
+fn the_binary_has_no_unit_tests() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let with_tests: Vec<String> = files
+        .iter()
+        .filter(|p| std::fs::read_to_string(p).unwrap().contains("#[test]"))
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(with_tests.is_empty(), "unit tests that would never run: {with_tests:?}");
+}

@@ -2,11 +2,11 @@
 //! modes` (the same model and data trained once per feeding mode).
 
 use super::{BackendArg, ConfigArgs};
-use crate::config::LoadedConfig;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use grin_model::TrainBackend;
 use grin_train::backend::{self, BackendChoice};
+use grin_train::LoadedConfig;
 use grin_train::{build_feed, FeedPlan, Mode};
 use grin_train::{trainer, RunSpec};
 use std::path::PathBuf;

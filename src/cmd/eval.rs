@@ -1,7 +1,6 @@
 //! `grin eval` (score a run on held-out scenes and photos) and `grin
 //! calibrate` (pick the face threshold on the validation photos).
 
-use crate::config;
 use anyhow::Result;
 use clap::Args;
 use grin_model::{file, DetectorSpec};
@@ -89,7 +88,7 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     if split == grin_features::Split::Train {
         anyhow::bail!("--split train: training scenes and photos are not held out; give val or test");
     }
-    let loaded = config::load(&config_path, &args.set.sets)?;
+    let loaded = grin_train::load_config(&config_path, &args.set.sets)?;
     let c = &loaded.config;
     let device = Default::default();
     let (mut run_spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
@@ -180,7 +179,7 @@ fn parse_beta(text: &str) -> Result<f32, String> {
 pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
     use grin_train::photo_eval::{best_threshold, evaluate_split};
     let model_path = grin_train::run_model(&args.run, args.best);
-    let loaded = config::load(&args.run.join("config.toml"), &[])?;
+    let loaded = grin_train::load_config(&args.run.join("config.toml"), &[])?;
     let c = &loaded.config;
     let device = Default::default();
     let (mut spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;

@@ -2,9 +2,9 @@
 //! library crates, and prints what they return. The flags several commands
 //! share, and the backend dispatch, live here.
 
-use crate::config::{self, LoadedConfig};
 use anyhow::Result;
 use clap::Args;
+use grin_train::LoadedConfig;
 use std::path::PathBuf;
 
 /// Runs `$body` with `$B` naming the chosen backend's type and `$device`
@@ -55,7 +55,7 @@ pub(crate) struct ConfigArgs {
 
 impl ConfigArgs {
     pub(crate) fn load(&self) -> Result<LoadedConfig> {
-        config::load(&self.config, &self.set.sets)
+        grin_train::load_config(&self.config, &self.set.sets)
     }
 }
 

@@ -1,7 +1,6 @@
 //! `grin model-info`: the detector's parameter and FLOP budget, computed
 //! from the real layers.
 
-use crate::config;
 use anyhow::Result;
 use clap::Args;
 use grin_model::budget;
@@ -23,7 +22,7 @@ pub(crate) const MFLOP_BUDGET: f64 = 150.0;
 
 pub(crate) fn model_info(args: ModelInfoArgs) -> Result<()> {
     let c = match &args.config {
-        Some(path) => config::load(path, &args.set.sets)?.config,
+        Some(path) => grin_train::load_config(path, &args.set.sets)?.config,
         None => GrinConfig::default(),
     };
     let spec = c.detector_spec();

@@ -26,7 +26,7 @@ pub(crate) struct PrecomputeArgs {
     #[arg(long, value_name = "A..B")]
     pub shards: Option<String>,
     /// Shard file size: bytes, or with a K/M/G suffix.
-    #[arg(long, default_value = "128M", value_parser = parse_size)]
+    #[arg(long, default_value = "128M", value_parser = grin_store::parse_shard_bytes)]
     pub shard_size: u64,
     /// Print the shard count for these settings and exit (to size a job array).
     #[arg(long)]
@@ -78,25 +78,6 @@ pub(crate) struct InfoArgs {
     pub dir: PathBuf,
 }
 
-/// `128M`, `64k`, `1G`, `4096`: binary multiples.
-fn parse_size(text: &str) -> Result<u64, String> {
-    let lower = text.trim().to_ascii_lowercase();
-    let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-    let unit = &lower[digits.len()..];
-    let scale = match unit {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => return Err(format!("unknown size unit {unit:?} (use K, M or G)")),
-    };
-    let n: u64 = digits.parse().map_err(|_| format!("{text:?} is not a size like 128M"))?;
-    match n.checked_mul(scale) {
-        Some(bytes) if bytes > 0 => Ok(bytes),
-        _ => Err(format!("{text:?} must be positive and fit in 64 bits")),
-    }
-}
-
 pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
     if let Some(dir) = &args.merge {
         let manifest = grin_store::merge(dir)?;
@@ -110,7 +91,7 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
         return Ok(());
     }
     let config_path = args.config.as_ref().context("--config is required")?;
-    let loaded = crate::config::load(config_path, &args.set.sets)?;
+    let loaded = grin_train::load_config(config_path, &args.set.sets)?;
     let config = &loaded.config;
     let samples = args.samples.unwrap_or(config.train.store_samples as u64);
     let out = args.out.clone().unwrap_or_else(|| config.store_dir());
@@ -259,21 +240,4 @@ fn bench(args: BenchArgs) -> Result<()> {
         grin_output::write_file(path, &[], &serde_json::to_vec_pretty(&doc)?)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_size;
-
-    #[test]
-    fn sizes_parse_with_binary_suffixes() {
-        assert_eq!(parse_size("128M"), Ok(128 << 20));
-        assert_eq!(parse_size("64k"), Ok(64 << 10));
-        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("12X").unwrap_err().contains("unknown size unit"));
-        assert!(parse_size("M").is_err());
-        assert!(parse_size("99999999999G").is_err());
-    }
 }

@@ -1,11 +1,11 @@
 //! `grin train`: plan the run (grin_train::plan), train it, print the summary.
 
 use super::{BackendArg, ConfigArgs};
-use crate::config::{self, LoadedConfig};
 use anyhow::{Context, Result};
 use clap::Args;
 use grin_model::TrainBackend;
 use grin_train::backend::{self, BackendChoice};
+use grin_train::LoadedConfig;
 use grin_train::{build_feed, PlanRequest, RunPlan};
 use grin_train::{trainer, Summary};
 use std::path::PathBuf;
@@ -54,7 +54,7 @@ pub(crate) fn train(args: TrainArgs) -> Result<()> {
     if let Some(name) = &args.name {
         sets.push(format!("name={name:?}"));
     }
-    let loaded = config::load(&args.config.config, &sets)?;
+    let loaded = grin_train::load_config(&args.config.config, &sets)?;
     let (choice, why) = backend::resolve(args.backend.backend)?;
     eprintln!("{why}");
     let summary = match choice {

@@ -72,6 +72,7 @@
 pub mod bench;
 pub mod fingerprint;
 
+mod args;
 mod error;
 mod layout;
 mod loader;
@@ -83,6 +84,7 @@ mod reader;
 mod verify;
 mod writer;
 
+pub use args::{parse_shard_bytes, parse_shard_range};
 pub use error::StoreError;
 pub use fingerprint::{format_stale, Fingerprint};
 pub use layout::RecordLayout;
@@ -92,4 +94,4 @@ pub use merge::merge;
 pub use producer::{BatchSource, Produced, Producer};
 pub use reader::Store;
 pub use verify::{verify, BadShard, VerifyReport};
-pub use writer::{parse_shard_range, Event, Plan, RecordSource, Summary, Writer, DEFAULT_SHARD_BYTES};
+pub use writer::{Event, Plan, RecordSource, Summary, Writer, DEFAULT_SHARD_BYTES};

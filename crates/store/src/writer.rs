@@ -76,26 +76,6 @@ impl Plan {
     }
 }
 
-/// `A..B` (half-open, like Rust ranges), `A..` or `A` over `shard_count` shards.
-pub fn parse_shard_range(text: &str, shard_count: u64) -> Result<Range<u64>> {
-    let bad = || StoreError::Usage(format!("--shards {text}: expected A..B with A < B <= {shard_count}"));
-    let (a, b) = match text.split_once("..") {
-        Some((a, b)) => {
-            let a = if a.is_empty() { 0 } else { a.trim().parse().map_err(|_| bad())? };
-            let b = if b.is_empty() { shard_count } else { b.trim().parse().map_err(|_| bad())? };
-            (a, b)
-        }
-        None => {
-            let a: u64 = text.trim().parse().map_err(|_| bad())?;
-            (a, a + 1)
-        }
-    };
-    if a >= b || b > shard_count {
-        return Err(bad());
-    }
-    Ok(a..b)
-}
-
 /// What [`Writer::run`] reports while it works.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {

@@ -7,7 +7,7 @@ use grin_features::FeatureConfig;
 use grin_model::{DetectorSpec, LossWeights, ModelConfig};
 use grin_terms::{MAX_SIDE, MIN_SIDE};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use grin_terms::Mode;
 
@@ -302,3 +302,41 @@ fn validate_loss(loss: &LossWeights) -> Result<()> {
     }
     Ok(())
 }
+
+/// A loaded config and where it came from. Relative data paths inside it
+/// are taken as they are, relative to the working directory (grin runs from
+/// the repository root): a run's saved `config.toml` then names the same
+/// files as the config it was trained from.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    pub path: PathBuf,
+    pub config: GrinConfig,
+}
+
+/// Largest config file read: a config is a page of TOML, and a path like
+/// `/dev/zero` must not be read forever.
+pub(crate) const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The config file at `path` (at most [`MAX_CONFIG_BYTES`], UTF-8) with
+/// `--set` overrides applied, as [`parse_config`] makes it.
+pub fn load_config(path: &Path, sets: &[String]) -> Result<LoadedConfig> {
+    let text = read_capped(path)?;
+    let config = parse_config(&text, &path.display().to_string(), sets)?;
+    Ok(LoadedConfig { path: path.to_path_buf(), config })
+}
+
+fn read_capped(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).with_context(|| format!("{}: cannot read config", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{}: cannot read config", path.display()))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        bail!("{}: config is larger than {} KiB; is it the right file?", path.display(), MAX_CONFIG_BYTES / 1024);
+    }
+    String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{}: config is not UTF-8 text: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests;

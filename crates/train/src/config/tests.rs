@@ -1,0 +1,165 @@
+use super::load_config as load;
+
+fn write(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.toml");
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
+fn error(path: &std::path::Path, sets: &[&str]) -> String {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    format!("{:#}", load(path, &sets).unwrap_err())
+}
+
+#[test]
+fn a_number_picks_an_entry_of_an_array_of_tables() {
+    let text = "name = \"x\"\n[features.source]\nkind = \"mix\"\nweights = [0.5, 0.5]\n\
+                [[features.source.parts]]\nkind = \"synthetic\"\n[[features.source.parts]]\nkind = \"synthetic\"\n";
+    let (_dir, path) = write(text);
+    let sets = vec!["features.source.parts.1.max_faces=2".to_string()];
+    let loaded = load(&path, &sets).unwrap();
+    let parts = toml::to_string(&loaded.config.features.source).unwrap();
+    assert!(parts.contains("max_faces = 2"), "{parts}");
+    for bad in ["features.source.parts.2.max_faces=2", "features.source.parts.x.max_faces=2"] {
+        let e = error(&path, &[bad]);
+        assert!(e.contains("`parts` holds 2 entries"), "{bad}: {e}");
+    }
+    assert!(error(&path, &["features.source.kind.x=2"]).contains("`kind` is not a table"));
+}
+
+#[test]
+fn unknown_key_is_named_with_its_file() {
+    let (_dir, path) = write("[train]\nlrr = 0.1\n");
+    let e = error(&path, &[]);
+    assert!(e.contains("c.toml") && e.contains("train") && e.contains("`lrr`"), "{e}");
+    let (_dir, path) = write("name = \"x\"\n");
+    assert!(error(&path, &["model.widht_mult=2"]).contains("`widht_mult`"));
+}
+
+#[test]
+fn bad_values_name_the_dotted_key() {
+    let (_dir, path) = write("[features]\nwidth = -5\n");
+    let e = error(&path, &[]);
+    assert!(e.contains("features.width") && !e.contains('\n'), "{e}");
+    let (_dir, path) = write("name = \"x\"\n");
+    assert!(error(&path, &["train.lr=-1"]).contains("train.lr"));
+    assert!(error(&path, &["features.height=8"]).contains("features.height"));
+}
+
+#[test]
+fn validation_photos_on_a_source_without_photos_are_refused_naming_the_key() {
+    let (_dir, path) = write("name = \"x\"\n");
+    let e = error(&path, &["train.val_photos=5"]);
+    assert!(e.contains("key `train.val_photos`: 5 needs real photos with faces") && !e.contains('\n'), "{e}");
+    let text = "name = \"x\"\n[features.source]\nkind = \"caltech\"\nroot = \"w\"\n[train]\nval_photos = 5\n";
+    let (_dir, path) = write(text);
+    load(&path, &[]).unwrap();
+}
+
+/// A config with every table and every source kind (a mix of all of them).
+const EVERY_KEY: &str = r#"
+name = "all"
+[features]
+width = 64
+height = 64
+[features.balance]
+smiling = 0.4
+non_smiling = 0.4
+face_free = 0.2
+[features.source]
+kind = "mix"
+weights = [1.0, 1.0, 1.0, 1.0]
+[[features.source.parts]]
+kind = "synthetic"
+[[features.source.parts]]
+kind = "crops"
+root = "c"
+[[features.source.parts]]
+kind = "caltech"
+root = "w"
+[[features.source.parts]]
+kind = "celeba_aligned"
+images = "i"
+attr = "a"
+[train]
+run_size = [128, 96]
+"#;
+
+/// Every numeric leaf of `value` with its dotted path (array elements
+/// as `[i]`), resolved with defaults filled in.
+fn numeric_leaves(value: &toml::Value, path: String, out: &mut Vec<String>) {
+    match value {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                numeric_leaves(v, p, out);
+            }
+        }
+        toml::Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                numeric_leaves(v, format!("{path}[{i}]"), out);
+            }
+        }
+        toml::Value::Integer(_) | toml::Value::Float(_) => out.push(path),
+        _ => {}
+    }
+}
+
+/// The value at a dotted path from [`numeric_leaves`].
+fn at<'a>(value: &'a mut toml::Value, path: &str) -> &'a mut toml::Value {
+    path.split('.').fold(value, |node, part| match part.split_once('[') {
+        Some((key, i)) => &mut node[key][i.trim_end_matches(']').parse::<usize>().unwrap()],
+        None => &mut node[part],
+    })
+}
+
+/// Every numeric key, wherever it sits (mix parts and arrays included),
+/// refuses NaN, the infinities and -1 (floats) or 2^63 - 1 (integers)
+/// with one line naming it: nothing out of range reaches a run, a store
+/// or a model file.
+#[test]
+fn every_numeric_key_has_a_range() {
+    let (_dir, path) = write(EVERY_KEY);
+    let resolved = toml::Value::try_from(load(&path, &[]).unwrap().config).unwrap();
+    let mut keys = Vec::new();
+    numeric_leaves(&resolved, String::new(), &mut keys);
+    assert!(keys.len() > 80, "{keys:?}");
+    for key in keys.iter().filter(|k| *k != "features.seed") {
+        // Any u64 is a seed; every other key has a range.
+        let leaf = key.rsplit('.').next().unwrap().split('[').next().unwrap();
+        let bad = match at(&mut resolved.clone(), key) {
+            toml::Value::Integer(_) => vec![toml::Value::Integer(i64::MAX)],
+            _ => [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0].map(toml::Value::Float).to_vec(),
+        };
+        for with in bad {
+            let mut edited = resolved.clone();
+            *at(&mut edited, key) = with.clone();
+            let (_d, p) = write(&toml::to_string(&edited).unwrap());
+            let e = match load(&p, &[]) {
+                Ok(_) => panic!("{key} = {with} was accepted"),
+                Err(e) => format!("{e:#}"),
+            };
+            // A value of the wrong type inside `features.source` is named
+            // by its table only: serde's internally tagged enums (`kind`)
+            // buffer the table and lose the path. Ranges name the key.
+            let named = e.contains(leaf)
+                || (key.starts_with("features.source") && e.contains("key `features.source`: invalid value"));
+            assert!(named && e.contains("c.toml") && !e.contains('\n'), "{key} = {with}: {e}");
+        }
+    }
+}
+
+#[test]
+fn missing_file_is_named() {
+    let e = error(std::path::Path::new("/no/such/grin.toml"), &[]);
+    assert!(e.contains("/no/such/grin.toml") && e.contains("cannot read"), "{e}");
+}
+
+#[test]
+fn overrides_apply() {
+    let (_dir, path) = write("name = \"x\"\n[train]\nlr = 0.1\n");
+    let c = load(&path, &["train.lr=0.5".into(), "train.mode=in-vram".into()]).unwrap().config;
+    assert_eq!(c.train.lr, 0.5);
+    assert_eq!(c.train.mode, crate::Mode::InVram);
+}
