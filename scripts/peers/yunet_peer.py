@@ -162,10 +162,12 @@ def threshold_sweep(work, folders):
         with open(os.path.join(work, folder, "truth.json")) as f:
             scenes = json.load(f)["scenes"]
         parts = {src: [s for s in scenes if s["source"] == src] for src in ("caltech", "celeba-aligned")}
-        # Each file read once per folder; the thresholds cut grin's scored detections in memory.
+        # Each file read once per folder, and only those the rows use: YuNet's deployed
+        # detections; grin's thresholds cut its scored detections in memory.
         read = {
             (det, kind, src): grin_detections(os.path.join(work, folder, f"{det}-{kind}.jsonl"), [s["image"] for s in part])
-            for det in DETECTORS for kind in ("scored", "deployed") for src, part in parts.items()
+            for det, kind in [(d, "scored") for d in DETECTORS] + [("yunet", "deployed")]
+            for src, part in parts.items()
         }
         for detector, cut in [("yunet", None)] + [("grin", t) for t in SWEPT_THRESHOLDS]:
             f = {}
