@@ -73,6 +73,30 @@ if [ "${1:-}" = "--stage" ]; then
         echo "gpu-bench: $DATA is absent: the run uses the synthetic generator (no data files)" >&2
         echo "source synthetic" >"$DIR/DATA"
     fi
+    # CubeCL reads cubecl.toml from the working directory up: its kernel (PTX) and autotune
+    # caches go to DIR/cubecl-cache, which the run sends back as cubecl-cache.tgz. A cache
+    # kept from an earlier run (CUBECL_CACHE, default target/cubecl-cuda-cache.tgz) travels
+    # with the stage, so that a fresh machine skips the compilation it holds.
+    cat >"$DIR/cubecl.toml" <<'TOML'
+[compilation]
+cache = { file = "cubecl-cache" }
+
+[compilation.logger]
+level = "basic"
+file = "out/cubecl-compilation.log"
+
+[autotune]
+cache = { file = "cubecl-cache" }
+
+[autotune.logger]
+level = "minimal"
+file = "out/cubecl-autotune.log"
+TOML
+    CACHE=${CUBECL_CACHE:-${CARGO_TARGET_DIR:-target}/cubecl-cuda-cache.tgz}
+    if [ -f "$CACHE" ]; then
+        cp "$CACHE" "$DIR/cubecl-cache.tgz"
+        echo "gpu-bench: staged the CubeCL cache $CACHE" >&2
+    fi
     git -C "$REPO" rev-parse HEAD >"$DIR/COMMIT" 2>/dev/null || true
     size=$(du -sb "$DIR" | cut -f1)
     echo "gpu-bench: staged $DIR: $((size / 1024 / 1024)) MiB ($(du -sh "$DIR/grin.gz" | cut -f1) binary, gzipped)" >&2
@@ -89,6 +113,9 @@ if [ ! -x ./grin ] && [ -f ./grin.gz ]; then
     gzip -dc grin.gz >grin.part && chmod +x grin.part && mv grin.part grin
 fi
 [ -x ./grin ] || { echo "gpu-bench: no ./grin here: stage first (scripts/gpu-bench.sh --stage DIR), then run DIR/gpu-bench.sh" >&2; exit 2; }
+if [ -f cubecl-cache.tgz ] && [ ! -d cubecl-cache ]; then
+    tar xzf cubecl-cache.tgz
+fi
 BACKEND=${GRIN_BACKEND:-cuda}
 BUDGET_S=${BUDGET_S:-540}
 START=$(date +%s)
@@ -157,22 +184,24 @@ if [ "$BACKEND" = cuda ]; then
 fi
 BENCH=(./grin bench modes "${CONFIG[@]}" --backend "$BACKEND" --samples "$SAMPLES" --runs-dir "$OUT/runs")
 
-# A short in-VRAM probe sizes the runs: steps/s on this device decide how
-# many steps fit in about 20 s per mode, and in no more than a quarter of
-# what the budget has left. The probe is also the cold start: on a fresh
-# machine the first process compiles and autotunes every kernel (373 s on an
-# H200, 2026-11-27); later processes find the autotune choices in
-# target/autotune and start in about 30 s, which each run below pays once.
+# An in-VRAM probe sizes the runs: steps/s on this device decide how many
+# steps fit in about 20 s per mode, and in no more than a quarter of what the
+# budget has left. Its 200 steps also make it the first headline figure, as
+# the probe is also the cold start: on a fresh machine the first process
+# compiles (NVRTC) and autotunes every kernel (373 s on an H200, 2026-11-27,
+# before grin's depthwise gradient) unless the staged CubeCL cache holds them;
+# later processes find them in cubecl-cache and start in about 30 s, which
+# each run below pays once.
 START_S=30
 if [ -z "${STEPS:-}" ]; then
     STEPS=200
-    if step probe "${BENCH[@]}" --modes in-vram --steps 40 --json "$OUT/probe.json"; then
+    if step probe "${BENCH[@]}" --modes in-vram --steps 200 --json "$OUT/probe.json"; then
         STEPS=$(python3 -c "import json; r=json.load(open('$OUT/probe.json'))['rows'][0]; fit=($(remaining) / 4 - $START_S) * r['steps_per_s'] / 3; print(max(40, min(3000, int(20 * r['steps_per_s']), int(fit))))")
     fi
 fi
-step modes "${BENCH[@]}" --steps "$STEPS" --json "$OUT/modes.json" || true
 
-# The peer next: the headline ratio needs it more than the runs after it.
+# The peer next: the headline ratio needs it more than the runs after it. It
+# reads the store the probe wrote.
 PEER_STEPS=$((STEPS < 50 ? STEPS : 100))
 PYTHON=${PYTHON:-python3}
 if "$PYTHON" -c 'import torch' 2>/dev/null; then
@@ -182,6 +211,12 @@ else
     echo "gpu-bench: torch: skipped: $PYTHON has no torch module here (the GPU machine's image has it; PYTHON=... names another)" | tee -a "$LOG" >&2
     echo '{"step":"torch","status":"skipped: no torch module"}' >>"$OUT/steps.jsonl"
 fi
+
+# Where the step's time goes, phase by phase (each phase synced before its
+# clock is read), on batches cut from the same store in device memory.
+step step-phases ./grin bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
+    --warmup 10 --steps 50 --repeats 3 --json "$OUT/step-phases.json" || true
+step modes "${BENCH[@]}" --steps "$STEPS" --json "$OUT/modes.json" || true
 
 # In-VRAM again, longer, with nvidia-smi dmon sampling the GPU once a second.
 LONG=$((STEPS * 2))
@@ -246,6 +281,8 @@ for line in open(os.path.join(out, "dmon.txt")):
 dmon_sm = statistics.median(sm) if sm else None
 
 rows = {r["mode"]: r for r in (modes or {}).get("rows", [])}
+probe_run = load("probe.json")
+phases = load("step-phases.json")
 sweep = []
 for name in sorted(os.listdir(out)):
     m = re.fullmatch(r"sweep-(\d+)\.json", name)
@@ -257,6 +294,9 @@ sweep.sort(key=lambda r: r["batch"])
 def f(v, fmt="{:.1f}"):
     return "n/a" if v is None else fmt.format(v)
 otf, vram = rows.get("on-the-fly"), rows.get("in-vram")
+# Where the budget ran out before the modes, the probe's in-VRAM run stands in.
+if vram is None and probe_run:
+    vram = probe_run["rows"][0]
 ratio = vram["steps_per_s"] / otf["steps_per_s"] if otf and vram else None
 peer_ratio = vram["steps_per_s"] / torch_res["steps_per_s"] if vram and torch_res else None
 errors = [abs(r["balance_busy_pct"] - r["busy_pct"]) for r in rows.values()]
@@ -297,9 +337,14 @@ if torch_res:
     md.append(f"PyTorch {torch_res['torch']} eager peer ({torch_res['device']}, batch {torch_res['batch']}, {torch_res['params_with_bn_stats']} params counted as grin counts them, data on the device): {torch_res['steps_per_s']:.2f} steps/s; grin in-VRAM / PyTorch = {f(peer_ratio, '{:.2f}')}x.\n")
 else:
     md.append("PyTorch peer: not run (see steps below).\n")
+if phases:
+    m = phases["median"]
+    md.append(f"Step phases (`grin bench step`, in-VRAM batches, each phase synced): {m['steps_per_s']:.2f} steps/s; ms per step: batch {m['batch_ms']:.2f}, forward {m['forward_ms']:.2f}, loss {m['loss_ms']:.2f}, backward {m['backward_ms']:.2f}, optimizer {m['optimizer_ms']:.2f}.\n")
 probe = next((s for s in steps if s["step"] == "probe" and "seconds" in s), None)
 if probe:
-    md.append(f"Cold start: the first process (the 40-step probe) took {probe['seconds']} s, kernel compilation and autotune included.\n")
+    r = probe_run["rows"][0] if probe_run else None
+    said = f": {r['steps_per_s']:.2f} steps/s in VRAM" if r else ""
+    md.append(f"Cold start: the first process (the 200-step in-VRAM probe{said}) took {probe['seconds']} s, kernel compilation and autotune included.\n")
 md.append("| step | status |")
 md.append("|---|---|")
 for s in steps:
@@ -319,6 +364,9 @@ PY
 # files: the tables, and everything small in one archive.
 if [ -n "${OUT_DIR:-}" ]; then
     cp "$OUT/gpu-bench.md" "$OUT/gpu-bench.json" "$OUT_DIR/" 2>/dev/null || true
+    # The CubeCL caches, for the next stage (CUBECL_CACHE): a fresh machine then skips the
+    # kernels they hold.
+    [ -d cubecl-cache ] && tar czf "$OUT_DIR/cubecl-cache.tgz" cubecl-cache
     (cd "$OUT" && find . -type f -size -2M \( -name '*.json' -o -name '*.jsonl' -o -name '*.md' -o -name '*.txt' \
-        -o -name '*.out' -o -name '*.err' -o -name '*.csv' -o -name '*.svg' \) -print0 | tar czf "$OUT_DIR/gpu-bench.tgz" --null -T -)
+        -o -name '*.out' -o -name '*.err' -o -name '*.csv' -o -name '*.svg' -o -name '*.log' \) -print0 | tar czf "$OUT_DIR/gpu-bench.tgz" --null -T -)
 fi
