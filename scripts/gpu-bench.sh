@@ -75,8 +75,10 @@ if [ "${1:-}" = "--stage" ]; then
     fi
     # CubeCL reads cubecl.toml from the working directory up: its kernel (PTX) and autotune
     # caches go to DIR/cubecl-cache, which the run sends back as cubecl-cache.tgz. A cache
-    # kept from an earlier run (CUBECL_CACHE, default target/cubecl-cuda-cache.tgz) travels
-    # with the stage, so that a fresh machine skips the compilation it holds.
+    # kept from an earlier run (CUBECL_CACHE, default assets/cubecl-cache.tgz, committed:
+    # the H200 runs of 2026-11-27) travels with the stage, so that a fresh machine skips
+    # the compilation it holds (287 s -> 20 s before the first step). Kernels it lacks are
+    # compiled as before; copy a run's cubecl-cache.tgz over it to refresh it.
     cat >"$DIR/cubecl.toml" <<'TOML'
 [compilation]
 cache = { file = "cubecl-cache" }
@@ -92,7 +94,7 @@ cache = { file = "cubecl-cache" }
 level = "minimal"
 file = "out/cubecl-autotune.log"
 TOML
-    CACHE=${CUBECL_CACHE:-${CARGO_TARGET_DIR:-target}/cubecl-cuda-cache.tgz}
+    CACHE=${CUBECL_CACHE:-assets/cubecl-cache.tgz}
     if [ -f "$CACHE" ]; then
         cp "$CACHE" "$DIR/cubecl-cache.tgz"
         echo "gpu-bench: staged the CubeCL cache $CACHE" >&2
@@ -188,11 +190,11 @@ BENCH=(./grin bench modes "${CONFIG[@]}" --backend "$BACKEND" --samples "$SAMPLE
 # steps fit in about 20 s per mode, and in no more than a quarter of what the
 # budget has left. Its 200 steps also make it the first headline figure, as
 # the probe is also the cold start: on a fresh machine the first process
-# compiles (NVRTC) and autotunes every kernel (373 s on an H200, 2026-11-27,
-# before grin's depthwise gradient) unless the staged CubeCL cache holds them;
-# later processes find them in cubecl-cache and start in about 30 s, which
-# each run below pays once.
-START_S=30
+# compiles (NVRTC) and autotunes every kernel (287 s on an H200, 2026-11-27)
+# unless the staged CubeCL cache holds them (20 s, the run included); later
+# processes find them in cubecl-cache and start in about 10 s, which each run
+# below pays once.
+START_S=10
 if [ -z "${STEPS:-}" ]; then
     STEPS=200
     if step probe "${BENCH[@]}" --modes in-vram --steps 200 --json "$OUT/probe.json"; then
