@@ -190,3 +190,26 @@ fn the_binary_has_no_unit_tests() {
         .collect();
     assert!(with_tests.is_empty(), "unit tests that would never run: {with_tests:?}");
 }
+
+/// Burn's random generator is seeded in one place, `grin_model::seeded`,
+/// which holds it until the draws that follow are done (why: that module's
+/// comment). A `B::seed` anywhere else in the sources could land between
+/// another run's seeding and its draws.
+#[test]
+fn the_backends_generator_is_seeded_in_one_place() {
+    let mut files = Vec::new();
+    for dir in source_dirs() {
+        rust_files(&dir, &mut files);
+    }
+    let owner = root().join("crates/model/src/seeded.rs");
+    let elsewhere: Vec<String> = files
+        .iter()
+        .filter(|p| **p != owner)
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            text.lines().any(|l| l.contains("::seed(") && !l.trim_start().starts_with("//"))
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(elsewhere.is_empty(), "Burn's generator seeded outside grin_model::seeded: {elsewhere:?}");
+}

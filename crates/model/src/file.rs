@@ -78,15 +78,6 @@ fn shapes<B: Backend>(model: &Detector<B>) -> Vec<Vec<usize>> {
     visitor.0
 }
 
-/// Draws a fresh model's lazily initialised weights in place.
-struct Initialise;
-
-impl<B: Backend> ModuleVisitor<B> for Initialise {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        param.val();
-    }
-}
-
 thread_local! {
     /// Set while [`decoded`] runs Burn's decoder on this thread.
     static DECODING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -146,7 +137,7 @@ pub fn to_bytes<B: Backend>(spec: &DetectorSpec, model: &Detector<B>) -> Vec<u8>
     // A clone of a Burn parameter not yet drawn draws its own random
     // values: without this, a fresh model's file would hold other weights
     // than the model it was written from goes on to use.
-    model.visit(&mut Initialise);
+    crate::seeded::draw_now(model);
     let record = Bytes.record(model.clone().into_record(), ()).expect("in-memory records cannot fail");
     let header = Header {
         architecture: ARCHITECTURE.into(),

@@ -24,6 +24,7 @@ mod loss;
 mod metrics;
 mod points;
 mod pyramid;
+mod seeded;
 mod targets;
 
 pub use backend::{DetectorBackend, TrainBackend};
@@ -37,4 +38,5 @@ pub use loss::{loss, LossParts, LossWeights};
 pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint, LOOSE_MATCH_IOU, MATCH_IOU};
 pub use points::Points;
 pub use pyramid::{halve, merge as merge_passes, pass_sizes, MIN_PASS_SIDE, SEAM};
+pub use seeded::seeded;
 pub use targets::{assign, PointTensors, Targets};

@@ -128,7 +128,7 @@ pub fn measure<B: TrainBackend>(
     let tg = measure_tg(&pipeline, 64.max(batch))?;
     let host: HostBatch = pipeline.batch(&(0..batch as u64).collect::<Vec<_>>())?;
 
-    let mut model = spec.init::<B>(device);
+    let mut model = spec.init_seeded::<B>(features.seed, device);
     let mut optim = crate::step::optimizer::<B>(train);
     let mut stepper = Stepper::<B>::new(spec, train.loss, std::slice::from_ref(device));
     let on_device = upload::<B>(&host, device);

@@ -20,8 +20,7 @@ pub(crate) fn start<B: TrainBackend>(
 ) -> Result<(Detector<B>, Optim<B>, LoopState)> {
     let cfg = &run.train;
     let config_json = serde_json::to_string(&(&run.features, &run.model, &run.train))?;
-    B::seed(device, run.features.seed);
-    let mut model: Detector<B> = spec.init(device);
+    let mut model: Detector<B> = spec.init_seeded(run.features.seed, device);
     let mut optim = step::optimizer::<B>(cfg);
     let mut state = LoopState {
         step: 0,

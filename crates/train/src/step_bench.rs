@@ -57,8 +57,7 @@ pub fn bench_step<B: TrainBackend>(
         bail!("--steps and --repeats must be at least 1");
     }
     let spec = c.detector_spec();
-    B::seed(device, c.features.seed);
-    let mut model = spec.init::<B>(device);
+    let mut model = spec.init_seeded::<B>(c.features.seed, device);
     let mut optim = optimizer::<B>(&c.train);
     let mut stepper = Stepper::<B>::new(&spec, c.train.loss, std::slice::from_ref(device));
     let plan = FeedPlan::new(Mode::InVram, &c.features, &c.train, Some(store));

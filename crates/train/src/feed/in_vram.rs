@@ -181,7 +181,6 @@ impl<B: Backend> InVram<B> {
         let indices: Vec<i32> = self.indices.iter().map(|&i| i as i32).collect();
         let indices = Tensor::from_data(TensorData::new(indices, [self.indices.len()]), &self.device);
         let seed = self.seed;
-        B::seed(&self.device, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step as u64);
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ (step as u64).rotate_left(17));
         let t = self.augment.translate as i64;
         let shift = if t > 0 {
@@ -189,7 +188,10 @@ impl<B: Backend> InVram<B> {
         } else {
             (0, 0)
         };
-        let batch = self.data.batch(indices, &self.augment, shift);
+        // The augmentation's coins come from the backend's generator.
+        let device_seed = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step as u64;
+        let batch =
+            grin_model::seeded::<B, _>(&self.device, device_seed, || self.data.batch(indices, &self.augment, shift));
         // Without a sync this is the time to queue the cut (all of it on the
         // CPU backend); on a GPU the cut itself runs later, inside the
         // step's measured time.

@@ -1,0 +1,55 @@
+//! Seeded draws from Burn's random generator, one at a time.
+//!
+//! A Burn backend draws random tensors from one generator for the whole
+//! process (the GPU runtimes keep one per device), and a fresh parameter
+//! draws its values at its first use, not when its module is made. So a
+//! run's initial weights depend on its seed alone only when the generator is
+//! seeded and every parameter drawn at once, with no other draw in between:
+//! not the in-VRAM feed's augmentation draws (each batch reseeds), nor
+//! another run's in the same process (the training tests run several at a
+//! time). Every seeded draw in grin goes through [`seeded`].
+
+use crate::detector::{Detector, DetectorSpec};
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::tensor::backend::Backend;
+use burn::tensor::Tensor;
+use std::sync::Mutex;
+
+/// Held from a seeding until its draws are done.
+static GENERATOR: Mutex<()> = Mutex::new(());
+
+/// Seeds `B`'s generator on `device` with `seed` and runs `draw`, with no
+/// other seeded draw of this process in between. `draw` must draw all it
+/// needs before it returns: a lazy parameter drawn later draws from
+/// whatever the generator holds then ([`draw_now`]).
+pub fn seeded<B: Backend, T>(device: &B::Device, seed: u64, draw: impl FnOnce() -> T) -> T {
+    // A panic in another draw leaves nothing behind that this one reads.
+    let _only = GENERATOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    B::seed(device, seed);
+    draw()
+}
+
+impl DetectorSpec {
+    /// A fresh model with every weight drawn now, from `seed` alone: what a
+    /// training run starts from.
+    pub fn init_seeded<B: Backend>(&self, seed: u64, device: &B::Device) -> Detector<B> {
+        seeded::<B, _>(device, seed, || {
+            let model = self.init(device);
+            draw_now(&model);
+            model
+        })
+    }
+}
+
+/// Draws every parameter of `module` not yet drawn.
+pub(crate) fn draw_now<B: Backend, M: Module<B>>(module: &M) {
+    module.visit(&mut DrawNow);
+}
+
+struct DrawNow;
+
+impl<B: Backend> ModuleVisitor<B> for DrawNow {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        param.val();
+    }
+}
