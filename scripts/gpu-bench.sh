@@ -11,8 +11,9 @@
 #
 #   DIR/gpu-bench.sh
 #       On a machine with an NVIDIA GPU (only DIR, nvidia-smi and python3 with
-#       torch are needed), in under 10 minutes: the same model, data and batch
-#       trained once per mode (on-the-fly, precomputed, in-VRAM): steps/s,
+#       torch are needed), in under 10 minutes: a 200-step in-VRAM probe (the
+#       cold start), `grin bench step`'s phases, the PyTorch peer, then the same
+#       model, data and batch trained once per mode (on-the-fly, precomputed, in-VRAM): steps/s,
 #       samples/s, data wait per step, device-busy % from grin's accounting;
 #       `grin balance`'s prediction and `grin simulate --from-run`'s for each
 #       mode; nvidia-smi dmon during a longer in-VRAM run; an in-VRAM batch
@@ -33,7 +34,10 @@
 #      step is cut off at this total), STEPS (per mode; default: sized from
 #      a probe so the three modes take about a minute), SWEEP (in-VRAM batch
 #      sizes, default "16 64 256"; cpu "4 8 16"), PYTHON (the peer's python,
-#      default python3), CROPS (stage only).
+#      default python3), CROPS and CUBECL_CACHE (stage only: the CubeCL
+#      kernel and autotune cache to stage, default assets/cubecl-cache.tgz,
+#      sm_90a kernels; "none" for no cache; each run sends its own back as
+#      cubecl-cache.tgz).
 set -euo pipefail
 
 if [ "${1:-}" = "--stage" ]; then
@@ -94,10 +98,16 @@ cache = { file = "cubecl-cache" }
 level = "minimal"
 file = "out/cubecl-autotune.log"
 TOML
+    # The staged kernels are PTX for sm_90a (H100, H200): CUBECL_CACHE=none on another GPU.
     CACHE=${CUBECL_CACHE:-assets/cubecl-cache.tgz}
-    if [ -f "$CACHE" ]; then
+    if [ "$CACHE" = none ]; then
+        :
+    elif [ -f "$CACHE" ]; then
         cp "$CACHE" "$DIR/cubecl-cache.tgz"
         echo "gpu-bench: staged the CubeCL cache $CACHE" >&2
+    elif [ -n "${CUBECL_CACHE:-}" ]; then
+        echo "gpu-bench: CUBECL_CACHE=$CUBECL_CACHE is not a file" >&2
+        exit 1
     fi
     git -C "$REPO" rev-parse HEAD >"$DIR/COMMIT" 2>/dev/null || true
     size=$(du -sb "$DIR" | cut -f1)
@@ -115,10 +125,12 @@ if [ ! -x ./grin ] && [ -f ./grin.gz ]; then
     gzip -dc grin.gz >grin.part && chmod +x grin.part && mv grin.part grin
 fi
 [ -x ./grin ] || { echo "gpu-bench: no ./grin here: stage first (scripts/gpu-bench.sh --stage DIR), then run DIR/gpu-bench.sh" >&2; exit 2; }
-if [ -f cubecl-cache.tgz ] && [ ! -d cubecl-cache ]; then
+BACKEND=${GRIN_BACKEND:-cuda}
+# Only on the GPU: the cache's wgpu autotune choices are keyed by adapter kind, not name, so
+# the H200's would be taken for lavapipe's (CI's CPU run), whose wgpu run then fails.
+if [ "$BACKEND" = cuda ] && [ -f cubecl-cache.tgz ] && [ ! -d cubecl-cache ]; then
     tar xzf cubecl-cache.tgz
 fi
-BACKEND=${GRIN_BACKEND:-cuda}
 BUDGET_S=${BUDGET_S:-540}
 START=$(date +%s)
 # The device machine names a folder in $OUT whose files come back (see the end).
@@ -202,8 +214,14 @@ if [ -z "${STEPS:-}" ]; then
     fi
 fi
 
+# Where the step's time goes, phase by phase (each phase synced before its
+# clock is read), on batches cut from the same store in device memory: the
+# probe's, or (STEPS given, no probe) one of the same SAMPLES written here.
+step step-phases ./grin bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
+    --samples "$SAMPLES" --warmup 10 --steps 50 --repeats 3 --json "$OUT/step-phases.json" || true
+
 # The peer next: the headline ratio needs it more than the runs after it. It
-# reads the store the probe wrote.
+# reads the same store.
 PEER_STEPS=$((STEPS < 50 ? STEPS : 100))
 PYTHON=${PYTHON:-python3}
 if "$PYTHON" -c 'import torch' 2>/dev/null; then
@@ -214,10 +232,6 @@ else
     echo '{"step":"torch","status":"skipped: no torch module"}' >>"$OUT/steps.jsonl"
 fi
 
-# Where the step's time goes, phase by phase (each phase synced before its
-# clock is read), on batches cut from the same store in device memory.
-step step-phases ./grin bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
-    --warmup 10 --steps 50 --repeats 3 --json "$OUT/step-phases.json" || true
 step modes "${BENCH[@]}" --steps "$STEPS" --json "$OUT/modes.json" || true
 
 # In-VRAM again, longer, with nvidia-smi dmon sampling the GPU once a second.
@@ -368,7 +382,9 @@ if [ -n "${OUT_DIR:-}" ]; then
     cp "$OUT/gpu-bench.md" "$OUT/gpu-bench.json" "$OUT_DIR/" 2>/dev/null || true
     # The CubeCL caches, for the next stage (CUBECL_CACHE): a fresh machine then skips the
     # kernels they hold.
-    [ -d cubecl-cache ] && tar czf "$OUT_DIR/cubecl-cache.tgz" cubecl-cache
+    if [ -d cubecl-cache ]; then
+        tar czf "$OUT_DIR/cubecl-cache.tgz" cubecl-cache || echo "gpu-bench: the CubeCL cache did not pack" >&2
+    fi
     (cd "$OUT" && find . -type f -size -2M \( -name '*.json' -o -name '*.jsonl' -o -name '*.md' -o -name '*.txt' \
         -o -name '*.out' -o -name '*.err' -o -name '*.csv' -o -name '*.svg' -o -name '*.log' \) -print0 | tar czf "$OUT_DIR/gpu-bench.tgz" --null -T -)
 fi

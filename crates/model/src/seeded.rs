@@ -1,13 +1,15 @@
 //! Seeded draws from Burn's random generator, one at a time.
 //!
 //! A Burn backend draws random tensors from one generator for the whole
-//! process (the GPU runtimes keep one per device), and a fresh parameter
-//! draws its values at its first use, not when its module is made. So a
-//! run's initial weights depend on its seed alone only when the generator is
-//! seeded and every parameter drawn at once, with no other draw in between:
-//! not the in-VRAM feed's augmentation draws (each batch reseeds), nor
-//! another run's in the same process (the training tests run several at a
-//! time). Every seeded draw in grin goes through [`seeded`].
+//! process (burn-ndarray's and burn-cubecl's alike, whatever the device),
+//! and a fresh parameter draws its values at its first use, not when its
+//! module is made. So a run's initial weights depend on its seed alone only
+//! when the generator is seeded and every parameter drawn at once, with no
+//! other draw in between: not the in-VRAM feed's augmentation draws (each
+//! batch reseeds), nor another run's in the same process (the training tests
+//! run several at a time). Every seeded draw in grin goes through
+//! [`seeded`]; a draw that never seeds (a test's random input, a model made
+//! and used without a seed) is not kept out.
 
 use crate::detector::{Detector, DetectorSpec};
 use burn::module::{Module, ModuleVisitor, Param};
