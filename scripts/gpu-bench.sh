@@ -219,6 +219,10 @@ fi
 # probe's, or (STEPS given, no probe) one of the same SAMPLES written here.
 step step-phases ./grin bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
     --samples "$SAMPLES" --warmup 10 --steps 50 --repeats 3 --json "$OUT/step-phases.json" || true
+# The same with Burn's optimizer adaptor (parameter by parameter) in place
+# of grin's flat AdamW: what the flat one saves, on the same card.
+step step-phases-burn ./grin bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
+    --samples "$SAMPLES" --warmup 10 --steps 50 --repeats 3 --optimizer burn --json "$OUT/step-phases-burn.json" || true
 
 # The peer next: the headline ratio needs it more than the runs after it. It
 # reads the same store.
@@ -299,6 +303,7 @@ dmon_sm = statistics.median(sm) if sm else None
 rows = {r["mode"]: r for r in (modes or {}).get("rows", [])}
 probe_run = load("probe.json")
 phases = load("step-phases.json")
+phases_burn = load("step-phases-burn.json")
 sweep = []
 for name in sorted(os.listdir(out)):
     m = re.fullmatch(r"sweep-(\d+)\.json", name)
@@ -353,9 +358,10 @@ if torch_res:
     md.append(f"PyTorch {torch_res['torch']} eager peer ({torch_res['device']}, batch {torch_res['batch']}, {torch_res['params_with_bn_stats']} params counted as grin counts them, data on the device): {torch_res['steps_per_s']:.2f} steps/s; grin in-VRAM / PyTorch = {f(peer_ratio, '{:.2f}')}x.\n")
 else:
     md.append("PyTorch peer: not run (see steps below).\n")
-if phases:
-    m = phases["median"]
-    md.append(f"Step phases (`grin bench step`, in-VRAM batches, each phase synced): {m['steps_per_s']:.2f} steps/s; ms per step: batch {m['batch_ms']:.2f}, forward {m['forward_ms']:.2f}, loss {m['loss_ms']:.2f}, backward {m['backward_ms']:.2f}, optimizer {m['optimizer_ms']:.2f}.\n")
+for label, figures in (("grin's flat AdamW", phases), ("Burn's AdamW adaptor", phases_burn)):
+    if figures:
+        m = figures["median"]
+        md.append(f"Step phases (`grin bench step`, {label}, in-VRAM batches, each phase synced): {m['steps_per_s']:.2f} steps/s; ms per step: batch {m['batch_ms']:.2f}, forward {m['forward_ms']:.2f}, loss {m['loss_ms']:.2f}, backward {m['backward_ms']:.2f}, optimizer {m['optimizer_ms']:.2f}.\n")
 probe = next((s for s in steps if s["step"] == "probe" and "seconds" in s), None)
 if probe:
     r = probe_run["rows"][0] if probe_run else None
@@ -370,7 +376,7 @@ last = f"in-vram/on-the-fly {x(ratio)}, in-vram busy {f(vram['busy_pct'] if vram
 md.append("\n" + last)
 open(os.path.join(out, "gpu-bench.md"), "w").write("\n".join(md) + "\n")
 json.dump({"backend": backend, "device": gpu, "modes": modes, "wgpu_modes": wgpu_modes, "in_vram_dmon": dmon_run, "dmon_sm_median_pct": dmon_sm,
-           "dmon_samples": sm, "sweep": sweep, "torch": torch_res, "steps": steps,
+           "dmon_samples": sm, "sweep": sweep, "step_phases": phases, "step_phases_burn_adamw": phases_burn, "torch": torch_res, "steps": steps,
            "in_vram_over_on_the_fly": ratio, "grin_over_pytorch": peer_ratio, "prediction_error_points": pred_err},
           open(os.path.join(out, "gpu-bench.json"), "w"), indent=2)
 print("\n".join(md))

@@ -6,6 +6,8 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use grin_model::TrainBackend;
 use grin_train::backend::{self, BackendChoice};
+use grin_train::step::OptimizerImpl;
+use grin_train::step_bench::Windows;
 use grin_train::LoadedConfig;
 use grin_train::{build_feed, FeedPlan, Mode};
 use grin_train::{trainer, RunSpec};
@@ -65,6 +67,10 @@ pub(crate) struct BenchStepArgs {
     /// Also write the figures as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// The optimizer's implementation: grin's flat one (what runs train
+    /// with) or Burn's adaptor (the same arithmetic, parameter by parameter).
+    #[arg(long, value_enum, default_value_t)]
+    pub optimizer: OptimizerImpl,
 }
 
 #[derive(Args)]
@@ -110,11 +116,19 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
         grin_train::precompute::write_whole_store(&c.features, args.samples, &args.store)?;
     }
     let store = grin_train::feed::precomputed::open_store(&args.store, &c.features, false)?;
-    let b = grin_train::step_bench::bench_step::<B>(&c, store, args.warmup, args.steps, args.repeats, device)?;
+    let windows = Windows { warmup: args.warmup, steps: args.steps, repeats: args.repeats };
+    let b = grin_train::step_bench::bench_step::<B>(&c, store, windows, args.optimizer, device)?;
     let m = &b.median;
     println!(
-        "bench step: {} ({} threads), batch {} at {}x{}, width {} ({} parameters)",
-        b.engine, b.threads, b.batch, b.width, b.height, b.width_mult, b.params
+        "bench step: {} ({} threads), {}, batch {} at {}x{}, width {} ({} parameters)",
+        b.engine,
+        b.threads,
+        b.optimizer.describe(),
+        b.batch,
+        b.width,
+        b.height,
+        b.width_mult,
+        b.params
     );
     println!(
         "median of {} windows of {} steps: {:.2} steps/s | ms per step: batch {:.2}, forward {:.2}, loss {:.2}, backward {:.2}, optimizer {:.2}",

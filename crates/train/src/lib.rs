@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+mod adamw;
 pub mod backend;
 pub mod balance;
 mod best;

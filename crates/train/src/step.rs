@@ -8,13 +8,13 @@
 //! autodiff over the model's ops. Both hand Burn's optimizer the same
 //! gradients (`grin_model`'s `tests/cpu_step.rs`).
 
+use crate::adamw::{FlatAdamW, Settings};
 use crate::config::TrainConfig;
 use crate::device_batch::DeviceBatch;
 use crate::parallel;
 use anyhow::{Context, Result};
-use burn::grad_clipping::GradientClippingConfig;
 use burn::optim::adaptor::OptimizerAdaptor;
-use burn::optim::{AdamW, AdamWConfig, GradientsParams, Optimizer};
+use burn::optim::{AdamW, GradientsParams, Optimizer};
 use burn::tensor::{Tensor, TensorData};
 use grin_model::cpu::{Batch, CpuStep, Labels, Phase};
 use grin_model::{assign, loss, Detector, DetectorBackend, DetectorSpec, LossParts, LossWeights, Points};
@@ -32,15 +32,45 @@ pub struct PhaseTimes {
 }
 
 /// The optimizer every run steps with: AdamW with the config's weight
-/// decay, each parameter's gradient clipped to norm 10.
-/// The optimizer every training step uses.
-pub(crate) type Optim<B> = OptimizerAdaptor<AdamW, Detector<B>, B>;
+/// decay, each parameter's gradient clipped to norm 10, on flat tensors
+/// ([`FlatAdamW`]: Burn's arithmetic and record, a few ops a step).
+pub(crate) type Optim<B> = FlatAdamW<Detector<B>, B>;
 
 pub fn optimizer<B: TrainBackend>(cfg: &TrainConfig) -> Optim<B> {
-    AdamWConfig::new()
-        .with_weight_decay(cfg.weight_decay)
-        .with_grad_clipping(Some(GradientClippingConfig::Norm(10.0)))
-        .init::<B, Detector<B>>()
+    FlatAdamW::new(settings(cfg))
+}
+
+/// Each parameter's gradient is clipped to this L2 norm.
+const CLIP_NORM: f32 = 10.0;
+
+fn settings(cfg: &TrainConfig) -> Settings {
+    Settings::new(cfg.weight_decay, CLIP_NORM)
+}
+
+/// Which implementation of that optimizer a benchmark steps with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OptimizerImpl {
+    /// grin's: one update over all parameters at once (what runs train with).
+    #[default]
+    Flat,
+    /// Burn's optimizer adaptor: the same arithmetic, parameter by parameter.
+    Burn,
+}
+
+impl OptimizerImpl {
+    pub fn describe(self) -> &'static str {
+        match self {
+            OptimizerImpl::Flat => "grin's flat AdamW",
+            OptimizerImpl::Burn => "Burn's AdamW adaptor",
+        }
+    }
+}
+
+/// The run's optimizer as Burn's adaptor steps it, parameter by parameter:
+/// `grin bench step --optimizer burn` times it beside [`optimizer`].
+pub fn burn_optimizer<B: TrainBackend>(cfg: &TrainConfig) -> OptimizerAdaptor<AdamW, Detector<B>, B> {
+    settings(cfg).burn_config().init()
 }
 
 /// What a step needs besides the model, the optimizer and the batch, made

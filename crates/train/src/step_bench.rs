@@ -4,9 +4,11 @@
 
 use crate::config::{GrinConfig, Mode};
 use crate::feed::{build_feed, FeedPlan};
-use crate::step::{optimizer, PhaseTimes, Stepper};
+use crate::step::{burn_optimizer, optimizer, OptimizerImpl, PhaseTimes, Stepper};
 use anyhow::{bail, Result};
 use burn::module::Module;
+use burn::optim::Optimizer;
+use grin_model::Detector;
 use grin_model::TrainBackend;
 use grin_store::Store;
 use serde::Serialize;
@@ -28,6 +30,7 @@ pub struct StepTimes {
 #[derive(Debug, Clone, Serialize)]
 pub struct StepBench {
     pub engine: &'static str,
+    pub optimizer: OptimizerImpl,
     pub threads: usize,
     pub batch: usize,
     pub width: usize,
@@ -43,22 +46,45 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
     grin_terms::median(&values.collect::<Vec<f64>>())
 }
 
+/// How many steps `grin bench step` times.
+#[derive(Debug, Clone, Copy)]
+pub struct Windows {
+    /// Untimed steps first.
+    pub warmup: usize,
+    /// Steps per timed window.
+    pub steps: usize,
+    /// Timed windows.
+    pub repeats: usize,
+}
+
 /// Trains `warmup` steps, then `repeats` windows of `steps` steps each, on
-/// the config's model, optimizer and batch.
+/// the config's model and batch, with the optimizer `which` implements.
 pub fn bench_step<B: TrainBackend>(
     c: &GrinConfig,
     store: Store,
-    warmup: usize,
-    steps: usize,
-    repeats: usize,
+    windows: Windows,
+    which: OptimizerImpl,
     device: &B::Device,
 ) -> Result<StepBench> {
-    if steps == 0 || repeats == 0 {
+    if windows.steps == 0 || windows.repeats == 0 {
         bail!("--steps and --repeats must be at least 1");
     }
+    match which {
+        OptimizerImpl::Flat => bench_with(c, store, windows, which, optimizer::<B>(&c.train), device),
+        OptimizerImpl::Burn => bench_with(c, store, windows, which, burn_optimizer::<B>(&c.train), device),
+    }
+}
+
+fn bench_with<B: TrainBackend, O: Optimizer<Detector<B>, B>>(
+    c: &GrinConfig,
+    store: Store,
+    Windows { warmup, steps, repeats }: Windows,
+    which: OptimizerImpl,
+    mut optim: O,
+    device: &B::Device,
+) -> Result<StepBench> {
     let spec = c.detector_spec();
     let mut model = spec.init_seeded::<B>(c.features.seed, device);
-    let mut optim = optimizer::<B>(&c.train);
     let mut stepper = Stepper::<B>::new(&spec, c.train.loss, std::slice::from_ref(device));
     let plan = FeedPlan::new(Mode::InVram, &c.features, &c.train, Some(store));
     let mut feed = build_feed::<B>(&plan, device, 0)?;
@@ -104,6 +130,7 @@ pub fn bench_step<B: TrainBackend>(
     };
     Ok(StepBench {
         engine: crate::step::engine_name::<B>(),
+        optimizer: which,
         threads: rayon::current_num_threads(),
         batch: c.train.batch_size,
         width: spec.width,

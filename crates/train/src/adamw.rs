@@ -1,0 +1,327 @@
+//! AdamW over every parameter at once: Burn's AdamW with per-parameter norm
+//! clipping, computed on one flat tensor instead of one small tensor per
+//! parameter.
+//!
+//! Why: on a GPU the detector's step is host-bound (SM busy about 20% on an
+//! H200, `docs/benchmarks.md`), and Burn's optimizer adaptor runs about 25
+//! ops for each of the model's ~100 parameters, each registered, fused and
+//! launched on its own: the optimizer took longer than the forward pass.
+//! Here the gradients and weights are concatenated into chunks of
+//! [`CHUNK`] values, each parameter padded to whole chunks, and the update
+//! is some twenty ops on the whole set, whatever the parameter count. The
+//! clipping norms are per parameter, as Burn's: chunk sums, then each
+//! parameter's chunks gathered and summed.
+//!
+//! The arithmetic is Burn's (`burn::optim::AdamW` with
+//! `GradientClippingConfig::Norm`), op for op, and the record is Burn's
+//! adaptor's, so checkpoints written before this optimizer resume with it
+//! and the other way round (tests below).
+
+mod params;
+
+use burn::module::{AutodiffModule, ParamId};
+use burn::optim::adaptor::OptimizerAdaptor;
+use burn::optim::record::AdaptorRecord;
+use burn::optim::{AdamW, AdamWConfig, GradientsParams, MultiGradientsParams};
+use burn::optim::{LearningRate, Optimizer};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::{Int, Tensor, TensorData};
+use params::{Collect, Entry, Grads, Spread};
+use std::marker::PhantomData;
+
+/// Values per chunk: a parameter is padded to whole chunks so that each
+/// chunk belongs to one parameter.
+const CHUNK: usize = 64;
+
+/// Burn's per-parameter optimizer state, keyed by parameter: the record
+/// both optimizers write.
+pub(crate) type Records<M, B> = <OptimizerAdaptor<AdamW, M, B> as Optimizer<M, B>>::Record;
+
+/// AdamW's constants and the clipping norm.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Settings {
+    beta_1: f32,
+    beta_2: f32,
+    epsilon: f32,
+    weight_decay: f32,
+    /// Each parameter's gradient is scaled to at most this L2 norm.
+    clip_norm: f32,
+}
+
+impl Settings {
+    /// Burn's `AdamWConfig` defaults with this weight decay and clip norm.
+    pub(crate) fn new(weight_decay: f32, clip_norm: f32) -> Settings {
+        Settings { beta_1: 0.9, beta_2: 0.999, epsilon: 1e-5, weight_decay, clip_norm }
+    }
+
+    /// The same optimizer as Burn's adaptor, for the parity tests.
+    pub(crate) fn burn_config(&self) -> AdamWConfig {
+        AdamWConfig::new()
+            .with_beta_1(self.beta_1)
+            .with_beta_2(self.beta_2)
+            .with_epsilon(self.epsilon)
+            .with_weight_decay(self.weight_decay)
+            .with_grad_clipping(Some(burn::grad_clipping::GradientClippingConfig::Norm(self.clip_norm)))
+    }
+}
+
+/// AdamW on flat tensors; see the module's comment.
+pub struct FlatAdamW<M: AutodiffModule<B>, B: AutodiffBackend> {
+    settings: Settings,
+    flat: Option<Flat<B>>,
+    /// States not in `flat`: read from a record, or left by a parameter
+    /// that had no gradient at the last step. Moved into `flat` when their
+    /// parameter next has one.
+    loose: Records<M, B>,
+    module: PhantomData<M>,
+}
+
+impl<M: AutodiffModule<B>, B: AutodiffBackend> Clone for FlatAdamW<M, B> {
+    fn clone(&self) -> Self {
+        FlatAdamW { settings: self.settings, flat: self.flat.clone(), loose: self.loose.clone(), module: PhantomData }
+    }
+}
+
+type Inner<B> = <B as AutodiffBackend>::InnerBackend;
+type Flat1<B> = Tensor<Inner<B>, 1>;
+/// Burn's record of one parameter's state from (time, moment 1, moment 2,
+/// shape), made for the parameter's rank.
+type ToRecord<B> = fn(usize, Flat1<B>, Flat1<B>, &[usize]) -> AdaptorRecord<AdamW, B>;
+/// The other way: (time, moment 1, moment 2) flattened.
+type FromRecord<B> = fn(AdaptorRecord<AdamW, B>) -> (usize, Flat1<B>, Flat1<B>);
+
+/// One parameter's place in the flat tensors.
+struct Slot<B: AutodiffBackend> {
+    id: ParamId,
+    dims: Vec<usize>,
+    /// First value and value count in the flat layout (a multiple of CHUNK
+    /// apart from the next slot's start).
+    start: usize,
+    len: usize,
+    /// Steps this parameter's moments have taken (Burn's `time`).
+    time: usize,
+    to_record: ToRecord<B>,
+}
+
+impl<B: AutodiffBackend> Clone for Slot<B> {
+    fn clone(&self) -> Self {
+        Slot {
+            id: self.id,
+            dims: self.dims.clone(),
+            start: self.start,
+            len: self.len,
+            time: self.time,
+            to_record: self.to_record,
+        }
+    }
+}
+
+/// The moments of every parameter that had a gradient, in chunks, with the
+/// layout's constant index tensors.
+#[derive(Clone)]
+struct Flat<B: AutodiffBackend> {
+    slots: Vec<Slot<B>>,
+    /// `[chunks, CHUNK]`; the last chunk is padding (all zero gradients).
+    moment_1: Tensor<Inner<B>, 2>,
+    moment_2: Tensor<Inner<B>, 2>,
+    /// Zeros that pad each slot to whole chunks (None where it fills them),
+    /// and the last, all-padding chunk.
+    pads: Vec<Option<Tensor<Inner<B>, 1>>>,
+    /// Each slot's chunks, padded with the last chunk to the longest
+    /// slot's count: `[slots * widest]`.
+    slot_chunks: Tensor<Inner<B>, 1, Int>,
+    widest: usize,
+    /// Each chunk's slot: `[chunks]`.
+    chunk_slot: Tensor<Inner<B>, 1, Int>,
+    chunks: usize,
+}
+
+impl<M: AutodiffModule<B>, B: AutodiffBackend> FlatAdamW<M, B> {
+    pub(crate) fn new(settings: Settings) -> Self {
+        let loose = settings.burn_config().init::<B, M>().to_record();
+        FlatAdamW { settings, flat: None, loose, module: PhantomData }
+    }
+
+    fn step_with(&mut self, lr: LearningRate, module: M, grads: Grads) -> M {
+        let mut collect = Collect { grads, entries: vec![] };
+        module.visit(&mut collect);
+        let entries = collect.entries;
+        let Some(device) = entries.first().map(|e| e.grad.device()) else {
+            return module;
+        };
+        let same_layout = self.flat.as_ref().is_some_and(|f| {
+            f.slots.len() == entries.len()
+                && f.slots.iter().zip(&entries).all(|(s, e)| s.id == e.id && s.dims == e.dims)
+        });
+        if !same_layout {
+            self.dissolve();
+            self.flat = Some(self.lay_out(&entries, &device));
+        }
+        let s = self.settings;
+        let flat = self.flat.as_mut().expect("laid out above");
+        let join = |parts: Vec<Tensor<Inner<B>, 1>>| {
+            let mut all = Vec::with_capacity(2 * parts.len() + 1);
+            for (part, pad) in parts.into_iter().zip(&flat.pads) {
+                all.push(part);
+                all.extend(pad.clone());
+            }
+            all.extend(flat.pads.last().cloned().flatten());
+            Tensor::cat(all, 0).reshape([flat.chunks, CHUNK])
+        };
+        let (values, grads): (Vec<_>, Vec<_>) = entries.into_iter().map(|e| (e.value, e.grad)).unzip();
+        let values = join(values);
+        let grads = join(grads);
+
+        // Burn's clipping: each parameter's gradient times
+        // min(1, clip / (|g| + min_positive)).
+        let chunk_sums = grads.clone().square().sum_dim(1).reshape([flat.chunks]);
+        let norms = chunk_sums
+            .select(0, flat.slot_chunks.clone())
+            .reshape([flat.slots.len(), flat.widest])
+            .sum_dim(1)
+            .sqrt()
+            .reshape([flat.slots.len()]);
+        let coef = norms.add_scalar(f32::MIN_POSITIVE).recip().mul_scalar(s.clip_norm).clamp_max(1.0);
+        let grads = grads * coef.select(0, flat.chunk_slot.clone()).reshape([flat.chunks, 1]);
+
+        // Burn's AdamW (`AdaptiveMomentumW::transform`, then the decay).
+        let m = flat.moment_1.clone().mul_scalar(s.beta_1).add(grads.clone().mul_scalar(1.0 - s.beta_1));
+        let v = flat.moment_2.clone().mul_scalar(s.beta_2).add(grads.square().mul_scalar(1.0 - s.beta_2));
+        for slot in &mut flat.slots {
+            slot.time += 1;
+        }
+        let (m_hat, v_hat) = self.corrected(m.clone(), v.clone(), &device);
+        let flat = self.flat.as_mut().expect("laid out above");
+        flat.moment_1 = m;
+        flat.moment_2 = v;
+        let delta = m_hat.div(v_hat.sqrt().add_scalar(s.epsilon));
+        let decay = lr * s.weight_decay as f64;
+        let values = values.mul_scalar(1.0 - decay) - delta.mul_scalar(lr);
+        let values = values.reshape([flat.chunks * CHUNK]);
+        module.map(&mut Spread { slots: &flat.slots, values })
+    }
+
+    /// The moments divided by `1 - beta^time`: one scalar when every slot
+    /// has taken the same steps (the usual case), else per chunk.
+    fn corrected(
+        &self,
+        m: Tensor<Inner<B>, 2>,
+        v: Tensor<Inner<B>, 2>,
+        device: &burn::tensor::Device<Inner<B>>,
+    ) -> (Tensor<Inner<B>, 2>, Tensor<Inner<B>, 2>) {
+        let s = self.settings;
+        let flat = self.flat.as_ref().expect("laid out before correcting");
+        let time = flat.slots[0].time;
+        if flat.slots.iter().all(|slot| slot.time == time) {
+            let t = time as i32;
+            return (m.div_scalar(1f32 - s.beta_1.powi(t)), v.div_scalar(1f32 - s.beta_2.powi(t)));
+        }
+        let per_chunk = |beta: f32| {
+            let mut values = Vec::with_capacity(flat.chunks);
+            for slot in &flat.slots {
+                values.extend(std::iter::repeat_n(1f32 - beta.powi(slot.time as i32), slot.len.div_ceil(CHUNK)));
+            }
+            // The padding chunk: any nonzero divisor (its moments are zero).
+            values.push(1.0);
+            Tensor::<Inner<B>, 1>::from_data(TensorData::new(values, [flat.chunks]), device).reshape([flat.chunks, 1])
+        };
+        (m.div(per_chunk(s.beta_1)), v.div(per_chunk(s.beta_2)))
+    }
+
+    /// Moves the flat state back into per-parameter records.
+    fn dissolve(&mut self) {
+        let Some(flat) = self.flat.take() else { return };
+        let m = flat.moment_1.reshape([flat.chunks * CHUNK]);
+        let v = flat.moment_2.reshape([flat.chunks * CHUNK]);
+        for slot in &flat.slots {
+            if slot.time == 0 {
+                continue;
+            }
+            let range = slot.start..slot.start + slot.len;
+            let record =
+                (slot.to_record)(slot.time, m.clone().slice(range.clone()), v.clone().slice(range), &slot.dims);
+            self.loose.insert(slot.id, record);
+        }
+    }
+
+    /// The layout for `entries`, each slot's moments taken from its loose
+    /// record (zero, time 0, without one).
+    fn lay_out(&mut self, entries: &[Entry<B>], device: &burn::tensor::Device<Inner<B>>) -> Flat<B> {
+        let mut slots = Vec::with_capacity(entries.len());
+        let (mut m, mut v, mut pads) = (vec![], vec![], vec![]);
+        let mut chunk_slot = vec![];
+        let mut start = 0;
+        for (i, e) in entries.iter().enumerate() {
+            let len = e.value.shape().num_elements();
+            let (time, m1, m2) = match self.loose.remove(&e.id) {
+                Some(record) => (e.from_record)(record),
+                None => (0, Tensor::zeros([len], device), Tensor::zeros([len], device)),
+            };
+            let chunks = len.div_ceil(CHUNK);
+            let pad = chunks * CHUNK - len;
+            let pad = (pad > 0).then(|| Tensor::<Inner<B>, 1>::zeros([pad], device));
+            m.push(m1);
+            v.push(m2);
+            m.extend(pad.clone());
+            v.extend(pad.clone());
+            pads.push(pad);
+            chunk_slot.extend(std::iter::repeat_n(i as i64, chunks));
+            slots.push(Slot { id: e.id, dims: e.dims.clone(), start, len, time, to_record: e.to_record });
+            start += chunks * CHUNK;
+        }
+        let last = Tensor::<Inner<B>, 1>::zeros([CHUNK], device);
+        m.push(last.clone());
+        v.push(last.clone());
+        pads.push(Some(last));
+        chunk_slot.push(0);
+        let chunks = start / CHUNK + 1;
+        let widest = slots.iter().map(|s| s.len.div_ceil(CHUNK)).max().unwrap_or(1);
+        let mut slot_chunks = Vec::with_capacity(slots.len() * widest);
+        for s in &slots {
+            let (first, n) = (s.start / CHUNK, s.len.div_ceil(CHUNK));
+            slot_chunks.extend((first..first + n).map(|c| c as i64));
+            slot_chunks.extend(std::iter::repeat_n((chunks - 1) as i64, widest - n));
+        }
+        let ints = |values: Vec<i64>| {
+            let n = values.len();
+            Tensor::<Inner<B>, 1, Int>::from_data(TensorData::new(values, [n]), device)
+        };
+        Flat {
+            moment_1: Tensor::cat(m, 0).reshape([chunks, CHUNK]),
+            moment_2: Tensor::cat(v, 0).reshape([chunks, CHUNK]),
+            slot_chunks: ints(slot_chunks),
+            chunk_slot: ints(chunk_slot),
+            slots,
+            pads,
+            widest,
+            chunks,
+        }
+    }
+}
+
+impl<M: AutodiffModule<B>, B: AutodiffBackend> Optimizer<M, B> for FlatAdamW<M, B> {
+    type Record = Records<M, B>;
+
+    fn step(&mut self, lr: LearningRate, module: M, grads: GradientsParams) -> M {
+        self.step_with(lr, module, Grads::Single(grads))
+    }
+
+    fn step_multi(&mut self, lr: LearningRate, module: M, grads: MultiGradientsParams) -> M {
+        self.step_with(lr, module, Grads::Multi(grads))
+    }
+
+    fn to_record(&self) -> Self::Record {
+        let mut copy = self.clone();
+        copy.dissolve();
+        copy.loose
+    }
+
+    fn load_record(mut self, record: Self::Record) -> Self {
+        self.flat = None;
+        self.loose = record;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests;
