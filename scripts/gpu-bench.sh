@@ -34,7 +34,9 @@
 #      step is cut off at this total), STEPS (per mode; default: sized from
 #      a probe so the three modes take about a minute), SWEEP (in-VRAM batch
 #      sizes, default "16 64 256"; cpu "4 8 16"), PYTHON (the peer's python,
-#      default python3), CROPS and CUBECL_CACHE (stage only: the CubeCL
+#      default python3), BASE and BASE_LABEL (stage only: a baseline binary
+#      whose `grin bench step` runs beside this one's, and what to call it),
+#      CROPS and CUBECL_CACHE (stage only: the CubeCL
 #      kernel and autotune cache to stage, default assets/cubecl-cache.tgz,
 #      sm_90a kernels; "none" for no cache; each run sends its own back as
 #      cubecl-cache.tgz).
@@ -110,6 +112,16 @@ TOML
         exit 1
     fi
     git -C "$REPO" rev-parse HEAD >"$DIR/COMMIT" 2>/dev/null || true
+    # A baseline binary (BASE=path, e.g. a build of the commit before), timed
+    # by `grin bench step` in the same call: GPUs of one kind differ by 20%
+    # from machine to machine, so a before/after is measured on one.
+    if [ -n "${BASE:-}" ]; then
+        [ -f "$BASE" ] || { echo "gpu-bench: BASE=$BASE is not a file" >&2; exit 1; }
+        cp "$BASE" "$DIR/grin-base"
+        strip "$DIR/grin-base" 2>/dev/null || true
+        gzip -9 "$DIR/grin-base"
+        echo "${BASE_LABEL:-$BASE}" >"$DIR/BASE"
+    fi
     size=$(du -sb "$DIR" | cut -f1)
     echo "gpu-bench: staged $DIR: $((size / 1024 / 1024)) MiB ($(du -sh "$DIR/grin.gz" | cut -f1) binary, gzipped)" >&2
     if [ "$size" -gt $((64 * 1024 * 1024)) ]; then
@@ -121,9 +133,11 @@ fi
 
 cd "$(dirname "$0")"
 # Staged gzipped (see --stage); unpacked once, beside it.
-if [ ! -x ./grin ] && [ -f ./grin.gz ]; then
-    gzip -dc grin.gz >grin.part && chmod +x grin.part && mv grin.part grin
-fi
+for bin in grin grin-base; do
+    if [ ! -x ./$bin ] && [ -f ./$bin.gz ]; then
+        gzip -dc $bin.gz >$bin.part && chmod +x $bin.part && mv $bin.part $bin
+    fi
+done
 [ -x ./grin ] || { echo "gpu-bench: no ./grin here: stage first (scripts/gpu-bench.sh --stage DIR), then run DIR/gpu-bench.sh" >&2; exit 2; }
 BACKEND=${GRIN_BACKEND:-cuda}
 # Only on the GPU: the cache's wgpu autotune choices are keyed by adapter kind, not name, so
@@ -223,6 +237,10 @@ step step-phases ./grin bench step "${CONFIG[@]}" --backend "$BACKEND" --store "
 # of grin's flat AdamW: what the flat one saves, on the same card.
 step step-phases-burn ./grin bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
     --samples "$SAMPLES" --warmup 10 --steps 50 --repeats 3 --optimizer burn --json "$OUT/step-phases-burn.json" || true
+if [ -x ./grin-base ]; then
+    step step-phases-base ./grin-base bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
+        --samples "$SAMPLES" --warmup 10 --steps 50 --repeats 3 --json "$OUT/step-phases-base.json" || true
+fi
 
 # The peer next: the headline ratio needs it more than the runs after it. It
 # reads the same store.
@@ -304,6 +322,9 @@ rows = {r["mode"]: r for r in (modes or {}).get("rows", [])}
 probe_run = load("probe.json")
 phases = load("step-phases.json")
 phases_burn = load("step-phases-burn.json")
+phases_base = load("step-phases-base.json")
+base_label = open("BASE").read().strip() if os.path.exists("BASE") else "the staged baseline"
+
 sweep = []
 for name in sorted(os.listdir(out)):
     m = re.fullmatch(r"sweep-(\d+)\.json", name)
@@ -358,7 +379,7 @@ if torch_res:
     md.append(f"PyTorch {torch_res['torch']} eager peer ({torch_res['device']}, batch {torch_res['batch']}, {torch_res['params_with_bn_stats']} params counted as grin counts them, data on the device): {torch_res['steps_per_s']:.2f} steps/s; grin in-VRAM / PyTorch = {f(peer_ratio, '{:.2f}')}x.\n")
 else:
     md.append("PyTorch peer: not run (see steps below).\n")
-for label, figures in (("grin's flat AdamW", phases), ("Burn's AdamW adaptor", phases_burn)):
+for label, figures in (("grin's flat AdamW", phases), ("Burn's AdamW adaptor", phases_burn), (f"baseline binary: {base_label}", phases_base)):
     if figures:
         m = figures["median"]
         md.append(f"Step phases (`grin bench step`, {label}, in-VRAM batches, each phase synced): {m['steps_per_s']:.2f} steps/s; ms per step: batch {m['batch_ms']:.2f}, forward {m['forward_ms']:.2f}, loss {m['loss_ms']:.2f}, backward {m['backward_ms']:.2f}, optimizer {m['optimizer_ms']:.2f}.\n")
@@ -376,7 +397,7 @@ last = f"in-vram/on-the-fly {x(ratio)}, in-vram busy {f(vram['busy_pct'] if vram
 md.append("\n" + last)
 open(os.path.join(out, "gpu-bench.md"), "w").write("\n".join(md) + "\n")
 json.dump({"backend": backend, "device": gpu, "modes": modes, "wgpu_modes": wgpu_modes, "in_vram_dmon": dmon_run, "dmon_sm_median_pct": dmon_sm,
-           "dmon_samples": sm, "sweep": sweep, "step_phases": phases, "step_phases_burn_adamw": phases_burn, "torch": torch_res, "steps": steps,
+           "dmon_samples": sm, "sweep": sweep, "step_phases": phases, "step_phases_burn_adamw": phases_burn, "step_phases_base": phases_base, "torch": torch_res, "steps": steps,
            "in_vram_over_on_the_fly": ratio, "grin_over_pytorch": peer_ratio, "prediction_error_points": pred_err},
           open(os.path.join(out, "gpu-bench.json"), "w"), indent=2)
 print("\n".join(md))

@@ -5,11 +5,12 @@
 //!   was 8-14x slower than a loop over each plane ([`crate::kernels`]),
 //!   which evaluation and `grin-detect --engine burn` run;
 //! - training-mode BatchNorm (+ ReLU), for backends that train through
-//!   Burn's autodiff (CUDA), where Burn's own ops compose it and fusion
-//!   merges the arithmetic.
+//!   Burn's autodiff (CUDA, wgpu).
 //!
-//! The defaults are Burn's own ops ([`burn_ops`]). A CPU training step does
-//! not go through either: it is grin's own (`crate::cpu`).
+//! The defaults are Burn's own ops ([`burn_ops`]); under autodiff over CUDA
+//! or wgpu both are single ops with grin's own backward
+//! ([`DetectorBackend::OWN_BACKWARD`]). A CPU training step does not go
+//! through either: it is grin's own (`crate::cpu`).
 
 pub mod burn_ops;
 
@@ -68,11 +69,13 @@ pub trait DetectorBackend: Backend {
     /// the host.
     const COPIES_BETWEEN_DEVICES: bool = true;
 
-    /// Whether training (autodiff over this backend) computes the depthwise
-    /// conv's weight gradient with grin's own op
-    /// ([`burn_ops::depthwise3x3_tracked`]) instead of Burn's grouped conv
-    /// backward, which on burn-cubecl (CUDA, wgpu) is one conv per channel.
-    const DEPTHWISE_WEIGHT_GRAD: bool = false;
+    /// Whether training (autodiff over this backend) runs grin's own
+    /// backward ops: the depthwise conv's weight gradient
+    /// ([`burn_ops::depthwise3x3_tracked`]; Burn's grouped conv backward is
+    /// one conv per channel on burn-cubecl) and BatchNorm as one op
+    /// ([`burn_ops::batch_norm_tracked`]; Burn's autodiff records two dozen
+    /// small ops for it, each a cost to the host). On CUDA and wgpu.
+    const OWN_BACKWARD: bool = false;
 
     fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
         burn_ops::depthwise3x3::<Self>(x, weight, geometry)
@@ -150,21 +153,34 @@ impl<B: DetectorBackend, C: CheckpointStrategy> DetectorBackend for Autodiff<B, 
     const COPIES_BETWEEN_DEVICES: bool = B::COPIES_BETWEEN_DEVICES;
 
     fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
-        if B::DEPTHWISE_WEIGHT_GRAD {
+        if B::OWN_BACKWARD {
             burn_ops::depthwise3x3_tracked::<B, C>(x, weight, geometry)
         } else {
             burn_ops::depthwise3x3::<Self>(x, weight, geometry)
+        }
+    }
+
+    fn batch_norm_train(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        settings: NormSettings,
+    ) -> NormOutput<Self> {
+        if B::OWN_BACKWARD {
+            burn_ops::batch_norm_tracked::<B, C>(x, gamma, beta, settings)
+        } else {
+            burn_ops::batch_norm_train::<Self>(x, gamma, beta, settings)
         }
     }
 }
 
 #[cfg(feature = "cuda")]
 impl DetectorBackend for burn_cuda::Cuda<f32, i32> {
-    const DEPTHWISE_WEIGHT_GRAD: bool = true;
+    const OWN_BACKWARD: bool = true;
 }
 
 #[cfg(feature = "wgpu")]
 impl DetectorBackend for burn_wgpu::Wgpu<f32, i32> {
     const COPIES_BETWEEN_DEVICES: bool = false;
-    const DEPTHWISE_WEIGHT_GRAD: bool = true;
+    const OWN_BACKWARD: bool = true;
 }

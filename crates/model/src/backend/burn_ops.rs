@@ -10,7 +10,7 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::autodiff::NodeId;
 use burn::backend::Autodiff;
 use burn::tensor::activation::relu;
-use burn::tensor::backend::Backend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::ops::{ConvOptions, FloatTensor};
 use burn::tensor::{Slice, Tensor, TensorMetadata, TensorPrimitive};
 
@@ -129,6 +129,79 @@ pub fn depthwise3x3_weight_grad<B: Backend>(
     let taps = Tensor::stack::<5>(taps, 2).reshape([batch, channels, 9, out_height * out_width]);
     let grad = float::<B, 3>(grad).reshape([batch, channels, 1, out_height * out_width]);
     primitive((taps * grad).sum_dim(3).sum_dim(0).reshape([channels, 1, 3, 3]))
+}
+
+/// Training BatchNorm (+ ReLU) under autodiff as one op with its own
+/// backward, instead of the dozen ops [`batch_norm_train`] composes and
+/// the two dozen Burn's autodiff records to differentiate them: on a GPU
+/// each op costs the host more than the device (the step is host-bound,
+/// `docs/benchmarks.md`). With `xhat = (x - mean) / sqrt(var + eps)` and
+/// `g` the output's gradient (zero where the ReLU cut): `dbeta = Σg`,
+/// `dgamma = Σ g·xhat`, `dx = gamma / sqrt(var + eps) · (g - Σg/n - xhat·Σ(g·xhat)/n)`,
+/// sums over batch and points, `n` their count.
+pub fn batch_norm_tracked<B: Backend, C: CheckpointStrategy>(
+    x: FloatTensor<Autodiff<B, C>>,
+    gamma: FloatTensor<Autodiff<B, C>>,
+    beta: FloatTensor<Autodiff<B, C>>,
+    settings: NormSettings,
+) -> NormOutput<Autodiff<B, C>> {
+    /// What the backward pass reads: `xhat`, `gamma / sqrt(var + eps)`
+    /// (`[1, channels, 1]`) and, after a ReLU, the output (its mask).
+    type State<B> = (FloatTensor<B>, FloatTensor<B>, Option<FloatTensor<B>>);
+
+    #[derive(Debug)]
+    struct Norm;
+
+    impl<B: Backend> Backward<B, 3> for Norm {
+        type State = State<B>;
+
+        fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+            let [node_x, node_gamma, node_beta] = ops.parents;
+            let (xhat, scale, output) = ops.state;
+            let g = float::<B, 3>(grads.consume::<B>(&ops.node));
+            let g = match output {
+                Some(y) => g.mask_fill(float::<B, 3>(y).lower_equal_elem(0.0), 0.0),
+                None => g,
+            };
+            let xhat = float::<B, 3>(xhat);
+            let [batch, _, points] = xhat.dims();
+            let sum_g = g.clone().sum_dim(2).sum_dim(0);
+            let sum_gx = (g.clone() * xhat.clone()).sum_dim(2).sum_dim(0);
+            if let Some(node) = node_x {
+                let inv_n = 1.0 / (batch * points) as f64;
+                let dx = (g - sum_g.clone().mul_scalar(inv_n) - xhat * sum_gx.clone().mul_scalar(inv_n))
+                    * float::<B, 3>(scale);
+                grads.register::<B>(node.id, primitive(dx));
+            }
+            if let Some(node) = node_gamma {
+                grads.register::<B>(node.id, channels_of(sum_gx));
+            }
+            if let Some(node) = node_beta {
+                grads.register::<B>(node.id, channels_of(sum_g));
+            }
+        }
+    }
+
+    let inner = float::<B, 3>(x.primitive);
+    let mean = inner.clone().mean_dim(2).mean_dim(0);
+    let centered = inner - mean.clone();
+    let var = centered.clone().square().mean_dim(2).mean_dim(0);
+    let xhat = centered / var.clone().add_scalar(settings.epsilon).sqrt();
+    let gamma_3 = per_channel::<B>(gamma.primitive.clone());
+    let y = xhat.clone() * gamma_3.clone() + per_channel::<B>(beta.primitive.clone());
+    let y = if settings.relu { relu(y) } else { y };
+    let output = primitive(y);
+    let parents = [x.node.clone(), gamma.node.clone(), beta.node.clone()];
+    let output = match Norm.prepare::<C>(parents).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => {
+            let scale = gamma_3 / var.clone().add_scalar(settings.epsilon).sqrt();
+            let kept = settings.relu.then(|| output.clone());
+            prep.finish((primitive(xhat), primitive(scale), kept), output)
+        }
+        OpsKind::UnTracked(prep) => prep.finish(output),
+    };
+    let untracked = |t: Tensor<B, 3>| <Autodiff<B, C> as AutodiffBackend>::from_inner(channels_of(t));
+    NormOutput { output, mean: untracked(mean), var: untracked(var) }
 }
 
 pub fn batch_norm_train<B: Backend>(
