@@ -5,9 +5,9 @@
 use super::*;
 use crate::backend::Cpu;
 use burn::module::Module;
-use burn::tensor::backend::Backend;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{Linear, LinearConfig};
+use burn::tensor::backend::Backend;
 
 type B = Cpu;
 
