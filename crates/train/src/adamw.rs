@@ -149,8 +149,10 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> FlatAdamW<M, B> {
         let Some(device) = entries.first().map(|e| e.grad.device()) else {
             return module;
         };
+        // A model moved to another device takes its moments along.
         let same_layout = self.flat.as_ref().is_some_and(|f| {
-            f.slots.len() == entries.len()
+            f.moment_1.device() == device
+                && f.slots.len() == entries.len()
                 && f.slots.iter().zip(&entries).all(|(s, e)| s.id == e.id && s.dims == e.dims)
         });
         if !same_layout {
@@ -254,7 +256,11 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> FlatAdamW<M, B> {
         for (i, e) in entries.iter().enumerate() {
             let len = e.value.shape().num_elements();
             let (time, m1, m2) = match self.loose.remove(&e.id) {
-                Some(record) => (e.from_record)(record),
+                Some(record) => {
+                    // A record may have been read onto another device (Burn's adaptor moves it too).
+                    let (time, m1, m2) = (e.from_record)(record);
+                    (time, m1.to_device(device), m2.to_device(device))
+                }
                 None => (0, Tensor::zeros([len], device), Tensor::zeros([len], device)),
             };
             let chunks = len.div_ceil(CHUNK);

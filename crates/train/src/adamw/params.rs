@@ -68,6 +68,12 @@ pub(super) struct Collect<B: AutodiffBackend> {
 impl<B: AutodiffBackend> ModuleVisitor<B> for Collect<B> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
         if let Some(grad) = self.grads.remove::<Inner<B>, D>(param.id) {
+            // Several devices' gradients are summed on one chosen by the
+            // parameter's id: the update runs where the weights are.
+            let grad = match self.grads {
+                Grads::Multi(_) => grad.to_device(&param.val().device()),
+                Grads::Single(_) => grad,
+            };
             let dims = grad.dims().to_vec();
             let n = dims.iter().product::<usize>();
             self.entries.push(Entry {

@@ -141,3 +141,17 @@ fn each_optimizer_resumes_from_the_others_record() {
     }
     assert_close(&a, &b, "swapped records");
 }
+
+#[test]
+fn step_multi_with_one_device_steps_as_step_does() {
+    use burn::tensor::backend::DeviceOps;
+    let device: burn::tensor::Device<B> = Default::default();
+    let (mut a, mut b) = (net(), net());
+    let (mut one, mut multi) = (FlatAdamW::<Net<B>, B>::new(settings()), FlatAdamW::<Net<B>, B>::new(settings()));
+    for step in 0..3 {
+        let (ga, gb) = (grads(&a, step), grads(&b, step));
+        a = one.step(0.01, a, ga);
+        b = multi.step_multi(0.01, b, MultiGradientsParams { grads: vec![(gb, device.id())] });
+    }
+    assert_close(&a, &b, "step_multi");
+}
