@@ -170,6 +170,12 @@ pub struct PhotoCrops {
     pub zoom_in: f32,
     /// Largest enlargement of a photo in a zoomed-in crop.
     pub zoom_in_upscale: f32,
+    /// Faces a second detector found that the annotations lack (grin-detect's
+    /// JSON lines, `scripts/unannotated-faces.sh`): ignore regions in every
+    /// training crop, and no face-free crop is cut near one
+    /// (`photos/unannotated.rs`). Held-out scoring keeps the annotations
+    /// alone, and reports the false detections that lie on no such face too.
+    pub unannotated: Option<PathBuf>,
 }
 
 impl Default for PhotoCrops {
@@ -185,6 +191,7 @@ impl Default for PhotoCrops {
             background: 0.0,
             zoom_in: 0.0,
             zoom_in_upscale: 5.0,
+            unannotated: None,
         }
     }
 }

@@ -8,8 +8,8 @@ mod shared_data;
 use grin_features::pipeline::build_source;
 use grin_features::{
     celeba_aligned_box, crop_scene, held_out_photos, landmarks_to_box, parse_caltech, AnnotationText, BadLines,
-    FaceBox, FeatureConfig, FeatureError, OnBadSample, PhotoCrops, SampleRng, SkipCounts, Smile, SourceConfig, Split,
-    SplitConfig, MAX_BOXES,
+    FaceBox, FeatureConfig, FeatureError, OnBadSample, PhotoCrops, Sample, SampleRng, SkipCounts, Smile, SourceConfig,
+    Split, SplitConfig, MAX_BOXES,
 };
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
@@ -228,6 +228,58 @@ fn held_out_split_is_deterministic_and_letterboxed() {
     // 200x150 scales by 1.6 exactly: the first face (44 px) becomes 70.4 px.
     let b = s.boxes[0];
     assert!(((b.x1 - b.x0) - 70.4).abs() < 0.1, "{b:?}");
+}
+
+#[test]
+fn found_faces_the_annotations_lack_are_ignore_regions_in_training_crops_only() {
+    // 400x300 photos, one annotated face at the top left; the found faces:
+    // two at the right, and a looser box around the annotated one (already
+    // labelled: not added).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("images")).unwrap();
+    let (mut gt, mut found) = (String::new(), String::new());
+    for i in 0..40 {
+        let name = format!("pic{i:05}.jpg");
+        image::GrayImage::from_fn(400, 300, |x, y| image::Luma([((x * y + i) % 256) as u8]))
+            .save(dir.path().join("images").join(&name))
+            .unwrap();
+        gt += &format!("{name} 40 50 60 50 50 60 50 70\n");
+        found += &format!(
+            "{{\"image\": \"{name}\", \"width\": 400, \"height\": 300, \"detections\": [{{\"box\": [300, 200, 330, 230]}}, \
+             {{\"box\": [300, 20, 330, 50]}}, {{\"box\": [38, 40, 62, 72]}}]}}\n"
+        );
+    }
+    std::fs::write(dir.path().join("WebFaces_GroundThruth.txt"), gt).unwrap();
+    std::fs::write(dir.path().join("found.jsonl"), found).unwrap();
+    let scenes = |unannotated: Option<PathBuf>| {
+        let crops = PhotoCrops { background: 0.5, unannotated, ..PhotoCrops::default() };
+        let cfg = photo_config(SourceConfig::Caltech { root: dir.path().to_path_buf(), crops });
+        let train = build_source(&cfg, Split::Train).unwrap();
+        let mut rng = SampleRng::seed_from_u64(5);
+        let scenes: Vec<Sample> = (0..100).map(|i| train.scene(i, &mut rng).unwrap()).collect();
+        (scenes, cfg)
+    };
+    let face_free = |s: &[Sample]| s.iter().filter(|s| s.boxes.is_empty()).count();
+    let ignored = |s: &[Sample]| s.iter().filter(|s| s.boxes.iter().any(|b| b.smile == Smile::Ignore)).count();
+    let (plain, _) = scenes(None);
+    assert!(face_free(&plain) > 20, "one annotated face allows face-free crops: {}", face_free(&plain));
+    let (cleaned, cfg) = scenes(Some(dir.path().join("found.jsonl")));
+    // Three faces now, a crowd: no face-free crop; each scene centres on the
+    // annotated face, and a found one is an ignore region where it shows.
+    assert_eq!(face_free(&cleaned), 0);
+    assert!(cleaned.iter().all(|s| s.boxes.iter().filter(|b| b.smile.is_face()).count() == 1));
+    assert!(ignored(&cleaned) > ignored(&plain) + 10, "{} against {}", ignored(&cleaned), ignored(&plain));
+    // Scoring keeps the annotations alone, and the found faces apart, in the
+    // letterboxed pixels (400x300 at 320x240: scaled by 0.8).
+    let held = held_out_photos(&cfg, 1).unwrap();
+    assert!(held[0].has_found());
+    assert_eq!(held[0].letterboxed(0, 320, 240, 1).unwrap().boxes.len(), 1);
+    let (sample, found) = held[0].letterboxed_with_found(0, 320, 240, 1).unwrap();
+    assert_eq!(sample.boxes.len(), 1);
+    let found: Vec<[f32; 4]> = found.iter().map(|b| [b.x0, b.y0, b.x1, b.y1]).collect();
+    assert_eq!(found, [[240.0, 160.0, 264.0, 184.0], [240.0, 16.0, 264.0, 40.0]]);
+    let plain = photo_config(SourceConfig::Caltech { root: dir.path().to_path_buf(), crops: PhotoCrops::default() });
+    assert!(!held_out_photos(&plain, 1).unwrap()[0].has_found());
 }
 
 #[test]

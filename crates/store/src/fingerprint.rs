@@ -2,7 +2,7 @@
 //! and a cheap identity of the source files, as canonical JSON plus its hash.
 
 use crate::error::{Result, StoreError};
-use grin_features::{FeatureConfig, SourceConfig};
+use grin_features::{FeatureConfig, PhotoCrops, SourceConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -133,6 +133,11 @@ fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
     }
 }
 
+/// A photo source's file of faces its annotations lack, if it has one.
+fn unannotated(crops: &PhotoCrops) -> Option<(&'static str, &Path)> {
+    crops.unannotated.as_deref().map(|p| ("crops.unannotated", p))
+}
+
 /// The file trees a source reads, by config key (`parts.<i>.<key>` inside a mix).
 fn source_paths(source: &SourceConfig) -> Vec<(String, &Path)> {
     fn named<'a>(pairs: Vec<(&str, &'a Path)>) -> Vec<(String, &'a Path)> {
@@ -150,8 +155,15 @@ fn source_paths(source: &SourceConfig) -> Vec<(String, &Path)> {
         SourceConfig::Wider { images, annotations } => named(vec![("images", images), ("annotations", annotations)]),
         SourceConfig::Celeba { images, bbox, attr } => named(vec![("images", images), ("bbox", bbox), ("attr", attr)]),
         SourceConfig::Jsonl { manifest } => named(vec![("manifest", manifest)]),
-        SourceConfig::Caltech { root, .. } => named(vec![("root", root)]),
-        SourceConfig::CelebaAligned { images, attr, .. } => named(vec![("images", images), ("attr", attr)]),
+        SourceConfig::Caltech { root, crops } => {
+            named(vec![("root", root.as_path())].into_iter().chain(unannotated(crops)).collect())
+        }
+        SourceConfig::CelebaAligned { images, attr, crops } => named(
+            vec![("images", images.as_path()), ("attr", attr.as_path())]
+                .into_iter()
+                .chain(unannotated(crops))
+                .collect(),
+        ),
         SourceConfig::Negatives { images, mined, .. } => named(
             images
                 .iter()

@@ -107,3 +107,19 @@ fn a_dataset_from_an_older_generator_is_stale() {
     previous["generator"] = (grin_features::GENERATOR_VERSION - 1).into();
     assert_eq!(Fingerprint::from_config(previous).differing_keys(&now), ["generator"]);
 }
+
+#[test]
+fn a_photo_sources_file_of_found_faces_is_part_of_the_fingerprint() {
+    let data = tempfile::tempdir().unwrap();
+    let found = data.path().join("found.jsonl");
+    std::fs::write(&found, "{}\n").unwrap();
+    let mut config = features();
+    let crops = grin_features::PhotoCrops { unannotated: Some(found.clone()), ..Default::default() };
+    config.source = SourceConfig::Caltech { root: data.path().join("caltech"), crops };
+    let stored = Fingerprint::new(&config, 100).unwrap();
+    assert_eq!(stored.config["source_files"]["crops.unannotated"]["files"], 1);
+    // Rerunning the detector rewrites the file: the dataset is stale.
+    std::fs::write(&found, "{}\n{}\n").unwrap();
+    let now = Fingerprint::new(&config, 100).unwrap();
+    assert!(stored.differing_keys(&now).iter().any(|k| k.starts_with("source_files.crops.unannotated")));
+}

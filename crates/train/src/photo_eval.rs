@@ -54,6 +54,11 @@ pub struct PhotoReport {
     /// some faces unannotated, so some of these are real faces.
     #[serde(default)]
     pub false_per_image: f32,
+    /// As `false_per_image`, less the detections on a face the source's
+    /// second detector found (`crops.unannotated`, YuNet's): the false
+    /// detections that are no unannotated face either. `None` without it.
+    #[serde(default)]
+    pub unconfirmed_false_per_image: Option<f32>,
     /// Detections at the deployment threshold per image with at least
     /// [`NESTED_COVER`] of their area inside a better-scoring detection
     /// (after decoding's own nested suppression, when the model has it on).
@@ -132,6 +137,8 @@ fn score_set<B: DetectorBackend>(
     let params = DecodeParams { score_threshold: AP_SCORE_FLOOR.min(deploy.score_threshold), ..deploy };
     let mut evaluation = Evaluation::default();
     let mut loose = Evaluation::at_iou(LOOSE_MATCH_IOU);
+    // The same, with the second detector's faces as ignore regions.
+    let mut unconfirmed = Evaluation::at_iou(LOOSE_MATCH_IOU);
     let (mut images, mut skipped, mut ignored, mut shown, mut nested) = (0usize, 0usize, 0usize, 0usize, 0usize);
     let mut face_hits = Vec::new();
     let (mut portraits_found, mut portraits) = (0usize, 0usize);
@@ -141,9 +148,9 @@ fn score_set<B: DetectorBackend>(
     for chunk in indices.chunks(BATCH) {
         progress.inc(chunk.len());
         batch.clear();
-        let mut samples: Vec<Sample> = Vec::with_capacity(chunk.len());
+        let mut samples: Vec<(Sample, Vec<FaceBox>)> = Vec::with_capacity(chunk.len());
         for &i in chunk {
-            match set.letterboxed(i, w, h, c) {
+            match set.letterboxed_with_found(i, w, h, c) {
                 Ok(sample) => samples.push(sample),
                 Err(e) if features.on_bad_sample == OnBadSample::Skip => {
                     eprintln!("eval: skipped {e}");
@@ -155,17 +162,19 @@ fn score_set<B: DetectorBackend>(
         if samples.is_empty() {
             continue;
         }
-        for sample in &samples {
+        for (sample, _) in &samples {
             batch.push(sample);
         }
         let on_device = upload::<B>(&batch, device);
         let detections = detect(model, on_device.images, &params);
-        for (sample, found) in samples.iter().zip(&detections) {
+        for ((sample, second), found) in samples.iter().zip(&detections) {
             images += 1;
             let (faces, ground, regions) = truth(&sample.boxes, min_face);
             ignored += regions.len();
             let matches = evaluation.add_ignoring(found, &ground, &regions);
             loose.add_ignoring(found, &ground, &regions);
+            let all_regions: Vec<[f32; 4]> = regions.iter().copied().chain(second.iter().map(corners)).collect();
+            unconfirmed.add_ignoring(found, &ground, &all_regions);
             let deployed: Vec<&Detection> = found.iter().filter(|d| d.score >= deploy.score_threshold).collect();
             shown += deployed.len();
             nested += deployed
@@ -198,6 +207,9 @@ fn score_set<B: DetectorBackend>(
         recall: share(total_hit, evaluation.faces()),
         detections_per_image: shown as f32 / images.max(1) as f32,
         false_per_image: loose.false_at(deploy.score_threshold) as f32 / images.max(1) as f32,
+        unconfirmed_false_per_image: set
+            .has_found()
+            .then(|| unconfirmed.false_at(deploy.score_threshold) as f32 / images.max(1) as f32),
         nested_per_image: nested as f32 / images.max(1) as f32,
         found: if set.portraits { share(portraits_found, portraits) } else { None },
         smile_accuracy: evaluation.smile_accuracy(),
@@ -208,6 +220,10 @@ fn score_set<B: DetectorBackend>(
     };
     report.recall_by_size = report.recall_by_size_at(deploy.score_threshold);
     Ok(report)
+}
+
+fn corners(b: &FaceBox) -> [f32; 4] {
+    [b.x0, b.y0, b.x1, b.y1]
 }
 
 fn side(b: &FaceBox) -> f32 {
@@ -321,7 +337,7 @@ pub fn describe(r: &PhotoReport) -> String {
         r.recall_by_size.iter().map(|s| format!("{} {} ({})", s.bucket, f(s.recall), s.faces)).collect();
     let mut line = format!(
         "{:<15} {} photos, {} faces ({} ignored): AP@0.5 {} AP@0.3 {} | recall {} [{}] | {:.2} detections/image \
-         ({:.2} false, {:.2} nested)",
+         ({:.2} false,{} {:.2} nested)",
         r.source,
         r.images,
         r.faces,
@@ -332,6 +348,7 @@ pub fn describe(r: &PhotoReport) -> String {
         sizes.join(", "),
         r.detections_per_image,
         r.false_per_image,
+        r.unconfirmed_false_per_image.map(|v| format!(" {v:.2} on no face YuNet found,")).unwrap_or_default(),
         r.nested_per_image
     );
     if let Some(found) = r.found {

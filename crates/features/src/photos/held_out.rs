@@ -1,13 +1,14 @@
 //! Whole held-out photos, letterboxed the way `grin-detect` sees them, for
 //! scoring a model on real images rather than on crops.
 
+use super::unannotated::add_unannotated;
 use super::{faces_in, parse_source, BoxRule};
-use crate::annotations::{letterboxed_sample, AnnotatedSource, Entry};
+use crate::annotations::{letterboxed_sample, AnnotatedSource, BadLines, Entry};
 use crate::config::{FeatureConfig, SourceConfig, Split};
 use crate::error::{FeatureError, SkipCounts};
 use crate::io::ImageBound;
 use crate::letterbox::letterbox_photo;
-use crate::sample::Sample;
+use crate::sample::{FaceBox, Sample, Smile};
 use crate::source::Source;
 use crate::split::keep_split;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,10 @@ pub struct HeldOutPhotos {
     rule: BoxRule,
     annotations: PathBuf,
     bound: ImageBound,
+    /// The source has `crops.unannotated`: each entry's [`Smile::Ignore`]
+    /// faces are the ones the second detector found, kept apart from the
+    /// annotations ([`HeldOutPhotos::letterboxed_with_found`]).
+    found: bool,
 }
 
 impl HeldOutPhotos {
@@ -36,6 +41,11 @@ impl HeldOutPhotos {
         self.entries.is_empty()
     }
 
+    /// Whether the source has faces a second detector found (`crops.unannotated`).
+    pub fn has_found(&self) -> bool {
+        self.found
+    }
+
     pub fn image_path(&self, index: usize) -> &Path {
         &self.entries[index].image
     }
@@ -44,11 +54,34 @@ impl HeldOutPhotos {
     /// one photo path `grin-detect` takes ([`letterbox_photo`]), with its
     /// faces in the letterboxed pixels (ignore regions included).
     pub fn letterboxed(&self, index: usize, width: u32, height: u32, channels: u32) -> Result<Sample, FeatureError> {
+        self.letterboxed_with_found(index, width, height, channels).map(|(sample, _)| sample)
+    }
+
+    /// As [`HeldOutPhotos::letterboxed`], with the faces the source's second
+    /// detector found (`crops.unannotated`; none without it) in the same
+    /// pixels, apart: scoring counts the annotations alone, and reports how
+    /// many false detections lie on such a face.
+    pub fn letterboxed_with_found(
+        &self,
+        index: usize,
+        width: u32,
+        height: u32,
+        channels: u32,
+    ) -> Result<(Sample, Vec<FaceBox>), FeatureError> {
         let entry = &self.entries[index];
         let photo = letterbox_photo(&entry.image, channels, width, height, self.bound)?;
         let size = (photo.placement.source_width, photo.placement.source_height);
-        let faces = faces_in(entry, self.rule, size, &self.annotations)?;
-        Ok(letterboxed_sample(photo, &faces))
+        let (found, faces): (Vec<FaceBox>, Vec<FaceBox>) = faces_in(entry, self.rule, size, &self.annotations)?
+            .into_iter()
+            .partition(|f| self.found && f.smile == Smile::Ignore);
+        let found = found
+            .iter()
+            .map(|f| {
+                let [x0, y0, x1, y1] = photo.placement.to_frame([f.x0, f.y0, f.x1, f.y1]);
+                FaceBox { x0, y0, x1, y1, ..*f }
+            })
+            .collect();
+        Ok((letterboxed_sample(photo, &faces), found))
     }
 }
 
@@ -75,7 +108,7 @@ fn collect_held_out(
     out: &mut Vec<HeldOutPhotos>,
 ) -> Result<(), FeatureError> {
     let skips = SkipCounts::default();
-    let (name, annotations, entries, rule, portraits) = match source {
+    let (name, annotations, entries, rule, portraits, found) = match source {
         SourceConfig::Mix { parts, .. } => {
             for part in parts {
                 collect_held_out(part, cfg, split, limit, out)?;
@@ -83,10 +116,14 @@ fn collect_held_out(
             return Ok(());
         }
         SourceConfig::Caltech { .. } | SourceConfig::CelebaAligned { .. } => {
-            let (name, annotations, entries, rule, _) = parse_source(source, cfg, &skips)?;
+            let (name, annotations, mut entries, rule, crops) = parse_source(source, cfg, &skips)?;
             let portraits = rule == BoxRule::CelebaAligned;
+            if let Some(file) = &crops.unannotated {
+                let problems = BadLines { on_bad: cfg.on_bad_sample, skips: &skips };
+                add_unannotated(&mut entries, file, rule, problems)?;
+            }
             let entries = keep_split(entries, |e: &Entry| e.image.as_path(), &cfg.split, split);
-            (name, annotations, entries, rule, portraits)
+            (name, annotations, entries, rule, portraits, crops.unannotated.is_some())
         }
         SourceConfig::Wider { .. } | SourceConfig::Celeba { .. } | SourceConfig::Jsonl { .. } => {
             let part = FeatureConfig { source: source.clone(), ..cfg.clone() };
@@ -98,14 +135,14 @@ fn collect_held_out(
             };
             let (src, annotations) = annotated;
             let portraits = matches!(source, SourceConfig::Celeba { .. });
-            (src.name(), annotations, src.entries().to_vec(), BoxRule::Annotated, portraits)
+            (src.name(), annotations, src.entries().to_vec(), BoxRule::Annotated, portraits, false)
         }
         // Face-free images: every detection on them is false.
         SourceConfig::Negatives { images: Some(dir), .. } => {
             let files = crate::io::list_images(dir)?;
             let entries = files.into_iter().map(|image| Entry { image, faces: vec![] }).collect();
             let entries = keep_split(entries, |e: &Entry| e.image.as_path(), &cfg.split, split);
-            ("face-free", dir.clone(), entries, BoxRule::Annotated, false)
+            ("face-free", dir.clone(), entries, BoxRule::Annotated, false, false)
         }
         SourceConfig::Synthetic { .. } | SourceConfig::Crops { .. } | SourceConfig::Negatives { .. } => return Ok(()),
     };
@@ -115,6 +152,6 @@ fn collect_held_out(
         let step = entries.len() as f64 / limit as f64;
         entries = (0..limit).map(|i| entries[(i as f64 * step) as usize].clone()).collect();
     }
-    out.push(HeldOutPhotos { name, portraits, entries, rule, annotations, bound: cfg.image_bound()? });
+    out.push(HeldOutPhotos { name, portraits, entries, rule, annotations, bound: cfg.image_bound()?, found });
     Ok(())
 }

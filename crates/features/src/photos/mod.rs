@@ -18,6 +18,7 @@
 
 mod held_out;
 mod landmarks;
+mod unannotated;
 mod window;
 
 pub use held_out::{held_out_photos, photos_of_split, HeldOutPhotos};
@@ -29,12 +30,13 @@ use crate::config::{FeatureConfig, PhotoCrops, SourceConfig, Split};
 use crate::error::{FeatureError, SkipCounts};
 use crate::io::{decode, read_text, ImageBound};
 use crate::raster::{resize, Raster};
-use crate::sample::{FaceBox, Sample};
+use crate::sample::{FaceBox, Sample, Smile};
 use crate::source::{SampleRng, Source};
 use landmarks::parse_celeba_aligned;
 use rand::Rng;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
+use unannotated::add_unannotated;
 
 /// How a source's face boxes relate to the decoded image.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -77,8 +79,12 @@ impl std::fmt::Debug for PhotoSource {
 impl PhotoSource {
     pub fn new(cfg: &FeatureConfig, split: Split) -> Result<PhotoSource, FeatureError> {
         let skips = SkipCounts::default();
-        let (name, annotations, entries, rule, crops) = parse_source(&cfg.source, cfg, &skips)?;
+        let (name, annotations, mut entries, rule, crops) = parse_source(&cfg.source, cfg, &skips)?;
         check_crops(&crops)?;
+        if let Some(file) = &crops.unannotated {
+            let problems = BadLines { on_bad: cfg.on_bad_sample, skips: &skips };
+            add_unannotated(&mut entries, file, rule, problems)?;
+        }
         let entries = entries_of_split(entries, cfg, split, &annotations, "photos")?;
         let cache = (0..entries.len()).map(|_| OnceLock::new()).collect();
         Ok(PhotoSource {
@@ -226,6 +232,9 @@ pub(super) fn faces_in(
         .faces
         .iter()
         .map(|a| match rule {
+            // A face the annotations lack is in the photo's pixels whatever
+            // the rule (`unannotated.rs` checked its centre).
+            _ if a.face.smile == Smile::Ignore => Ok(a.face),
             BoxRule::CelebaAligned => {
                 let [x0, y0, x1, y1] = celeba_aligned_box(width, height);
                 Ok(FaceBox { x0, y0, x1, y1, smile: a.face.smile })

@@ -57,14 +57,15 @@ pub fn crop_scene(
     Sample { width, height, channels: image.channels, pixels, boxes }
 }
 
-/// Most annotated faces a photo may have for a face-free crop to be cut from
-/// it: group photos are where faces go un-annotated.
+/// Most faces (annotated, or found by `crops.unannotated`) a photo may have
+/// for a face-free crop to be cut from it: group photos are where faces go
+/// un-annotated.
 const BACKGROUND_MAX_FACES: usize = 2;
 
 /// A window `[x, y, w, h]` of aspect `aspect` inside a photo of size
 /// `photo`, at least `min_width` wide (so it is not upscaled past the
-/// limit), that keeps well clear of every annotated face (each grown by half
-/// its side), or `None`.
+/// limit), that keeps well clear of every face, ignore regions included
+/// (each grown by half its side), or `None`.
 fn background_window(
     faces: &[FaceBox],
     [iw, ih]: [f32; 2],

@@ -15,6 +15,7 @@ pub(crate) fn report(source: &str, faces: usize, confusion: [[usize; 2]; 2]) -> 
         recall: None,
         detections_per_image: 1.0,
         false_per_image: 0.0,
+        unconfirmed_false_per_image: None,
         nested_per_image: 0.0,
         found: None,
         smile_accuracy: Some(0.75),
@@ -47,4 +48,13 @@ fn the_calibration_table_reads_each_source_with_faces_off_its_curve() {
     );
     assert_eq!(lines[10], "recall by face size at the chosen threshold 0.50:");
     assert!(lines[11].starts_with("  caltech"), "{table}");
+}
+
+#[test]
+fn a_line_gives_the_false_detections_on_no_found_face_only_when_the_source_has_found_faces() {
+    let mut r = report("caltech", 2, [[0; 2]; 2]);
+    r.false_per_image = 0.5;
+    assert!(describe(&r).contains("(0.50 false, 0.00 nested)"), "{}", describe(&r));
+    r.unconfirmed_false_per_image = Some(0.25);
+    assert!(describe(&r).contains("(0.50 false, 0.25 on no face YuNet found, 0.00 nested)"), "{}", describe(&r));
 }

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Faces the annotations lack, for a photo source's `crops.unannotated`: YuNet
+# (../shared/peers/yunet, built into target/yunet) runs over every photo of
+# Caltech WebFaces and of the CelebA portraits, one JSON line a photo, and
+# grin takes each face no annotation covers as an ignore region in training
+# crops (docs/design.md, "Data sources"). Never committed; about 3 minutes
+# on one core for both sets.
+#
+#   scripts/unannotated-faces.sh
+#
+# env: DATA (default ../shared/data), OUT (default data/unannotated),
+#      SCORE (default 0.5, YuNet's own threshold: a false face of YuNet's
+#      only costs an ignored patch of background)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=${DATA:-../shared/data}
+OUT=${OUT:-data/unannotated}
+SCORE=${SCORE:-0.5}
+PEER=../shared/peers/yunet
+YUNET=target/yunet/yunet-detect
+if [ ! -x "$YUNET" ]; then
+    command -v cmake >/dev/null && command -v g++ >/dev/null || apt-get install -y --no-install-recommends cmake g++ >/dev/null
+    "$PEER/build.sh" target/yunet
+fi
+mkdir -p "$OUT"
+for set in caltech:caltech-webfaces/images celeba:celeba-smile-10k/images; do
+    name=${set%%:*} images=$DATA/${set#*:}
+    [ -d "$images" ] || { echo "unannotated-faces: $images is missing (set DATA)" >&2; exit 1; }
+    find "$images" -name '*.jpg' -print0 | sort -z | xargs -0 -n 400 "$YUNET" --threshold "$SCORE" >"$OUT/$name-yunet.jsonl.part"
+    mv "$OUT/$name-yunet.jsonl.part" "$OUT/$name-yunet.jsonl"
+    echo "$OUT/$name-yunet.jsonl: $(wc -l <"$OUT/$name-yunet.jsonl") photos"
+done
