@@ -118,6 +118,10 @@ fn a_photo_sources_file_of_found_faces_is_part_of_the_fingerprint() {
     config.source = SourceConfig::Caltech { root: data.path().join("caltech"), crops };
     let stored = Fingerprint::new(&config, 100).unwrap();
     assert_eq!(stored.config["source_files"]["crops.unannotated"]["files"], 1);
+    // Unset, the key is not written: stores made before it existed stay fresh.
+    let mut plain = config.clone();
+    plain.source = SourceConfig::Caltech { root: data.path().join("caltech"), crops: Default::default() };
+    assert!(!Fingerprint::new(&plain, 100).unwrap().config.to_string().contains("unannotated"));
     // Rerunning the detector rewrites the file: the dataset is stale.
     std::fs::write(&found, "{}\n{}\n").unwrap();
     let now = Fingerprint::new(&config, 100).unwrap();

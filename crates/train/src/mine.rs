@@ -97,9 +97,14 @@ pub fn mine<B: DetectorBackend>(
         for chunk in indices.chunks(16) {
             let mut samples: Vec<(usize, Sample)> = Vec::new();
             for &i in chunk {
-                match set.letterboxed(i, w, h, c) {
-                    Ok(sample) if sample.boxes.len() > MOST_FACES => mined.crowded += 1,
-                    Ok(sample) => samples.push((i, sample)),
+                // Faces a second detector found (`crops.unannotated`) count as
+                // faces here: toward a crowd, kept clear of and painted over.
+                match set.letterboxed_with_found(i, w, h, c) {
+                    Ok((sample, found)) if sample.boxes.len() + found.len() > MOST_FACES => mined.crowded += 1,
+                    Ok((mut sample, found)) => {
+                        sample.boxes.extend(found);
+                        samples.push((i, sample));
+                    }
                     Err(e) if features.on_bad_sample == OnBadSample::Skip => eprintln!("mine: skipped {e}"),
                     Err(e) => return Err(e).with_context(|| format!("mining {} photos", set.name)),
                 }

@@ -25,8 +25,9 @@ pub struct PhotoCrops {
     pub min_learnable: f32,
     /// Photos are shrunk on load so that their longer side is at most this (px).
     pub max_side: u32,
-    /// Share of crops cut clear of every annotated face (face-free scenes of
-    /// real backgrounds), from photos with at most two annotated faces.
+    /// Share of crops cut clear of every face (face-free scenes of real
+    /// backgrounds), from photos with at most two faces, annotated or found
+    /// (`unannotated`).
     pub background: f32,
     /// Share of crops cut closer than `max_face` allows: the chosen face
     /// comes out larger than `max_face` (an ignore region, as every face
@@ -42,6 +43,9 @@ pub struct PhotoCrops {
     /// training crop, and no face-free crop is cut near one
     /// (`photos/unannotated.rs`). Held-out scoring keeps the annotations
     /// alone, and reports the false detections that lie on no such face too.
+    /// Absent from serialised configs when unset, so that stores written
+    /// before it existed keep their fingerprint.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub unannotated: Option<PathBuf>,
 }
 

@@ -26,10 +26,10 @@ pub struct HeldOutPhotos {
     rule: BoxRule,
     annotations: PathBuf,
     bound: ImageBound,
-    /// The source has `crops.unannotated`: each entry's [`Smile::Ignore`]
+    /// The source's `crops.unannotated`: each entry's [`Smile::Ignore`]
     /// faces are the ones the second detector found, kept apart from the
     /// annotations ([`HeldOutPhotos::letterboxed_with_found`]).
-    found: bool,
+    found: Option<PathBuf>,
 }
 
 impl HeldOutPhotos {
@@ -43,7 +43,7 @@ impl HeldOutPhotos {
 
     /// Whether the source has faces a second detector found (`crops.unannotated`).
     pub fn has_found(&self) -> bool {
-        self.found
+        self.found.is_some()
     }
 
     pub fn image_path(&self, index: usize) -> &Path {
@@ -52,7 +52,8 @@ impl HeldOutPhotos {
 
     /// Photo `index` letterboxed to `width` x `height` in `channels` by the
     /// one photo path `grin-detect` takes ([`letterbox_photo`]), with its
-    /// faces in the letterboxed pixels (ignore regions included).
+    /// annotated faces in the letterboxed pixels (ignore regions included;
+    /// faces a second detector found are not: see `letterboxed_with_found`).
     pub fn letterboxed(&self, index: usize, width: u32, height: u32, channels: u32) -> Result<Sample, FeatureError> {
         self.letterboxed_with_found(index, width, height, channels).map(|(sample, _)| sample)
     }
@@ -71,9 +72,10 @@ impl HeldOutPhotos {
         let entry = &self.entries[index];
         let photo = letterbox_photo(&entry.image, channels, width, height, self.bound)?;
         let size = (photo.placement.source_width, photo.placement.source_height);
-        let (found, faces): (Vec<FaceBox>, Vec<FaceBox>) = faces_in(entry, self.rule, size, &self.annotations)?
-            .into_iter()
-            .partition(|f| self.found && f.smile == Smile::Ignore);
+        let (found, faces): (Vec<FaceBox>, Vec<FaceBox>) =
+            faces_in(entry, self.rule, size, &self.annotations, self.found.as_deref())?
+                .into_iter()
+                .partition(|f| self.found.is_some() && f.smile == Smile::Ignore);
         let found = found
             .iter()
             .map(|f| {
@@ -123,7 +125,7 @@ fn collect_held_out(
                 add_unannotated(&mut entries, file, rule, problems)?;
             }
             let entries = keep_split(entries, |e: &Entry| e.image.as_path(), &cfg.split, split);
-            (name, annotations, entries, rule, portraits, crops.unannotated.is_some())
+            (name, annotations, entries, rule, portraits, crops.unannotated)
         }
         SourceConfig::Wider { .. } | SourceConfig::Celeba { .. } | SourceConfig::Jsonl { .. } => {
             let part = FeatureConfig { source: source.clone(), ..cfg.clone() };
@@ -135,14 +137,14 @@ fn collect_held_out(
             };
             let (src, annotations) = annotated;
             let portraits = matches!(source, SourceConfig::Celeba { .. });
-            (src.name(), annotations, src.entries().to_vec(), BoxRule::Annotated, portraits, false)
+            (src.name(), annotations, src.entries().to_vec(), BoxRule::Annotated, portraits, None)
         }
         // Face-free images: every detection on them is false.
         SourceConfig::Negatives { images: Some(dir), .. } => {
             let files = crate::io::list_images(dir)?;
             let entries = files.into_iter().map(|image| Entry { image, faces: vec![] }).collect();
             let entries = keep_split(entries, |e: &Entry| e.image.as_path(), &cfg.split, split);
-            ("face-free", dir.clone(), entries, BoxRule::Annotated, false, false)
+            ("face-free", dir.clone(), entries, BoxRule::Annotated, false, None)
         }
         SourceConfig::Synthetic { .. } | SourceConfig::Crops { .. } | SourceConfig::Negatives { .. } => return Ok(()),
     };

@@ -13,8 +13,9 @@
 //! face. Crops are therefore centred on an annotated face, which keeps most
 //! of each crop near the people the annotators looked at. Face-free crops
 //! (`crops.background`, off by default) are cut only from photos with at most
-//! two annotated faces, and keep clear of those faces by half a face: group
-//! photos, where faces go un-annotated, never give background.
+//! two faces, and keep clear of those faces by half a face: group photos,
+//! where faces go un-annotated, never give background. Faces a second
+//! detector found (`crops.unannotated`) are ignore regions and count here.
 
 mod held_out;
 mod landmarks;
@@ -206,7 +207,7 @@ fn load_photo(
     annotations: &Path,
 ) -> Result<Photo, FeatureError> {
     let image = decode(&entry.image, channels, bound)?;
-    let faces = faces_in(entry, rule, (image.width, image.height), annotations)?;
+    let faces = faces_in(entry, rule, (image.width, image.height), annotations, crops.unannotated.as_deref())?;
     let longest = image.width.max(image.height);
     if longest <= crops.max_side {
         return Ok(Photo { image, faces });
@@ -220,44 +221,44 @@ fn load_photo(
     Ok(Photo { image: Raster { width: w, height: h, channels, pixels }, faces })
 }
 
-/// `entry`'s faces in its decoded `(width, height)` photo.
+/// `entry`'s faces in its decoded `(width, height)` photo. With `found`
+/// (`crops.unannotated`), its [`Smile::Ignore`] faces came from that file:
+/// they are in the photo's pixels whatever the rule, and a bad one is named
+/// by that file's line.
 pub(super) fn faces_in(
     entry: &Entry,
     rule: BoxRule,
     (width, height): (u32, u32),
     annotations: &Path,
+    found: Option<&Path>,
 ) -> Result<Vec<FaceBox>, FeatureError> {
     let (w, h) = (width as f32, height as f32);
     entry
         .faces
         .iter()
-        .map(|a| match rule {
-            // A face the annotations lack is in the photo's pixels whatever
-            // the rule (`unannotated.rs` checked its centre).
-            _ if a.face.smile == Smile::Ignore => Ok(a.face),
-            BoxRule::CelebaAligned => {
+        .map(|a| {
+            let from = found.filter(|_| a.face.smile == Smile::Ignore);
+            if rule == BoxRule::CelebaAligned && from.is_none() {
                 let [x0, y0, x1, y1] = celeba_aligned_box(width, height);
-                Ok(FaceBox { x0, y0, x1, y1, smile: a.face.smile })
+                return Ok(FaceBox { x0, y0, x1, y1, smile: a.face.smile });
             }
-            BoxRule::Annotated => {
-                let f = a.face;
-                let (cx, cy) = ((f.x0 + f.x1) / 2.0, (f.y0 + f.y1) / 2.0);
-                if !(0.0..=w).contains(&cx) || !(0.0..=h).contains(&cy) {
-                    return Err(bad_box(
-                        annotations,
-                        a.line,
-                        format!(
-                            "face centred at ({cx:.1}, {cy:.1}) lies outside {} ({}x{})",
-                            entry.image.display(),
-                            width,
-                            height
-                        ),
-                    ));
-                }
-                // Caltech's squares overhang photo edges; what a crop can cut
-                // off is measured against the part inside the photo.
-                Ok(FaceBox { x0: f.x0.max(0.0), y0: f.y0.max(0.0), x1: f.x1.min(w), y1: f.y1.min(h), ..f })
+            let f = a.face;
+            let (cx, cy) = ((f.x0 + f.x1) / 2.0, (f.y0 + f.y1) / 2.0);
+            if !(0.0..=w).contains(&cx) || !(0.0..=h).contains(&cy) {
+                return Err(bad_box(
+                    from.unwrap_or(annotations),
+                    a.line,
+                    format!(
+                        "face centred at ({cx:.1}, {cy:.1}) lies outside {} ({}x{})",
+                        entry.image.display(),
+                        width,
+                        height
+                    ),
+                ));
             }
+            // Caltech's squares overhang photo edges; what a crop can cut
+            // off is measured against the part inside the photo.
+            Ok(FaceBox { x0: f.x0.max(0.0), y0: f.y0.max(0.0), x1: f.x1.min(w), y1: f.y1.min(h), ..f })
         })
         .collect()
 }

@@ -11,7 +11,10 @@
 //! "detections": [{"box": [x0, y0, x1, y1], "score"}]}`, in the photo's
 //! pixels. Photos are matched by file name; lines naming a photo that is not
 //! in the source (another split, another set) are passed over, but a file
-//! that names none of them is an error.
+//! that names none of them is an error. The detector must see the photo as
+//! grin decodes it: `yunet-detect` ignores EXIF orientation, which no photo
+//! of Caltech or the CelebA portraits carries; a found face centred outside
+//! the decoded photo is an error naming this file's line (`faces_in`).
 
 use super::landmarks::celeba_aligned_box;
 use super::BoxRule;
@@ -38,8 +41,8 @@ struct Found {
 
 /// Adds the faces in `file` that no annotation of their photo covers to
 /// `entries` as ignore regions ([`Smile::Ignore`]); returns how many.
-/// A bad line is an error naming `file` and the line, or (under `skip`) a
-/// counted skip of that line's faces.
+/// A bad line (one bad box makes it bad) is an error naming `file` and the
+/// line, or (under `skip`) a counted skip of all that line's faces.
 pub(super) fn add_unannotated(
     entries: &mut [Entry],
     file: &Path,
@@ -61,16 +64,18 @@ pub(super) fn add_unannotated(
         };
         let Some(&index) = parsed.image.file_name().and_then(|name| by_name.get(name)) else { continue };
         named += 1;
-        let labelled = labelled_boxes(&entries[index], rule, parsed.width, parsed.height);
-        for d in &parsed.detections {
-            match checked(d.bounds, parsed.width, parsed.height) {
-                Ok(face) if !labelled.iter().any(|b| same_face(b, &face)) => {
-                    found.push((index, Annotated { face, line }));
-                }
-                Ok(_) => {}
-                Err(why) => problems.report(bad_box(file, line, why))?,
+        let boxes: Result<Vec<FaceBox>, String> =
+            parsed.detections.iter().map(|d| checked(d.bounds, parsed.width, parsed.height)).collect();
+        let boxes = match boxes {
+            Ok(boxes) => boxes,
+            Err(why) => {
+                problems.report(bad_box(file, line, why))?;
+                continue;
             }
-        }
+        };
+        let labelled = labelled_boxes(&entries[index], rule, parsed.width, parsed.height);
+        let new = boxes.into_iter().filter(|face| !labelled.iter().any(|b| same_face(b, face)));
+        found.extend(new.map(|face| (index, Annotated { face, line })));
     }
     if named == 0 && !entries.is_empty() {
         return Err(FeatureError::Config(format!(
@@ -185,6 +190,11 @@ mod tests {
         let outside = r#"{"image": "a.jpg", "width": 100, "height": 80, "detections": [{"box": [90, 70, 130, 120], "score": 0.9}]}"#;
         let message = run(outside, &mut [entry("a.jpg", &[])], OnBadSample::Error).0.unwrap_err().to_string();
         assert!(message.contains("found.jsonl:1") && message.contains("centred outside"), "{message}");
+        // Under skip, one bad box leaves its whole line out, counted once.
+        let mixed = r#"{"image": "a.jpg", "width": 100, "height": 80, "detections": [{"box": [10, 10, 20, 20]}, {"box": [5, 5, 5, 9]}]}"#;
+        let (added, skips) = run(mixed, &mut [entry("a.jpg", &[])], OnBadSample::Skip);
+        assert_eq!(added.unwrap(), 0);
+        assert_eq!(skips.get(BadInputKind::BadBox), 1);
     }
 
     #[test]
