@@ -395,5 +395,6 @@ pub fn detect<B: DetectorBackend>(
     passes.into_iter().map(|p| merge(p, params)).collect()
 }
 
+pub(crate) mod level_shift;
 #[cfg(test)]
 mod tests;

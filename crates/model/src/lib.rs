@@ -30,6 +30,7 @@ mod targets;
 pub use backend::{DetectorBackend, TrainBackend};
 pub use config::ModelConfig;
 pub use decode::{decode, iou, nested_in, nms, DecodeParams, Detection, NESTED_AREA, NESTED_COVER};
+pub use detector::level_shift::{shift_for_thresholds, LevelShift};
 pub use detector::{budget, detect, Budget, Detector, DetectorOutput, DetectorSpec};
 pub use file::{load_model, save_model};
 pub use folded::{add_upsampled, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead};
