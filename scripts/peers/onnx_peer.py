@@ -69,6 +69,9 @@ def settings(path):
     return {
         "score_threshold": float(meta["score_threshold"]),
         "nms_iou": float(meta["nms_iou"]),
+        # Exports from before nested suppression have neither key: off.
+        "nested_cover": float(meta.get("nested_cover", 0)),
+        "nested_area": float(meta.get("nested_area", 0)),
         "max_detections": int(meta["max_detections"]),
         "smile_vote_floor": float(meta["smile_vote_floor"]),
         "pyramid_above": float(meta["pyramid_above"]),
@@ -83,6 +86,19 @@ def logit(p):
     return math.log(p / (1 - p))
 
 
+def nested_in(inner, outer, s):
+    """decode.rs's nested_in: `inner` lies mostly inside the better `outer`
+    (their intersection covers nested_cover of it, and it is at most
+    nested_area of `outer`'s area); nested_cover 0 turns it off."""
+    if s["nested_cover"] == 0:
+        return False
+    own = (inner[2] - inner[0]) * (inner[3] - inner[1])
+    theirs = (outer[2] - outer[0]) * (outer[3] - outer[1])
+    iw = max(min(inner[2], outer[2]) - max(inner[0], outer[0]), 0.0)
+    ih = max(min(inner[3], outer[3]) - max(inner[1], outer[1]), 0.0)
+    return own > 0 and iw * ih >= s["nested_cover"] * own and own <= s["nested_area"] * theirs
+
+
 def nms(found, s):
     """found: [x0, y0, x1, y1, score, smile] lists; decode.rs's nms."""
     found = sorted(found, key=lambda d: -d[4])
@@ -90,7 +106,7 @@ def nms(found, s):
     for d in found:
         if len(kept) == s["max_detections"]:
             break
-        if all(iou(k, d) <= s["nms_iou"] for k in kept):
+        if all(iou(k, d) <= s["nms_iou"] and not nested_in(d, k, s) for k in kept):
             kept.append(list(d))
     for k in kept:
         votes = [d for d in found if d[4] >= s["smile_vote_floor"] and iou(k, d) > s["nms_iou"]]
