@@ -117,9 +117,17 @@ originals=$WORK/originals
 made=$WORK/made-up
 "$EXPORT" --out "$originals" --validation --channels 3 --count "$ORIGINALS" --original --min-face 10 \
     "${SOURCE_FLAGS[@]}" >/dev/null
-# Its frames first, byte for byte against grin's letterboxed photos above.
+# Its frames first, byte for byte against grin's letterboxed photos above:
+# the same photos at their own size. A count picks its photos across the
+# split, so another count names other photos by the same file names.
+framed=$originals
+if [ "$ORIGINALS" != "$PHOTOS" ]; then
+    framed=$WORK/originals-$PHOTOS
+    "$EXPORT" --out "$framed" --validation --channels 3 --count "$PHOTOS" --original --min-face 10 \
+        "${SOURCE_FLAGS[@]}" >/dev/null
+fi
 for size in $SIZES; do
-    "$PY" scripts/peers/onnx_peer.py --frames "$WORK/photos-$size" --photos "$originals" --size "$size" || status=1
+    "$PY" scripts/peers/onnx_peer.py --frames "$WORK/photos-$size" --photos "$framed" --size "$size" || status=1
 done
 "$PY" scripts/peers/onnx_peer.py --make-photos "$made" --photos "$originals"
 photos=("$originals"/*.png "$made"/*)

@@ -20,7 +20,7 @@ that the network sees the same bytes as in grin-detect:
   1. decode (Pillow), turn by the EXIF orientation      crates/features/src/io.rs
   2. grey: the image crate's `to_luma8` (or RGB)        crates/features/src/raster.rs
   3. run size: own size x sqrt(2) per side, capped      crates/infer/src/runner.rs
-  4. letterbox: one scale, triangle resize, grey 114    crates/features/src/letterbox.rs
+  4. letterbox: one scale, triangle resize, grey 114    crates/features/src/letterbox.rs, raster.rs
   5. the pyramid: the frame again at half size          crates/model/src/pyramid.rs
   6. threshold, NMS and the smile votes                 crates/model/src/decode.rs
   7. boxes back to the photo's pixels                   crates/infer/src/frame.rs
@@ -58,9 +58,9 @@ LETTERBOX_FILL = 114
 # --- 1. decoding --------------------------------------------------------
 
 def read_image(path):
-    """The photo as grin decodes it: `(H, W)` grey or `(H, W, 3)` RGB uint8,
-    turned as its EXIF orientation tag says (the tag only, as the image
-    crate reads it; alpha is dropped, as grin's conversions drop it)."""
+    """The photo as grin decodes it: `(H, W)` grey, `(H, W, 3)` RGB or
+    `(H, W, 4)` RGBA uint8, turned as its EXIF orientation tag says (the tag
+    only, as the image crate reads it). Grin's conversions drop alpha."""
     with Image.open(path) as im:
         if im.format not in ("PNG", "JPEG"):
             raise ValueError(f"{im.format} images are not read (grin reads PNG and JPEG)")
@@ -74,7 +74,7 @@ def read_image(path):
         elif im.mode == "LA":
             pixels = np.asarray(im)[:, :, 0]
         elif im.mode == "RGBA":
-            pixels = np.asarray(im)[:, :, :3]
+            pixels = np.asarray(im)  # alpha kept: it picks the grey conversion (to_channels)
         elif im.mode == "1":
             pixels = np.asarray(im.convert("L"))
         else:  # palette, CMYK, ...: their RGB
@@ -126,18 +126,28 @@ def round_half_away(x):
     return floor + (x - floor >= F32(0.5))
 
 
+# RGB pixels (a JPEG, an RGB PNG) take grin's own luma instead: the same
+# weights times 65536 as integers, (13933 R + 46871 G + 4732 B + 32768) >> 16
+# (`raster::luma_of_rgb`); other images (RGBA) keep the image crate's.
+LUMA_FIXED = np.array([13_933, 46_871, 4_732], dtype=np.uint32)
+
+
 def to_channels(pixels, channels):
-    """`Raster::from_image`: `image.to_luma8()` or `image.to_rgb8()`."""
+    """`Raster::from_image`: grey by `luma_of_rgb` for RGB, else
+    `image.to_luma8()`; or `image.to_rgb8()`."""
     if channels == 1:
         if pixels.ndim == 2:
             return pixels
+        if pixels.shape[2] == 3:
+            weighted = (pixels.astype(np.uint32) * LUMA_FIXED).sum(axis=2)
+            return ((weighted + 32_768) >> 16).astype(np.uint8)
         r, g, b = (pixels[:, :, k].astype(F32) * ONE_255TH for k in range(3))
         # Summed without fused multiply-adds, as in an x86-64 build (an aarch64
         # build of the crate fuses them: one grey level apart on rare pixels).
         y = ((r * LUMA[0]) + g * LUMA[1]) + b * LUMA[2]
         return np.clip(round_half_away(y * F32(255.0)), 0, 255).astype(np.uint8)
     if pixels.ndim == 3:
-        return pixels
+        return pixels[:, :, :3]
     # Grey to RGB goes through v / 255 * 255, which gives v back.
     return np.repeat(pixels[:, :, None], 3, axis=2)
 
@@ -177,48 +187,108 @@ class Letterbox:
         return out if out[2] > out[0] and out[3] > out[1] else None
 
 
-def triangle_taps(n_src, n_out):
-    """The image crate's `resize` with `FilterType::Triangle`, one axis: for
-    each output sample the first source index and the weights (float32,
-    normalised by their float32 sum), zero-padded to one width."""
-    ratio = F32(n_src) / F32(n_out)
-    sratio = max(ratio, F32(1.0))  # shrinking widens the filter: an average, not a sample
-    centre = (np.arange(n_out, dtype=F32) + F32(0.5)) * ratio
-    left = np.clip(np.floor(centre - sratio).astype(np.int64), 0, n_src - 1)
-    right = np.clip(np.ceil(centre + sratio).astype(np.int64), left + 1, n_src)
-    taps = int((right - left).max())
-    centre = centre - F32(0.5)
-    weights = np.zeros((n_out, taps), dtype=F32)
-    total = np.zeros(n_out, dtype=F32)
-    for k in range(taps):
-        x = np.abs(((left + k).astype(F32) - centre) / sratio)
-        w = np.where((x < F32(1.0)) & (left + k < right), F32(1.0) - x, F32(0.0)).astype(F32)
-        weights[:, k] = w
-        total = total + w  # summed in order, as the crate sums them
-    return left, weights / total[:, None]
+def round_f64(x):
+    """Rust's `f64::round` for x >= 0: halves away from zero (Python's
+    round() goes to even)."""
+    whole = math.floor(x)
+    return whole + (1 if x - whole >= 0.5 else 0)
 
 
-def resample(src, left, weights):
-    """Weighted sums of `src`'s rows (axis 0), tap by tap in the crate's
-    order, in float32 (a zero weight past a sample's taps adds exactly
-    nothing)."""
-    out, last = None, src.shape[0] - 1
-    for k in range(weights.shape[1]):
-        rows = src[np.minimum(left + k, last)].astype(F32)
-        term = rows * weights[:, k].reshape((-1,) + (1,) * (src.ndim - 1))
-        out = term if out is None else out + term
+def convolution_taps(n_src, n_out):
+    """`fast_image_resize`'s coefficients for its bilinear (triangle)
+    filter, widened by the downscale factor, on one axis: each output
+    sample's first source index and its weights as the crate's i16 fixed
+    point, with the number of fraction bits (the `precompute_coefficients`
+    and `Normalizer16` of its 6.x, in f64 as there)."""
+    scale = n_src / n_out
+    radius = max(scale, 1.0)
+    window = math.ceil(radius) * 2 + 1
+    recip = 1.0 / radius
+    starts, rows = [], []
+    for o in range(n_out):
+        in_centre = (o + 0.5) * scale
+        first = max(math.floor(in_centre - radius), 0)
+        last = min(math.ceil(in_centre + radius), n_src)
+        centre = in_centre - 0.5
+        start, weights = first, []
+        for x in range(first, last):
+            w = max(1.0 - abs((x - centre) * recip), 0.0)
+            if x == start and w == 0.0:
+                start += 1  # no zero weights at a window's start
+            else:
+                weights.append(w)
+        while weights and weights[-1] == 0.0:
+            weights.pop()  # nor at its end
+        total = 0.0
+        for w in weights:
+            total += w  # summed in order, as the crate sums them
+        starts.append(start)
+        rows.append([w / total for w in weights] if total != 0.0 else weights)
+    widest = max(w for row in rows for w in row) if any(rows) else 0.0
+    # The most fraction bits that keep the largest weight within i16.
+    bits = 0
+    for bits in range(22):
+        if round_f64(widest * (1 << (bits + 1))) >= 1 << 15:
+            break
+    fixed = np.zeros((n_out, max(window, 1)), dtype=np.int64)
+    for o, row in enumerate(rows):
+        fixed[o, :len(row)] = [round_f64(w * (1 << bits)) for w in row]
+    return np.array(starts, dtype=np.int64), fixed, bits
+
+
+def convolve(src, starts, fixed, bits):
+    """One pass along axis 0 in the crate's integers: a half for rounding,
+    the weighted sum, shifted back and clamped to u8."""
+    last = src.shape[0] - 1
+    total = np.full((len(starts),) + src.shape[1:], 1 << (bits - 1), dtype=np.int64)
+    for k in range(fixed.shape[1]):
+        rows = src[np.minimum(starts + k, last)].astype(np.int64)
+        total += rows * fixed[:, k].reshape((-1,) + (1,) * (src.ndim - 1))
+    return np.clip(total >> bits, 0, 255).astype(np.uint8)
+
+
+def halve_grey(pixels):
+    """`raster::halve_grey`: the triangle filter at exactly half size (taps
+    1, 3, 3, 1 on source lines 2o-1 .. 2o+2, renormalised at the edges),
+    exact integer sums, one f32 rounding."""
+    h, w = pixels.shape
+    ow = w // 2
+
+    def taps(o, n):
+        return [(2 * o + k - 2, weight) for k, weight in ((1, 1), (2, 3), (3, 3), (4, 1)) if 0 <= 2 * o + k - 2 < n]
+
+    src = pixels.astype(np.int64)
+    out = np.zeros((h // 2, ow), dtype=np.uint8)
+    for o in range(h // 2):
+        row_taps = taps(o, h)
+        column = sum(weight * src[r] for r, weight in row_taps)
+        vertical = sum(weight for _, weight in row_taps)
+        # Inside: all four taps, times 1 / (8 * vertical) in f32.
+        inner = column[1:w - 3:2] + 3 * (column[2:w - 2:2] + column[3:w - 1:2]) + column[4:w:2]
+        line = (inner.astype(F32) * (F32(1.0) / F32(8 * vertical)) + F32(0.5)).astype(np.uint8)
+        out[o, 1:ow - 1] = line[:max(ow - 2, 0)]
+        # The two edge pixels: their own taps, divided by their weight.
+        for x in {0, ow - 1}:
+            col_taps = taps(x, w)
+            total = sum(weight * int(column[i]) for i, weight in col_taps)
+            weight = sum(weight for _, weight in col_taps)
+            out[o, x] = int(F32(total) / F32(weight * vertical) + F32(0.5))
     return out
 
 
 def resize(pixels, width, height):
-    """`raster::resize`: the image crate's triangle filter, columns first
-    (kept in float32), then rows, rounded half away from zero to u8."""
+    """`raster::resize`: grey at exactly half size by `halve_grey`, else
+    `fast_image_resize`'s convolution, rows first (to u8), then columns."""
     h, w = pixels.shape[:2]
     if (w, h) == (width, height):
         return pixels
-    tall = resample(pixels, *triangle_taps(h, height))
-    wide = resample(tall.swapaxes(0, 1), *triangle_taps(w, width)).swapaxes(0, 1)
-    return round_half_away(np.clip(wide, F32(0), F32(255))).astype(np.uint8)
+    if pixels.ndim == 2 and (2 * width, 2 * height) == (w, h):
+        return halve_grey(pixels)
+    if height != h:
+        pixels = convolve(pixels, *convolution_taps(h, height))
+    if width != w:
+        pixels = convolve(pixels.swapaxes(0, 1), *convolution_taps(w, width)).swapaxes(0, 1)
+    return pixels
 
 
 def letterbox(pixels, width, height):
