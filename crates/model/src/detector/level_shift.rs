@@ -3,9 +3,10 @@
 //! Why per level: one threshold trades the coarse levels (large faces,
 //! portraits) against the finest (small faces, and most false boxes, since
 //! stride 8 has sixteen times stride 32's locations to fire on background).
-//! A shift `s` on a level is the same as a threshold of `logit(t) - s` there,
-//! so one score threshold still serves the decoder, the Pi binary, the ONNX
-//! graph and every evaluation unchanged.
+//! Adding `s` to a level's face logits is the same as moving that level's
+//! threshold from `logit(t)` to `logit(t) - s` in logits, so one score
+//! threshold still serves the decoder, the Pi binary (it reads the folded
+//! bias), the ONNX graph and every evaluation unchanged.
 
 use super::Detector;
 use crate::points::STRIDES;
