@@ -100,7 +100,10 @@ def nested_in(inner, outer, s):
 
 
 def nms(found, s):
-    """found: [x0, y0, x1, y1, score, smile] lists; decode.rs's nms."""
+    """found: [x0, y0, x1, y1, score, smile] lists; decode.rs's nms. Not the
+    example's (NumPy, float32): on a few boxes plain Python is the faster,
+    and this one is inside the peer's timed section (measured: onnxruntime's
+    320x240 median 2.7 ms with this, 3.4-3.5 ms with the example's)."""
     found = sorted(found, key=lambda d: -d[4])
     kept = []
     for d in found:
