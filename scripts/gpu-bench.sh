@@ -111,6 +111,14 @@ TOML
         echo "gpu-bench: CUBECL_CACHE=$CUBECL_CACHE is not a file" >&2
         exit 1
     fi
+    # The device machine has no Vulkan loader: without one the wgpu step finds no adapter
+    # (2026-11-28). Its README's loader packages (`.gl/*.deb`, fetched once, git-ignored)
+    # travel with the stage when present, and the run unpacks them (see VULKAN below).
+    rm -rf "$DIR/gl"
+    if compgen -G "$REPO/.gl/*.deb" >/dev/null; then
+        mkdir -p "$DIR/gl" && cp "$REPO"/.gl/*.deb "$DIR/gl/"
+        echo "gpu-bench: staged the Vulkan loader packages of .gl/" >&2
+    fi
     git -C "$REPO" rev-parse HEAD >"$DIR/COMMIT" 2>/dev/null || true
     # A baseline binary (BASE=path, e.g. a build of the commit before), timed
     # by `grin bench step` in the same call: GPUs of one kind differ by 20%
@@ -285,6 +293,15 @@ done
 # wgpu: the same modes, model, data and batch through wgpu (burn-cubecl's kernels compiled to
 # WGSL, on Vulkan): on a GPU machine its Vulkan driver, on the CPU backend Mesa's lavapipe.
 if ./grin train --help 2>/dev/null | grep -q wgpu; then
+    # VULKAN: on the GPU machine, the staged loader (see --stage) and NVIDIA's driver file.
+    if [ "$BACKEND" = cuda ] && [ -d gl ] && ! ldconfig -p 2>/dev/null | grep -q libvulkan; then
+        for deb in gl/*.deb; do dpkg -x "$deb" / || true; done
+        ldconfig || true
+    fi
+    icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+    if [ "$BACKEND" = cuda ] && [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$icd" ]; then
+        export VK_DRIVER_FILES=$icd
+    fi
     vulkaninfo --summary >"$OUT/vulkan.txt" 2>&1 || echo "no vulkaninfo" >"$OUT/vulkan.txt"
     step wgpu-modes ./grin bench modes "${CONFIG[@]}" --backend wgpu --samples "$SAMPLES" --runs-dir "$OUT/runs-wgpu" \
         --steps "$STEPS" --json "$OUT/wgpu-modes.json" || true
