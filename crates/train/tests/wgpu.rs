@@ -342,9 +342,10 @@ fn burns_to_device_between_two_wgpu_devices_still_panics() {
     assert_eq!(host.into_data().to_vec::<f32>().unwrap(), [1.0, 2.0]);
 }
 
-/// Steps of the run: the point where `learns.rs`'s CPU run (the same
-/// recipe) has its AP well above an untrained model's and still rising.
-const STEPS: usize = 400;
+/// Steps of the run: enough for the loss to fall by about 30% (measured at
+/// 200: 2.90 -> 1.99 on the CPU, 2.93 -> 2.01 on lavapipe), few enough for
+/// CI, where lavapipe steps at about 0.9 a second (400 steps took 7.5 min).
+const STEPS: usize = 200;
 
 #[test]
 fn a_short_run_on_wgpu_reaches_the_cpus_loss_and_ap() {
@@ -394,13 +395,14 @@ fn a_short_run_on_wgpu_reaches_the_cpus_loss_and_ap() {
     assert!((cpu_losses[0] - gpu_losses[0]).abs() <= 0.05 * cpu_losses[0], "first interval differs");
     // Then the runs part as rounding differences grow through the steps,
     // like two CPU runs (not bit-deterministic either, `learns.rs`). The
-    // margin: within 15% of the CPU's loss, and an AP on 96 scenes no more
-    // than 0.1 below the CPU's, while the run itself moves the loss by a
-    // factor of about 2 and AP by over 0.3 (`learns.rs`): a step that were
-    // wrong would not land there. AP is bounded on one side only: at 400
-    // steps it is on the steep part of its rise, so runs whose losses agree
-    // to 0.2% still part on AP (CI: cpu 0.275, wgpu 0.377), and a device
-    // step that trains a better model than the CPU's is no defect.
+    // margin: within 15% of the CPU's loss, while the run itself moves the
+    // loss by about 30% (1.2% apart at 200 steps here): a step that were
+    // wrong would not land there. AP on 96 scenes only guards the device's
+    // outputs (NaN or a dead head scores 0): at 200 steps it has just begun
+    // to rise (cpu 0.124, wgpu 0.171 here; at 400, cpu 0.275, wgpu 0.377 in
+    // CI), runs whose losses agree to 1% part on it, and a device step that
+    // trains a better model than the CPU's is no defect, so it is bounded
+    // on one side.
     assert!((gpu_loss - cpu_loss).abs() <= 0.15 * cpu_loss, "loss: cpu {cpu_loss}, wgpu {gpu_loss}");
     assert!(gpu_ap >= cpu_ap - 0.1, "AP: cpu {cpu_ap}, wgpu {gpu_ap}");
     assert!(gpu_loss < 0.75 * gpu_losses[0], "wgpu's loss should fall: {gpu_losses:?}");
