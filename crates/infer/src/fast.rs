@@ -22,6 +22,7 @@
 
 mod kernels;
 mod planes;
+mod pool;
 
 use grin_model::kernels::lines::LineLayout;
 use grin_model::{FoldedConv, FoldedDetector};
@@ -37,8 +38,10 @@ use rayon::prelude::*;
 /// 640x480, 192 KiB slower at both.
 const BAND_BYTES: usize = 96 * 1024;
 
-/// A feature map, `[channels, height, width]`.
-#[derive(Debug, Clone)]
+/// A feature map, `[channels, height, width]`. Its memory goes back to the
+/// thread's [`pool`] when it is dropped, for the next map to take (`Clone`
+/// and `Drop` are there).
+#[derive(Debug)]
 pub(crate) struct Map {
     pub channels: usize,
     pub height: usize,
@@ -265,7 +268,7 @@ impl FastDetector {
         let len = channels * height * width;
         // Not zeroed first: every band writes every value of its rows, and
         // zeroing a 640x480 frame's maps cost a tenth of its time.
-        let mut data = Vec::<f32>::with_capacity(len);
+        let mut data = pool::take(len);
         self.run(group, x, Planes::uninit(&mut data.spare_capacity_mut()[..len], height * width), parallel);
         // SAFETY: `len <= capacity`, and `run` wrote all `len` values: its
         // bands cover every row (asserted there) of every plane, and each
@@ -368,8 +371,17 @@ impl Scratch {
             .chain(group.pointwise.iter().map(|p| p.out_channels))
             .max()
             .unwrap_or(0);
-        let between = || vec![0.0f32; widest * rows * width];
-        Scratch { lines: vec![0.0; lines], between: [between(), between()] }
+        let between = || pool::zeroed(widest * rows * width);
+        Scratch { lines: pool::zeroed(lines), between: [between(), between()] }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let [a, b] = &mut self.between;
+        for v in [&mut self.lines, a, b] {
+            pool::give(std::mem::take(v));
+        }
     }
 }
 
