@@ -221,7 +221,11 @@ impl FastDetector {
         let mut kept: Vec<Option<Map>> = vec![None; self.trunk.len()];
         let mut x = input;
         for (i, group) in self.trunk.iter().enumerate() {
-            x = self.run_to_map(group, &x, parallel);
+            let next = self.run_to_map(group, &x, parallel);
+            let read = std::mem::replace(&mut x, next);
+            if i == 0 {
+                read.free();
+            }
             if self.heads.iter().any(|h| h.ready() > i && (h.after == i || h.fuse.as_ref().is_some_and(|f| f.0 == i))) {
                 kept[i] = Some(x.clone());
             }
