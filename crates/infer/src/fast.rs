@@ -28,6 +28,7 @@ use grin_model::kernels::lines::LineLayout;
 use grin_model::{FoldedConv, FoldedDetector};
 use kernels::{Conv3x3Band, PackedPointwise, PointwiseBand};
 use planes::Planes;
+use pool::Scratch;
 use rayon::prelude::*;
 
 /// A band's scratch (the values between a group's layers and the 3x3
@@ -131,6 +132,11 @@ impl Head {
     fn ready(&self) -> usize {
         self.fuse.as_ref().map_or(self.after, |(from, _)| self.after.max(*from))
     }
+
+    /// Whether the head reads trunk group `j`'s output.
+    fn reads(&self, j: usize) -> bool {
+        self.after == j || self.fuse.as_ref().is_some_and(|(from, _)| *from == j)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -217,29 +223,32 @@ impl FastDetector {
         let total: usize = levels.iter().map(|(h, w)| h * w).sum();
         let mut raw = vec![0.0f32; self.outputs * total];
         let raw_planes = Planes::writing(&mut raw, total);
-        // Trunk outputs a head reads after the trunk has moved past them.
-        let mut kept: Vec<Option<Map>> = vec![None; self.trunk.len()];
-        let mut x = input;
+        // Trunk groups' outputs, each dropped once no later step reads it
+        // (the next group, a head not yet run): no map is copied for a head.
+        let mut outs: Vec<Option<Map>> = Vec::with_capacity(self.trunk.len());
+        let mut input = Some(input);
         for (i, group) in self.trunk.iter().enumerate() {
-            let next = self.run_to_map(group, &x, parallel);
-            let read = std::mem::replace(&mut x, next);
-            if i == 0 {
-                read.free();
+            let x = if i == 0 { input.as_ref() } else { outs[i - 1].as_ref() };
+            outs.push(Some(self.run_to_map(group, x.expect("the group before's output"), parallel)));
+            if let Some(frame) = input.take() {
+                frame.free();
             }
-            if self.heads.iter().any(|h| h.ready() > i && (h.after == i || h.fuse.as_ref().is_some_and(|f| f.0 == i))) {
-                kept[i] = Some(x.clone());
-            }
+            let read_later = |j: usize, level: usize| {
+                j == i || self.heads.iter().enumerate().any(|(l, h)| l != level && h.ready() >= i && h.reads(j))
+            };
             for (level, head) in self.heads.iter().enumerate().filter(|(_, h)| h.ready() == i) {
-                let read = |j: usize| if j == i { &x } else { kept[j].as_ref().expect("kept for a later head") };
-                let fused;
-                let mut y = read(head.after);
-                if let Some((from, lateral)) = &head.fuse {
-                    let coarse = self.run_to_map(lateral, read(*from), parallel);
-                    let mut into = y.clone();
+                let fused = head.fuse.as_ref().map(|(from, lateral)| {
+                    let coarse = self.run_to_map(lateral, outs[*from].as_ref().expect("kept for a head"), parallel);
+                    // Fused in place when no one else reads the finer map.
+                    let mut into = match read_later(head.after, level) {
+                        true => outs[head.after].clone(),
+                        false => outs[head.after].take(),
+                    }
+                    .expect("kept for a head");
                     grin_model::add_upsampled(&mut into.data, &coarse.data, into.channels, into.height, into.width);
-                    fused = into;
-                    y = &fused;
-                }
+                    into
+                });
+                let y = fused.as_ref().or(outs[head.after].as_ref()).expect("kept for a head");
                 let (last, inner) = head.groups.split_last().expect("a head has layers");
                 let mut mid: Option<Map> = None;
                 for group in inner {
@@ -249,6 +258,11 @@ impl FastDetector {
                 let offset: usize = levels[..level].iter().map(|(h, w)| h * w).sum();
                 assert_eq!(last.out_size(y.height, y.width), levels[level], "level sizes");
                 self.run(last, y, raw_planes.at(offset), parallel);
+            }
+            for (j, out) in outs.iter_mut().enumerate().take(i) {
+                if !self.heads.iter().any(|h| h.ready() > i && h.reads(j)) {
+                    *out = None;
+                }
             }
         }
         raw
@@ -350,41 +364,6 @@ impl FastDetector {
             // `*mut` to share the type).
             self.arch.dispatch(PointwiseBand { conv, input, out: dst, pixels });
             input = dst;
-        }
-    }
-}
-
-/// One band's buffers, reused band after band on one thread.
-struct Scratch {
-    /// The 3x3 conv's padded input lines (zero where no row writes).
-    lines: Vec<f32>,
-    /// Two buffers the group's layers write to and read from in turn.
-    between: [Vec<f32>; 2],
-}
-
-impl Scratch {
-    fn new(group: &Group, layout: Option<LineLayout>, rows: usize, width: usize) -> Scratch {
-        let lines = match (&group.conv3x3, layout) {
-            (Some(c), Some(l)) => l.lines(rows) * l.len * if c.depthwise { 1 } else { c.in_channels },
-            _ => 0,
-        };
-        let widest = group
-            .conv3x3
-            .iter()
-            .map(|c| c.out_channels)
-            .chain(group.pointwise.iter().map(|p| p.out_channels))
-            .max()
-            .unwrap_or(0);
-        let between = || pool::zeroed(widest * rows * width);
-        Scratch { lines: pool::zeroed(lines), between: [between(), between()] }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let [a, b] = &mut self.between;
-        for v in [&mut self.lines, a, b] {
-            pool::give(std::mem::take(v));
         }
     }
 }

@@ -8,7 +8,8 @@
 //! the pass took 4.0 ms instead of 2.6. Kept per thread, so that a band's
 //! scratch on a pool thread needs no lock.
 
-use super::Map;
+use super::{Group, Map};
+use grin_model::kernels::lines::LineLayout;
 use std::cell::RefCell;
 
 /// Buffers one thread keeps at most: a pass holds a handful at once (the
@@ -20,10 +21,10 @@ thread_local! {
     static FREE: RefCell<Vec<Vec<f32>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// An empty vector with room for `len` floats: the smallest kept one that
-/// has it (frame after frame at one size, one of exactly that size), or a
-/// new one.
-pub(super) fn take(len: usize) -> Vec<f32> {
+/// A vector with room for `len` floats, as it was given back: the smallest
+/// kept one that has the room (frame after frame at one size, one of
+/// exactly that size), or a new one.
+fn kept(len: usize) -> Vec<f32> {
     let kept = FREE
         .try_with(|free| {
             let mut free = free.borrow_mut();
@@ -33,8 +34,23 @@ pub(super) fn take(len: usize) -> Vec<f32> {
         .ok()
         .flatten();
     let mut v = kept.unwrap_or_default();
+    v.reserve_exact(len.saturating_sub(v.len()));
+    v
+}
+
+/// An empty vector with room for `len` floats.
+pub(super) fn take(len: usize) -> Vec<f32> {
+    let mut v = kept(len);
     v.clear();
-    v.reserve_exact(len);
+    v
+}
+
+/// `len` floats holding whatever the buffer last held (zeros past that):
+/// for memory that every reader writes before it reads.
+pub(super) fn reused(len: usize) -> Vec<f32> {
+    let mut v = kept(len);
+    v.truncate(len);
+    v.resize(len, 0.0);
     v
 }
 
@@ -60,6 +76,44 @@ pub(super) fn give(v: Vec<f32>) {
             free.swap_remove(smallest);
         }
     });
+}
+
+/// One band's buffers, reused band after band on one thread, and taken
+/// from and given back to the pool.
+pub(super) struct Scratch {
+    /// The 3x3 conv's padded input lines (zero where no row writes).
+    pub lines: Vec<f32>,
+    /// Two buffers the group's layers write to and read from in turn.
+    pub between: [Vec<f32>; 2],
+}
+
+impl Scratch {
+    pub(super) fn new(group: &Group, layout: Option<LineLayout>, rows: usize, width: usize) -> Scratch {
+        let lines = match (&group.conv3x3, layout) {
+            (Some(c), Some(l)) => l.lines(rows) * l.len * if c.depthwise { 1 } else { c.in_channels },
+            _ => 0,
+        };
+        let widest = group
+            .conv3x3
+            .iter()
+            .map(|c| c.out_channels)
+            .chain(group.pointwise.iter().map(|p| p.out_channels))
+            .max()
+            .unwrap_or(0);
+        // Every layer writes its rows whole before the next reads them, so
+        // what these held before needs no zeroing.
+        let between = || reused(widest * rows * width);
+        Scratch { lines: zeroed(lines), between: [between(), between()] }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let [a, b] = &mut self.between;
+        for v in [&mut self.lines, a, b] {
+            give(std::mem::take(v));
+        }
+    }
 }
 
 impl Clone for Map {
