@@ -240,11 +240,9 @@ impl FastDetector {
                 let fused = head.fuse.as_ref().map(|(from, lateral)| {
                     let coarse = self.run_to_map(lateral, outs[*from].as_ref().expect("kept for a head"), parallel);
                     // Fused in place when no one else reads the finer map.
-                    let mut into = match read_later(head.after, level) {
-                        true => outs[head.after].clone(),
-                        false => outs[head.after].take(),
-                    }
-                    .expect("kept for a head");
+                    let finer = &mut outs[head.after];
+                    let into = if read_later(head.after, level) { finer.clone() } else { finer.take() };
+                    let mut into = into.expect("kept for a head");
                     grin_model::add_upsampled(&mut into.data, &coarse.data, into.channels, into.height, into.width);
                     into
                 });
