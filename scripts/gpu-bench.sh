@@ -294,13 +294,15 @@ done
 # WGSL, on Vulkan): on a GPU machine its Vulkan driver, on the CPU backend Mesa's lavapipe.
 if ./grin train --help 2>/dev/null | grep -q wgpu; then
     # VULKAN: on the GPU machine, the staged loader (see --stage) and NVIDIA's driver file.
-    if [ "$BACKEND" = cuda ] && [ -d gl ] && ! ldconfig -p 2>/dev/null | grep -q libvulkan; then
-        for deb in gl/*.deb; do dpkg -x "$deb" / || true; done
-        ldconfig || true
-    fi
-    icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-    if [ "$BACKEND" = cuda ] && [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$icd" ]; then
-        export VK_DRIVER_FILES=$icd
+    if [ "$BACKEND" = cuda ]; then
+        if [ -d gl ] && ! ldconfig -p 2>/dev/null | grep -q libvulkan; then
+            for deb in gl/*.deb; do dpkg -x "$deb" / || true; done
+            ldconfig || true
+        fi
+        icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+        if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$icd" ]; then
+            export VK_DRIVER_FILES=$icd
+        fi
     fi
     vulkaninfo --summary >"$OUT/vulkan.txt" 2>&1 || echo "no vulkaninfo" >"$OUT/vulkan.txt"
     step wgpu-modes ./grin bench modes "${CONFIG[@]}" --backend wgpu --samples "$SAMPLES" --runs-dir "$OUT/runs-wgpu" \

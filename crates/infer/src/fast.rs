@@ -85,13 +85,17 @@ impl Group {
         let outputs: Vec<usize> =
             self.conv3x3.iter().map(|c| c.out_channels).chain(self.pointwise.iter().map(|p| p.out_channels)).collect();
         let between: usize = outputs[..outputs.len() - 1].iter().sum::<usize>() * width;
-        let lines = match (&self.conv3x3, layout) {
-            (Some(c), Some(l)) => {
-                l.lines(1).saturating_sub(l.lines(0)) * l.len * if c.depthwise { 1 } else { c.in_channels }
-            }
+        between + self.line_floats(layout, 1).saturating_sub(self.line_floats(layout, 0))
+    }
+
+    /// Floats of the 3x3 conv's padded input lines for a band of `rows`
+    /// output rows: every input plane's for a dense conv, one for a
+    /// depthwise one (planes are done one by one).
+    fn line_floats(&self, layout: Option<LineLayout>, rows: usize) -> usize {
+        match (&self.conv3x3, layout) {
+            (Some(c), Some(l)) => l.lines(rows) * l.len * if c.depthwise { 1 } else { c.in_channels },
             _ => 0,
-        };
-        between + lines
+        }
     }
 }
 
@@ -233,15 +237,13 @@ impl FastDetector {
             if let Some(frame) = input.take() {
                 frame.free();
             }
-            let read_later = |j: usize, level: usize| {
-                j == i || self.heads.iter().enumerate().any(|(l, h)| l != level && h.ready() >= i && h.reads(j))
-            };
             for (level, head) in self.heads.iter().enumerate().filter(|(_, h)| h.ready() == i) {
                 let fused = head.fuse.as_ref().map(|(from, lateral)| {
                     let coarse = self.run_to_map(lateral, outs[*from].as_ref().expect("kept for a head"), parallel);
-                    // Fused in place when no one else reads the finer map.
+                    // Fused in place unless the next group or another head reads the finer map.
+                    let shared = head.after == i || self.heads.iter().filter(|h| h.reads(head.after)).count() > 1;
                     let finer = &mut outs[head.after];
-                    let into = if read_later(head.after, level) { finer.clone() } else { finer.take() };
+                    let into = if shared { finer.clone() } else { finer.take() };
                     let mut into = into.expect("kept for a head");
                     grin_model::add_upsampled(&mut into.data, &coarse.data, into.channels, into.height, into.width);
                     into

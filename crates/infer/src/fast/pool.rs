@@ -89,10 +89,7 @@ pub(super) struct Scratch {
 
 impl Scratch {
     pub(super) fn new(group: &Group, layout: Option<LineLayout>, rows: usize, width: usize) -> Scratch {
-        let lines = match (&group.conv3x3, layout) {
-            (Some(c), Some(l)) => l.lines(rows) * l.len * if c.depthwise { 1 } else { c.in_channels },
-            _ => 0,
-        };
+        let lines = group.line_floats(layout, rows);
         let widest = group
             .conv3x3
             .iter()
