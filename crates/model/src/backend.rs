@@ -172,6 +172,11 @@ impl<B: DetectorBackend, C: CheckpointStrategy> DetectorBackend for Autodiff<B, 
             burn_ops::batch_norm_train::<Self>(x, gamma, beta, settings)
         }
     }
+
+    /// The inner backend's values: no copy on ndarray.
+    fn with_values<R>(x: FloatTensor<Self>, f: impl FnOnce(&[f32]) -> R) -> R {
+        B::with_values(<Self as AutodiffBackend>::inner(x), f)
+    }
 }
 
 #[cfg(feature = "cuda")]

@@ -133,15 +133,15 @@ impl<B: Backend> Head<B> {
         let [o, i, kh, kw] = self.out.weight.dims();
         mix + (h * w * o * i * kh * kw) as u64
     }
+}
 
+impl<B: DetectorBackend> Head<B> {
     fn folded(&self) -> Vec<FoldedConv> {
         let mut convs: Vec<FoldedConv> = self.mix.layers().iter().map(|layer| layer.folded()).collect();
         convs.push(folded_conv(&self.out, false));
         convs
     }
-}
 
-impl<B: DetectorBackend> Head<B> {
     /// `[batch, OUTPUTS, points of this level]`.
     fn forward(&self, x: FeatureMap<B>) -> Tensor<B, 3> {
         conv(&self.out, self.mix.forward(x)).values
@@ -193,6 +193,25 @@ impl<B: DetectorBackend> Detector<B> {
             |head, x| head.forward(x),
         );
         DetectorOutput { raw: Tensor::cat(levels, 2) }
+    }
+
+    /// The weights as plain data with BatchNorm folded in, for an engine
+    /// that runs without Burn (the Pi's); see [`crate::folded`].
+    pub fn folded(&self) -> FoldedDetector {
+        let trunk = std::cell::RefCell::new(Vec::new());
+        // The state: the trunk layer a head reads, and the fusion into it.
+        let heads = self.walk(
+            (0, None),
+            |layer, _| {
+                trunk.borrow_mut().push(layer.folded());
+                (trunk.borrow().len() - 1, None)
+            },
+            |top_down, (into, _), (from, _)| {
+                (into, Some(FoldedFuse { from, lateral: folded_conv(&top_down.lateral, false) }))
+            },
+            |head, (after, fuse)| FoldedHead { after, fuse, convs: head.folded() },
+        );
+        FoldedDetector { trunk: trunk.into_inner(), heads }
     }
 }
 
@@ -307,25 +326,6 @@ impl<B: Backend> Detector<B> {
         };
         let heads: u64 = self.walk((h, w), trunk_layer, fuse, |head, (h, w)| head.macs(h, w)).into_iter().sum();
         trunk + fusion + heads
-    }
-
-    /// The weights as plain data with BatchNorm folded in, for an engine
-    /// that runs without Burn (the Pi's); see [`crate::folded`].
-    pub fn folded(&self) -> FoldedDetector {
-        let trunk = std::cell::RefCell::new(Vec::new());
-        // The state: the trunk layer a head reads, and the fusion into it.
-        let heads = self.walk(
-            (0, None),
-            |layer, _| {
-                trunk.borrow_mut().push(layer.folded());
-                (trunk.borrow().len() - 1, None)
-            },
-            |top_down, (into, _), (from, _)| {
-                (into, Some(FoldedFuse { from, lateral: folded_conv(&top_down.lateral, false) }))
-            },
-            |head, (after, fuse)| FoldedHead { after, fuse, convs: head.folded() },
-        );
-        FoldedDetector { trunk: trunk.into_inner(), heads }
     }
 }
 

@@ -17,7 +17,7 @@
 
 use super::planes::Planes;
 use grin_model::kernels::lines::LineLayout;
-use grin_model::kernels::simd::{load, store};
+use grin_model::kernels::simd::{load, store, taps_sum};
 use grin_model::FoldedConv;
 use pulp::{Simd, WithSimd};
 
@@ -166,34 +166,6 @@ impl<S: Simd> Band<'_, S> {
             }
         }
     }
-}
-
-/// `NV` vectors of one output row from column `j`: the sum over input
-/// planes and taps, in that order.
-///
-/// # Safety
-///
-/// Every `tap[k] + j + v * lanes` for `v < NV` must start a whole vector of
-/// readable floats (the lines of a [`LineLayout`], whose `len` pads each
-/// line by a vector).
-#[inline(always)]
-unsafe fn taps_sum<S: Simd, const NV: usize>(
-    simd: S,
-    taps: &[[*const f32; 9]],
-    weights: &[[S::f32s; 9]],
-    j: usize,
-) -> [S::f32s; NV] {
-    let lanes = S::F32_LANES;
-    let mut acc = [simd.splat_f32s(0.0); NV];
-    for (tap, w) in taps.iter().zip(weights) {
-        for k in 0..9 {
-            for (v, a) in acc.iter_mut().enumerate() {
-                // SAFETY: the caller's bound.
-                *a = simd.mul_add_f32s(w[k], unsafe { load::<S>(tap[k].add(j + v * lanes)) }, *a);
-            }
-        }
-    }
-    acc
 }
 
 /// 1x1 conv weights packed for the kernel: blocks of [`PW_ROWS`] output

@@ -117,13 +117,10 @@ pub(crate) fn forward(layer: &Layer, x: Input, act: &mut Act) {
     if let Kind::Depthwise { stride } = layer.kind {
         // Convolve, then normalise while the channel's row is in cache.
         let plane = Plane3x3::new(x.height, x.width, stride);
-        let (out_plane, in_row) = (plane.out_len(), batch * in_plane);
+        let in_row = batch * in_plane;
+        // Channel c's planes of every image, in one call.
         let conv = |c: usize, out: &mut [f32]| {
-            let w = &layer.weight[c * 9..][..9];
-            for (o, xp) in out.chunks_exact_mut(out_plane).zip(x.values[c * in_row..][..in_row].chunks_exact(in_plane))
-            {
-                plane.forward(&[xp], w, &mut [o]);
-            }
+            plane.forward(&[&x.values[c * in_row..][..in_row]], &layer.weight[c * 9..][..9], &mut [out]);
         };
         match &layer.norm {
             Some(n) => set_stats(
@@ -283,13 +280,9 @@ fn depthwise_backward(
             let w = &layer.weight[c * 9..][..9];
             let input = &x.values[c * in_row..][..in_row];
             let mut taps = [0.0f32; 9];
-            for (g, xp) in dz.chunks_exact(out_plane).zip(input.chunks_exact(in_plane)) {
-                plane.weight_grad(&[xp], &[g], &mut taps);
-            }
+            plane.weight_grad(&[input], &[dz], &mut taps);
             if let Some(dx_row) = dx_row {
-                for (g, d) in dz.chunks_exact(out_plane).zip(dx_row.chunks_exact_mut(in_plane)) {
-                    plane.input_grad(g, w, d, accumulate);
-                }
+                plane.input_grad(dz, w, dx_row, accumulate);
             }
             (sums, taps)
         })

@@ -23,6 +23,7 @@ mod rows;
 pub use layer::LayerGrads;
 pub use loss::{Labels, LossValues};
 
+use crate::backend::DetectorBackend;
 use crate::detector::{Detector, Trainable};
 use crate::loss::LossWeights;
 use crate::points::Points;
@@ -181,7 +182,7 @@ impl CpuStep {
     /// Loss and gradients of one batch, with each phase reported to `phase`
     /// as it ends (for timing); the layers' gradients are in
     /// [`Detector::trainables`] order.
-    pub fn run<B: Backend>(
+    pub fn run<B: DetectorBackend>(
         &mut self,
         model: &Detector<B>,
         batch: Batch,
@@ -202,14 +203,14 @@ impl CpuStep {
 
     /// The training forward pass alone (batch statistics, no loss): `T_i`
     /// timed on the ops the step runs.
-    pub fn forward_only<B: Backend>(&mut self, model: &Detector<B>, batch: Batch) {
+    pub fn forward_only<B: DetectorBackend>(&mut self, model: &Detector<B>, batch: Batch) {
         self.forward(&Net::new(model), &batch);
     }
 
     /// [`CpuStep::run`] as Burn's optimizer takes it: gradients keyed by
     /// parameter, and the BatchNorm running averages updated as Burn's
     /// `BatchNorm` updates them in training.
-    pub fn gradients<B: AutodiffBackend>(
+    pub fn gradients<B: AutodiffBackend + DetectorBackend>(
         &mut self,
         model: &Detector<B>,
         batch: Batch,

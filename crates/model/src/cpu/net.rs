@@ -3,10 +3,10 @@
 //! `forward` and `folded` ([`crate::Detector::trainables`]), so the step
 //! knows no layer order, width or tap of its own.
 
+use crate::backend::DetectorBackend;
 use crate::detector::{Detector, Trainable};
 use crate::folded::FoldedConv;
 use crate::layers::folded_conv;
-use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
 /// How a conv reads its input.
@@ -74,12 +74,12 @@ pub(crate) struct Net {
     pub outputs: Vec<usize>,
 }
 
-fn values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
-    t.into_data().convert::<f32>().to_vec::<f32>().expect("f32 parameters")
+fn values<B: DetectorBackend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    B::with_values(t.into_primitive().tensor(), <[f32]>::to_vec)
 }
 
 impl Net {
-    pub(crate) fn new<B: Backend>(model: &Detector<B>) -> Net {
+    pub(crate) fn new<B: DetectorBackend>(model: &Detector<B>) -> Net {
         let (trainables, heads) = model.trainables();
         let layers: Vec<Layer> = trainables
             .iter()

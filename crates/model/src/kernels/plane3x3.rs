@@ -13,7 +13,7 @@
 //! wrote the output row nine times.
 
 use super::lines::LineLayout;
-use super::simd::{load, store};
+use super::simd::{load, store, taps_sum};
 use pulp::{Arch, Simd, WithSimd};
 use std::cell::RefCell;
 
@@ -53,36 +53,49 @@ impl Plane3x3 {
         self.out_h * self.out_w
     }
 
-    /// `outs[o] = sum over i of conv(xs[i], w[(o * xs.len() + i) * 9..][..9])`:
-    /// a depthwise conv has one input and one output plane, a dense one
-    /// several of each (the inputs are padded once for all outputs).
+    /// How many images' planes `ins` (inputs) and `outs` (outputs) each
+    /// hold back to back: one dispatch, one set of splatted taps and one
+    /// fill of the lines per image serve a whole batch row.
+    fn images(&self, ins: &[&[f32]], outs: &[usize]) -> usize {
+        let images = ins.first().map_or(0, |x| x.len() / self.in_len().max(1));
+        assert!(ins.iter().all(|x| x.len() == images * self.in_len()), "3x3 input plane size");
+        assert!(outs.iter().all(|&o| o == images * self.out_len()), "3x3 output plane size");
+        images
+    }
+
+    /// `outs[o] = sum over i of conv(xs[i], w[(o * xs.len() + i) * 9..][..9])`,
+    /// image by image when the slices hold several images' planes back to
+    /// back: a depthwise conv has one input and one output plane, a dense
+    /// one several of each (an image's inputs are padded once for all
+    /// outputs).
     pub(crate) fn forward(&self, xs: &[&[f32]], w: &[f32], outs: &mut [&mut [f32]]) {
-        assert!(xs.iter().all(|x| x.len() == self.in_len()), "3x3 input plane size");
+        let images = self.images(xs, &outs.iter().map(|o| o.len()).collect::<Vec<_>>());
         assert_eq!(w.len(), 9 * xs.len() * outs.len(), "3x3 taps");
-        assert!(outs.iter().all(|o| o.len() == self.out_len()), "3x3 output plane size");
         LINES.with_borrow_mut(|lines| {
             let p = *self;
-            p.arch.dispatch(Forward { p, xs, w, outs, lines, accumulate: false, flip: false });
+            p.arch.dispatch(Forward { p, images, xs, w, outs, lines, accumulate: false, flip: false });
         });
     }
 
     /// `taps[(o * xs.len() + i) * 9..][..9] += ` the taps' gradient for
-    /// input plane `xs[i]` from output `o`'s gradient `gs[o]`.
+    /// input plane `xs[i]` from output `o`'s gradient `gs[o]`, summed over
+    /// the images the slices hold.
     pub(crate) fn weight_grad(&self, xs: &[&[f32]], gs: &[&[f32]], taps: &mut [f32]) {
-        assert!(xs.iter().all(|x| x.len() == self.in_len()), "3x3 input plane size");
+        let images = self.images(xs, &gs.iter().map(|g| g.len()).collect::<Vec<_>>());
         assert_eq!(taps.len(), 9 * xs.len() * gs.len(), "3x3 taps");
-        assert!(gs.iter().all(|g| g.len() == self.out_len()), "3x3 output gradient size");
         LINES.with_borrow_mut(|lines| {
             let p = *self;
-            p.arch.dispatch(WeightGrad { p, xs, gs, taps, lines });
+            p.arch.dispatch(WeightGrad { p, images, xs, gs, taps, lines });
         });
     }
 
-    /// `dx = conv^T(g)` with taps `w`, or `dx +=` it when `accumulate`.
+    /// `dx = conv^T(g)` with taps `w`, or `dx +=` it when `accumulate`,
+    /// image by image.
     pub(crate) fn input_grad(&self, g: &[f32], w: &[f32], dx: &mut [f32], accumulate: bool) {
-        assert_eq!(g.len(), self.out_len(), "3x3 output gradient size");
         assert_eq!(w.len(), 9, "3x3 taps");
-        assert_eq!(dx.len(), self.in_len(), "3x3 input gradient size");
+        let images = g.len() / self.out_len().max(1);
+        assert_eq!(g.len(), images * self.out_len(), "3x3 output gradient size");
+        assert_eq!(dx.len(), images * self.in_len(), "3x3 input gradient size");
         LINES.with_borrow_mut(|lines| {
             let p = *self;
             if p.stride == 1 {
@@ -90,9 +103,9 @@ impl Plane3x3 {
                 // gradient with the taps turned half a turn.
                 let same = Plane3x3 { in_h: p.out_h, in_w: p.out_w, ..p };
                 let outs: &mut [&mut [f32]] = &mut [dx];
-                p.arch.dispatch(Forward { p: same, xs: &[g], w, outs, lines, accumulate, flip: true });
+                p.arch.dispatch(Forward { p: same, images, xs: &[g], w, outs, lines, accumulate, flip: true });
             } else {
-                p.arch.dispatch(InputGrad2 { p, g, w, dx, lines, accumulate });
+                p.arch.dispatch(InputGrad2 { p, images, g, w, dx, lines, accumulate });
             }
         });
     }
@@ -117,21 +130,24 @@ fn tap_rows(
     }
 }
 
-/// Fills the lines of every input plane; returns floats per plane.
+/// Fills the lines of image `b`'s plane of every input; returns floats per
+/// plane.
 #[inline(always)]
-fn fill_lines(layout: &LineLayout, rows: usize, xs: &[&[f32]], lines: &mut Vec<f32>) -> usize {
+fn fill_lines(layout: &LineLayout, rows: usize, xs: &[&[f32]], b: usize, lines: &mut Vec<f32>) -> usize {
     let per_plane = layout.lines(rows) * layout.len;
     if lines.len() < xs.len() * per_plane {
         lines.resize(xs.len() * per_plane, 0.0);
     }
+    let in_len = layout.in_height * layout.in_width;
     for (i, x) in xs.iter().enumerate() {
-        layout.fill(x, 0, rows, &mut lines[i * per_plane..][..per_plane]);
+        layout.fill(&x[b * in_len..][..in_len], 0, rows, &mut lines[i * per_plane..][..per_plane]);
     }
     per_plane
 }
 
 struct Forward<'a, 'o> {
     p: Plane3x3,
+    images: usize,
     xs: &'a [&'a [f32]],
     w: &'a [f32],
     outs: &'a mut [&'o mut [f32]],
@@ -146,20 +162,30 @@ impl WithSimd for Forward<'_, '_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
-        let Forward { p, xs, w, outs, lines, accumulate, flip } = self;
-        let lanes = S::F32_LANES;
-        let layout = LineLayout::new(p.stride, p.in_h, p.in_w, lanes);
-        let per_plane = fill_lines(&layout, p.out_h, xs, lines);
+        let Forward { p, images, xs, w, outs, lines, accumulate, flip } = self;
+        let layout = LineLayout::new(p.stride, p.in_h, p.in_w, S::F32_LANES);
         let planes = xs.len();
+        // Every output's taps, splatted once for all images.
+        let tap = |at: usize, k: usize| w[at * 9 + if flip { 8 - k } else { k }];
+        let weights: Vec<[S::f32s; 9]> =
+            (0..planes * outs.len()).map(|at| std::array::from_fn(|k| simd.splat_f32s(tap(at, k)))).collect();
         let mut taps = vec![[std::ptr::null::<f32>(); 9]; planes];
-        for (o, out) in outs.iter_mut().enumerate() {
-            let w = &w[o * planes * 9..][..planes * 9];
-            forward_plane(simd, p, &layout, lines, per_plane, w, flip, accumulate, &mut taps, out);
+        let out_len = p.out_len();
+        for b in 0..images {
+            let per_plane = fill_lines(&layout, p.out_h, xs, b, lines);
+            for (o, out) in outs.iter_mut().enumerate() {
+                let out = &mut out[b * out_len..][..out_len];
+                let w = &weights[o * planes..][..planes];
+                forward_plane(simd, p, &layout, lines, per_plane, w, accumulate, &mut taps, out);
+            }
         }
     }
 }
 
-/// One output plane of [`Forward`] from the filled lines.
+/// One output plane of [`Forward`] from the filled lines: four vectors at
+/// a time while the row lasts (four independent sums keep the FMA units
+/// busy where one sum waits on each add), then one, then the row's last
+/// values as one vector ending at the row's end, as the Pi engine does.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn forward_plane<S: Simd>(
@@ -168,64 +194,68 @@ fn forward_plane<S: Simd>(
     layout: &LineLayout,
     lines: &[f32],
     per_plane: usize,
-    w: &[f32],
-    flip: bool,
+    weights: &[[S::f32s; 9]],
     accumulate: bool,
     taps: &mut [[*const f32; 9]],
     out: &mut [f32],
 ) {
-    {
-        let lanes = S::F32_LANES;
-        let planes = taps.len();
-        let tap = |plane: usize, k: usize| w[plane * 9 + if flip { 8 - k } else { k }];
-        let weights: Vec<[S::f32s; 9]> =
-            (0..planes).map(|plane| std::array::from_fn(|k| simd.splat_f32s(tap(plane, k)))).collect();
-        let wo = p.out_w;
-        for i in 0..p.out_h {
-            tap_rows(layout, lines, per_plane, planes, i, taps);
-            let taps = &*taps;
-            let row = &mut out[i * wo..][..wo];
-            let sum = |j: usize| {
-                let mut acc = simd.splat_f32s(0.0);
-                for (t, w) in taps.iter().zip(&weights) {
-                    for k in 0..9 {
-                        // SAFETY: `LineLayout::len` keeps a vector read from
-                        // any column of the row inside its line.
-                        acc = simd.mul_add_f32s(w[k], unsafe { load::<S>(t[k].add(j)) }, acc);
-                    }
-                }
-                acc
-            };
-            let put = |row: &mut [f32], j: usize, v: S::f32s| {
-                let at = row[j..].as_mut_ptr();
-                // SAFETY: callers pass `j + lanes <= row.len()`.
-                unsafe {
-                    let v = if accumulate { simd.add_f32s(load::<S>(at), v) } else { v };
-                    store::<S>(at, v);
-                }
-            };
-            let mut j = 0;
-            while j + lanes <= wo {
-                put(row, j, sum(j));
-                j += lanes;
+    let (lanes, wo) = (S::F32_LANES, p.out_w);
+    let planes = taps.len();
+    for i in 0..p.out_h {
+        tap_rows(layout, lines, per_plane, planes, i, taps);
+        let taps = &*taps;
+        let row = &mut out[i * wo..][..wo];
+        let put = |row: &mut [f32], j: usize, v: S::f32s| {
+            debug_assert!(j + lanes <= row.len(), "a whole vector at column {j}");
+            let at = row[j..].as_mut_ptr();
+            // SAFETY: `j + lanes <= row.len()` (every caller's loop bound).
+            unsafe {
+                let v = if accumulate { simd.add_f32s(load::<S>(at), v) } else { v };
+                store::<S>(at, v);
             }
-            // The row's last columns, one at a time.
-            for (jj, out) in row.iter_mut().enumerate().take(wo).skip(j) {
-                let mut acc = 0.0f32;
-                for (plane, t) in taps.iter().enumerate() {
-                    for (k, run) in t.iter().enumerate() {
-                        // SAFETY: column `jj < wo` of a tap's run is inside its line.
-                        acc += tap(plane, k) * unsafe { *run.add(jj) };
-                    }
+        };
+        // SAFETY (every `taps_sum` below): `LineLayout::len` keeps a vector
+        // read from any column up to `max(wo - lanes, 0)`, plus the tap's
+        // offset, inside its line, and no sum starts past that column.
+        let mut j = 0;
+        while j + 4 * lanes <= wo {
+            let acc = unsafe { taps_sum::<S, 4>(simd, taps, weights, j) };
+            for (v, a) in acc.into_iter().enumerate() {
+                put(row, j + v * lanes, a);
+            }
+            j += 4 * lanes;
+        }
+        while j + lanes <= wo {
+            let [a] = unsafe { taps_sum::<S, 1>(simd, taps, weights, j) };
+            put(row, j, a);
+            j += lanes;
+        }
+        if j < wo {
+            // One vector ending at the row's end, or starting at its start
+            // when the row is shorter than a vector. Its columns before `j`
+            // come out to the same bits again (the same sums in the same
+            // order): stored over, or skipped when adding.
+            let start = wo.saturating_sub(lanes);
+            let [a] = unsafe { taps_sum::<S, 1>(simd, taps, weights, start) };
+            if accumulate {
+                let mut sums = [0.0f32; MAX_LANES];
+                simd.partial_store_f32s(&mut sums, a);
+                for (value, sum) in row[j..].iter_mut().zip(&sums[j - start..]) {
+                    *value += sum;
                 }
-                *out = if accumulate { *out + acc } else { acc };
+            } else {
+                simd.partial_store_f32s(&mut row[start..], a);
             }
         }
     }
 }
 
+/// The widest vector any dispatch level has, in f32s (AVX-512).
+const MAX_LANES: usize = 16;
+
 struct WeightGrad<'a> {
     p: Plane3x3,
+    images: usize,
     xs: &'a [&'a [f32]],
     gs: &'a [&'a [f32]],
     taps: &'a mut [f32],
@@ -237,39 +267,44 @@ impl WithSimd for WeightGrad<'_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
-        let WeightGrad { p, xs, gs, taps, lines } = self;
+        let WeightGrad { p, images, xs, gs, taps, lines } = self;
         let lanes = S::F32_LANES;
         let layout = LineLayout::new(p.stride, p.in_h, p.in_w, lanes);
-        let per_plane = fill_lines(&layout, p.out_h, xs, lines);
-        let wo = p.out_w;
+        let (wo, out_len) = (p.out_w, p.out_len());
         let mut rows = [[std::ptr::null::<f32>(); 9]];
-        for (at, (g, plane)) in gs.iter().flat_map(|g| (0..xs.len()).map(move |plane| (g, plane))).enumerate() {
-            // Nine running sums in registers, one per tap.
-            let mut acc = [simd.splat_f32s(0.0); 9];
-            let mut tail = [0.0f32; 9];
-            for i in 0..p.out_h {
-                tap_rows(&layout, &lines[plane * per_plane..], per_plane, 1, i, &mut rows);
-                let [t] = &rows;
-                let gr = &g[i * wo..][..wo];
-                let mut j = 0;
-                while j + lanes <= wo {
-                    // SAFETY: `j + lanes <= wo`, and each tap's run holds a
-                    // vector from any column of the row.
-                    let gv = unsafe { load::<S>(gr[j..].as_ptr()) };
-                    for k in 0..9 {
-                        acc[k] = simd.mul_add_f32s(gv, unsafe { load::<S>(t[k].add(j)) }, acc[k]);
+        for b in 0..images {
+            let per_plane = fill_lines(&layout, p.out_h, xs, b, lines);
+            let pairs = gs.iter().flat_map(|g| (0..xs.len()).map(move |plane| (&g[b * out_len..][..out_len], plane)));
+            for (at, (g, plane)) in pairs.enumerate() {
+                // Nine running sums in registers, one per tap.
+                let mut acc = [simd.splat_f32s(0.0); 9];
+                for i in 0..p.out_h {
+                    tap_rows(&layout, &lines[plane * per_plane..], per_plane, 1, i, &mut rows);
+                    let [t] = &rows;
+                    let gr = &g[i * wo..][..wo];
+                    let mut j = 0;
+                    while j + lanes <= wo {
+                        // SAFETY: `j + lanes <= wo`, and each tap's run holds a
+                        // vector from any column of the row.
+                        let gv = unsafe { load::<S>(gr[j..].as_ptr()) };
+                        for k in 0..9 {
+                            acc[k] = simd.mul_add_f32s(gv, unsafe { load::<S>(t[k].add(j)) }, acc[k]);
+                        }
+                        j += lanes;
                     }
-                    j += lanes;
-                }
-                for (jj, &gv) in gr.iter().enumerate().skip(j) {
-                    for k in 0..9 {
-                        // SAFETY: column `jj < wo` of a tap's run is inside its line.
-                        tail[k] += gv * unsafe { *t[k].add(jj) };
+                    if j < wo {
+                        // The row's last values, the lanes past it zero.
+                        let gv = simd.partial_load_f32s(&gr[j..]);
+                        for k in 0..9 {
+                            // SAFETY: columns `j..wo` of a tap's run are inside its line.
+                            let run = unsafe { std::slice::from_raw_parts(t[k].add(j), wo - j) };
+                            acc[k] = simd.mul_add_f32s(gv, simd.partial_load_f32s(run), acc[k]);
+                        }
                     }
                 }
-            }
-            for k in 0..9 {
-                taps[at * 9 + k] += simd.reduce_sum_f32s(acc[k]) + tail[k];
+                for k in 0..9 {
+                    taps[at * 9 + k] += simd.reduce_sum_f32s(acc[k]);
+                }
             }
         }
     }
@@ -287,6 +322,7 @@ impl WithSimd for WeightGrad<'_> {
 /// computed as runs of even and odd columns, then interleaved into `dx`.
 struct InputGrad2<'a> {
     p: Plane3x3,
+    images: usize,
     g: &'a [f32],
     w: &'a [f32],
     dx: &'a mut [f32],
@@ -299,66 +335,83 @@ impl WithSimd for InputGrad2<'_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
-        let InputGrad2 { p, g, w, dx, lines, accumulate } = self;
-        let lanes = S::F32_LANES;
-        let wo = p.out_w;
-        // Each output row copied with a zero after it (and a vector's
-        // worth more), and one zero row after the last.
-        let len = wo + 1 + lanes;
-        lines.clear();
-        lines.resize((p.out_h + 1) * len, 0.0);
-        for (i, row) in g.chunks_exact(wo).enumerate() {
-            lines[i * len..][..wo].copy_from_slice(row);
-        }
-        // Scratch for one input row's even and odd columns.
-        let (even_at, odd_at) = ((p.out_h + 1) * len, (p.out_h + 1) * len + len);
-        lines.resize(odd_at + len, 0.0);
+        let InputGrad2 { p, images, g, w, dx, lines, accumulate } = self;
         let splat = |k: usize| simd.splat_f32s(w[k]);
         let ws: [S::f32s; 9] = std::array::from_fn(splat);
-        let odd_width = p.in_w / 2;
-        for r in 0..p.in_h {
-            let pr = r / 2;
-            // (tap row, g row) pairs feeding input row r.
-            let (first, second) = if r % 2 == 0 { ((1, pr), None) } else { ((0, pr + 1), Some((2, pr))) };
-            let (lines_in, scratch) = lines.split_at_mut(even_at);
-            let (even, odd) = scratch.split_at_mut(len);
-            let line = |row: usize| &lines_in[row * len..][..len];
-            let mut q = 0;
-            // SAFETY: every load reads `q + 1 + lanes <= len` values of a
-            // line; stores stay in the first `wo + lanes - 1 < len` values.
-            unsafe {
-                while q < wo {
-                    let mut e = simd.splat_f32s(0.0);
-                    let mut o = simd.splat_f32s(0.0);
-                    for (ky, row) in std::iter::once(first).chain(second) {
-                        let l = line(row).as_ptr();
-                        let (at, next) = (load::<S>(l.add(q)), load::<S>(l.add(q + 1)));
-                        e = simd.mul_add_f32s(ws[ky * 3 + 1], at, e);
-                        o = simd.mul_add_f32s(ws[ky * 3], next, o);
-                        o = simd.mul_add_f32s(ws[ky * 3 + 2], at, o);
-                    }
-                    store::<S>(even.as_mut_ptr().add(q), e);
-                    store::<S>(odd.as_mut_ptr().add(q), o);
-                    q += lanes;
+        let (in_len, out_len) = (p.in_len(), p.out_len());
+        for (g, dx) in g.chunks_exact(out_len).zip(dx.chunks_exact_mut(in_len)).take(images) {
+            input_grad2_plane(simd, p, &ws, g, dx, lines, accumulate);
+        }
+    }
+}
+
+/// One image of [`InputGrad2`].
+#[inline(always)]
+fn input_grad2_plane<S: Simd>(
+    simd: S,
+    p: Plane3x3,
+    ws: &[S::f32s; 9],
+    g: &[f32],
+    dx: &mut [f32],
+    lines: &mut Vec<f32>,
+    accumulate: bool,
+) {
+    let lanes = S::F32_LANES;
+    let wo = p.out_w;
+    // Each output row copied with a zero after it (and a vector's
+    // worth more), and one zero row after the last.
+    let len = wo + 1 + lanes;
+    lines.clear();
+    lines.resize((p.out_h + 1) * len, 0.0);
+    for (i, row) in g.chunks_exact(wo).enumerate() {
+        lines[i * len..][..wo].copy_from_slice(row);
+    }
+    // Scratch for one input row's even and odd columns.
+    let (even_at, odd_at) = ((p.out_h + 1) * len, (p.out_h + 1) * len + len);
+    lines.resize(odd_at + len, 0.0);
+    let odd_width = p.in_w / 2;
+    for r in 0..p.in_h {
+        let pr = r / 2;
+        // (tap row, g row) pairs feeding input row r.
+        let (first, second) = if r % 2 == 0 { ((1, pr), None) } else { ((0, pr + 1), Some((2, pr))) };
+        let (lines_in, scratch) = lines.split_at_mut(even_at);
+        let (even, odd) = scratch.split_at_mut(len);
+        let line = |row: usize| &lines_in[row * len..][..len];
+        let mut q = 0;
+        // SAFETY: every load reads `q + 1 + lanes <= len` values of a
+        // line; stores stay in the first `wo + lanes - 1 < len` values.
+        unsafe {
+            while q < wo {
+                let mut e = simd.splat_f32s(0.0);
+                let mut o = simd.splat_f32s(0.0);
+                for (ky, row) in std::iter::once(first).chain(second) {
+                    let l = line(row).as_ptr();
+                    let (at, next) = (load::<S>(l.add(q)), load::<S>(l.add(q + 1)));
+                    e = simd.mul_add_f32s(ws[ky * 3 + 1], at, e);
+                    o = simd.mul_add_f32s(ws[ky * 3], next, o);
+                    o = simd.mul_add_f32s(ws[ky * 3 + 2], at, o);
                 }
+                store::<S>(even.as_mut_ptr().add(q), e);
+                store::<S>(odd.as_mut_ptr().add(q), o);
+                q += lanes;
             }
-            let out = &mut dx[r * p.in_w..][..p.in_w];
-            let (even, odd) = (&even[..wo], &odd[..odd_width]);
-            if accumulate {
-                for (pair, (e, o)) in out.chunks_exact_mut(2).zip(even.iter().zip(odd)) {
-                    pair[0] += e;
-                    pair[1] += o;
-                }
-                if p.in_w % 2 == 1 {
-                    out[p.in_w - 1] += even[wo - 1];
-                }
-            } else {
-                for (pair, (e, o)) in out.chunks_exact_mut(2).zip(even.iter().zip(odd)) {
-                    (pair[0], pair[1]) = (*e, *o);
-                }
-                if p.in_w % 2 == 1 {
-                    out[p.in_w - 1] = even[wo - 1];
-                }
+        }
+        let out = &mut dx[r * p.in_w..][..p.in_w];
+        let (even, odd) = (&even[..wo], &odd[..odd_width]);
+        if accumulate {
+            for (pair, (e, o)) in out.chunks_exact_mut(2).zip(even.iter().zip(odd)) {
+                pair[0] += e;
+                pair[1] += o;
+            }
+            if p.in_w % 2 == 1 {
+                out[p.in_w - 1] += even[wo - 1];
+            }
+        } else {
+            for (pair, (e, o)) in out.chunks_exact_mut(2).zip(even.iter().zip(odd)) {
+                (pair[0], pair[1]) = (*e, *o);
+            }
+            if p.in_w % 2 == 1 {
+                out[p.in_w - 1] = even[wo - 1];
             }
         }
     }

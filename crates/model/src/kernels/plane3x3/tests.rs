@@ -111,3 +111,37 @@ fn a_dense_conv_sums_its_input_planes_for_each_output() {
     }
     close("dense taps", &dw, &each);
 }
+
+/// A batch row (several images' planes back to back) gives, bit for bit,
+/// what one call per image gives: forward, taps (summed over the images)
+/// and the input gradient, overwritten and added, at every level.
+#[test]
+fn several_images_in_one_call_are_each_image_in_turn() {
+    for (h, w, s) in [(7, 19, 1), (6, 17, 2), (3, 40, 1), (5, 9, 2)] {
+        for level in crate::kernels::dispatch_levels() {
+            let p = Plane3x3::new(h, w, s).with_arch(level.1);
+            let (n_in, n_out, images) = (p.in_len(), p.out_len(), 3);
+            let (x, g, taps) = (values(images * n_in, 11), values(images * n_out, 12), values(9, 13));
+            let what = format!("{h}x{w} stride {s} at {}", level.0);
+            let mut row = vec![0.0; images * n_out];
+            p.forward(&[&x], &taps, &mut [&mut row]);
+            let (mut row_dw, mut each_dw) = (vec![0.0; 9], vec![0.0; 9]);
+            p.weight_grad(&[&x], &[&g], &mut row_dw);
+            let mut row_dx = values(images * n_in, 14);
+            p.input_grad(&g, &taps, &mut row_dx, true);
+            for b in 0..images {
+                let (xb, gb) = (&x[b * n_in..][..n_in], &g[b * n_out..][..n_out]);
+                let mut y = vec![0.0; n_out];
+                p.forward(&[xb], &taps, &mut [&mut y]);
+                assert_eq!(&row[b * n_out..][..n_out], &y[..], "{what}: forward of image {b}");
+                let mut dx = values(images * n_in, 14)[b * n_in..][..n_in].to_vec();
+                p.input_grad(gb, &taps, &mut dx, true);
+                assert_eq!(&row_dx[b * n_in..][..n_in], &dx[..], "{what}: input gradient of image {b}");
+                let mut dw = vec![0.0; 9];
+                p.weight_grad(&[xb], &[gb], &mut dw);
+                each_dw.iter_mut().zip(&dw).for_each(|(a, d)| *a += d);
+            }
+            close(&format!("{what}: taps"), &row_dw, &each_dw);
+        }
+    }
+}
