@@ -5,6 +5,8 @@
 //! thread here. Every matrix is a slice with a row and a column stride, so a
 //! transpose is a view, never a copy.
 
+use rayon::prelude::*;
+
 /// A read-only matrix view: element `(i, j)` is `data[i * row + j * col]`.
 #[derive(Clone, Copy)]
 pub(crate) struct View<'a> {
@@ -21,6 +23,13 @@ impl<'a> View<'a> {
         View { data, rows, cols, row: cols, col: 1 }
     }
 
+    /// Columns `from..to` of the view.
+    pub(crate) fn inner(self, from: usize, to: usize) -> View<'a> {
+        assert!(from <= to && to <= self.cols, "columns {from}..{to} of {}", self.cols);
+        let data = if self.rows == 0 || from == to { &self.data[..0] } else { &self.data[from * self.col..] };
+        View { data, cols: to - from, ..self }
+    }
+
     pub(crate) fn t(self) -> View<'a> {
         View { data: self.data, rows: self.cols, cols: self.rows, row: self.col, col: self.row }
     }
@@ -30,8 +39,17 @@ impl<'a> View<'a> {
     }
 }
 
+/// An inner size at least this many times the output's larger side, on
+/// more than one thread, is split across the threads (see [`matmul`]).
+const SPLIT_INNER: usize = 64;
+
 /// `c = a * b`, or `c += a * b` when `accumulate`; `c` is row-major
 /// `a.rows x b.cols`. Threads: rayon's pool, as every CPU op here.
+///
+/// gemm shares its work out by blocks of the output, so a 1x1 conv's
+/// weight gradient (an output of a few thousand values, an inner size of
+/// every point of the batch) ran on one thread. Such a product is split
+/// along its inner size instead, one part per thread, and the parts added.
 pub(crate) fn matmul(a: View, b: View, c: &mut [f32], accumulate: bool) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     assert_eq!(b.rows, k, "matmul inner sizes");
@@ -41,7 +59,31 @@ pub(crate) fn matmul(a: View, b: View, c: &mut [f32], accumulate: bool) {
         return;
     }
     let threads = rayon::current_num_threads();
+    if threads > 1 && k >= SPLIT_INNER * m.max(n) {
+        let part = k.div_ceil(threads);
+        let parts: Vec<Vec<f32>> = (0..threads)
+            .into_par_iter()
+            .map(|t| {
+                let (from, to) = ((t * part).min(k), ((t + 1) * part).min(k));
+                let mut c = vec![0.0f32; m * n];
+                product(a.inner(from, to), b.t().inner(from, to).t(), &mut c, false, gemm::Parallelism::None);
+                c
+            })
+            .collect();
+        for (t, p) in parts.iter().enumerate() {
+            let first = t == 0 && !accumulate;
+            c.iter_mut().zip(p).for_each(|(c, p)| *c = if first { *p } else { *c + p });
+        }
+        return;
+    }
     let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+    product(a, b, c, accumulate, parallelism);
+}
+
+/// [`matmul`]'s product through gemm, its sizes already checked.
+fn product(a: View, b: View, c: &mut [f32], accumulate: bool, parallelism: gemm::Parallelism) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    assert!(b.rows == k && a.fits() && b.fits() && c.len() == m * n, "matmul sizes");
     // SAFETY: every index the product reads or writes is inside its slice
     // (checked by `fits` and the output size above), the output does not
     // alias the inputs (it is the only `&mut`), and f32 is a supported type.
@@ -102,5 +144,25 @@ mod tests {
         matmul(av.t(), av, &mut g, false);
         let want = naive(av.t(), av);
         assert!(g.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-5));
+    }
+
+    /// A weight gradient's shape (a long inner size): split across the
+    /// threads of the pool it runs in, then added, overwritten or onto `c`.
+    #[test]
+    fn a_long_inner_size_is_split_across_threads_and_added() {
+        let (m, k, n) = (3, 4 * SPLIT_INNER + 5, 2);
+        let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        let b: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.11).cos()).collect();
+        // a (m x k) times b^T, b stored n x k as a dense layer's input is.
+        let (av, bv) = (View::rows(&a, m, k), View::rows(&b, n, k).t());
+        let want = naive(av, bv);
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+            let mut c = vec![5.0; m * n];
+            pool.install(|| matmul(av, bv, &mut c, false));
+            assert!(c.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-3), "{threads} threads: {c:?} vs {want:?}");
+            pool.install(|| matmul(av, bv, &mut c, true));
+            assert!(c.iter().zip(&want).all(|(x, y)| (x - 2.0 * y).abs() < 2e-3), "{threads} threads, added");
+        }
     }
 }

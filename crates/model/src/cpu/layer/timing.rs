@@ -10,6 +10,9 @@ fn time_layers() {
         (Kind::Pointwise, 32, 32, 30, 40),
         (Kind::Depthwise { stride: 1 }, 32, 32, 30, 40),
         (Kind::Depthwise { stride: 2 }, 16, 16, 60, 80),
+        (Kind::Depthwise { stride: 1 }, 48, 48, 15, 20),
+        (Kind::Depthwise { stride: 1 }, 80, 80, 8, 10),
+        (Kind::Depthwise { stride: 1 }, 112, 112, 4, 5),
         (Kind::Dense { stride: 2 }, 1, 16, 120, 160),
     ] {
         let k = if kind == Kind::Pointwise { 1 } else { 9 };
@@ -29,7 +32,7 @@ fn time_layers() {
         let input = Input { values: &x, height: h, width: w };
         let mut dx = vec![0.0; x.len()];
         let time = |f: &mut dyn FnMut()| {
-            let mut v: Vec<f64> = (0..21)
+            let mut v: Vec<f64> = (0..201)
                 .map(|_| {
                     let t = std::time::Instant::now();
                     f();
@@ -37,7 +40,7 @@ fn time_layers() {
                 })
                 .collect();
             v.sort_by(f64::total_cmp);
-            v[10]
+            v[100]
         };
         let f = time(&mut || forward(&layer, input, &mut act));
         let b = time(&mut || {
@@ -48,4 +51,32 @@ fn time_layers() {
         let fill = time(&mut || act.dy.iter_mut().enumerate().for_each(|(i, v)| *v = (i as f32 * 0.7).sin()));
         println!("{kind:?} {cin}->{cout} {h}x{w}: forward {f:.3} ms, backward {:.3} ms", b - fill);
     }
+}
+
+#[test]
+#[ignore]
+fn time_products() {
+    use crate::cpu::gemm::{matmul, View};
+    let (cout, cin, row) = (32, 32, 16 * 1200);
+    let w: Vec<f32> = (0..cout * cin).map(|i| (i as f32).sin()).collect();
+    let x: Vec<f32> = (0..cin * row).map(|i| (i as f32 * 0.1).cos()).collect();
+    let dz: Vec<f32> = (0..cout * row).map(|i| (i as f32 * 0.3).cos()).collect();
+    let time = |f: &mut dyn FnMut()| {
+        let mut v: Vec<f64> = (0..101)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v[50]
+    };
+    let mut y = vec![0.0; cout * row];
+    let f = time(&mut || matmul(View::rows(&w, cout, cin), View::rows(&x, cin, row), &mut y, false));
+    let mut dw = vec![0.0; cout * cin];
+    let g = time(&mut || matmul(View::rows(&dz, cout, row), View::rows(&x, cin, row).t(), &mut dw, false));
+    let mut dx = vec![0.0; cin * row];
+    let d = time(&mut || matmul(View::rows(&w, cout, cin).t(), View::rows(&dz, cout, row), &mut dx, false));
+    println!("forward {f:.3} ms, weight grad {g:.3} ms, input grad {d:.3} ms");
 }
