@@ -105,7 +105,7 @@ impl Plane3x3 {
                 let outs: &mut [&mut [f32]] = &mut [dx];
                 p.arch.dispatch(Forward { p: same, images, xs: &[g], w, outs, lines, accumulate, flip: true });
             } else {
-                p.arch.dispatch(InputGrad2 { p, images, g, w, dx, lines, accumulate });
+                p.arch.dispatch(stride2::InputGrad2 { p, images, g, w, dx, lines, accumulate });
             }
         });
     }
@@ -310,112 +310,7 @@ impl WithSimd for WeightGrad<'_> {
     }
 }
 
-/// The input gradient at stride 2. Input row `2p` takes only tap row 1 of
-/// output row `p`; row `2p + 1` takes tap row 0 of output row `p + 1` and
-/// tap row 2 of row `p`; columns likewise. So per output row `p`, with
-/// `g1 = g[p]`, `g0 = g[p + 1]` (zero past the end):
-///
-/// - `dx[2p][2q] = w11 g1[q]`, `dx[2p][2q+1] = w10 g1[q+1] + w12 g1[q]`
-/// - `dx[2p+1][2q] = w01 g0[q] + w21 g1[q]`,
-///   `dx[2p+1][2q+1] = w00 g0[q+1] + w02 g0[q] + w20 g1[q+1] + w22 g1[q]`
-///
-/// computed as runs of even and odd columns, then interleaved into `dx`.
-struct InputGrad2<'a> {
-    p: Plane3x3,
-    images: usize,
-    g: &'a [f32],
-    w: &'a [f32],
-    dx: &'a mut [f32],
-    lines: &'a mut Vec<f32>,
-    accumulate: bool,
-}
-
-impl WithSimd for InputGrad2<'_> {
-    type Output = ();
-
-    #[inline(always)]
-    fn with_simd<S: Simd>(self, simd: S) {
-        let InputGrad2 { p, images, g, w, dx, lines, accumulate } = self;
-        let splat = |k: usize| simd.splat_f32s(w[k]);
-        let ws: [S::f32s; 9] = std::array::from_fn(splat);
-        let (in_len, out_len) = (p.in_len(), p.out_len());
-        for (g, dx) in g.chunks_exact(out_len).zip(dx.chunks_exact_mut(in_len)).take(images) {
-            input_grad2_plane(simd, p, &ws, g, dx, lines, accumulate);
-        }
-    }
-}
-
-/// One image of [`InputGrad2`].
-#[inline(always)]
-fn input_grad2_plane<S: Simd>(
-    simd: S,
-    p: Plane3x3,
-    ws: &[S::f32s; 9],
-    g: &[f32],
-    dx: &mut [f32],
-    lines: &mut Vec<f32>,
-    accumulate: bool,
-) {
-    let lanes = S::F32_LANES;
-    let wo = p.out_w;
-    // Each output row copied with a zero after it (and a vector's
-    // worth more), and one zero row after the last.
-    let len = wo + 1 + lanes;
-    lines.clear();
-    lines.resize((p.out_h + 1) * len, 0.0);
-    for (i, row) in g.chunks_exact(wo).enumerate() {
-        lines[i * len..][..wo].copy_from_slice(row);
-    }
-    // Scratch for one input row's even and odd columns.
-    let (even_at, odd_at) = ((p.out_h + 1) * len, (p.out_h + 1) * len + len);
-    lines.resize(odd_at + len, 0.0);
-    let odd_width = p.in_w / 2;
-    for r in 0..p.in_h {
-        let pr = r / 2;
-        // (tap row, g row) pairs feeding input row r.
-        let (first, second) = if r % 2 == 0 { ((1, pr), None) } else { ((0, pr + 1), Some((2, pr))) };
-        let (lines_in, scratch) = lines.split_at_mut(even_at);
-        let (even, odd) = scratch.split_at_mut(len);
-        let line = |row: usize| &lines_in[row * len..][..len];
-        let mut q = 0;
-        // SAFETY: every load reads `q + 1 + lanes <= len` values of a
-        // line; stores stay in the first `wo + lanes - 1 < len` values.
-        unsafe {
-            while q < wo {
-                let mut e = simd.splat_f32s(0.0);
-                let mut o = simd.splat_f32s(0.0);
-                for (ky, row) in std::iter::once(first).chain(second) {
-                    let l = line(row).as_ptr();
-                    let (at, next) = (load::<S>(l.add(q)), load::<S>(l.add(q + 1)));
-                    e = simd.mul_add_f32s(ws[ky * 3 + 1], at, e);
-                    o = simd.mul_add_f32s(ws[ky * 3], next, o);
-                    o = simd.mul_add_f32s(ws[ky * 3 + 2], at, o);
-                }
-                store::<S>(even.as_mut_ptr().add(q), e);
-                store::<S>(odd.as_mut_ptr().add(q), o);
-                q += lanes;
-            }
-        }
-        let out = &mut dx[r * p.in_w..][..p.in_w];
-        let (even, odd) = (&even[..wo], &odd[..odd_width]);
-        if accumulate {
-            for (pair, (e, o)) in out.chunks_exact_mut(2).zip(even.iter().zip(odd)) {
-                pair[0] += e;
-                pair[1] += o;
-            }
-            if p.in_w % 2 == 1 {
-                out[p.in_w - 1] += even[wo - 1];
-            }
-        } else {
-            for (pair, (e, o)) in out.chunks_exact_mut(2).zip(even.iter().zip(odd)) {
-                (pair[0], pair[1]) = (*e, *o);
-            }
-            if p.in_w % 2 == 1 {
-                out[p.in_w - 1] = even[wo - 1];
-            }
-        }
-    }
-}
+mod stride2;
 
 #[cfg(test)]
 mod tests;
