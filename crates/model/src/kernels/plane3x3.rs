@@ -56,10 +56,10 @@ impl Plane3x3 {
     /// How many images' planes `ins` (inputs) and `outs` (outputs) each
     /// hold back to back: one dispatch, one set of splatted taps and one
     /// fill of the lines per image serve a whole batch row.
-    fn images(&self, ins: &[&[f32]], outs: &[usize]) -> usize {
+    fn images(&self, ins: &[&[f32]], mut outs: impl Iterator<Item = usize>) -> usize {
         let images = ins.first().map_or(0, |x| x.len() / self.in_len().max(1));
         assert!(ins.iter().all(|x| x.len() == images * self.in_len()), "3x3 input plane size");
-        assert!(outs.iter().all(|&o| o == images * self.out_len()), "3x3 output plane size");
+        assert!(outs.all(|o| o == images * self.out_len()), "3x3 output plane size");
         images
     }
 
@@ -69,7 +69,7 @@ impl Plane3x3 {
     /// one several of each (an image's inputs are padded once for all
     /// outputs).
     pub(crate) fn forward(&self, xs: &[&[f32]], w: &[f32], outs: &mut [&mut [f32]]) {
-        let images = self.images(xs, &outs.iter().map(|o| o.len()).collect::<Vec<_>>());
+        let images = self.images(xs, outs.iter().map(|o| o.len()));
         assert_eq!(w.len(), 9 * xs.len() * outs.len(), "3x3 taps");
         LINES.with_borrow_mut(|lines| {
             let p = *self;
@@ -81,7 +81,7 @@ impl Plane3x3 {
     /// input plane `xs[i]` from output `o`'s gradient `gs[o]`, summed over
     /// the images the slices hold.
     pub(crate) fn weight_grad(&self, xs: &[&[f32]], gs: &[&[f32]], taps: &mut [f32]) {
-        let images = self.images(xs, &gs.iter().map(|g| g.len()).collect::<Vec<_>>());
+        let images = self.images(xs, gs.iter().map(|g| g.len()));
         assert_eq!(taps.len(), 9 * xs.len() * gs.len(), "3x3 taps");
         LINES.with_borrow_mut(|lines| {
             let p = *self;

@@ -1,6 +1,19 @@
 use super::*;
 use crate::cpu::net::Norm;
 
+/// The median wall time of `runs` calls of `f`, in milliseconds.
+fn median_ms(runs: usize, f: &mut dyn FnMut()) -> f64 {
+    let mut v: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[runs / 2]
+}
+
 /// `cargo test --release -p grin-model --lib cpu::layer::timing -- --ignored --nocapture`
 #[test]
 #[ignore]
@@ -31,17 +44,7 @@ fn time_layers() {
         let mut act = Act::new(&layer, batch, h.div_ceil(s), w.div_ceil(s));
         let input = Input { values: &x, height: h, width: w };
         let mut dx = vec![0.0; x.len()];
-        let time = |f: &mut dyn FnMut()| {
-            let mut v: Vec<f64> = (0..201)
-                .map(|_| {
-                    let t = std::time::Instant::now();
-                    f();
-                    t.elapsed().as_secs_f64() * 1e3
-                })
-                .collect();
-            v.sort_by(f64::total_cmp);
-            v[100]
-        };
+        let time = |f: &mut dyn FnMut()| median_ms(201, f);
         let f = time(&mut || forward(&layer, input, &mut act));
         let b = time(&mut || {
             act.dy.iter_mut().enumerate().for_each(|(i, v)| *v = (i as f32 * 0.7).sin());
@@ -61,17 +64,7 @@ fn time_products() {
     let w: Vec<f32> = (0..cout * cin).map(|i| (i as f32).sin()).collect();
     let x: Vec<f32> = (0..cin * row).map(|i| (i as f32 * 0.1).cos()).collect();
     let dz: Vec<f32> = (0..cout * row).map(|i| (i as f32 * 0.3).cos()).collect();
-    let time = |f: &mut dyn FnMut()| {
-        let mut v: Vec<f64> = (0..101)
-            .map(|_| {
-                let t = std::time::Instant::now();
-                f();
-                t.elapsed().as_secs_f64() * 1e3
-            })
-            .collect();
-        v.sort_by(f64::total_cmp);
-        v[50]
-    };
+    let time = |f: &mut dyn FnMut()| median_ms(101, f);
     let mut y = vec![0.0; cout * row];
     let f = time(&mut || matmul(View::rows(&w, cout, cin), View::rows(&x, cin, row), &mut y, false));
     let mut dw = vec![0.0; cout * cin];
