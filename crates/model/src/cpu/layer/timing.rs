@@ -18,15 +18,29 @@ fn median_ms(runs: usize, f: &mut dyn FnMut()) -> f64 {
 #[test]
 #[ignore]
 fn time_layers() {
-    let batch = 16;
+    // GRIN_TIMING_BATCH: the batch (16 by default; bench-train also runs 64).
+    let batch = std::env::var("GRIN_TIMING_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(16);
+    let (dw, pw) = (|stride| Kind::Depthwise { stride }, Kind::Pointwise);
+    let mut total = (0.0, 0.0);
+    // Width 1.0's layers at 160x120 (detector.rs), in run order.
     for (kind, cin, cout, h, w) in [
-        (Kind::Pointwise, 32, 32, 30, 40),
-        (Kind::Depthwise { stride: 1 }, 32, 32, 30, 40),
-        (Kind::Depthwise { stride: 2 }, 16, 16, 60, 80),
-        (Kind::Depthwise { stride: 1 }, 48, 48, 15, 20),
-        (Kind::Depthwise { stride: 1 }, 80, 80, 8, 10),
-        (Kind::Depthwise { stride: 1 }, 112, 112, 4, 5),
         (Kind::Dense { stride: 2 }, 1, 16, 120, 160),
+        (dw(2), 16, 16, 60, 80),
+        (pw, 16, 32, 30, 40),
+        (dw(1), 32, 32, 30, 40),
+        (pw, 32, 32, 30, 40),
+        (dw(2), 32, 32, 30, 40),
+        (pw, 32, 48, 15, 20),
+        (dw(1), 48, 48, 15, 20),
+        (pw, 48, 48, 15, 20),
+        (dw(2), 48, 48, 15, 20),
+        (pw, 48, 80, 8, 10),
+        (dw(1), 80, 80, 8, 10),
+        (pw, 80, 80, 8, 10),
+        (dw(2), 80, 80, 8, 10),
+        (pw, 80, 112, 4, 5),
+        (dw(1), 112, 112, 4, 5),
+        (pw, 112, 112, 4, 5),
     ] {
         let k = if kind == Kind::Pointwise { 1 } else { 9 };
         let per = if matches!(kind, Kind::Depthwise { .. }) { 1 } else { cin };
@@ -53,14 +67,17 @@ fn time_layers() {
         });
         let fill = time(&mut || act.dy.iter_mut().enumerate().for_each(|(i, v)| *v = (i as f32 * 0.7).sin()));
         println!("{kind:?} {cin}->{cout} {h}x{w}: forward {f:.3} ms, backward {:.3} ms", b - fill);
+        total = (total.0 + f, total.1 + b - fill);
     }
+    println!("batch {batch}, the trunk: forward {:.3} ms, backward {:.3} ms", total.0, total.1);
 }
 
 #[test]
 #[ignore]
 fn time_products() {
     use crate::cpu::gemm::{matmul, View};
-    let (cout, cin, row) = (32, 32, 16 * 1200);
+    let batch: usize = std::env::var("GRIN_TIMING_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(16);
+    let (cout, cin, row) = (32, 32, batch * 1200);
     let w: Vec<f32> = (0..cout * cin).map(|i| (i as f32).sin()).collect();
     let x: Vec<f32> = (0..cin * row).map(|i| (i as f32 * 0.1).cos()).collect();
     let dz: Vec<f32> = (0..cout * row).map(|i| (i as f32 * 0.3).cos()).collect();
