@@ -5,6 +5,7 @@
 //! thread here. Every matrix is a slice with a row and a column stride, so a
 //! transpose is a view, never a copy.
 
+use super::dots::dots;
 use rayon::prelude::*;
 
 /// A read-only matrix view: element `(i, j)` is `data[i * row + j * col]`.
@@ -34,22 +35,23 @@ impl<'a> View<'a> {
         View { data: self.data, rows: self.cols, cols: self.rows, row: self.col, col: self.row }
     }
 
-    fn fits(&self) -> bool {
+    pub(crate) fn fits(&self) -> bool {
         self.rows == 0 || self.cols == 0 || (self.rows - 1) * self.row + (self.cols - 1) * self.col < self.data.len()
     }
 }
 
-/// An inner size at least this many times the output's larger side, on
-/// more than one thread, is split across the threads (see [`matmul`]).
-const SPLIT_INNER: usize = 64;
+/// The fewest inner values a thread's part of a [`dots`] product gets.
+const MIN_PART: usize = 256;
 
 /// `c = a * b`, or `c += a * b` when `accumulate`; `c` is row-major
 /// `a.rows x b.cols`. Threads: rayon's pool, as every CPU op here.
 ///
-/// gemm shares its work out by blocks of the output, so a 1x1 conv's
-/// weight gradient (an output of a few thousand values, an inner size of
-/// every point of the batch) ran on one thread. Such a product is split
-/// along its inner size instead, one part per thread, and the parts added.
+/// A product whose operands both run along the inner size (a 1x1 conv's
+/// weight gradient: an output of a few thousand values, an inner size of
+/// every point of the batch) is row-by-row dot products ([`dots`]), split
+/// along the inner size, one part per thread, and the parts added in
+/// order. gemm shares work out by blocks of the output, which ran such a
+/// product on one thread, and packs it slowly.
 pub(crate) fn matmul(a: View, b: View, c: &mut [f32], accumulate: bool) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     assert_eq!(b.rows, k, "matmul inner sizes");
@@ -59,18 +61,19 @@ pub(crate) fn matmul(a: View, b: View, c: &mut [f32], accumulate: bool) {
         return;
     }
     let threads = rayon::current_num_threads();
-    if threads > 1 && k >= SPLIT_INNER * m.max(n) {
-        let part = k.div_ceil(threads);
-        let parts: Vec<Vec<f32>> = (0..threads)
+    if a.col == 1 && b.row == 1 {
+        let parts = threads.min(k / MIN_PART).max(1);
+        let part = k.div_ceil(parts);
+        let sums: Vec<Vec<f32>> = (0..parts)
             .into_par_iter()
             .map(|t| {
                 let (from, to) = ((t * part).min(k), ((t + 1) * part).min(k));
                 let mut c = vec![0.0f32; m * n];
-                product(a.inner(from, to), b.t().inner(from, to).t(), &mut c, false, gemm::Parallelism::None);
+                dots(a.inner(from, to), b.t().inner(from, to), &mut c);
                 c
             })
             .collect();
-        for (t, p) in parts.iter().enumerate() {
+        for (t, p) in sums.iter().enumerate() {
             let first = t == 0 && !accumulate;
             c.iter_mut().zip(p).for_each(|(c, p)| *c = if first { *p } else { *c + p });
         }
@@ -146,11 +149,17 @@ mod tests {
         assert!(g.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-5));
     }
 
-    /// A weight gradient's shape (a long inner size): split across the
-    /// threads of the pool it runs in, then added, overwritten or onto `c`.
+    /// A weight gradient's shape (both operands along the inner size):
+    /// split across the threads of the pool it runs in (one part when the
+    /// inner size is short), then added, overwritten or onto `c`.
     #[test]
-    fn a_long_inner_size_is_split_across_threads_and_added() {
-        let (m, k, n) = (3, 4 * SPLIT_INNER + 5, 2);
+    fn products_along_the_inner_size_are_split_across_threads_and_added() {
+        for k in [MIN_PART - 1, 3 * MIN_PART + 5] {
+            split_products_match_the_definition(3, k, 2);
+        }
+    }
+
+    fn split_products_match_the_definition(m: usize, k: usize, n: usize) {
         let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
         let b: Vec<f32> = (0..n * k).map(|i| (i as f32 * 0.11).cos()).collect();
         // a (m x k) times b^T, b stored n x k as a dense layer's input is.
@@ -160,7 +169,10 @@ mod tests {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
             let mut c = vec![5.0; m * n];
             pool.install(|| matmul(av, bv, &mut c, false));
-            assert!(c.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-3), "{threads} threads: {c:?} vs {want:?}");
+            assert!(
+                c.iter().zip(&want).all(|(x, y)| (x - y).abs() < 1e-3),
+                "{threads} threads, {k}: {c:?} vs {want:?}"
+            );
             pool.install(|| matmul(av, bv, &mut c, true));
             assert!(c.iter().zip(&want).all(|(x, y)| (x - 2.0 * y).abs() < 2e-3), "{threads} threads, added");
         }

@@ -13,6 +13,7 @@
 //! backends run the same step through Burn's autodiff instead
 //! (`grin_train`'s `step`).
 
+mod dots;
 mod fuse;
 mod gemm;
 mod layer;

@@ -77,16 +77,23 @@ fn time_layers() {
 fn time_products() {
     use crate::cpu::gemm::{matmul, View};
     let batch: usize = std::env::var("GRIN_TIMING_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(16);
-    let (cout, cin, row) = (32, 32, batch * 1200);
-    let w: Vec<f32> = (0..cout * cin).map(|i| (i as f32).sin()).collect();
-    let x: Vec<f32> = (0..cin * row).map(|i| (i as f32 * 0.1).cos()).collect();
-    let dz: Vec<f32> = (0..cout * row).map(|i| (i as f32 * 0.3).cos()).collect();
-    let time = |f: &mut dyn FnMut()| median_ms(101, f);
-    let mut y = vec![0.0; cout * row];
-    let f = time(&mut || matmul(View::rows(&w, cout, cin), View::rows(&x, cin, row), &mut y, false));
-    let mut dw = vec![0.0; cout * cin];
-    let g = time(&mut || matmul(View::rows(&dz, cout, row), View::rows(&x, cin, row).t(), &mut dw, false));
-    let mut dx = vec![0.0; cin * row];
-    let d = time(&mut || matmul(View::rows(&w, cout, cin).t(), View::rows(&dz, cout, row), &mut dx, false));
-    println!("forward {f:.3} ms, weight grad {g:.3} ms, input grad {d:.3} ms");
+    // Width 1.0's 1x1 convs: (out, in, points per image).
+    for (cout, cin, points) in [(32, 32, 1200), (48, 48, 300), (80, 80, 80), (112, 112, 20), (6, 48, 300), (48, 80, 80)]
+    {
+        let row = batch * points;
+        let w: Vec<f32> = (0..cout * cin).map(|i| (i as f32).sin()).collect();
+        let x: Vec<f32> = (0..cin * row).map(|i| (i as f32 * 0.1).cos()).collect();
+        let dz: Vec<f32> = (0..cout * row).map(|i| (i as f32 * 0.3).cos()).collect();
+        let time = |f: &mut dyn FnMut()| median_ms(101, f);
+        let mut y = vec![0.0; cout * row];
+        let f = time(&mut || matmul(View::rows(&w, cout, cin), View::rows(&x, cin, row), &mut y, false));
+        let mut dw = vec![0.0; cout * cin];
+        let g = time(&mut || matmul(View::rows(&dz, cout, row), View::rows(&x, cin, row).t(), &mut dw, false));
+        let h = time(&mut || crate::cpu::dots::dots(View::rows(&dz, cout, row), View::rows(&x, cin, row), &mut dw));
+        let mut dx = vec![0.0; cin * row];
+        let d = time(&mut || matmul(View::rows(&w, cout, cin).t(), View::rows(&dz, cout, row), &mut dx, false));
+        println!(
+            "{cin}->{cout} at {points} points: forward {f:.3} ms, weight grad {g:.3} ms (dots on one thread {h:.3}), input grad {d:.3} ms"
+        );
+    }
 }
