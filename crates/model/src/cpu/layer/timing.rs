@@ -97,3 +97,20 @@ fn time_products() {
         );
     }
 }
+
+#[test]
+#[ignore]
+fn time_input_grads() {
+    let batch: usize = std::env::var("GRIN_TIMING_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(16);
+    for (stride, h, w) in [(2, 60, 80), (2, 30, 40), (1, 30, 40)] {
+        let plane = Plane3x3::new(h, w, stride);
+        let g: Vec<f32> = (0..batch * plane.out_len()).map(|i| (i as f32 * 0.7).sin()).collect();
+        let mut dx = vec![0.0; batch * h * w];
+        let taps = [0.1f32, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9];
+        let t = median_ms(201, &mut || plane.input_grad(&g, &taps, &mut dx, false));
+        let f = median_ms(201, &mut || plane.forward(&[&dx], &taps, &mut [&mut g.clone()[..]]));
+        println!(
+            "stride {stride} {h}x{w}, one channel of batch {batch}: input grad {t:.4} ms, forward+clone {f:.4} ms"
+        );
+    }
+}

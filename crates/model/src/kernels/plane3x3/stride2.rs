@@ -93,22 +93,35 @@ fn input_grad2_plane<S: Simd>(
             }
         }
         let out = &mut dx[r * p.in_w..][..p.in_w];
-        let (even, odd) = (&even[..wo], &odd[..odd_width]);
-        if accumulate {
-            for (pair, (e, o)) in out.chunks_exact_mut(2).zip(even.iter().zip(odd)) {
-                pair[0] += e;
-                pair[1] += o;
-            }
-            if p.in_w % 2 == 1 {
-                out[p.in_w - 1] += even[wo - 1];
-            }
-        } else {
-            for (pair, (e, o)) in out.chunks_exact_mut(2).zip(even.iter().zip(odd)) {
-                (pair[0], pair[1]) = (*e, *o);
-            }
-            if p.in_w % 2 == 1 {
-                out[p.in_w - 1] = even[wo - 1];
-            }
+        interleave(out, &even[..wo], &odd[..odd_width], accumulate);
+    }
+}
+
+/// `out[2q] (+)= even[q]`, `out[2q + 1] (+)= odd[q]`: `out` holds
+/// `even.len() + odd.len()` values, and `even` has one more than `odd` when
+/// that is odd. Indexed loops over slices cut to their lengths, which the
+/// compiler turns into vector shuffles (a zip of pairs stayed scalar).
+#[inline(always)]
+fn interleave(out: &mut [f32], even: &[f32], odd: &[f32], accumulate: bool) {
+    let pairs = odd.len();
+    assert!(even.len() >= pairs && out.len() == even.len() + pairs && even.len() - pairs <= 1, "interleave lengths");
+    let (head, last) = out.split_at_mut(2 * pairs);
+    let (e, o) = (&even[..pairs], &odd[..pairs]);
+    if accumulate {
+        for q in 0..pairs {
+            head[2 * q] += e[q];
+            head[2 * q + 1] += o[q];
+        }
+        if let Some(x) = last.first_mut() {
+            *x += even[pairs];
+        }
+    } else {
+        for q in 0..pairs {
+            head[2 * q] = e[q];
+            head[2 * q + 1] = o[q];
+        }
+        if let Some(x) = last.first_mut() {
+            *x = even[pairs];
         }
     }
 }
