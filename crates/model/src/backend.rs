@@ -69,6 +69,12 @@ pub trait DetectorBackend: Backend {
     /// the host.
     const COPIES_BETWEEN_DEVICES: bool = true;
 
+    /// Whether tensors live in host memory, so that reading one back is a
+    /// copy, not a transfer and a sync: the in-VRAM feed then cuts and
+    /// flips a batch's pixels in one pass on the host instead of as a
+    /// chain of tensor ops (each a pass over the batch on burn-ndarray).
+    const HOST_MEMORY: bool = false;
+
     /// Whether training (autodiff over this backend) runs grin's own
     /// backward ops: the depthwise conv's weight gradient
     /// ([`burn_ops::depthwise3x3_tracked`]; Burn's grouped conv backward is
@@ -125,6 +131,7 @@ fn from_values(values: Vec<f32>, dims: &[usize]) -> NdArrayTensor {
 /// training steps are grin's own.
 impl DetectorBackend for NdArray<f32> {
     const CPU_STEP: bool = true;
+    const HOST_MEMORY: bool = true;
 
     fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
         let [batch, channels, _] = x.shape().dims();
@@ -146,11 +153,14 @@ impl DetectorBackend for NdArray<f32> {
 /// (`NdArray<f32>` runs grin's CPU step). Burn 0.21 gives a device one
 /// float dtype per process, set by the first backend to use it: beside
 /// `NdArray<f32>` this computes in f32 too, a third rounding order.
-impl DetectorBackend for NdArray<f64> {}
+impl DetectorBackend for NdArray<f64> {
+    const HOST_MEMORY: bool = true;
+}
 
 /// Autodiff differentiates the defaults, Burn's own ops.
 impl<B: DetectorBackend, C: CheckpointStrategy> DetectorBackend for Autodiff<B, C> {
     const COPIES_BETWEEN_DEVICES: bool = B::COPIES_BETWEEN_DEVICES;
+    const HOST_MEMORY: bool = B::HOST_MEMORY;
 
     fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
         if B::OWN_BACKWARD {

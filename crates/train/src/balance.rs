@@ -14,9 +14,8 @@ use crate::feed::precomputed::open_store;
 use crate::step::Stepper;
 use anyhow::Result;
 use burn::tensor::backend::Backend;
-use burn::tensor::{Int, Tensor, TensorData};
 use grin_features::{bench::measure_tg, FeatureConfig, HostBatch, Pipeline, Split};
-use grin_model::{DetectorSpec, TrainBackend};
+use grin_model::{DetectorBackend, DetectorSpec, TrainBackend};
 use grin_terms::median;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -151,10 +150,9 @@ pub fn measure<B: TrainBackend>(
     if let Some(e) = failed {
         return Err(e);
     }
-    let resident = DeviceDataset::<B>::upload(&host, device);
-    let indices =
-        Tensor::<B, 1, Int>::from_data(TensorData::new((0..batch as i32).collect::<Vec<_>>(), [batch]), device);
-    let tc_s = timed::<B, _>(device, || resident.batch(indices.clone(), augment, (augment.translate as i64, 0)));
+    let resident = DeviceDataset::<B>::upload(&host, device, <B as DetectorBackend>::HOST_MEMORY);
+    let indices: Vec<u64> = (0..batch as u64).collect();
+    let tc_s = timed::<B, _>(device, || resident.batch(&indices, augment, (augment.translate as i64, 0)));
     let mut b = HostBatch::default();
     let (tr_s, tr_from) = match store {
         Some(store) if !store.is_empty() => {

@@ -106,3 +106,32 @@ pub(crate) fn upload_raw<B: Backend>(
         labels,
     )
 }
+
+/// Samples `indices` of `bytes` (`[N, height, width, channels]` u8, as
+/// stored) as [`DevicePixels::images`] makes them (`u8 as f32 / 255`,
+/// `[B, C, H, W]`), sample `i` mirrored left to right where `flips[i]`: in
+/// one pass, for a backend whose tensors live in host memory.
+pub(crate) fn host_images<B: Backend>(
+    bytes: &[u8],
+    indices: &[u64],
+    [height, width, channels]: [usize; 3],
+    flips: &[bool],
+    device: &B::Device,
+) -> Tensor<B, 4> {
+    let (h, w, c) = (height, width, channels);
+    let per_sample = h * w * c;
+    assert_eq!(flips.len(), indices.len(), "a flip for each sample");
+    let mut out = vec![0.0f32; indices.len() * per_sample];
+    for ((&i, planes), &flip) in indices.iter().zip(out.chunks_exact_mut(per_sample)).zip(flips) {
+        let sample = &bytes[i as usize * per_sample..][..per_sample];
+        for (ch, plane) in planes.chunks_exact_mut(h * w).enumerate() {
+            for (src, dst) in sample.chunks_exact(w * c).zip(plane.chunks_exact_mut(w)) {
+                for (x, v) in dst.iter_mut().enumerate() {
+                    let from = if flip { w - 1 - x } else { x };
+                    *v = src[from * c + ch] as f32 / 255.0;
+                }
+            }
+        }
+    }
+    Tensor::from_data(TensorData::new(out, [indices.len(), c, h, w]), device)
+}

@@ -2,7 +2,7 @@
 //! batch is cut and augmented on the device (`[train.device_augment]`).
 
 use crate::backend::BackendChoice;
-use crate::device_batch::{upload_raw, DeviceBatch, DevicePixels};
+use crate::device_batch::{host_images, upload_raw, DeviceBatch, DevicePixels};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
 use grin_features::{HostBatch, MAX_BOXES};
@@ -34,9 +34,19 @@ impl Default for DeviceAugment {
     }
 }
 
+/// Where a resident set's pixels live.
+enum Pixels<B: Backend> {
+    Device(DevicePixels<B>),
+    /// The records' bytes `[N, H, W, C]`, for a backend whose tensors live
+    /// in host memory: a batch is cut from them in one pass
+    /// ([`host_images`]), where tensor ops made several on burn-ndarray.
+    Host(Vec<u8>),
+}
+
 /// A whole precomputed set resident in device memory, as u8.
 pub(crate) struct DeviceDataset<B: Backend> {
-    pixels: DevicePixels<B>,
+    pixels: Pixels<B>,
+    channels: usize,
     boxes: Tensor<B, 3>,
     labels: Tensor<B, 2, Int>,
     len: usize,
@@ -53,10 +63,14 @@ impl<B: Backend> DeviceDataset<B> {
         (pixels + boxes + (len * MAX_BOXES * 4) as u64, pixels.max(boxes))
     }
 
-    pub(crate) fn upload(all: &HostBatch, device: &B::Device) -> Self {
+    /// `host`: the backend keeps tensors in host memory
+    /// (`DetectorBackend::HOST_MEMORY`), so the pixels stay bytes.
+    pub(crate) fn upload(all: &HostBatch, device: &B::Device, host: bool) -> Self {
         let b = upload_raw::<B>(all, device);
+        let per_sample = (all.width * all.height * all.channels) as usize;
         DeviceDataset {
-            pixels: b.0,
+            pixels: if host { Pixels::Host(all.pixels[..all.len * per_sample].to_vec()) } else { Pixels::Device(b.0) },
+            channels: all.channels as usize,
             boxes: b.1,
             labels: b.2,
             len: all.len,
@@ -65,25 +79,49 @@ impl<B: Backend> DeviceDataset<B> {
         }
     }
 
-    /// Cuts the batch at `indices` (`[B]`, already on the device) and
-    /// augments it there: nothing crosses the host-device link but a few
-    /// random numbers drawn on the device itself.
-    pub(crate) fn batch(&self, indices: Tensor<B, 1, Int>, aug: &DeviceAugment, shift: (i64, i64)) -> DeviceBatch<B> {
-        let n = indices.dims()[0];
-        let device = indices.device();
-        let mut images = self.pixels.select(indices.clone()).images();
+    /// Cuts the batch at `indices` and augments it on the device: nothing
+    /// crosses the host-device link but the indices (one small upload) and
+    /// a few random numbers drawn on the device itself.
+    pub(crate) fn batch(&self, indices: &[u64], aug: &DeviceAugment, shift: (i64, i64)) -> DeviceBatch<B> {
+        let n = indices.len();
+        let device = self.boxes.device();
+        debug_assert!(indices.iter().all(|&i| i < self.len as u64), "indices inside the set");
+        // upload_store refused a dataset past i32 records.
+        let on_device: Vec<i32> = indices.iter().map(|&i| i as i32).collect();
+        let host_indices = indices;
+        let indices = Tensor::<B, 1, Int>::from_data(TensorData::new(on_device, [n]), &device);
         let mut boxes = self.boxes.clone().select(0, indices.clone());
-        let labels = self.labels.clone().select(0, indices);
+        let labels = self.labels.clone().select(0, indices.clone());
         let w = self.width as f32;
 
         // Stages set to 0 are skipped, not run as identities: on the CPU
         // backend each one is a few passes over the batch.
-        if aug.flip > 0.0 {
-            // Per-sample horizontal flip, chosen with a mask so the batch stays one tensor.
-            let flip = Tensor::<B, 1>::random([n], Distribution::Bernoulli(aug.flip as f64), &device).greater_elem(0.5);
-            let [_, c, h, wi] = images.dims();
-            let m4 = flip.clone().reshape([n, 1, 1, 1]).expand([n, c, h, wi]);
-            images = images.clone().mask_where(m4, images.flip([3]));
+        let flip = (aug.flip > 0.0)
+            .then(|| Tensor::<B, 1>::random([n], Distribution::Bernoulli(aug.flip as f64), &device).greater_elem(0.5));
+        let mut images = match &self.pixels {
+            // The coins read back (host memory: a copy), then one pass: the
+            // same values as the tensor ops below.
+            Pixels::Host(bytes) => {
+                let flips = match &flip {
+                    Some(f) => f.clone().into_data().into_vec::<bool>().expect("bool coins"),
+                    None => vec![false; n],
+                };
+                host_images::<B>(bytes, host_indices, [self.height, self.width, self.channels], &flips, &device)
+            }
+            Pixels::Device(pixels) => {
+                let images = pixels.select(indices.clone()).images();
+                match &flip {
+                    // Per-sample horizontal flip, chosen with a mask so the batch stays one tensor.
+                    Some(flip) => {
+                        let [_, c, h, wi] = images.dims();
+                        let m4 = flip.clone().reshape([n, 1, 1, 1]).expand([n, c, h, wi]);
+                        images.clone().mask_where(m4, images.flip([3]))
+                    }
+                    None => images,
+                }
+            }
+        };
+        if let Some(flip) = flip {
             let coord = |t: &Tensor<B, 3>, i| t.clone().narrow(2, i, 1);
             let flipped = Tensor::cat(
                 vec![coord(&boxes, 2).neg() + w, coord(&boxes, 1), coord(&boxes, 0).neg() + w, coord(&boxes, 3)],
@@ -128,7 +166,12 @@ impl<B: Backend> DeviceDataset<B> {
 }
 
 /// Uploads every record of `store` once.
-pub(crate) fn upload_store<B: Backend>(store: &Store, device: &B::Device) -> anyhow::Result<DeviceDataset<B>> {
+/// `host`: the backend keeps tensors in host memory ([`DeviceDataset::upload`]).
+pub(crate) fn upload_store<B: Backend>(
+    store: &Store,
+    device: &B::Device,
+    host: bool,
+) -> anyhow::Result<DeviceDataset<B>> {
     // Record indices travel to the device as i32 (Burn's Int on every backend).
     anyhow::ensure!(
         store.len() <= i32::MAX as u64,
@@ -142,7 +185,7 @@ pub(crate) fn upload_store<B: Backend>(store: &Store, device: &B::Device) -> any
     for i in 0..store.len() {
         store.read_into(i, &mut all)?;
     }
-    Ok(DeviceDataset::upload(&all, device))
+    Ok(DeviceDataset::upload(&all, device, host))
 }
 
 /// Cuts the batch of every step from a device-resident dataset: the record
@@ -176,10 +219,6 @@ impl<B: Backend> InVram<B> {
         assert_eq!(self.order.batches(), step as u64, "in-VRAM batches are cut in step order");
         self.order.next_batch(&mut self.indices);
         debug_assert!(self.indices.iter().all(|&i| i < self.data.len as u64), "the order is over the uploaded store");
-        // One small upload per step: B record indices, never the samples.
-        // upload_store refused a dataset past i32 records.
-        let indices: Vec<i32> = self.indices.iter().map(|&i| i as i32).collect();
-        let indices = Tensor::from_data(TensorData::new(indices, [self.indices.len()]), &self.device);
         let seed = self.seed;
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ (step as u64).rotate_left(17));
         let t = self.augment.translate as i64;
@@ -190,8 +229,9 @@ impl<B: Backend> InVram<B> {
         };
         // The augmentation's coins come from the backend's generator.
         let device_seed = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ step as u64;
-        let batch =
-            grin_model::seeded::<B, _>(&self.device, device_seed, || self.data.batch(indices, &self.augment, shift));
+        let batch = grin_model::seeded::<B, _>(&self.device, device_seed, || {
+            self.data.batch(&self.indices, &self.augment, shift)
+        });
         // Without a sync this is the time to queue the cut (all of it on the
         // CPU backend); on a GPU the cut itself runs later, inside the
         // step's measured time.
@@ -299,4 +339,63 @@ fn translate<B: Backend>(x: Tensor<B, 4>, dx: i64, dy: i64) -> Tensor<B, 4> {
     };
     let x = shift_axis(x, 3, dx, w);
     shift_axis(x, 2, dy, h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::NdArray;
+
+    /// The cut made in host memory (one pass) and by tensor ops give the
+    /// same batch bit for bit, every stage on, in one and three channels.
+    #[test]
+    fn the_host_cut_equals_the_tensor_cut() {
+        type B = NdArray<f32>;
+        let device = Default::default();
+        let aug = DeviceAugment { flip: 0.5, contrast: 0.2, brightness: 0.1, translate: 2 };
+        for channels in [1u32, 3] {
+            let (n, w, h) = (6, 7u32, 5u32);
+            let mut all = HostBatch::with_capacity(n, w, h, channels);
+            all.len = n;
+            all.pixels = (0..n * (w * h * channels) as usize).map(|i| (i * 37 % 251) as u8).collect();
+            all.boxes = (0..n * MAX_BOXES * 4).map(|i| (i % 7) as f32).collect();
+            all.labels = (0..n * MAX_BOXES).map(|i| (i % 3) as i8 - 1).collect();
+            let sets = [true, false].map(|host| DeviceDataset::<B>::upload(&all, &device, host));
+            let indices = [4, 0, 5, 2, 2];
+            let cut = |host: bool| {
+                let data = &sets[usize::from(!host)];
+                grin_model::seeded::<B, _>(&device, 9, || data.batch(&indices, &aug, (1, -1)))
+            };
+            let (a, b) = (cut(true), cut(false));
+            let values = |t: Tensor<B, 4>| t.into_data().to_vec::<f32>().expect("f32");
+            let (va, vb) = (values(a.images), values(b.images));
+            assert_eq!(va.len(), 5 * (w * h * channels) as usize);
+            assert!(
+                va.iter().zip(&vb).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{channels} channels: {va:?} vs {vb:?}"
+            );
+            assert_eq!(a.boxes.into_data(), b.boxes.into_data());
+            assert_eq!(values(cut(true).images), va, "the cut repeats from its seed");
+
+            // Flip alone: each sample is the straight one or its mirror, and
+            // both occur (else the comparison above says nothing of flips).
+            let only = |flip| DeviceAugment { flip, contrast: 0.0, brightness: 0.0, translate: 0 };
+            let cut = |aug: DeviceAugment| {
+                values(grin_model::seeded::<B, _>(&device, 9, || sets[0].batch(&indices, &aug, (0, 0))).images)
+            };
+            let (flipped, straight) = (cut(only(0.5)), cut(only(0.0)));
+            let row = w as usize;
+            let mirrored: Vec<f32> = straight.chunks(row).flat_map(|r| r.iter().rev().copied()).collect();
+            let per = (w * h * channels) as usize;
+            let kinds: Vec<bool> = (0..5)
+                .map(|i| {
+                    let (f, s, m) =
+                        (&flipped[i * per..][..per], &straight[i * per..][..per], &mirrored[i * per..][..per]);
+                    assert!(f == s || f == m, "sample {i} is neither straight nor mirrored");
+                    f == m
+                })
+                .collect();
+            assert!(kinds.contains(&true) && kinds.contains(&false), "flips {kinds:?}");
+        }
+    }
 }

@@ -17,6 +17,7 @@ use crate::device_batch::{upload, DeviceBatch};
 use anyhow::{bail, Context, Result};
 use burn::tensor::backend::Backend;
 use grin_features::{FeatureConfig, Pipeline, Split};
+use grin_model::DetectorBackend;
 use grin_store::{BatchOrder, BatchSource, Produced, Producer, Store};
 use in_vram::{DeviceAugment, InVram};
 use on_the_fly::OnTheFly;
@@ -51,7 +52,7 @@ impl FeedPlan {
 }
 
 /// The feed for `plan.mode`, starting at training step `start`.
-pub fn build_feed<B: Backend>(plan: &FeedPlan, device: &B::Device, start: usize) -> Result<Feed<B>> {
+pub fn build_feed<B: DetectorBackend>(plan: &FeedPlan, device: &B::Device, start: usize) -> Result<Feed<B>> {
     let store = || plan.store.as_ref().with_context(|| format!("{} mode needs a store", plan.mode.name()));
     match plan.mode {
         Mode::OnTheFly => {
@@ -66,7 +67,7 @@ pub fn build_feed<B: Backend>(plan: &FeedPlan, device: &B::Device, start: usize)
         Mode::InVram => {
             // The one upload of the run; batches are cut on the device from here on.
             let store = store()?;
-            let data = in_vram::upload_store(store, device)?;
+            let data = in_vram::upload_store(store, device, B::HOST_MEMORY)?;
             let order = BatchOrder::new(store, &precomputed::batch_order(&plan.features, plan.batch_size, start))?;
             let cutter = InVram::new(data, order, plan.features.seed, plan.device_augment, device.clone());
             Ok(Feed::InVram(cutter))
