@@ -82,16 +82,14 @@ impl<B: Backend> DevicePixels<B> {
 }
 
 pub fn upload<B: Backend>(batch: &HostBatch, device: &B::Device) -> DeviceBatch<B> {
-    let (pixels, boxes, labels) = upload_raw(batch, device);
-    DeviceBatch { images: pixels.images(), boxes, labels }
+    let (n, h, w, c) = (batch.len, batch.height as usize, batch.width as usize, batch.channels as usize);
+    let (boxes, labels) = upload_boxes(batch, device);
+    DeviceBatch { images: DevicePixels::upload(&batch.pixels, n, [h, w, c], device).images(), boxes, labels }
 }
 
-/// One upload per array; pixels keep the bytes of u8 ([`DevicePixels`]).
-pub(crate) fn upload_raw<B: Backend>(
-    batch: &HostBatch,
-    device: &B::Device,
-) -> (DevicePixels<B>, Tensor<B, 3>, Tensor<B, 2, Int>) {
-    let (n, h, w, c) = (batch.len, batch.height as usize, batch.width as usize, batch.channels as usize);
+/// The boxes `[N, MAX_BOXES, 4]` and labels `[N, MAX_BOXES]` of `batch`.
+pub(crate) fn upload_boxes<B: Backend>(batch: &HostBatch, device: &B::Device) -> (Tensor<B, 3>, Tensor<B, 2, Int>) {
+    let n = batch.len;
     // Labels are a few bytes a sample: i8 where the backend has it, else widened on the host.
     let labels = if B::supports_dtype(device, DType::I8) {
         Tensor::<B, 2, Int>::from_data(TensorData::new(batch.labels.clone(), [n, MAX_BOXES]), (device, DType::I8))
@@ -100,11 +98,7 @@ pub(crate) fn upload_raw<B: Backend>(
         let wide: Vec<i32> = batch.labels.iter().map(|&l| l as i32).collect();
         Tensor::from_data(TensorData::new(wide, [n, MAX_BOXES]), (device, DType::I32))
     };
-    (
-        DevicePixels::upload(&batch.pixels, n, [h, w, c], device),
-        Tensor::from_data(TensorData::new(batch.boxes.clone(), [n, MAX_BOXES, 4]), device),
-        labels,
-    )
+    (Tensor::from_data(TensorData::new(batch.boxes.clone(), [n, MAX_BOXES, 4]), device), labels)
 }
 
 /// Samples `indices` of `bytes` (`[N, height, width, channels]` u8, as

@@ -10,7 +10,7 @@
 //! `a` against a block of rows of `b`, one vector of each at a time, with a
 //! chunk of the inner size kept in cache while every block reads it.
 
-use super::gemm::View;
+use super::view::View;
 use pulp::{Arch, Simd, WithSimd};
 
 /// Inner values per chunk: a block's rows of `a` (4 x 8 KB) stay in L1

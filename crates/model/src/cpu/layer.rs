@@ -10,9 +10,10 @@
 //! BatchNorm's statistics reduce over, and a 1x1 conv over the batch is one
 //! matrix product `[out, in] x [in, batch * points]`.
 
-use super::gemm::{matmul, View};
+use super::gemm::matmul;
 use super::net::{Kind, Layer};
 use super::rows;
+use super::view::View;
 use crate::kernels::plane3x3::Plane3x3;
 use rayon::prelude::*;
 

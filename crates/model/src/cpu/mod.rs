@@ -20,6 +20,7 @@ mod layer;
 mod loss;
 mod net;
 mod rows;
+mod view;
 
 pub use layer::LayerGrads;
 pub use loss::{Labels, LossValues};

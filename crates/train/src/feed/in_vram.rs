@@ -2,7 +2,7 @@
 //! batch is cut and augmented on the device (`[train.device_augment]`).
 
 use crate::backend::BackendChoice;
-use crate::device_batch::{host_images, upload_raw, DeviceBatch, DevicePixels};
+use crate::device_batch::{host_images, upload_boxes, DeviceBatch, DevicePixels};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
 use grin_features::{HostBatch, MAX_BOXES};
@@ -66,17 +66,14 @@ impl<B: Backend> DeviceDataset<B> {
     /// `host`: the backend keeps tensors in host memory
     /// (`DetectorBackend::HOST_MEMORY`), so the pixels stay bytes.
     pub(crate) fn upload(all: &HostBatch, device: &B::Device, host: bool) -> Self {
-        let b = upload_raw::<B>(all, device);
-        let per_sample = (all.width * all.height * all.channels) as usize;
-        DeviceDataset {
-            pixels: if host { Pixels::Host(all.pixels[..all.len * per_sample].to_vec()) } else { Pixels::Device(b.0) },
-            channels: all.channels as usize,
-            boxes: b.1,
-            labels: b.2,
-            len: all.len,
-            width: all.width as usize,
-            height: all.height as usize,
-        }
+        let (width, height, channels) = (all.width as usize, all.height as usize, all.channels as usize);
+        let pixels = if host {
+            Pixels::Host(all.pixels[..all.len * width * height * channels].to_vec())
+        } else {
+            Pixels::Device(DevicePixels::upload(&all.pixels, all.len, [height, width, channels], device))
+        };
+        let (boxes, labels) = upload_boxes::<B>(all, device);
+        DeviceDataset { pixels, channels, boxes, labels, len: all.len, width, height }
     }
 
     /// Cuts the batch at `indices` and augments it on the device: nothing
@@ -86,12 +83,12 @@ impl<B: Backend> DeviceDataset<B> {
         let n = indices.len();
         let device = self.boxes.device();
         debug_assert!(indices.iter().all(|&i| i < self.len as u64), "indices inside the set");
-        // upload_store refused a dataset past i32 records.
-        let on_device: Vec<i32> = indices.iter().map(|&i| i as i32).collect();
-        let host_indices = indices;
-        let indices = Tensor::<B, 1, Int>::from_data(TensorData::new(on_device, [n]), &device);
-        let mut boxes = self.boxes.clone().select(0, indices.clone());
-        let labels = self.labels.clone().select(0, indices.clone());
+        // One small upload per step: B record indices, never the samples
+        // (upload_store refused a dataset past i32 records).
+        let ids: Vec<i32> = indices.iter().map(|&i| i as i32).collect();
+        let ids = Tensor::<B, 1, Int>::from_data(TensorData::new(ids, [n]), &device);
+        let mut boxes = self.boxes.clone().select(0, ids.clone());
+        let labels = self.labels.clone().select(0, ids.clone());
         let w = self.width as f32;
 
         // Stages set to 0 are skipped, not run as identities: on the CPU
@@ -106,10 +103,10 @@ impl<B: Backend> DeviceDataset<B> {
                     Some(f) => f.clone().into_data().into_vec::<bool>().expect("bool coins"),
                     None => vec![false; n],
                 };
-                host_images::<B>(bytes, host_indices, [self.height, self.width, self.channels], &flips, &device)
+                host_images::<B>(bytes, indices, [self.height, self.width, self.channels], &flips, &device)
             }
             Pixels::Device(pixels) => {
-                let images = pixels.select(indices.clone()).images();
+                let images = pixels.select(ids).images();
                 match &flip {
                     // Per-sample horizontal flip, chosen with a mask so the batch stays one tensor.
                     Some(flip) => {
@@ -218,7 +215,6 @@ impl<B: Backend> InVram<B> {
         let started = Instant::now();
         assert_eq!(self.order.batches(), step as u64, "in-VRAM batches are cut in step order");
         self.order.next_batch(&mut self.indices);
-        debug_assert!(self.indices.iter().all(|&i| i < self.data.len as u64), "the order is over the uploaded store");
         let seed = self.seed;
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed ^ (step as u64).rotate_left(17));
         let t = self.augment.translate as i64;

@@ -75,7 +75,8 @@ fn time_layers() {
 #[test]
 #[ignore]
 fn time_products() {
-    use crate::cpu::gemm::{matmul, View};
+    use crate::cpu::gemm::matmul;
+    use crate::cpu::view::View;
     let batch: usize = std::env::var("GRIN_TIMING_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(16);
     // Width 1.0's 1x1 convs: (out, in, points per image).
     for (cout, cin, points) in [(32, 32, 1200), (48, 48, 300), (80, 80, 80), (112, 112, 20), (6, 48, 300), (48, 80, 80)]
