@@ -15,7 +15,7 @@ use crate::step::Stepper;
 use anyhow::Result;
 use burn::tensor::backend::Backend;
 use grin_features::{bench::measure_tg, FeatureConfig, HostBatch, Pipeline, Split};
-use grin_model::{DetectorBackend, DetectorSpec, TrainBackend};
+use grin_model::{DetectorSpec, TrainBackend};
 use grin_terms::median;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -150,7 +150,7 @@ pub fn measure<B: TrainBackend>(
     if let Some(e) = failed {
         return Err(e);
     }
-    let resident = DeviceDataset::<B>::upload(&host, device, <B as DetectorBackend>::HOST_MEMORY);
+    let resident = DeviceDataset::<B>::upload(&host, device, B::HOST_MEMORY);
     let indices: Vec<u64> = (0..batch as u64).collect();
     let tc_s = timed::<B, _>(device, || resident.batch(&indices, augment, (augment.translate as i64, 0)));
     let mut b = HostBatch::default();

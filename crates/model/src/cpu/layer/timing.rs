@@ -14,34 +14,42 @@ fn median_ms(runs: usize, f: &mut dyn FnMut()) -> f64 {
     v[runs / 2]
 }
 
+/// The batch the timings run at: `GRIN_TIMING_BATCH`, 16 by default
+/// (bench-train also runs 64).
+fn timing_batch() -> usize {
+    std::env::var("GRIN_TIMING_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(16)
+}
+
+/// Width 1.0's trunk at 160x120, in run order, from the detector's own
+/// widths: (kind, in, out, input height, input width) per conv.
+fn trunk_at_width_1() -> Vec<(Kind, usize, usize, usize, usize)> {
+    let spec = crate::DetectorSpec {
+        model: crate::ModelConfig { width_mult: 1.0, ..crate::ModelConfig::default() },
+        width: 160,
+        height: 120,
+        channels: 1,
+    };
+    let c = spec.widths();
+    let (mut h, mut w) = (spec.height, spec.width);
+    let mut layers = vec![(Kind::Dense { stride: 2 }, spec.channels, c[0], h, w)];
+    (h, w) = (h.div_ceil(2), w.div_ceil(2));
+    for stage in 1..c.len() {
+        layers.push((Kind::Depthwise { stride: 2 }, c[stage - 1], c[stage - 1], h, w));
+        (h, w) = (h.div_ceil(2), w.div_ceil(2));
+        layers.push((Kind::Pointwise, c[stage - 1], c[stage], h, w));
+        layers.push((Kind::Depthwise { stride: 1 }, c[stage], c[stage], h, w));
+        layers.push((Kind::Pointwise, c[stage], c[stage], h, w));
+    }
+    layers
+}
+
 /// `cargo test --release -p grin-model --lib cpu::layer::timing -- --ignored --nocapture`
 #[test]
 #[ignore]
 fn time_layers() {
-    // GRIN_TIMING_BATCH: the batch (16 by default; bench-train also runs 64).
-    let batch = std::env::var("GRIN_TIMING_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(16);
-    let (dw, pw) = (|stride| Kind::Depthwise { stride }, Kind::Pointwise);
+    let batch = timing_batch();
     let mut total = (0.0, 0.0);
-    // Width 1.0's layers at 160x120 (detector.rs), in run order.
-    for (kind, cin, cout, h, w) in [
-        (Kind::Dense { stride: 2 }, 1, 16, 120, 160),
-        (dw(2), 16, 16, 60, 80),
-        (pw, 16, 32, 30, 40),
-        (dw(1), 32, 32, 30, 40),
-        (pw, 32, 32, 30, 40),
-        (dw(2), 32, 32, 30, 40),
-        (pw, 32, 48, 15, 20),
-        (dw(1), 48, 48, 15, 20),
-        (pw, 48, 48, 15, 20),
-        (dw(2), 48, 48, 15, 20),
-        (pw, 48, 80, 8, 10),
-        (dw(1), 80, 80, 8, 10),
-        (pw, 80, 80, 8, 10),
-        (dw(2), 80, 80, 8, 10),
-        (pw, 80, 112, 4, 5),
-        (dw(1), 112, 112, 4, 5),
-        (pw, 112, 112, 4, 5),
-    ] {
+    for (kind, cin, cout, h, w) in trunk_at_width_1() {
         let k = if kind == Kind::Pointwise { 1 } else { 9 };
         let per = if matches!(kind, Kind::Depthwise { .. }) { 1 } else { cin };
         let layer = Layer {
@@ -77,7 +85,7 @@ fn time_layers() {
 fn time_products() {
     use crate::cpu::gemm::matmul;
     use crate::cpu::view::View;
-    let batch: usize = std::env::var("GRIN_TIMING_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(16);
+    let batch = timing_batch();
     // Width 1.0's 1x1 convs: (out, in, points per image).
     for (cout, cin, points) in [(32, 32, 1200), (48, 48, 300), (80, 80, 80), (112, 112, 20), (6, 48, 300), (48, 80, 80)]
     {
@@ -102,7 +110,7 @@ fn time_products() {
 #[test]
 #[ignore]
 fn time_input_grads() {
-    let batch: usize = std::env::var("GRIN_TIMING_BATCH").ok().and_then(|b| b.parse().ok()).unwrap_or(16);
+    let batch = timing_batch();
     for (stride, h, w) in [(2, 60, 80), (2, 30, 40), (1, 30, 40)] {
         let plane = Plane3x3::new(h, w, stride);
         let g: Vec<f32> = (0..batch * plane.out_len()).map(|i| (i as f32 * 0.7).sin()).collect();
