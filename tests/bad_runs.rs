@@ -269,6 +269,30 @@ fn train_init_names_a_missing_or_mismatched_model_and_loads_a_matching_one() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("has top-down fusion"), "{}", stderr(&out));
+
+    // A wider stride-8 head grows from a narrower one (its tap has 12
+    // channels here); a narrower one is refused, naming both.
+    let wide = [&fused[..], &["--set", "model.fine_head=20"]].concat();
+    let out = grin(
+        &[&["train", "--backend", "cpu", "--quiet", "--set", "name=wide-head"][..], &wide].concat(),
+        &config,
+        &runs,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("widening the stride-8 head"), "{}", stderr(&out));
+    let wide_model = runs.join("wide-head/model.grin");
+    let config = write_config(dir.path(), &format!("init = {:?}\n", wide_model.display().to_string()));
+    let out = grin(
+        &[&["train", "--backend", "cpu", "--quiet", "--set", "name=narrow-head"][..], &fused].concat(),
+        &config,
+        &runs,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("key `train.init`") && e.contains("of 12 -> 20 channels cannot widen into one of 12 -> 12"),
+        "{e}"
+    );
 }
 
 /// Issue 28, item 1: a finished run is never replaced by a rerun of its

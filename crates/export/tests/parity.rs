@@ -208,9 +208,10 @@ fn points_of(levels: &[(usize, usize, usize)], width: usize, height: usize) -> P
 }
 
 #[test]
-fn a_model_with_top_down_fusion_exports_the_fusion_at_odd_sizes() {
+fn a_model_with_top_down_fusion_and_a_wider_fine_head_exports_both_at_odd_sizes() {
+    // The stride-8 head mixes into 40 channels from its tap's 24.
     let spec = DetectorSpec {
-        model: grin_model::ModelConfig { width_mult: 0.5, top_down: true, ..Default::default() },
+        model: grin_model::ModelConfig { width_mult: 0.5, top_down: true, fine_head: 40, ..Default::default() },
         width: 96,
         height: 64,
         channels: 1,

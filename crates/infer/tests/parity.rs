@@ -96,9 +96,10 @@ fn fast_path_matches_burn_on_a_random_rgb_model() {
 }
 
 #[test]
-fn fast_path_matches_burn_with_top_down_fusion_at_odd_sizes() {
+fn fast_path_matches_burn_with_top_down_fusion_and_a_wider_fine_head_at_odd_sizes() {
+    // The stride-8 head mixes into 40 channels from its tap's 24.
     let spec = DetectorSpec {
-        model: ModelConfig { width_mult: 0.5, top_down: true, ..ModelConfig::default() },
+        model: ModelConfig { width_mult: 0.5, top_down: true, fine_head: 40, ..ModelConfig::default() },
         width: 96,
         height: 64,
         channels: 1,

@@ -33,6 +33,15 @@ pub struct ModelConfig {
     /// so a model without it can be fine-tuned into one. Off in model files
     /// written before it existed.
     pub top_down: bool,
+    /// Channels of the stride-8 head's mixing layer (its pointwise conv's
+    /// output); 0: the tapped trunk layer's own. Capacity where small faces
+    /// and most false boxes are decided, at stride 8's many locations. A
+    /// model with a narrower one fine-tunes into a wider one from where it
+    /// was (the new channels start with no say in the outputs). Model files
+    /// written before it existed get 0, and a 0 is not written, so files
+    /// and run configs without it read as they did.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fine_head: usize,
 }
 
 /// Widest network a config or model file may ask for: 4x the default is
@@ -50,6 +59,7 @@ impl Default for ModelConfig {
             max_detections: 50,
             pyramid_above: 96.0,
             top_down: false,
+            fine_head: 0,
         }
     }
 }
@@ -63,6 +73,13 @@ pub fn check_pyramid_above(above: f32) -> Result<(), String> {
         Err(format!("{above} must be 0 (one pass) or a face side in 8..=4096 px"))
     }
 }
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Widest stride-8 head a config may ask for: far past the parameter budget.
+const MAX_FINE_HEAD: usize = 1024;
 
 /// Most detections a model may keep per image.
 const MAX_DETECTIONS: usize = 1000;
@@ -97,6 +114,12 @@ impl ModelConfig {
             return Err(format!(
                 "key `model.max_detections`: {} must be within 1..={MAX_DETECTIONS}",
                 self.max_detections
+            ));
+        }
+        let f = self.fine_head;
+        if !f.is_multiple_of(4) || f > MAX_FINE_HEAD {
+            return Err(format!(
+                "key `model.fine_head`: {f} must be 0 (the tap's width) or a multiple of 4 up to {MAX_FINE_HEAD}"
             ));
         }
         check_pyramid_above(self.pyramid_above).map_err(|e| format!("key `model.pyramid_above`: {e}"))

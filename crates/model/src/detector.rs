@@ -6,24 +6,22 @@
 use crate::backend::DetectorBackend;
 use crate::config::ModelConfig;
 use crate::decode::{decode, DecodeParams, Detection};
-use crate::folded::{FoldedConv, FoldedDetector, FoldedFuse, FoldedHead};
-use crate::layers::{conv, folded_conv, ConvBn, DwSep, FeatureMap};
+use crate::folded::{FoldedDetector, FoldedFuse, FoldedHead};
+use crate::layers::{folded_conv, ConvBn, DwSep, FeatureMap};
 use crate::points::{Points, STRIDES};
 use crate::pyramid::{merge, pass_sizes};
 use burn::module::{Module, Param};
-use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::conv::Conv2d;
 use burn::nn::BatchNorm;
 use burn::tensor::backend::Backend;
 use burn::tensor::module::avg_pool2d;
-use burn::tensor::{Tensor, TensorData};
-use grin_terms::output::{DISTANCE, FACE, LOG_DISTANCE_RANGE, OUTPUTS, SMILE};
+use burn::tensor::Tensor;
+use grin_terms::output::{DISTANCE, FACE, LOG_DISTANCE_RANGE, SMILE};
+use head::{Head, TopDown};
 use serde::{Deserialize, Serialize};
 
 /// Channels of the stem and of the four stride-2 stages at `width_mult = 1`.
 const BASE_WIDTHS: [usize; 5] = [16, 32, 48, 80, 112];
-/// Initial face probability, so the focal loss starts near its optimum for
-/// the (overwhelming) background instead of spending steps getting there.
-const PRIOR_PROBABILITY: f32 = 0.01;
 
 /// Whether backbone block `i` feeds a head. Blocks come in (stride-2,
 /// stride-1) pairs, one pair per stage; the ends of stages 2..4 (strides 8,
@@ -48,6 +46,14 @@ impl DetectorSpec {
         BASE_WIDTHS.map(|w| (((w as f32 * self.model.width_mult) / 4.0).round() as usize).max(1) * 4)
     }
 
+    /// Channels of each head's mixing layer, finest level first: the tapped
+    /// trunk layer's, but `model.fine_head` at stride 8 when set.
+    pub fn head_widths(&self) -> [usize; 3] {
+        let w = self.widths();
+        let fine = if self.model.fine_head > 0 { self.model.fine_head } else { w[2] };
+        [fine, w[3], w[4]]
+    }
+
     pub fn points(&self) -> Points {
         Points::new(self.width, self.height)
     }
@@ -59,92 +65,10 @@ impl DetectorSpec {
             blocks.push(DwSep::new(w[stage - 1], w[stage], 2, device));
             blocks.push(DwSep::new(w[stage], w[stage], 1, device));
         }
-        let heads = [w[2], w[3], w[4]].iter().map(|&c| Head::new(c, device)).collect();
+        let heads =
+            [w[2], w[3], w[4]].iter().zip(self.head_widths()).map(|(&c, mid)| Head::new(c, mid, device)).collect();
         let top_down = self.model.top_down.then(|| TopDown::new(w[3], w[2], device));
         Detector { stem: ConvBn::new(self.channels, w[0], 3, 2, 1, true, device), blocks, heads, top_down }
-    }
-}
-
-/// Top-down fusion: the stride-16 features through a 1x1 conv, upsampled
-/// 2x (nearest) and added to the stride-8 features the finest head reads.
-#[derive(Module, Debug)]
-pub struct TopDown<B: Backend> {
-    lateral: Conv2d<B>,
-}
-
-impl<B: Backend> TopDown<B> {
-    /// Zero weights and bias: a new fusion changes nothing until trained,
-    /// so a model without one fine-tunes into one from where it was.
-    fn new(from: usize, into: usize, device: &B::Device) -> Self {
-        let mut lateral = Conv2dConfig::new([from, into], [1, 1]).init(device);
-        lateral.weight = Param::from_tensor(Tensor::zeros([into, from, 1, 1], device));
-        lateral.bias = Some(Param::from_tensor(Tensor::zeros([into], device)));
-        TopDown { lateral }
-    }
-
-    fn macs(&self, h: usize, w: usize) -> u64 {
-        let [o, i, _, _] = self.lateral.weight.dims();
-        (h * w * o * i) as u64
-    }
-}
-
-impl<B: DetectorBackend> TopDown<B> {
-    /// `into` plus `from` (half its resolution) through the lateral conv,
-    /// each value repeated over a 2x2 block and cut to `into`'s size.
-    fn forward(&self, into: FeatureMap<B>, from: FeatureMap<B>) -> FeatureMap<B> {
-        let coarse = conv(&self.lateral, from);
-        let [b, c, _] = coarse.values.dims();
-        let (h, w) = (coarse.height, coarse.width);
-        let up = coarse
-            .values
-            .reshape([b, c, h, 1, w, 1])
-            .expand([b, c, h, 2, w, 2])
-            .reshape([b, c, 2 * h, 2 * w])
-            .slice([0..b, 0..c, 0..into.height, 0..into.width])
-            .reshape([b, c, into.height * into.width]);
-        FeatureMap { values: into.values + up, ..into }
-    }
-}
-
-/// One level's head: depthwise 3x3, pointwise, then the 6 outputs.
-#[derive(Module, Debug)]
-pub struct Head<B: Backend> {
-    mix: DwSep<B>,
-    out: Conv2d<B>,
-}
-
-impl<B: Backend> Head<B> {
-    fn new(channels: usize, device: &B::Device) -> Self {
-        let mut out = Conv2dConfig::new([channels, OUTPUTS], [1, 1]).init(device);
-        let prior = -((1.0 - PRIOR_PROBABILITY) / PRIOR_PROBABILITY).ln();
-        let mut bias = [0.0f32; OUTPUTS];
-        bias[FACE] = prior;
-        out.bias = Some(Param::from_tensor(Tensor::from_data(TensorData::new(bias.to_vec(), [OUTPUTS]), device)));
-        Head { mix: DwSep::new(channels, channels, 1, device), out }
-    }
-
-    /// Channels the head reads.
-    fn channels(&self) -> usize {
-        self.out.weight.dims()[1]
-    }
-
-    fn macs(&self, h: usize, w: usize) -> u64 {
-        let (mix, h, w) = self.mix.macs(h, w);
-        let [o, i, kh, kw] = self.out.weight.dims();
-        mix + (h * w * o * i * kh * kw) as u64
-    }
-}
-
-impl<B: DetectorBackend> Head<B> {
-    fn folded(&self) -> Vec<FoldedConv> {
-        let mut convs: Vec<FoldedConv> = self.mix.layers().iter().map(|layer| layer.folded()).collect();
-        convs.push(folded_conv(&self.out, false));
-        convs
-    }
-
-    /// `[batch, OUTPUTS, points of this level]`.
-    fn forward(&self, x: FeatureMap<B>) -> Tensor<B, 3> {
-        conv(&self.out, self.mix.forward(x)).values
     }
 }
 
@@ -226,10 +150,31 @@ impl<B: Backend> Detector<B> {
     /// where a fused one's fine-tuning starts.
     pub fn with_top_down(mut self, device: &B::Device) -> Self {
         if self.top_down.is_none() {
-            let [from, into] = [self.heads[1].channels(), self.heads[0].channels()];
+            let [from, into] = [self.heads[1].input_channels(), self.heads[0].input_channels()];
             self.top_down = Some(TopDown::new(from, into, device));
         }
         self
+    }
+
+    /// This model with `wider`'s stride-8 head (a model of the same trunk
+    /// whose `model.fine_head` is wider, freshly drawn) holding this one's
+    /// head in its first channels: it computes what it did, and the new
+    /// channels start with no say ([`Head::widened`]). A model trained with
+    /// a narrower head is where a wider one's fine-tuning starts.
+    pub fn with_fine_head_of(mut self, mut wider: Detector<B>) -> Result<Self, String> {
+        let (old, new) = (&self.heads[0], &wider.heads[0]);
+        if old.input_channels() != new.input_channels() || old.mix_channels() > new.mix_channels() {
+            return Err(format!(
+                "a stride-8 head of {} -> {} channels cannot widen into one of {} -> {}",
+                old.input_channels(),
+                old.mix_channels(),
+                new.input_channels(),
+                new.mix_channels()
+            ));
+        }
+        let (old, wide) = (self.heads.remove(0), wider.heads.swap_remove(0));
+        self.heads.insert(0, old.widened(wide));
+        Ok(self)
     }
 
     /// Parameter tensors, in module order.
@@ -395,6 +340,7 @@ pub fn detect<B: DetectorBackend>(
     passes.into_iter().map(|p| merge(p, params)).collect()
 }
 
+mod head;
 pub(crate) mod level_shift;
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@
 //! and the depthwise op reads rows directly, so the backbone never reshapes
 //! (on burn-ndarray every reshape copies the tensor, in both passes).
 
-use burn::module::Module;
+use burn::module::{Module, Param, RunningState};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, PaddingConfig2d};
 use burn::tensor::activation::relu;
@@ -15,6 +15,15 @@ use burn::tensor::Tensor;
 use crate::backend::{DetectorBackend, Geometry, NormSettings};
 use crate::folded::{fold_batch_norm, FoldedConv};
 use burn::tensor::TensorPrimitive;
+
+/// `onto` with `corner`'s values in its leading corner (`corner` is no
+/// larger along any axis): how a layer widens with its weights kept.
+pub(crate) fn into_corner<B: Backend, const D: usize>(onto: Tensor<B, D>, corner: Tensor<B, D>) -> Tensor<B, D> {
+    let dims = corner.dims();
+    debug_assert!(dims.iter().zip(onto.dims()).all(|(c, o)| *c <= o), "the corner fits");
+    // Detached: a parameter made from it is a leaf again (autodiff backends).
+    onto.slice_assign(std::array::from_fn::<_, D, _>(|i| 0..dims[i]), corner).detach()
+}
 
 /// Output side of a 3x3 (pad 1) or 1x1 conv with the given stride.
 pub(crate) fn conv_out(side: usize, stride: usize) -> usize {
@@ -62,6 +71,19 @@ impl<B: Backend> ConvBn<B> {
             .with_bias(false)
             .init(device);
         ConvBn { conv, norm: BatchNormConfig::new(output).init(device), relu }
+    }
+
+    /// `wider` (this layer with more output channels, freshly drawn) with
+    /// this layer's weights and statistics in its first channels: those
+    /// compute what they did, and the new ones start as `wider` drew them.
+    pub(crate) fn widened(self, wider: ConvBn<B>) -> ConvBn<B> {
+        let (old, mut conv, mut norm) = (self.norm, wider.conv, wider.norm);
+        conv.weight = Param::from_tensor(into_corner(conv.weight.val(), self.conv.weight.val()));
+        norm.gamma = Param::from_tensor(into_corner(norm.gamma.val(), old.gamma.val()));
+        norm.beta = Param::from_tensor(into_corner(norm.beta.val(), old.beta.val()));
+        norm.running_mean = RunningState::new(into_corner(norm.running_mean.value(), old.running_mean.value()));
+        norm.running_var = RunningState::new(into_corner(norm.running_var.value(), old.running_var.value()));
+        ConvBn { conv, norm, relu: self.relu }
     }
 
     /// Multiply-adds for an input of `h x w`, and the output size.
@@ -208,6 +230,12 @@ impl<B: Backend> DwSep<B> {
         let (a, h, w) = self.depthwise.macs(h, w);
         let (b, h, w) = self.pointwise.macs(h, w);
         (a + b, h, w)
+    }
+
+    /// `wider` (this block with more output channels) with this block's
+    /// weights in its first channels ([`ConvBn::widened`]).
+    pub(crate) fn widened(self, wider: DwSep<B>) -> DwSep<B> {
+        DwSep { depthwise: self.depthwise, pointwise: self.pointwise.widened(wider.pointwise) }
     }
 
     /// Its two convs in the order they run.

@@ -54,9 +54,12 @@ fn grad(grads: &GradientsParams, id: burn::module::ParamId, len: usize) -> Optio
 #[test]
 fn the_cpu_step_equals_burns_autodiff_on_loss_gradients_and_running_averages() {
     let device = Default::default();
-    for (width_mult, batch, top_down) in [(1.0, 3, false), (1.15, 2, false), (1.0, 2, true)] {
+    // The last: the stride-8 head mixes into 64 channels from its tap's 48.
+    for (width_mult, batch, top_down, fine_head) in
+        [(1.0, 3, false, 0), (1.15, 2, false, 0), (1.0, 2, true, 0), (1.0, 2, true, 64)]
+    {
         let spec = DetectorSpec {
-            model: ModelConfig { width_mult, top_down, ..ModelConfig::default() },
+            model: ModelConfig { width_mult, top_down, fine_head, ..ModelConfig::default() },
             width: 96,
             height: 72,
             channels: 1,

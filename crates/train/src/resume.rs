@@ -43,6 +43,18 @@ pub(crate) fn start<B: TrainBackend>(
                 spec.widths()
             );
         }
+        let loaded = if init_spec.head_widths() == spec.head_widths() {
+            loaded
+        } else {
+            eprintln!(
+                "{}: widening the stride-8 head of {} to {} channels (the new ones start with no say)",
+                run.name,
+                init.display(),
+                spec.head_widths()[0]
+            );
+            // A fresh model of this run's architecture gives the new channels' draws.
+            loaded.with_fine_head_of(model).map_err(|e| anyhow::anyhow!("key `train.init`: {}: {e}", init.display()))?
+        };
         model = match (init_spec.model.top_down, spec.model.top_down) {
             (false, true) => {
                 eprintln!("{}: adding top-down fusion (starting as a no-op) to {}", run.name, init.display());

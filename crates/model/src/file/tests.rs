@@ -183,6 +183,11 @@ fn a_header_naming_another_architecture_or_size_is_refused_before_the_weights() 
     assert_eq!(nested_area, "header: key `model.nested_area`: 0 must be a share in (0, 1]");
     let threshold = with_header(&|h| h["spec"]["model"]["score_threshold"] = 1.5.into());
     assert_eq!(threshold, "header: key `model.score_threshold`: 1.5 must be a score in [0, 1]");
+    let fine = with_header(&|h| h["spec"]["model"]["fine_head"] = 6.into());
+    assert_eq!(fine, "header: key `model.fine_head`: 6 must be 0 (the tap's width) or a multiple of 4 up to 1024");
+    // A wider stride-8 head than the weights hold.
+    let wider = with_header(&|h| h["spec"]["model"]["fine_head"] = 64.into());
+    assert_eq!(wider, "weights do not fit the detector the header describes");
     let kept = with_header(&|h| h["spec"]["model"]["max_detections"] = 1_000_000_000.into());
     assert_eq!(kept, "header: key `model.max_detections`: 1000000000 must be within 1..=1000");
     // serde_json writes a NaN as null: the key is named, not just "malformed".
