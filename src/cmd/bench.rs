@@ -67,8 +67,9 @@ pub(crate) struct BenchStepArgs {
     /// Also write the figures as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// The optimizer's implementation: grin's flat one (what runs train
-    /// with) or Burn's adaptor (the same arithmetic, parameter by parameter).
+    /// The optimizer's implementation: grin's (what runs train with: flat
+    /// tensors on a device, host loops on the CPU) or Burn's adaptor (the
+    /// same arithmetic, parameter by parameter).
     #[arg(long, value_enum, default_value_t)]
     pub optimizer: OptimizerImpl,
 }

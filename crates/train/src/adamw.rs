@@ -12,11 +12,15 @@
 //! clipping norms are per parameter, as Burn's: chunk sums, then each
 //! parameter's chunks gathered and summed.
 //!
+//! On a backend whose tensors live in host memory the same update runs as
+//! plain loops instead (`host.rs`).
+//!
 //! The arithmetic is Burn's (`burn::optim::AdamW` with
 //! `GradientClippingConfig::Norm`), op for op, and the record is Burn's
 //! adaptor's, so checkpoints written before this optimizer resume with it
 //! and the other way round (tests below).
 
+mod host;
 mod params;
 
 use burn::module::{AutodiffModule, ParamId};
@@ -26,6 +30,7 @@ use burn::optim::{AdamW, AdamWConfig, GradientsParams, MultiGradientsParams};
 use burn::optim::{LearningRate, Optimizer};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Int, Tensor, TensorData};
+use grin_model::{DetectorBackend, TrainBackend};
 use params::{Collect, Entry, Grads, Spread};
 use std::marker::PhantomData;
 
@@ -65,27 +70,27 @@ impl Settings {
     }
 }
 
-/// AdamW on flat tensors; see the module's comment.
-pub struct FlatAdamW<M: AutodiffModule<B>, B: AutodiffBackend> {
+/// AdamW on flat tensors, or in host loops; see the module's comment.
+pub struct FlatAdamW<M: AutodiffModule<B>, B: TrainBackend> {
     settings: Settings,
     flat: Option<Flat<B>>,
     /// States not in `flat`: read from a record, or left by a parameter
     /// that had no gradient at the last step. Moved into `flat` when their
     /// parameter next has one.
     loose: Records<M, B>,
-    /// Set: every step is Burn's adaptor's, parameter by parameter (the CPU
-    /// backend's choice: see [`FlatAdamW::per_parameter`]).
-    per_parameter: Option<OptimizerAdaptor<AdamW, M, B>>,
+    /// Set on a host-memory backend: every step runs in host loops, with
+    /// the moments here (`host.rs`).
+    host: Option<host::Host<B>>,
     module: PhantomData<M>,
 }
 
-impl<M: AutodiffModule<B>, B: AutodiffBackend> Clone for FlatAdamW<M, B> {
+impl<M: AutodiffModule<B>, B: TrainBackend> Clone for FlatAdamW<M, B> {
     fn clone(&self) -> Self {
         FlatAdamW {
             settings: self.settings,
             flat: self.flat.clone(),
             loose: self.loose.clone(),
-            per_parameter: self.per_parameter.clone(),
+            host: self.host.clone(),
             module: PhantomData,
         }
     }
@@ -100,7 +105,7 @@ type ToRecord<B> = fn(usize, Flat1<B>, Flat1<B>, &[usize]) -> AdaptorRecord<Adam
 type FromRecord<B> = fn(AdaptorRecord<AdamW, B>) -> (usize, Flat1<B>, Flat1<B>);
 
 /// One parameter's place in the flat tensors.
-struct Slot<B: AutodiffBackend> {
+struct Slot<B: TrainBackend> {
     id: ParamId,
     dims: Vec<usize>,
     /// First value and value count in the flat layout (a multiple of CHUNK
@@ -112,7 +117,7 @@ struct Slot<B: AutodiffBackend> {
     to_record: ToRecord<B>,
 }
 
-impl<B: AutodiffBackend> Clone for Slot<B> {
+impl<B: TrainBackend> Clone for Slot<B> {
     fn clone(&self) -> Self {
         Slot {
             id: self.id,
@@ -128,7 +133,7 @@ impl<B: AutodiffBackend> Clone for Slot<B> {
 /// The moments of every parameter that had a gradient, in chunks, with the
 /// layout's constant index tensors.
 #[derive(Clone)]
-struct Flat<B: AutodiffBackend> {
+struct Flat<B: TrainBackend> {
     slots: Vec<Slot<B>>,
     /// `[chunks, CHUNK]`; the last chunk is padding (all zero gradients).
     moment_1: Tensor<Inner<B>, 2>,
@@ -145,26 +150,27 @@ struct Flat<B: AutodiffBackend> {
     chunks: usize,
 }
 
-impl<M: AutodiffModule<B>, B: AutodiffBackend> FlatAdamW<M, B> {
+impl<M: AutodiffModule<B>, B: TrainBackend> FlatAdamW<M, B> {
+    /// Host loops where the backend's tensors are host memory, else flat tensors.
     pub(crate) fn new(settings: Settings) -> Self {
-        let loose = settings.burn_config().init::<B, M>().to_record();
-        FlatAdamW { settings, flat: None, loose, per_parameter: None, module: PhantomData }
+        let host = Inner::<B>::HOST_MEMORY.then(host::Host::new);
+        FlatAdamW { host, ..Self::with_flat_tensors(settings) }
     }
 
-    /// The same optimizer stepped by Burn's adaptor, one parameter at a
-    /// time. On burn-ndarray the flat update's reductions do not sum in a
-    /// fixed order, so two CPU runs of one config drifted apart (the main
-    /// job's AP@0.5 0.939-0.956 over four runs); the adaptor's do, and on
-    /// the CPU the per-op cost the flat update saves is small.
-    pub(crate) fn per_parameter(settings: Settings) -> Self {
-        let adaptor = settings.burn_config().init::<B, M>();
-        FlatAdamW { per_parameter: Some(adaptor), ..Self::new(settings) }
+    /// The flat tensor update on any backend (the parity tests run it on the CPU).
+    pub(crate) fn with_flat_tensors(settings: Settings) -> Self {
+        let loose = settings.burn_config().init::<B, M>().to_record();
+        FlatAdamW { settings, flat: None, loose, host: None, module: PhantomData }
     }
 
     fn step_with(&mut self, lr: LearningRate, module: M, grads: Grads) -> M {
         let mut collect = Collect { grads, entries: vec![] };
         module.visit(&mut collect);
         let entries = collect.entries;
+        if let Some(host) = &mut self.host {
+            let updated = host::step::<M, B>(self.settings, lr, host, &mut self.loose, entries);
+            return module.map(&mut Spread { updated });
+        }
         let Some(device) = entries.first().map(|e| e.grad.device()) else {
             return module;
         };
@@ -219,7 +225,9 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> FlatAdamW<M, B> {
         let decay = lr * s.weight_decay as f64;
         let values = values.mul_scalar(1.0 - decay) - delta.mul_scalar(lr);
         let values = values.reshape([flat.chunks * CHUNK]);
-        module.map(&mut Spread { slots: &flat.slots, values })
+        let updated =
+            flat.slots.iter().map(|slot| (slot.id, values.clone().slice(slot.start..slot.start + slot.len))).collect();
+        module.map(&mut Spread { updated })
     }
 
     /// The moments divided by `1 - beta^time`: one scalar when every slot
@@ -324,38 +332,31 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> FlatAdamW<M, B> {
     }
 }
 
-impl<M: AutodiffModule<B>, B: AutodiffBackend> Optimizer<M, B> for FlatAdamW<M, B> {
+impl<M: AutodiffModule<B>, B: TrainBackend> Optimizer<M, B> for FlatAdamW<M, B> {
     type Record = Records<M, B>;
 
     fn step(&mut self, lr: LearningRate, module: M, grads: GradientsParams) -> M {
-        match &mut self.per_parameter {
-            Some(adaptor) => adaptor.step(lr, module, grads),
-            None => self.step_with(lr, module, Grads::Single(grads)),
-        }
+        self.step_with(lr, module, Grads::Single(grads))
     }
 
     fn step_multi(&mut self, lr: LearningRate, module: M, grads: MultiGradientsParams) -> M {
-        match &mut self.per_parameter {
-            Some(adaptor) => adaptor.step_multi(lr, module, grads),
-            None => self.step_with(lr, module, Grads::Multi(grads)),
-        }
+        self.step_with(lr, module, Grads::Multi(grads))
     }
 
     fn to_record(&self) -> Self::Record {
-        if let Some(adaptor) = &self.per_parameter {
-            return adaptor.to_record();
-        }
         let mut copy = self.clone();
         copy.dissolve();
+        if let Some(host) = &copy.host {
+            host::into_records::<M, B>(host, &mut copy.loose);
+        }
         copy.loose
     }
 
     fn load_record(mut self, record: Self::Record) -> Self {
-        if let Some(adaptor) = self.per_parameter.take() {
-            self.per_parameter = Some(adaptor.load_record(record));
-            return self;
-        }
         self.flat = None;
+        if let Some(host) = &mut self.host {
+            host.clear();
+        }
         self.loose = record;
         self
     }

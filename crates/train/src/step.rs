@@ -32,21 +32,12 @@ pub struct PhaseTimes {
 }
 
 /// The optimizer every run steps with: AdamW with the config's weight
-/// decay, each parameter's gradient clipped to norm 10; on flat tensors on a GPU
-/// ([`FlatAdamW`]: Burn's arithmetic and record, a few ops a step).
+/// decay, each parameter's gradient clipped to norm 10 ([`FlatAdamW`]:
+/// Burn's arithmetic and record, on flat tensors on a GPU and in host
+/// loops on the CPU).
 pub(crate) type Optim<B> = FlatAdamW<Detector<B>, B>;
 
 pub fn optimizer<B: TrainBackend>(cfg: &TrainConfig) -> Optim<B> {
-    // The CPU keeps Burn's per-parameter steps: reproducible bit for bit.
-    if B::InnerBackend::CPU_STEP {
-        FlatAdamW::per_parameter(settings(cfg))
-    } else {
-        flat_optimizer(cfg)
-    }
-}
-
-/// The flat update on every backend: `grin bench step --optimizer flat`.
-pub fn flat_optimizer<B: TrainBackend>(cfg: &TrainConfig) -> Optim<B> {
     FlatAdamW::new(settings(cfg))
 }
 
@@ -61,8 +52,7 @@ fn settings(cfg: &TrainConfig) -> Settings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OptimizerImpl {
-    /// grin's: one update over all parameters at once (what runs train with
-    /// on a GPU).
+    /// grin's: one update over all parameters at once (what runs train with).
     #[default]
     Flat,
     /// Burn's optimizer adaptor: the same arithmetic, parameter by parameter.
@@ -72,7 +62,7 @@ pub enum OptimizerImpl {
 impl OptimizerImpl {
     pub fn describe(self) -> &'static str {
         match self {
-            OptimizerImpl::Flat => "grin's flat AdamW",
+            OptimizerImpl::Flat => "grin's AdamW",
             OptimizerImpl::Burn => "Burn's AdamW adaptor",
         }
     }

@@ -4,7 +4,7 @@
 
 use crate::config::{GrinConfig, Mode};
 use crate::feed::{build_feed, FeedPlan};
-use crate::step::{burn_optimizer, flat_optimizer, OptimizerImpl, PhaseTimes, Stepper};
+use crate::step::{burn_optimizer, optimizer, OptimizerImpl, PhaseTimes, Stepper};
 use anyhow::{bail, Result};
 use burn::module::Module;
 use burn::optim::Optimizer;
@@ -70,7 +70,7 @@ pub fn bench_step<B: TrainBackend>(
         bail!("--steps and --repeats must be at least 1");
     }
     match which {
-        OptimizerImpl::Flat => bench_with(c, store, windows, which, flat_optimizer::<B>(&c.train), device),
+        OptimizerImpl::Flat => bench_with(c, store, windows, which, optimizer::<B>(&c.train), device),
         OptimizerImpl::Burn => bench_with(c, store, windows, which, burn_optimizer::<B>(&c.train), device),
     }
 }

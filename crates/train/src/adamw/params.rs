@@ -2,15 +2,17 @@
 //! one that has a gradient (with its rank's record conversions) and handing
 //! each its slice of the updated weights.
 
-use super::{FromRecord, Inner, Slot, ToRecord};
+use super::{FromRecord, Inner, ToRecord};
 use burn::module::{ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::record::AdaptorRecord;
 use burn::optim::{AdamW, AdamWState, AdaptiveMomentumState, GradientsParams, MultiGradientsParams};
-use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::backend::Backend;
 use burn::tensor::{Shape, Tensor};
+use grin_model::TrainBackend;
+use std::collections::HashMap;
 
 /// A parameter that has a gradient this step.
-pub(super) struct Entry<B: AutodiffBackend> {
+pub(super) struct Entry<B: TrainBackend> {
     pub(super) id: ParamId,
     pub(super) dims: Vec<usize>,
     pub(super) value: Tensor<Inner<B>, 1>,
@@ -19,7 +21,7 @@ pub(super) struct Entry<B: AutodiffBackend> {
     pub(super) from_record: FromRecord<B>,
 }
 
-fn to_record<B: AutodiffBackend, const D: usize>(
+fn to_record<B: TrainBackend, const D: usize>(
     time: usize,
     moment_1: Tensor<Inner<B>, 1>,
     moment_2: Tensor<Inner<B>, 1>,
@@ -35,7 +37,7 @@ fn to_record<B: AutodiffBackend, const D: usize>(
     AdaptorRecord::from_state::<D>(AdamWState { momentum })
 }
 
-fn from_record<B: AutodiffBackend, const D: usize>(
+fn from_record<B: TrainBackend, const D: usize>(
     record: AdaptorRecord<AdamW, B>,
 ) -> (usize, Tensor<Inner<B>, 1>, Tensor<Inner<B>, 1>) {
     let state: AdamWState<Inner<B>, D> = record.into_state::<D>();
@@ -60,12 +62,12 @@ impl Grads {
 }
 
 /// Gathers each parameter that has a gradient, in the module's order.
-pub(super) struct Collect<B: AutodiffBackend> {
+pub(super) struct Collect<B: TrainBackend> {
     pub(super) grads: Grads,
     pub(super) entries: Vec<Entry<B>>,
 }
 
-impl<B: AutodiffBackend> ModuleVisitor<B> for Collect<B> {
+impl<B: TrainBackend> ModuleVisitor<B> for Collect<B> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
         if let Some(grad) = self.grads.remove::<Inner<B>, D>(param.id) {
             // Several devices' gradients are summed on one chosen by the
@@ -88,20 +90,18 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Collect<B> {
     }
 }
 
-/// Hands each updated parameter its slice of the flat weights.
-pub(super) struct Spread<'a, B: AutodiffBackend> {
-    pub(super) slots: &'a [Slot<B>],
-    pub(super) values: Tensor<Inner<B>, 1>,
+/// Hands each updated parameter its new values.
+pub(super) struct Spread<B: TrainBackend> {
+    pub(super) updated: HashMap<ParamId, Tensor<Inner<B>, 1>>,
 }
 
-impl<B: AutodiffBackend> ModuleMapper<B> for Spread<'_, B> {
+impl<B: TrainBackend> ModuleMapper<B> for Spread<B> {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-        let Some(slot) = self.slots.iter().find(|s| s.id == param.id) else {
+        let Some(updated) = self.updated.remove(&param.id) else {
             return param;
         };
         let (id, tensor, mapper) = param.consume();
-        let updated = self.values.clone().slice(slot.start..slot.start + slot.len).reshape(tensor.shape());
-        let mut updated = Tensor::from_inner(updated);
+        let mut updated = Tensor::from_inner(updated.reshape(tensor.shape()));
         if tensor.is_require_grad() {
             updated = updated.require_grad();
         }

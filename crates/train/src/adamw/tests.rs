@@ -1,13 +1,14 @@
-//! FlatAdamW against Burn's AdamW adaptor: the same weights after several
-//! steps (clipped and unclipped parameters, a parameter skipping a step),
-//! and each one resuming from the other's record.
+//! FlatAdamW, in host loops and on flat tensors, against Burn's AdamW
+//! adaptor: the same weights after several steps (clipped and unclipped
+//! parameters, a parameter skipping a step), and each one resuming from
+//! the other's record.
 
 use super::*;
 use crate::backend::Cpu;
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::backend::Backend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 
 type B = Cpu;
 
@@ -58,6 +59,13 @@ fn settings() -> Settings {
     Settings::new(0.05, 10.0)
 }
 
+/// Both of grin's ways: host loops (what the CPU runs) and flat tensors.
+fn both_ways() -> [(&'static str, FlatAdamW<Net<B>, B>); 2] {
+    let host = FlatAdamW::<Net<B>, B>::new(settings());
+    assert!(host.host.is_some(), "the CPU backend's tensors are host memory");
+    [("host loops", host), ("flat tensors", FlatAdamW::with_flat_tensors(settings()))]
+}
+
 fn burn_optim() -> OptimizerAdaptor<AdamW, Net<B>, B> {
     settings().burn_config().init::<B, Net<B>>()
 }
@@ -86,9 +94,8 @@ fn assert_close(a: &Net<B>, b: &Net<B>, what: &str) {
 
 /// Runs `steps` on both optimizers from the same weights; at `skip`, the
 /// linear bias has no gradient (its moments and time must stay put).
-fn run_both(steps: u64, skip: Option<u64>) -> (Net<B>, Net<B>) {
+fn run_both(mut flat: FlatAdamW<Net<B>, B>, steps: u64, skip: Option<u64>) -> (Net<B>, Net<B>) {
     let (mut ours, mut theirs) = (net(), net());
-    let mut flat = FlatAdamW::<Net<B>, B>::new(settings());
     let mut burn = burn_optim();
     for step in 0..steps {
         let lr = 0.01 / (1.0 + step as f64);
@@ -108,50 +115,56 @@ fn run_both(steps: u64, skip: Option<u64>) -> (Net<B>, Net<B>) {
 
 #[test]
 fn flat_adamw_moves_the_weights_as_burns_adamw_does() {
-    let (ours, theirs) = run_both(5, None);
-    assert_close(&ours, &theirs, "5 steps");
+    for (way, optim) in both_ways() {
+        let (ours, theirs) = run_both(optim, 5, None);
+        assert_close(&ours, &theirs, &format!("{way}: 5 steps"));
+    }
 }
 
 #[test]
 fn a_parameter_without_a_gradient_keeps_its_moments_and_time() {
     // Step 2 leaves the linear bias out: the layout changes twice and its
     // time lags the others', so the bias correction is per chunk.
-    let (ours, theirs) = run_both(5, Some(2));
-    assert_close(&ours, &theirs, "a step skipped");
+    for (way, optim) in both_ways() {
+        let (ours, theirs) = run_both(optim, 5, Some(2));
+        assert_close(&ours, &theirs, &format!("{way}: a step skipped"));
+    }
 }
 
 #[test]
 fn each_optimizer_resumes_from_the_others_record() {
-    let (mut a, mut b) = (net(), net());
-    let mut flat = FlatAdamW::<Net<B>, B>::new(settings());
-    let mut burn = burn_optim();
-    for step in 0..2 {
-        let (ga, gb) = (grads(&a, step), grads(&b, step));
-        a = flat.step(0.01, a, ga);
-        b = burn.step(0.01, b, gb);
+    for ((way, mut flat), (_, fresh)) in both_ways().into_iter().zip(both_ways()) {
+        let (mut a, mut b) = (net(), net());
+        let mut burn = burn_optim();
+        for step in 0..2 {
+            let (ga, gb) = (grads(&a, step), grads(&b, step));
+            a = flat.step(0.01, a, ga);
+            b = burn.step(0.01, b, gb);
+        }
+        // Swap the states: each continues from the other's record.
+        let (from_flat, from_burn) = (flat.to_record(), burn.to_record());
+        let mut flat = fresh.load_record(from_burn);
+        let mut burn = burn_optim().load_record(from_flat);
+        for step in 2..4 {
+            let (ga, gb) = (grads(&a, step), grads(&b, step));
+            a = flat.step(0.01, a, ga);
+            b = burn.step(0.01, b, gb);
+        }
+        assert_close(&a, &b, &format!("{way}: swapped records"));
     }
-    // Swap the states: each continues from the other's record.
-    let (from_flat, from_burn) = (flat.to_record(), burn.to_record());
-    let mut flat = FlatAdamW::<Net<B>, B>::new(settings()).load_record(from_burn);
-    let mut burn = burn_optim().load_record(from_flat);
-    for step in 2..4 {
-        let (ga, gb) = (grads(&a, step), grads(&b, step));
-        a = flat.step(0.01, a, ga);
-        b = burn.step(0.01, b, gb);
-    }
-    assert_close(&a, &b, "swapped records");
 }
 
 #[test]
 fn step_multi_with_one_device_steps_as_step_does() {
     use burn::tensor::backend::DeviceOps;
     let device: burn::tensor::Device<B> = Default::default();
-    let (mut a, mut b) = (net(), net());
-    let (mut one, mut multi) = (FlatAdamW::<Net<B>, B>::new(settings()), FlatAdamW::<Net<B>, B>::new(settings()));
-    for step in 0..3 {
-        let (ga, gb) = (grads(&a, step), grads(&b, step));
-        a = one.step(0.01, a, ga);
-        b = multi.step_multi(0.01, b, MultiGradientsParams { grads: vec![(gb, device.id())] });
+    for ((way, mut one), (_, mut multi)) in both_ways().into_iter().zip(both_ways()) {
+        let (mut a, mut b) = (net(), net());
+        for step in 0..3 {
+            let (ga, gb) = (grads(&a, step), grads(&b, step));
+            a = one.step(0.01, a, ga);
+            b = multi.step_multi(0.01, b, MultiGradientsParams { grads: vec![(gb, device.id())] });
+        }
+        assert_close(&a, &b, &format!("{way}: step_multi"));
     }
-    assert_close(&a, &b, "step_multi");
 }
