@@ -143,6 +143,8 @@ pub(crate) fn forward(layer: &Layer, x: Input, act: &mut Act) {
     }
     // The conv writes `z` when a BatchNorm follows, else the output itself.
     let conv_out: &mut Vec<f32> = if layer.norm.is_some() { z } else { y };
+    // Each channel's moments, when measured while the conv's output was in cache.
+    let mut known: Option<Vec<rows::Moments>> = None;
     match layer.kind {
         Kind::Pointwise => {
             let w = View::rows(&layer.weight, layer.cout, layer.cin);
@@ -151,9 +153,25 @@ pub(crate) fn forward(layer: &Layer, x: Input, act: &mut Act) {
         Kind::Dense { stride } => {
             // Each image's input planes are padded once for every output channel.
             let plane = Plane3x3::new(x.height, x.width, stride);
-            planes_by_image(conv_out, plane.out_len(), batch).into_par_iter().enumerate().for_each(|(b, mut outs)| {
-                plane.forward(&image_planes(x.values, layer.cin, batch, in_plane, b), &layer.weight, &mut outs);
-            });
+            let measured: Vec<Vec<rows::Moments>> = planes_by_image(conv_out, plane.out_len(), batch)
+                .into_par_iter()
+                .enumerate()
+                .map(|(b, mut outs)| {
+                    plane.forward(&image_planes(x.values, layer.cin, batch, in_plane, b), &layer.weight, &mut outs);
+                    // The stem's channel rows are the longest (1.2 MB at batch 64),
+                    // past the caches: measured here, each image's planes are read
+                    // from cache, and BatchNorm reads the rows once instead of three times.
+                    match layer.norm {
+                        Some(_) => outs.iter().map(|p| rows::moments(p)).collect(),
+                        None => Vec::new(),
+                    }
+                })
+                .collect();
+            if layer.norm.is_some() {
+                // Joined in image order: the same sums on any thread count.
+                let channel = |c: usize| measured.iter().map(|m| m[c]).reduce(rows::Moments::join).expect("a batch");
+                known = Some((0..layer.cout).map(channel).collect());
+            }
         }
         Kind::Depthwise { .. } => unreachable!("run above"),
         Kind::AddUp { .. } => unreachable!("a weightless layer: `fuse::forward`"),
@@ -163,7 +181,13 @@ pub(crate) fn forward(layer: &Layer, x: Input, act: &mut Act) {
             z.par_chunks(row)
                 .zip(y.par_chunks_mut(row))
                 .enumerate()
-                .map(|(c, (z, y))| rows::normalise(z, y, norm.gamma[c], norm.beta[c], norm.epsilon, layer.relu))
+                .map(|(c, (z, y))| {
+                    let (gamma, beta) = (norm.gamma[c], norm.beta[c]);
+                    match &known {
+                        Some(known) => rows::normalise_by(known[c], z, y, gamma, beta, norm.epsilon, layer.relu),
+                        None => rows::normalise(z, y, gamma, beta, norm.epsilon, layer.relu),
+                    }
+                })
                 .collect(),
         ),
         None => y.par_chunks_mut(row).enumerate().for_each(|(c, y)| rows::add_bias(y, layer.bias[c], layer.relu)),
