@@ -104,6 +104,14 @@ pub trait DetectorBackend: Backend {
     }
 }
 
+/// A tensor's values as a vector, through [`DetectorBackend::with_values`]:
+/// a parameter's tensor is shared with its `Param`, and Burn's `into_data`
+/// walks a shared ndarray tensor element by element (2 ms of a 26 ms CPU
+/// step, where the step rebuilds its layer list from the parameters).
+pub fn values_of<B: DetectorBackend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    B::with_values(t.into_primitive().tensor(), <[f32]>::to_vec)
+}
+
 /// A backend the trainer can use: autodiff over a detector backend, whose
 /// inner backend (evaluation, `model.valid()`) is one too.
 pub trait TrainBackend: DetectorBackend + AutodiffBackend<InnerBackend: DetectorBackend> {}

@@ -12,7 +12,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
-use crate::backend::{DetectorBackend, Geometry, NormSettings};
+use crate::backend::{values_of as values, DetectorBackend, Geometry, NormSettings};
 use crate::folded::{fold_batch_norm, FoldedConv};
 use burn::tensor::TensorPrimitive;
 
@@ -92,14 +92,6 @@ impl<B: Backend> ConvBn<B> {
         let (oh, ow) = (conv_out(h, self.conv.stride[0]), conv_out(w, self.conv.stride[1]));
         ((oh * ow * out_c * in_per_group * kh * kw) as u64, oh, ow)
     }
-}
-
-/// A parameter's values, read through [`DetectorBackend::with_values`]: a
-/// parameter's tensor is shared with its `Param`, and Burn's `into_data`
-/// walks a shared ndarray tensor element by element (2 ms of a 26 ms CPU
-/// step, where the step rebuilds its layer list from the parameters).
-fn values<B: DetectorBackend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
-    B::with_values(t.into_primitive().tensor(), <[f32]>::to_vec)
 }
 
 /// `conv` as plain data; a conv without bias gets zeros.

@@ -27,7 +27,7 @@ mod pyramid;
 mod seeded;
 mod targets;
 
-pub use backend::{DetectorBackend, TrainBackend};
+pub use backend::{values_of, DetectorBackend, TrainBackend};
 pub use config::ModelConfig;
 pub use decode::{decode, iou, nested_in, nms, DecodeParams, Detection, NESTED_AREA, NESTED_COVER};
 pub use detector::level_shift::{shift_for_thresholds, LevelShift};

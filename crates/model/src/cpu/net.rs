@@ -3,11 +3,10 @@
 //! `forward` and `folded` ([`crate::Detector::trainables`]), so the step
 //! knows no layer order, width or tap of its own.
 
-use crate::backend::DetectorBackend;
+use crate::backend::{values_of as values, DetectorBackend};
 use crate::detector::{Detector, Trainable};
 use crate::folded::FoldedConv;
 use crate::layers::folded_conv;
-use burn::tensor::Tensor;
 
 /// How a conv reads its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,10 +71,6 @@ pub(crate) struct Net {
     pub inputs: Vec<Option<usize>>,
     /// The layers whose outputs are the raw levels, finest first.
     pub outputs: Vec<usize>,
-}
-
-fn values<B: DetectorBackend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
-    B::with_values(t.into_primitive().tensor(), <[f32]>::to_vec)
 }
 
 impl Net {

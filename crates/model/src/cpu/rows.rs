@@ -96,6 +96,8 @@ impl WithSimd for Measure<'_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) -> Moments {
+        // Two passes, mean then squared deviations: exact where one pass
+        // of sums of squares would cancel.
         let n = self.0.len() as f32;
         let mean = sums(simd, self.0, 0.0, false) / n;
         let m2 = sums(simd, self.0, mean, true);
@@ -125,16 +127,11 @@ impl WithSimd for Normalise<'_> {
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) -> (f32, f32, f32) {
         let Normalise { z, y, gamma, beta, epsilon, relu, known } = self;
-        // Two passes, mean then squared deviations: exact where one pass
-        // of sums of squares would cancel.
-        let (mean, var) = match known {
-            Some(Moments { n, mean, m2 }) => (mean as f32, (m2 / n) as f32),
-            None => {
-                let n = z.len() as f32;
-                let mean = sums(simd, z, 0.0, false) / n;
-                (mean, sums(simd, z, mean, true) / n)
-            }
-        };
+        // Measured here unless known. f32 values divided in f64 and rounded
+        // back give the f32 quotient exactly (53 bits >= 2 x 24 + 2), so
+        // either way the variance is the one f32 division would give.
+        let Moments { n, mean, m2 } = known.unwrap_or_else(|| Measure(z).with_simd(simd));
+        let (mean, var) = (mean as f32, (m2 / n) as f32);
         let inv_std = 1.0 / (var + epsilon).sqrt();
         let (scale, shift) = (gamma * inv_std, beta - mean * gamma * inv_std);
         let (zh, zt) = S::as_simd_f32s(z);

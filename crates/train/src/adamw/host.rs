@@ -12,7 +12,7 @@ use super::params::Entry;
 use super::{Inner, Records, Settings, ToRecord};
 use burn::module::{AutodiffModule, ParamId};
 use burn::tensor::{Tensor, TensorData};
-use grin_model::{DetectorBackend, TrainBackend};
+use grin_model::{values_of, DetectorBackend, TrainBackend};
 use std::collections::HashMap;
 
 /// One parameter's moments, in host memory.
@@ -42,10 +42,6 @@ impl<B: TrainBackend> Clone for Moments<B> {
 /// The moments of every parameter that has taken a step here.
 pub(super) type Host<B> = HashMap<ParamId, Moments<B>>;
 
-fn host_values<B: TrainBackend>(t: Tensor<Inner<B>, 1>) -> Vec<f32> {
-    Inner::<B>::with_values(t.into_primitive().tensor(), <[f32]>::to_vec)
-}
-
 /// Steps each entry's parameter, taking its moments from `loose` (a record
 /// read earlier) or starting them at zero; returns the updated values.
 pub(super) fn step<M: AutodiffModule<B>, B: TrainBackend>(
@@ -66,13 +62,13 @@ pub(super) fn step<M: AutodiffModule<B>, B: TrainBackend>(
             let (time, m, v) = match loose.remove(&e.id) {
                 Some(record) => {
                     let (time, m, v) = (e.from_record)(record);
-                    (time, host_values::<B>(m), host_values::<B>(v))
+                    (time, values_of(m), values_of(v))
                 }
                 None => (0, vec![0.0; n], vec![0.0; n]),
             };
             Moments { time, m, v, dims: e.dims.clone(), to_record: e.to_record, device: device.clone() }
         });
-        let grad = host_values::<B>(e.grad);
+        let grad = values_of(e.grad);
         // Burn's clipping: times min(1, clip / (|g| + min_positive)).
         let norm = grad.iter().map(|g| g * g).sum::<f32>().sqrt();
         let coef = (s.clip_norm / (norm + f32::MIN_POSITIVE)).min(1.0);
