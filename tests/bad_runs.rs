@@ -39,7 +39,7 @@ fn stderr(out: &Output) -> String {
 fn fake_checkpoint(run_dir: &Path, step: usize) {
     std::fs::create_dir_all(run_dir).unwrap();
     let state = LoopState { step, config_json: "{}".into(), history: vec![], wall_s: 1.0, watch: Default::default() };
-    let ck = Checkpoint { state, model: vec![1, 2, 3], optimizer: vec![4, 5, 6, 7] };
+    let ck = Checkpoint { state, model: vec![1, 2, 3], optimizer: vec![4, 5, 6, 7], average: vec![8, 9] };
     checkpoint::save(&run_dir.join("checkpoint.ckpt"), &ck).unwrap();
 }
 
@@ -105,12 +105,23 @@ fn a_damaged_checkpoint_part_is_refused_by_name() {
     fake_checkpoint(dir.path(), 3);
     let path = dir.path().join("checkpoint.ckpt");
     let mut bytes = std::fs::read(&path).unwrap();
-    // The optimizer part is last: its bytes sit just before the final checksum.
-    let at = bytes.len() - 8 - 2;
-    bytes[at] ^= 0x40;
+    // The averaged model is last: its 2 bytes sit just before the final
+    // checksum, and the optimizer's 4 before its length and their checksum.
+    let average_at = bytes.len() - 8 - 1;
+    let optimizer_at = average_at - 1 - 8 - 8 - 1;
+    for (at, part) in [(optimizer_at, "optimizer state"), (average_at, "averaged model")] {
+        let mut damaged = bytes.clone();
+        damaged[at] ^= 0x40;
+        std::fs::write(&path, &damaged).unwrap();
+        let e = checkpoint::load(&path).err().expect("a flipped byte is caught").to_string();
+        assert!(e.contains(&format!("{part} is damaged")), "{e}");
+    }
+    // A checkpoint from before `train.ema` (three parts) still loads.
+    bytes.truncate(bytes.len() - 8 - 2 - 8);
+    bytes[..8].copy_from_slice(b"GRINCKP2");
     std::fs::write(&path, &bytes).unwrap();
-    let e = checkpoint::load(&path).err().expect("a flipped byte is caught").to_string();
-    assert!(e.contains("optimizer state is damaged"), "{e}");
+    let ck = checkpoint::load(&path).unwrap();
+    assert_eq!((ck.state.step, ck.optimizer, ck.average), (3, vec![4, 5, 6, 7], vec![]));
 }
 
 #[cfg(target_os = "linux")]
@@ -123,7 +134,7 @@ fn a_full_disk_at_checkpoint_time_names_the_file_and_leaves_no_temporary() {
     std::os::unix::fs::symlink("/dev/full", &path).unwrap();
     let state =
         LoopState { step: 1, config_json: "{}".into(), history: vec![], wall_s: 0.0, watch: Default::default() };
-    let ck = Checkpoint { state, model: vec![0; 1 << 16], optimizer: vec![0; 16] };
+    let ck = Checkpoint { state, model: vec![0; 1 << 16], optimizer: vec![0; 16], average: vec![] };
     let e = format!("{:#}", checkpoint::save(&path, &ck).unwrap_err());
     assert!(
         e.contains("cannot write checkpoint") && e.contains("checkpoint.ckpt") && e.contains("No space left"),

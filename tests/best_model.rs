@@ -123,6 +123,30 @@ fn best_model_is_the_best_validation_step_and_patience_stops_the_run() {
     check_best(&patient);
 }
 
+/// `train.ema`: the average never feeds back into training, so the loss
+/// curve is the plain run's; what the run keeps and writes is the average.
+#[test]
+fn a_run_with_the_weights_average_trains_alike_and_writes_the_average() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let config = write_config(dir.path(), 60, 0);
+    finish(train(&config, &runs, "last", &[]));
+    let out = finish(train(&config, &runs, "average", &["--set", "train.ema=0.9"]));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the weights' moving average (train.ema = 0.9)"));
+    let losses = |name: &str| -> Vec<f64> {
+        let csv = std::fs::read_to_string(runs.join(name).join("metrics.csv")).unwrap();
+        csv.lines().skip(1).map(|l| l.split(',').nth(1).unwrap().parse().unwrap()).collect()
+    };
+    let (last, average) = (losses("last"), losses("average"));
+    assert_eq!(last.len(), 6);
+    for (a, b) in last.iter().zip(&average) {
+        assert!((a - b).abs() <= 0.01 * a.abs(), "loss {a} against {b}: the average changed training");
+    }
+    let model = |name: &str| std::fs::read(runs.join(name).join("model.grin")).unwrap();
+    assert_ne!(model("last"), model("average"), "model.grin is the last step's weights");
+    check_best(&runs.join("average"));
+}
+
 #[test]
 fn a_resumed_run_keeps_its_best_step_and_its_event_file_matches_the_csv() {
     let dir = tempfile::tempdir().unwrap();

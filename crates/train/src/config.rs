@@ -62,6 +62,16 @@ pub struct TrainConfig {
     /// architecture must match `[model]` and `features.channels`. The
     /// learning-rate schedule starts over.
     pub init: Option<PathBuf>,
+    /// Decay of the weights' moving average (0 = off): when set, the run
+    /// scores, keeps and writes the average, not the last step's weights
+    /// (`ema.rs`). 0.999 averages about the last thousand steps. A 0 is
+    /// not written, so configs from before it hash as they did.
+    #[serde(skip_serializing_if = "is_off")]
+    pub ema: f64,
+}
+
+fn is_off(decay: &f64) -> bool {
+    *decay == 0.0
 }
 
 impl Default for TrainConfig {
@@ -88,6 +98,7 @@ impl Default for TrainConfig {
             loss: LossWeights::default(),
             device_augment: DeviceAugment::default(),
             init: None,
+            ema: 0.0,
         }
     }
 }
@@ -254,6 +265,10 @@ impl TrainConfig {
         // Decoupled decay shrinks each weight by lr * weight_decay a step.
         if !(0.0..=1.0).contains(&t.weight_decay) {
             bail!("key `train.weight_decay`: {} must be within 0..=1", t.weight_decay);
+        }
+        // 1 would never move the average; a decay is a share, so below 0 is meaningless.
+        if !(0.0..1.0).contains(&t.ema) {
+            bail!("key `train.ema`: {} must be 0 (off) or a decay below 1, such as 0.999", t.ema);
         }
         if t.eval_every > 0 && t.eval_samples == 0 {
             bail!("key `train.eval_every`: {} needs train.eval_samples > 0 (the scenes it scores)", t.eval_every);

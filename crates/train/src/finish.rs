@@ -16,7 +16,8 @@ use grin_model::{file, Detector, TrainBackend};
 use grin_terms::summary::SUMMARY_FILE;
 use std::path::Path;
 
-/// Writes `inference` (the last step's weights) to `model_path`, scores it,
+/// Writes `inference` (the last step's weights, or their average under
+/// `train.ema`) to `model_path`, scores it,
 /// and writes `summary.json` and `training.svg`.
 pub(crate) fn finish<B: TrainBackend>(
     run: &RunSpec,

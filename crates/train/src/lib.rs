@@ -16,6 +16,7 @@ mod best;
 pub mod checkpoint;
 mod config;
 mod device_batch;
+mod ema;
 pub mod eval;
 pub mod feed;
 mod finish;

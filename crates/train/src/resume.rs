@@ -3,21 +3,32 @@
 //! checkpoint a run writes to continue from.
 
 use crate::checkpoint::{self, Checkpoint, LoopState};
+use crate::ema::Ema;
 use crate::run::RunSpec;
 use crate::step::{self, Optim};
 use anyhow::{bail, Context, Result};
+use burn::module::AutodiffModule;
 use burn::optim::Optimizer;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
 use grin_model::{file, Detector, DetectorSpec, TrainBackend};
 use std::path::Path;
 
-/// The model, optimizer and loop state the run starts from.
+/// Where a run starts.
+pub(crate) struct Start<B: TrainBackend> {
+    pub(crate) model: Detector<B>,
+    pub(crate) optim: Optim<B>,
+    pub(crate) state: LoopState,
+    /// The weights' moving average, when `train.ema` is on.
+    pub(crate) ema: Option<Ema<B::InnerBackend>>,
+}
+
+/// The model, optimizer, loop state and average the run starts from.
 pub(crate) fn start<B: TrainBackend>(
     run: &RunSpec,
     spec: &DetectorSpec,
     device: &B::Device,
     ckpt_path: &Path,
-) -> Result<(Detector<B>, Optim<B>, LoopState)> {
+) -> Result<Start<B>> {
     let cfg = &run.train;
     let config_json = serde_json::to_string(&(&run.features, &run.model, &run.train))?;
     let mut model: Detector<B> = spec.init_seeded(run.features.seed, device);
@@ -68,6 +79,7 @@ pub(crate) fn start<B: TrainBackend>(
         };
         eprintln!("{}: starting from the weights of {}", run.name, init.display());
     }
+    let mut ema = (cfg.ema > 0.0).then(|| Ema::new(cfg.ema, model.valid(), 0));
     if run.resume {
         let ck = checkpoint::load(ckpt_path)?;
         if ck.state.config_json != config_json {
@@ -81,21 +93,32 @@ pub(crate) fn start<B: TrainBackend>(
             .with_context(|| format!("{}: optimizer state", ckpt_path.display()))?;
         optim = optim.load_record(record);
         state = ck.state;
+        if cfg.ema > 0.0 {
+            // The config hash matched, so the run that wrote it averaged too.
+            if ck.average.is_empty() {
+                bail!("{}: checkpoint holds no averaged model, yet train.ema is set", ckpt_path.display());
+            }
+            let (_, average) = file::from_bytes::<B::InnerBackend>(&ck.average, device)
+                .map_err(|e| anyhow::anyhow!("{}: averaged model: {e}", ckpt_path.display()))?;
+            ema = Some(Ema::new(cfg.ema, average, state.step));
+        }
         eprintln!("resuming {} at step {}", run.name, state.step);
     }
-    Ok((model, optim, state))
+    Ok(Start { model, optim, state, ema })
 }
 
-/// Writes the checkpoint a run continues from: `state`, the weights and
-/// the optimizer's moments.
+/// Writes the checkpoint a run continues from: `state`, the weights, the
+/// optimizer's moments and the weights' average.
 pub(crate) fn save<B: TrainBackend>(
     ckpt_path: &Path,
     state: &LoopState,
     spec: &DetectorSpec,
     model: &Detector<B>,
     optim: &Optim<B>,
+    ema: Option<&Ema<B::InnerBackend>>,
 ) -> Result<()> {
     let optimizer = BinBytesRecorder::<FullPrecisionSettings>::default().record(optim.to_record(), ())?;
-    let ck = Checkpoint { state: state.clone(), model: file::to_bytes(spec, model), optimizer };
+    let average = ema.map_or_else(Vec::new, |e| file::to_bytes(spec, e.model()));
+    let ck = Checkpoint { state: state.clone(), model: file::to_bytes(spec, model), optimizer, average };
     checkpoint::save(ckpt_path, &ck)
 }

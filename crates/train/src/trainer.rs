@@ -7,6 +7,7 @@
 use crate::best::BEST_MODEL;
 use crate::checkpoint::LoopState;
 use crate::config::TrainConfig;
+use crate::ema::Ema;
 use crate::feed::{Feed, FeedTiming};
 use crate::metrics::{self, Interval, MetricRow};
 use crate::progress::Progress;
@@ -68,11 +69,15 @@ pub fn train_parallel<B: TrainBackend>(
     let spec = run.detector_spec();
     let cfg = &run.train;
 
-    let (mut model, mut optim, mut state) = crate::resume::start::<B>(run, &spec, device, &ckpt_path)?;
+    let crate::resume::Start { mut model, mut optim, mut state, mut ema } =
+        crate::resume::start::<B>(run, &spec, device, &ckpt_path)?;
     // Once the weights to start from have loaded: only now may --overwrite clear the old results.
     crate::run_folder::prepare(&run.run_dir, run.resume, run.overwrite)?;
     grin_output::write_file(&run.run_dir.join("config.toml"), &[], run.config_toml.as_bytes())?;
 
+    if ema.is_some() {
+        eprintln!("{}: scoring, keeping and writing the weights' moving average (train.ema = {})", run.name, cfg.ema);
+    }
     let mut stepper = Stepper::<B>::new(&spec, cfg.loss, devices);
     let mut feed = feed_for(state.step)?;
 
@@ -92,6 +97,9 @@ pub fn train_parallel<B: TrainBackend>(
 
         let (next, parts) = stepper.step(model, &mut optim, learning_rate(cfg, step), batch, None)?;
         model = next;
+        if let Some(ema) = &mut ema {
+            ema.update(model.valid());
+        }
 
         let done = step + 1;
         if done % cfg.log_every == 0 || done == cfg.steps {
@@ -104,7 +112,7 @@ pub fn train_parallel<B: TrainBackend>(
                 bail!("loss became {} at step {done}; lower train.lr", row.loss);
             }
             // After the interval's timing is taken, so scoring is not counted as compute.
-            let stop_early = validate(run, &mut state, &mut row, &model, device)?;
+            let stop_early = validate::<B>(run, &mut state, &mut row, &scored(&model, &ema), device)?;
             progress.bar().set_message(format!(
                 "loss {:.3} | {:.0} samples/s | device busy {:.0}%",
                 row.loss, row.samples_per_s, row.gpu_busy_pct
@@ -128,7 +136,7 @@ pub fn train_parallel<B: TrainBackend>(
         if checkpoint_due || stopping {
             state.step = done;
             state.wall_s = wall_before + run_started.elapsed().as_secs_f64();
-            crate::resume::save(&ckpt_path, &state, &spec, &model, &optim)?;
+            crate::resume::save(&ckpt_path, &state, &spec, &model, &optim, ema.as_ref())?;
         }
         if stopping {
             progress.finish();
@@ -141,7 +149,14 @@ pub fn train_parallel<B: TrainBackend>(
     state.step = finished;
     state.wall_s = wall_before + run_started.elapsed().as_secs_f64();
 
-    crate::finish::finish::<B>(run, &state, &model.valid(), &model_path, loaders, finished < cfg.steps, device)
+    let last = scored(&model, &ema);
+    crate::finish::finish::<B>(run, &state, &last, &model_path, loaders, finished < cfg.steps, device)
+}
+
+/// The weights a run scores, keeps and writes: the average when
+/// `train.ema` is on, else the last step's.
+fn scored<B: TrainBackend>(model: &Detector<B>, ema: &Option<Ema<B::InnerBackend>>) -> Detector<B::InnerBackend> {
+    ema.as_ref().map_or_else(|| model.valid(), |e| e.model().clone())
 }
 
 /// Scores the validation scenes into `row` when `train.eval_every` is due,
@@ -150,35 +165,34 @@ fn validate<B: TrainBackend>(
     run: &RunSpec,
     state: &mut LoopState,
     row: &mut MetricRow,
-    model: &Detector<B>,
+    model: &Detector<B::InnerBackend>,
     device: &B::Device,
 ) -> Result<bool> {
     let since = state.history.last().map_or(0, |r| r.step);
-    let Some(val) = crate::validation::score_if_due(run, since, row.step, model, device)? else {
+    let Some(val) = crate::validation::score_if_due::<B>(run, since, row.step, model, device)? else {
         return Ok(false);
     };
     (row.val_face_ap, row.val_smile_accuracy) = (val.face_ap, val.smile_accuracy);
     match val.face_ap {
-        Some(ap) => keep_best(run, state, row.step, ap, model),
+        Some(ap) => keep_best::<B>(run, state, row.step, ap, model),
         None => Ok(false),
     }
 }
 
 /// Records the validation score at `step`: a new best writes `best.grin`
-/// (from the weights being trained, before the next step changes them).
+/// (the weights [`scored`] gives, before the next step changes them).
 /// Returns whether `train.patience` is exhausted, and says so.
 fn keep_best<B: TrainBackend>(
     run: &RunSpec,
     state: &mut LoopState,
     step: usize,
     val_face_ap: f32,
-    model: &Detector<B>,
+    model: &Detector<B::InnerBackend>,
 ) -> Result<bool> {
     let verdict = state.watch.observe(step, val_face_ap, run.train.patience);
     if verdict.improved {
         let path = run.run_dir.join(BEST_MODEL);
-        file::save_model(&path, &run.run_spec(), &model.valid())
-            .with_context(|| format!("{}: cannot write", path.display()))?;
+        file::save_model(&path, &run.run_spec(), model).with_context(|| format!("{}: cannot write", path.display()))?;
     }
     if verdict.exhausted {
         let best = state.watch.best.expect("a score was recorded");

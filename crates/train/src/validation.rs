@@ -15,7 +15,6 @@
 use crate::eval::{evaluate_split, EvalReport};
 use crate::run::RunSpec;
 use anyhow::{Context, Result};
-use burn::module::AutodiffModule;
 use grin_features::Split;
 use grin_model::{Detector, TrainBackend};
 
@@ -25,16 +24,14 @@ pub(crate) fn score_if_due<B: TrainBackend>(
     run: &RunSpec,
     since: usize,
     step: usize,
-    model: &Detector<B>,
+    model: &Detector<B::InnerBackend>,
     device: &B::Device,
 ) -> Result<Option<EvalReport>> {
     let every = run.train.eval_every;
     if every == 0 || !run.evaluate || step / every == since / every {
         return Ok(None);
     }
-    let inference: Detector<B::InnerBackend> = model.valid();
-    let report =
-        evaluate_split(&inference, &run.detector_spec(), &run.features, Split::Val, run.train.eval_samples, device)
-            .with_context(|| format!("validation at step {step} (train.eval_every)"))?;
+    let report = evaluate_split(model, &run.detector_spec(), &run.features, Split::Val, run.train.eval_samples, device)
+        .with_context(|| format!("validation at step {step} (train.eval_every)"))?;
     Ok(Some(report))
 }

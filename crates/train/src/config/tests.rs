@@ -84,6 +84,7 @@ images = "i"
 attr = "a"
 [train]
 run_size = [128, 96]
+ema = 0.999
 "#;
 
 /// Every numeric leaf of `value` with its dotted path (array elements
