@@ -4,6 +4,7 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, ElementConversion, Int, IntDType, Tensor, TensorData};
 use grin_features::{HostBatch, MAX_BOXES};
+use rayon::prelude::*;
 
 /// What one training step consumes.
 #[derive(Debug, Clone)]
@@ -116,7 +117,10 @@ pub(crate) fn host_images<B: Backend>(
     let per_sample = h * w * c;
     assert_eq!(flips.len(), indices.len(), "a flip for each sample");
     let mut out = vec![0.0f32; indices.len() * per_sample];
-    for ((&i, planes), &flip) in indices.iter().zip(out.chunks_exact_mut(per_sample)).zip(flips) {
+    // One sample per task: each writes its own planes, so the values do not
+    // depend on the thread count.
+    let samples = out.par_chunks_exact_mut(per_sample).zip(indices.par_iter()).zip(flips.par_iter());
+    samples.for_each(|((planes, &i), &flip)| {
         let sample = &bytes[i as usize * per_sample..][..per_sample];
         for (ch, plane) in planes.chunks_exact_mut(h * w).enumerate() {
             for (src, dst) in sample.chunks_exact(w * c).zip(plane.chunks_exact_mut(w)) {
@@ -126,6 +130,6 @@ pub(crate) fn host_images<B: Backend>(
                 }
             }
         }
-    }
+    });
     Tensor::from_data(TensorData::new(out, [indices.len(), c, h, w]), device)
 }
