@@ -180,5 +180,11 @@ mod tests {
         assert_eq!(values(average.model()), values(ema.model()), "the average, not the weights");
         assert_ne!(values(average.model()), values(&resumed.model.valid()));
         assert_eq!(average.decay_now(), Ema::new(0.99, ema.model().clone(), 7).decay_now());
+
+        // A checkpoint without the average (written by hand: the config's
+        // hash keeps a run from meeting one) is refused, naming the file.
+        crate::resume::save(&ckpt, &state, &spec, &fresh.model, &fresh.optim, None).unwrap();
+        let e = crate::resume::start::<Cpu>(&run, &spec, &device, &ckpt).err().expect("refused").to_string();
+        assert!(e.contains("checkpoint.ckpt") && e.contains("no averaged model"), "{e}");
     }
 }
