@@ -136,7 +136,21 @@ pub enum SourceConfig {
         /// there are no images for the split).
         #[serde(default)]
         graphics: f32,
+        /// Share of image scenes cut close: a region from half the scene's
+        /// size (shown at twice its pixels) to a quarter of the image,
+        /// each scale as likely. The usual region, half the image or
+        /// more, shows an image shrunk several times, while a photo's
+        /// default in grin-detect (twice its pixels) shows a drawing's
+        /// strokes and a texture's grain at their own size or larger.
+        /// Absent from serialised configs when 0, so that earlier stores
+        /// keep their fingerprint.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        zoom_in: f32,
     },
+}
+
+fn is_zero(share: &f32) -> bool {
+    *share == 0.0
 }
 
 fn default_max_faces() -> usize {

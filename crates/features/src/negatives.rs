@@ -30,6 +30,7 @@ pub struct NegativesSource {
     /// `grin mine`'s crops, each a whole scene.
     mined: Vec<Raster>,
     graphics: f32,
+    zoom_in: f32,
     load_skips: SkipCounts,
 }
 
@@ -46,7 +47,7 @@ impl std::fmt::Debug for NegativesSource {
 impl NegativesSource {
     pub fn new(cfg: &FeatureConfig, split: Split) -> Result<NegativesSource, FeatureError> {
         cfg.source.validate()?;
-        let SourceConfig::Negatives { images, mined, graphics } = &cfg.source else {
+        let SourceConfig::Negatives { images, mined, graphics, zoom_in } = &cfg.source else {
             return Err(FeatureError::Config("NegativesSource needs `kind = \"negatives\"`".into()));
         };
         let load_skips = SkipCounts::default();
@@ -73,6 +74,7 @@ impl NegativesSource {
             images,
             mined,
             graphics: *graphics,
+            zoom_in: *zoom_in,
             load_skips,
         })
     }
@@ -86,11 +88,13 @@ impl NegativesSource {
     }
 
     /// One of the images or mined crops (there is at least one), drawn
-    /// uniformly over both: a random region of an image, a mined crop whole
-    /// (resampled only if it was mined at another size).
+    /// uniformly over both: a random region of an image (a close one at
+    /// `zoom_in`), a mined crop whole (resampled only if it was mined at
+    /// another size).
     fn image_region(&self, rng: &mut SampleRng) -> Vec<u8> {
         let i = rng.random_range(0..self.images.len() + self.mined.len());
         match self.images.get(i) {
+            Some(image) if rng.random::<f32>() < self.zoom_in => close_region(image, self.width, self.height, rng),
             Some(image) => random_region(image, self.width, self.height, rng),
             None => {
                 let crop = &self.mined[i - self.images.len()];
@@ -99,6 +103,24 @@ impl NegativesSource {
             }
         }
     }
+}
+
+/// A region of `image` from half the scene's size to a quarter of the
+/// image's extent, log-uniform (each scale as likely); the usual region
+/// where the image is too small for that range.
+fn close_region(image: &Raster, width: u32, height: u32, rng: &mut SampleRng) -> Vec<u8> {
+    let aspect = width as f32 / height as f32;
+    let (iw, ih) = (image.width as f32, image.height as f32);
+    let full_w = if iw / ih > aspect { ih * aspect } else { iw };
+    let (smallest, largest) = (width as f32 / 2.0, full_w / 4.0);
+    if largest <= smallest {
+        return random_region(image, width, height, rng);
+    }
+    let rw = smallest * (largest / smallest).powf(rng.random::<f32>());
+    let rh = rw / aspect;
+    let rx = rng.random::<f32>() * (iw - rw);
+    let ry = rng.random::<f32>() * (ih - rh);
+    resample_region(image, [rx, ry, rw, rh], width, height)
 }
 
 impl Source for NegativesSource {
@@ -265,7 +287,7 @@ mod tests {
 
     #[test]
     fn graphics_alone_draw_face_free_scenes_with_ink_on_them() {
-        let cfg = config(SourceConfig::Negatives { images: None, mined: None, graphics: 1.0 });
+        let cfg = config(SourceConfig::Negatives { images: None, mined: None, graphics: 1.0, zoom_in: 0.0 });
         let source = NegativesSource::new(&cfg, Split::Train).unwrap();
         let mut rng = SampleRng::seed_from_u64(3);
         let mut changed = 0;
@@ -280,12 +302,47 @@ mod tests {
 
     #[test]
     fn nothing_to_draw_from_is_refused_naming_the_keys() {
-        let cfg = config(SourceConfig::Negatives { images: None, mined: None, graphics: 0.0 });
+        let cfg = config(SourceConfig::Negatives { images: None, mined: None, graphics: 0.0, zoom_in: 0.0 });
         let e = NegativesSource::new(&cfg, Split::Train).unwrap_err().to_string();
         assert!(e.contains("give `images`, `mined` or a `graphics` share above 0"), "{e}");
-        let cfg = config(SourceConfig::Negatives { images: None, mined: None, graphics: 1.5 });
+        let cfg = config(SourceConfig::Negatives { images: None, mined: None, graphics: 1.5, zoom_in: 0.0 });
         let e = NegativesSource::new(&cfg, Split::Train).unwrap_err().to_string();
         assert!(e.contains("key `features.source.graphics`: 1.5 must be a share in [0, 1]"), "{e}");
+        for bad in [-0.1, 1.5, f32::NAN] {
+            let cfg = config(SourceConfig::Negatives { images: None, mined: None, graphics: 1.0, zoom_in: bad });
+            let e = NegativesSource::new(&cfg, Split::Train).unwrap_err().to_string();
+            assert!(e.contains(&format!("key `features.source.zoom_in`: {bad} must be a share in [0, 1]")), "{e}");
+        }
+    }
+
+    #[test]
+    fn close_scenes_show_an_image_near_its_own_pixels() {
+        // A ramp across the image: a scene's range of values is the share of
+        // the image's width its region spans (half or more as usual, a
+        // quarter at most when close, and at least half the scene's width).
+        let dir = tempfile::tempdir().unwrap();
+        let ramp = image::GrayImage::from_fn(640, 480, |x, _| image::Luma([(x * 255 / 639) as u8]));
+        ramp.save(dir.path().join("ramp.png")).unwrap();
+        let ranges = |zoom_in: f32| {
+            let cfg = config(SourceConfig::Negatives {
+                images: Some(dir.path().into()),
+                mined: None,
+                graphics: 0.0,
+                zoom_in,
+            });
+            let cfg = FeatureConfig { split: crate::config::SplitConfig { train: 1.0, val: 0.0, test: 0.0 }, ..cfg };
+            let source = NegativesSource::new(&cfg, Split::Train).unwrap();
+            let mut rng = SampleRng::seed_from_u64(5);
+            (0..20)
+                .map(|i| {
+                    let row = &source.scene(i, &mut rng).unwrap().pixels[..96];
+                    row.iter().max().unwrap() - row.iter().min().unwrap()
+                })
+                .collect::<Vec<u8>>()
+        };
+        let (usual, close) = (ranges(0.0), ranges(1.0));
+        assert!(usual.iter().all(|&r| r >= 120), "usual regions span half the image or more: {usual:?}");
+        assert!(close.iter().all(|&r| (15..=66).contains(&r)), "close regions span 48..160 of 640 px: {close:?}");
     }
 
     #[test]
@@ -296,11 +353,21 @@ mod tests {
                 .save(dir.path().join(format!("m{i}.png")))
                 .unwrap();
         }
-        let cfg = config(SourceConfig::Negatives { images: None, mined: Some(dir.path().into()), graphics: 0.0 });
+        let cfg = config(SourceConfig::Negatives {
+            images: None,
+            mined: Some(dir.path().into()),
+            graphics: 0.0,
+            zoom_in: 0.0,
+        });
         assert_eq!(NegativesSource::new(&cfg, Split::Train).unwrap().mined.len(), 6);
         assert_eq!(NegativesSource::new(&cfg, Split::Val).unwrap().mined.len(), 0);
         // Images split by name: every one lands in exactly one split.
-        let cfg = config(SourceConfig::Negatives { images: Some(dir.path().into()), mined: None, graphics: 0.5 });
+        let cfg = config(SourceConfig::Negatives {
+            images: Some(dir.path().into()),
+            mined: None,
+            graphics: 0.5,
+            zoom_in: 0.0,
+        });
         let per_split: usize = [Split::Train, Split::Val, Split::Test]
             .iter()
             .map(|&s| NegativesSource::new(&cfg, s).unwrap().images.len())
@@ -315,7 +382,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let crop = image::GrayImage::from_fn(96, 72, |x, _| image::Luma([if x < 48 { 10 } else { 240 }]));
         crop.save(dir.path().join("m.png")).unwrap();
-        let cfg = config(SourceConfig::Negatives { images: None, mined: Some(dir.path().into()), graphics: 0.0 });
+        let cfg = config(SourceConfig::Negatives {
+            images: None,
+            mined: Some(dir.path().into()),
+            graphics: 0.0,
+            zoom_in: 0.0,
+        });
         let source = NegativesSource::new(&cfg, Split::Train).unwrap();
         for i in 0..20 {
             let scene = source.scene(i, &mut SampleRng::seed_from_u64(i)).unwrap();

@@ -53,11 +53,13 @@ impl SourceConfig {
                 parts.iter().try_for_each(SourceConfig::validate)
             }
             SourceConfig::Wider { .. } | SourceConfig::Celeba { .. } | SourceConfig::Jsonl { .. } => Ok(()),
-            SourceConfig::Negatives { images, mined, graphics } => {
-                if !(0.0..=1.0).contains(graphics) {
-                    return Err(FeatureError::Config(format!(
-                        "key `features.source.graphics`: {graphics} must be a share in [0, 1]"
-                    )));
+            SourceConfig::Negatives { images, mined, graphics, zoom_in } => {
+                for (key, share) in [("graphics", graphics), ("zoom_in", zoom_in)] {
+                    if !(0.0..=1.0).contains(share) {
+                        return Err(FeatureError::Config(format!(
+                            "key `features.source.{key}`: {share} must be a share in [0, 1]"
+                        )));
+                    }
                 }
                 if images.is_none() && mined.is_none() && *graphics == 0.0 {
                     return Err(FeatureError::Config(
