@@ -137,9 +137,9 @@ pub enum SourceConfig {
         #[serde(default)]
         graphics: f32,
         /// Share of image scenes cut close: a region from half the scene's
-        /// size (shown at twice its pixels) to a quarter of the image,
-        /// each scale as likely. The usual region, half the image or
-        /// more, shows an image shrunk several times, while a photo's
+        /// size (shown at twice its pixels) up to half the image, each
+        /// scale as likely. The usual region, half the image or more,
+        /// shows a large image shrunk several times, while a photo's
         /// default in grin-detect (twice its pixels) shows a drawing's
         /// strokes and a texture's grain at their own size or larger.
         /// Absent from serialised configs when 0, so that earlier stores
