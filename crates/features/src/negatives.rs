@@ -13,7 +13,7 @@
 //! - `graphics`: procedural shapes drawn on a texture or an image region.
 
 use crate::config::{FeatureConfig, SourceConfig, Split};
-use crate::crops::background::{procedural_background, random_region};
+use crate::crops::background::{procedural_background, random_region, region_of, usual_share};
 use crate::error::{skip_or_fail, FeatureError, SkipCounts};
 use crate::io::{list_images, load_all};
 use crate::raster::{resample_region, Raster};
@@ -107,21 +107,17 @@ impl NegativesSource {
 
 /// A region of `image` from half the scene's size up to half the image
 /// (where the usual regions start), log-uniform (each scale as likely), so
-/// that a small image is enlarged too, as grin-detect enlarges it; the
-/// usual region where the image is smaller than the scene.
+/// that a small image is enlarged too, as grin-detect enlarges it; a usual
+/// region where the image is too small for that range.
 fn close_region(image: &Raster, width: u32, height: u32, rng: &mut SampleRng) -> Vec<u8> {
-    let aspect = width as f32 / height as f32;
-    let (iw, ih) = (image.width as f32, image.height as f32);
-    let full_w = if iw / ih > aspect { ih * aspect } else { iw };
-    let (smallest, largest) = (width as f32 / 2.0, full_w / 2.0);
-    if largest <= smallest {
-        return random_region(image, width, height, rng);
-    }
-    let rw = smallest * (largest / smallest).powf(rng.random::<f32>());
-    let rh = rw / aspect;
-    let rx = rng.random::<f32>() * (iw - rw);
-    let ry = rng.random::<f32>() * (ih - rh);
-    resample_region(image, [rx, ry, rw, rh], width, height)
+    region_of(image, width, height, rng, |full_w, rng| {
+        let smallest = width as f32 / 2.0 / full_w;
+        if smallest >= 0.5 {
+            usual_share(rng)
+        } else {
+            smallest * (0.5 / smallest).powf(rng.random::<f32>())
+        }
+    })
 }
 
 impl Source for NegativesSource {

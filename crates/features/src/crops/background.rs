@@ -49,10 +49,28 @@ pub(crate) fn procedural_background(
 /// A random region (half to all of the largest one with the output's aspect)
 /// of a face-free image, resampled to the output size.
 pub(crate) fn random_region(image: &Raster, width: u32, height: u32, rng: &mut SampleRng) -> Vec<u8> {
+    region_of(image, width, height, rng, |_, rng| usual_share(rng))
+}
+
+/// The usual region's share of the largest one: half to all of it.
+pub(crate) fn usual_share(rng: &mut SampleRng) -> f32 {
+    0.5 + 0.5 * rng.random::<f32>()
+}
+
+/// A region of `image` with the output's aspect at a random place, `share`
+/// giving its part of the largest such region from that region's width,
+/// resampled to the output size.
+pub(crate) fn region_of(
+    image: &Raster,
+    width: u32,
+    height: u32,
+    rng: &mut SampleRng,
+    share: impl FnOnce(f32, &mut SampleRng) -> f32,
+) -> Vec<u8> {
     let aspect = width as f32 / height as f32;
     let (iw, ih) = (image.width as f32, image.height as f32);
     let (full_w, full_h) = if iw / ih > aspect { (ih * aspect, ih) } else { (iw, iw / aspect) };
-    let f = 0.5 + 0.5 * rng.random::<f32>();
+    let f = share(full_w, rng);
     let (rw, rh) = (full_w * f, full_h * f);
     let rx = rng.random::<f32>() * (iw - rw);
     let ry = rng.random::<f32>() * (ih - rh);
