@@ -94,7 +94,10 @@ impl NegativesSource {
     fn image_region(&self, rng: &mut SampleRng) -> Vec<u8> {
         let i = rng.random_range(0..self.images.len() + self.mined.len());
         match self.images.get(i) {
-            Some(image) if rng.random::<f32>() < self.zoom_in => close_region(image, self.width, self.height, rng),
+            // No draw when off: configs without `zoom_in` keep their random stream, scene for scene.
+            Some(image) if self.zoom_in > 0.0 && rng.random::<f32>() < self.zoom_in => {
+                close_region(image, self.width, self.height, rng)
+            }
             Some(image) => random_region(image, self.width, self.height, rng),
             None => {
                 let crop = &self.mined[i - self.images.len()];
