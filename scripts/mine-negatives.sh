@@ -14,7 +14,10 @@
 # env: MODEL (default assets/default.grin), CONFIG (the training photos;
 #      default configs/small-faces-fused.toml), OUT (default
 #      data/negatives/mined: replaced), SCORE (default 0.4), YUNET_SCORE
-#      (default 0.3: it misses few faces there), GRIN (default target/release/grin)
+#      (default 0.3: it misses few faces there), GRIN (default target/release/grin),
+#      SIZES (the passes, default "model 640x480": `model` is the model's own
+#      run size, `WxH` one size for every photo, `own` each photo at
+#      grin-detect's photo default, twice its pixels, one photo at a time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${MODEL:-assets/default.grin}
@@ -23,11 +26,17 @@ OUT=${OUT:-data/negatives/mined}
 SCORE=${SCORE:-0.4}
 YUNET_SCORE=${YUNET_SCORE:-0.3}
 GRIN=${GRIN:-target/release/grin}
+SIZES=${SIZES:-model 640x480}
 PEER=../shared/peers/yunet
 [ -x "$GRIN" ] || cargo build --release
 rm -rf "$OUT"
-for size in "" 640x480; do
-    "$GRIN" mine --model "$MODEL" --config "$CONFIG" --out "$OUT" --score "$SCORE" ${size:+--run-size "$size"}
+for size in $SIZES; do
+    case $size in
+        model) pass=() ;;
+        own) pass=(--own-size) ;;
+        *) pass=(--run-size "$size") ;;
+    esac
+    "$GRIN" mine --model "$MODEL" --config "$CONFIG" --out "$OUT" --score "$SCORE" "${pass[@]}"
 done
 
 YUNET=target/yunet/yunet-detect

@@ -7,6 +7,7 @@ use super::ConfigArgs;
 use anyhow::{bail, Result};
 use clap::Args;
 use grin_model::file;
+use grin_terms::photo::PHOTO_MAX_PIXELS;
 use grin_train::mine::{mine, MineOptions, MOST_FACES};
 use std::path::PathBuf;
 
@@ -34,6 +35,11 @@ pub(crate) struct MineArgs {
     /// small false detections appear).
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     pub run_size: Option<(usize, usize)>,
+    /// Run the model on each photo at grin-detect's photo default (twice its
+    /// pixels, at most PHOTO_MAX_PIXELS), one photo at a time: the false
+    /// detections a user of grin-detect meets on photos.
+    #[arg(long, conflicts_with = "run_size")]
+    pub own_size: bool,
 }
 
 fn parse_score(text: &str) -> Result<f32, String> {
@@ -64,13 +70,16 @@ pub(crate) fn run(args: MineArgs) -> Result<()> {
         per_photo: args.per_photo,
         photos: args.photos,
         crop: (features.width, features.height),
+        own_size: args.own_size.then_some(PHOTO_MAX_PIXELS),
         out: args.out.clone(),
     };
+    let size = match args.own_size {
+        true => format!("each photo at twice its pixels (at most {PHOTO_MAX_PIXELS})"),
+        false => format!("{}x{}", spec.width, spec.height),
+    };
     eprintln!(
-        "mine: {} at {}x{}, detections >= {} clear of every face, photos with at most {MOST_FACES} faces",
+        "mine: {} at {size}, detections >= {} clear of every face, photos with at most {MOST_FACES} faces",
         args.model.display(),
-        spec.width,
-        spec.height,
         args.score
     );
     let report = mine(&model, &spec, features, &options, &device)?;
@@ -79,10 +88,11 @@ pub(crate) fn run(args: MineArgs) -> Result<()> {
     }
     for m in &report {
         println!(
-            "mined {:<15} {} photos ({} with more than {MOST_FACES} faces left out): {} crops in {}",
+            "mined {:<15} {} photos ({} with more than {MOST_FACES} faces left out, {} unreadable skipped): {} crops in {}",
             m.source,
             m.photos,
             m.crowded,
+            m.skipped,
             m.crops,
             args.out.display()
         );

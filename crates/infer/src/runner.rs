@@ -26,45 +26,15 @@ pub static DEFAULT_MODEL: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DI
 
 pub use grin_terms::{MAX_SIDE, MIN_SIDE};
 
-/// Most pixels a still photo is searched at by default: Full HD,
-/// 1920x1080. Past it a photo is shrunk by one factor. Why this bound:
-/// - the network finds faces from about 10 px, so a 12-megapixel phone
-///   photo shrunk to it (2.4 times per side) still gives every face of 24 px
-///   and more in the original enough pixels;
-/// - the cost is linear in pixels (the pyramid adds a third), and YuNet, which
-///   reads a photo at its own size, pays for all of it: at this bound grin
-///   costs less than YuNet on every photo (`scripts/bench-latency.sh`'s photo
-///   row);
-/// - one frame's activations stay a few tens of MB, a Pi-sized amount.
-pub const PHOTO_MAX_PIXELS: u64 = 1920 * 1080;
-
-/// A photo within the bound is searched at its own size times this, per
-/// side: twice its pixels. Small faces gain the most: on 300 validation
-/// Caltech photos (most under 100,000 pixels), AP@0.3 was 0.944 at the
-/// photo's own size, 0.964 at 1.41 times and 0.959 at 2 times it (recall
-/// of faces under 24 px 0.68, 0.88, 0.90), and twice the pixels at grin's
-/// 0.36-0.42x of YuNet's time per pixel still costs less than YuNet at the
-/// photo's own size.
-pub(crate) const PHOTO_UPSCALE: f64 = std::f64::consts::SQRT_2;
+pub use grin_terms::photo::{own_size, PHOTO_MAX_PIXELS};
 
 /// How large a frame a still photo gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PhotoSize {
     /// The run size set on the runner (`--size`), letterboxed.
     RunSize,
-    /// The photo's own size times [`PHOTO_UPSCALE`], shrunk to at most this many pixels.
+    /// The photo's own size times `grin_terms::photo::PHOTO_UPSCALE`, shrunk to at most this many pixels.
     Own { max_pixels: u64 },
-}
-
-/// The photo's own `(width, height)` times [`PHOTO_UPSCALE`], or scaled by
-/// one smaller factor to hold at most `max_pixels` pixels, and kept within
-/// [`MIN_SIDE`]..=[`MAX_SIDE`] a side (the letterbox fills what a clamp leaves
-/// over).
-pub fn own_size(width: u32, height: u32, max_pixels: u64) -> (usize, usize) {
-    let (w, h) = (width.max(1) as f64, height.max(1) as f64);
-    let scale = (max_pixels as f64 / (w * h)).sqrt().min(PHOTO_UPSCALE);
-    let side = |v: f64| ((v * scale).floor() as usize).clamp(MIN_SIDE, MAX_SIDE);
-    (side(w), side(h))
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -16,10 +16,13 @@
 //! - [`MIN_SIDE`] and [`MAX_SIDE`]: the sides a frame the network runs on
 //!   may have (`train.run_size`, the features' size, `--size`,
 //!   `--run-size`, a model file's header).
+//! - [`photo`]: the size a still photo is searched at (`grin-detect`'s
+//!   photo default, `grin mine --own-size`).
 
 #![forbid(unsafe_code)]
 
 mod mode;
+pub mod photo;
 pub mod summary;
 
 pub use mode::{BackendChoice, Mode};

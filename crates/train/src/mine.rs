@@ -14,8 +14,11 @@
 
 use crate::device_batch::upload;
 use anyhow::{Context, Result};
-use grin_features::{photos_of_split, FaceBox, FeatureConfig, HostBatch, OnBadSample, Sample, Split, LETTERBOX_FILL};
+use grin_features::{
+    photos_of_split, FaceBox, FeatureConfig, HeldOutPhotos, HostBatch, OnBadSample, Sample, Split, LETTERBOX_FILL,
+};
 use grin_model::{detect, DecodeParams, Detection, Detector, DetectorBackend, DetectorSpec};
+use grin_terms::photo;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -38,6 +41,11 @@ pub struct MineOptions {
     /// Each crop: this size (the training input's) around the detection, so
     /// that a negatives scene shows it at about the scale it was found at.
     pub crop: (u32, u32),
+    /// Each photo at the photo default (`grin_terms::photo::own_size`, at
+    /// most this many pixels), one at a time, instead of all at the model's
+    /// size: where `grin-detect` meets a photo, so where its false
+    /// detections are.
+    pub own_size: Option<u64>,
     pub out: PathBuf,
 }
 
@@ -67,10 +75,13 @@ pub struct Mined {
     pub photos: usize,
     /// Photos left out for holding more than [`MOST_FACES`] faces.
     pub crowded: usize,
+    /// Photos that could not be read, skipped (`on_bad_sample = "skip"`).
+    pub skipped: usize,
     pub crops: usize,
 }
 
-/// Mines `model` (run at `spec`'s size) over the training photos of every
+/// Mines `model` (run at `spec`'s size, or each photo's own with
+/// `options.own_size`) over the training photos of every
 /// real source in `features`, writing PNG crops into `options.out`.
 pub fn mine<B: DetectorBackend>(
     model: &Detector<B>,
@@ -90,29 +101,35 @@ pub fn mine<B: DetectorBackend>(
         .with_context(|| format!("{}: cannot open", manifest_path.display()))?;
     let mut report = Vec::new();
     for set in photos_of_split(features, Split::Train, options.photos)? {
-        let mut mined = Mined { source: set.name.to_string(), photos: 0, crowded: 0, crops: 0 };
+        let mut mined = Mined { source: set.name.to_string(), photos: 0, crowded: 0, skipped: 0, crops: 0 };
         let clearance = if set.portraits { PORTRAITS } else { PHOTOS };
+        // A batch holds one frame size: the model's for every photo, or
+        // each photo's own, one photo a batch.
+        let per_batch = if options.own_size.is_some() { 1 } else { 16 };
         let indices: Vec<usize> = (0..set.len()).collect();
-        let mut batch = HostBatch::with_capacity(16, w, h, c);
-        for chunk in indices.chunks(16) {
+        for chunk in indices.chunks(per_batch) {
             let mut samples: Vec<(usize, Sample)> = Vec::new();
             for &i in chunk {
                 // Faces a second detector found (`crops.unannotated`) count as
                 // faces here: toward a crowd, kept clear of and painted over.
-                match set.letterboxed_with_found(i, w, h, c) {
+                match frame_size(&set, i, (w, h), options.own_size)
+                    .and_then(|(w, h)| Ok(set.letterboxed_with_found(i, w, h, c)?))
+                {
                     Ok((sample, found)) if sample.boxes.len() + found.len() > MOST_FACES => mined.crowded += 1,
                     Ok((mut sample, found)) => {
                         sample.boxes.extend(found);
                         samples.push((i, sample));
                     }
-                    Err(e) if features.on_bad_sample == OnBadSample::Skip => eprintln!("mine: skipped {e}"),
+                    Err(e) if features.on_bad_sample == OnBadSample::Skip => {
+                        eprintln!("mine: skipped {e:#}");
+                        mined.skipped += 1;
+                    }
                     Err(e) => return Err(e).with_context(|| format!("mining {} photos", set.name)),
                 }
             }
-            if samples.is_empty() {
-                continue;
-            }
-            batch.clear();
+            let Some((_, first)) = samples.first() else { continue };
+            let (fw, fh) = (first.width, first.height);
+            let mut batch = HostBatch::with_capacity(samples.len(), fw, fh, c);
             samples.iter().for_each(|(_, s)| batch.push(s));
             let found = detect(model, upload::<B>(&batch, device).images, &params);
             for ((i, sample), found) in samples.iter().zip(found) {
@@ -121,7 +138,7 @@ pub fn mine<B: DetectorBackend>(
                 let false_ones =
                     found.iter().filter(|d| d.score >= options.score && clear_of(d, &sample.boxes, clearance));
                 for (k, d) in false_ones.take(options.per_photo).enumerate() {
-                    let name = format!("{}-{stem}-{w}x{h}-{k}.png", set.name);
+                    let name = format!("{}-{stem}-{fw}x{fh}-{k}.png", set.name);
                     let [x0, y0, x1, y1] = write_crop(sample, d, clearance, options.crop, &options.out.join(&name))?;
                     let line = serde_json::json!({"image": name, "box": [x0, y0, x1, y1], "score": d.score});
                     writeln!(manifest, "{line}").with_context(|| format!("{}: cannot write", MANIFEST))?;
@@ -132,6 +149,18 @@ pub fn mine<B: DetectorBackend>(
         report.push(mined);
     }
     Ok(report)
+}
+
+/// The frame photo `i` is mined at: the model's `size`, or with
+/// `own_size` the photo default for the photo's own size (read from its
+/// header; a photo that cannot be read is a bad sample).
+fn frame_size(set: &HeldOutPhotos, i: usize, size: (u32, u32), own_size: Option<u64>) -> Result<(u32, u32)> {
+    let Some(max_pixels) = own_size else { return Ok(size) };
+    let path = set.image_path(i);
+    let (pw, ph) =
+        image::image_dimensions(path).with_context(|| format!("{}: cannot read its size", path.display()))?;
+    let (w, h) = photo::own_size(pw, ph, max_pixels);
+    Ok((w as u32, h as u32))
 }
 
 /// Face `f` grown by `grow` of its size on every side.
@@ -183,65 +212,4 @@ fn write_crop(sample: &Sample, d: &Detection, clearance: Clearance, crop: (u32, 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use grin_features::Smile;
-
-    fn face(x0: f32, y0: f32, x1: f32, y1: f32) -> FaceBox {
-        FaceBox { x0, y0, x1, y1, smile: Smile::Unknown }
-    }
-
-    fn det(x0: f32, y0: f32, x1: f32, y1: f32) -> Detection {
-        Detection { x0, y0, x1, y1, score: 0.9, smile: 0.5 }
-    }
-
-    #[test]
-    fn a_detection_near_a_face_is_never_mined() {
-        let faces = [face(100.0, 100.0, 140.0, 150.0)];
-        assert!(!clear_of(&det(100.0, 100.0, 140.0, 150.0), &faces, PHOTOS), "the face itself");
-        assert!(!clear_of(&det(145.0, 110.0, 160.0, 125.0), &faces, PHOTOS), "within half a face of it");
-        assert!(clear_of(&det(170.0, 110.0, 185.0, 125.0), &faces, PHOTOS), "well clear of it");
-        assert!(clear_of(&det(10.0, 10.0, 20.0, 20.0), &[], PHOTOS), "no face at all");
-    }
-
-    #[test]
-    fn on_a_portrait_a_detection_beside_the_face_is_mined_one_inside_it_never() {
-        let faces = [face(23.0, 45.0, 66.0, 87.0)];
-        let neck = det(30.0, 86.0, 51.0, 107.0);
-        assert!(clear_of(&neck, &faces, PORTRAITS), "a twentieth of the neck's box overlaps the face's");
-        assert!(!clear_of(&neck, &faces, PHOTOS), "a photo's rule keeps half a face away");
-        assert!(!clear_of(&det(40.0, 70.0, 60.0, 95.0), &faces, PORTRAITS), "the mouth and chin");
-        assert!(!clear_of(&det(20.0, 40.0, 70.0, 90.0), &faces, PORTRAITS), "the face itself");
-    }
-
-    #[test]
-    fn a_crop_stays_inside_the_frame_and_has_the_asked_size() {
-        let sample = Sample {
-            width: 64,
-            height: 48,
-            channels: 1,
-            pixels: (0..64 * 48).map(|i| i as u8).collect(),
-            boxes: vec![],
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.png");
-        let b = write_crop(&sample, &det(0.0, 0.0, 6.0, 6.0), PHOTOS, (32, 24), &path).unwrap();
-        let img = image::open(&path).unwrap().to_luma8();
-        assert_eq!(img.dimensions(), (32, 24));
-        assert_eq!(img.get_pixel(0, 0).0[0], 0, "moved inside: it starts at the frame's corner");
-        assert_eq!(b, [0.0, 0.0, 6.0, 6.0]);
-    }
-
-    #[test]
-    fn faces_in_a_crop_are_painted_over() {
-        let face = FaceBox { x0: 40.0, y0: 10.0, x1: 50.0, y1: 20.0, smile: Smile::No };
-        let sample = Sample { width: 64, height: 48, channels: 1, pixels: vec![7; 64 * 48], boxes: vec![face] };
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.png");
-        write_crop(&sample, &det(10.0, 20.0, 16.0, 26.0), PHOTOS, (64, 48), &path).unwrap();
-        let img = image::open(&path).unwrap().to_luma8();
-        assert_eq!(img.get_pixel(45, 15).0[0], LETTERBOX_FILL, "the face");
-        assert_eq!(img.get_pixel(37, 8).0[0], LETTERBOX_FILL, "half a face around it");
-        assert_eq!(img.get_pixel(12, 22).0[0], 7, "the mined detection stays");
-    }
-}
+mod tests;

@@ -1,0 +1,124 @@
+use super::*;
+use burn_ndarray::NdArray;
+use grin_features::{Smile, SourceConfig, SplitConfig};
+use grin_model::ModelConfig;
+use grin_terms::photo::PHOTO_MAX_PIXELS;
+
+fn face(x0: f32, y0: f32, x1: f32, y1: f32) -> FaceBox {
+    FaceBox { x0, y0, x1, y1, smile: Smile::Unknown }
+}
+
+fn det(x0: f32, y0: f32, x1: f32, y1: f32) -> Detection {
+    Detection { x0, y0, x1, y1, score: 0.9, smile: 0.5 }
+}
+
+#[test]
+fn a_detection_near_a_face_is_never_mined() {
+    let faces = [face(100.0, 100.0, 140.0, 150.0)];
+    assert!(!clear_of(&det(100.0, 100.0, 140.0, 150.0), &faces, PHOTOS), "the face itself");
+    assert!(!clear_of(&det(145.0, 110.0, 160.0, 125.0), &faces, PHOTOS), "within half a face of it");
+    assert!(clear_of(&det(170.0, 110.0, 185.0, 125.0), &faces, PHOTOS), "well clear of it");
+    assert!(clear_of(&det(10.0, 10.0, 20.0, 20.0), &[], PHOTOS), "no face at all");
+}
+
+#[test]
+fn on_a_portrait_a_detection_beside_the_face_is_mined_one_inside_it_never() {
+    let faces = [face(23.0, 45.0, 66.0, 87.0)];
+    let neck = det(30.0, 86.0, 51.0, 107.0);
+    assert!(clear_of(&neck, &faces, PORTRAITS), "a twentieth of the neck's box overlaps the face's");
+    assert!(!clear_of(&neck, &faces, PHOTOS), "a photo's rule keeps half a face away");
+    assert!(!clear_of(&det(40.0, 70.0, 60.0, 95.0), &faces, PORTRAITS), "the mouth and chin");
+    assert!(!clear_of(&det(20.0, 40.0, 70.0, 90.0), &faces, PORTRAITS), "the face itself");
+}
+
+#[test]
+fn a_crop_stays_inside_the_frame_and_has_the_asked_size() {
+    let sample =
+        Sample { width: 64, height: 48, channels: 1, pixels: (0..64 * 48).map(|i| i as u8).collect(), boxes: vec![] };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.png");
+    let b = write_crop(&sample, &det(0.0, 0.0, 6.0, 6.0), PHOTOS, (32, 24), &path).unwrap();
+    let img = image::open(&path).unwrap().to_luma8();
+    assert_eq!(img.dimensions(), (32, 24));
+    assert_eq!(img.get_pixel(0, 0).0[0], 0, "moved inside: it starts at the frame's corner");
+    assert_eq!(b, [0.0, 0.0, 6.0, 6.0]);
+}
+
+#[test]
+fn faces_in_a_crop_are_painted_over() {
+    let face = FaceBox { x0: 40.0, y0: 10.0, x1: 50.0, y1: 20.0, smile: Smile::No };
+    let sample = Sample { width: 64, height: 48, channels: 1, pixels: vec![7; 64 * 48], boxes: vec![face] };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.png");
+    write_crop(&sample, &det(10.0, 20.0, 16.0, 26.0), PHOTOS, (64, 48), &path).unwrap();
+    let img = image::open(&path).unwrap().to_luma8();
+    assert_eq!(img.get_pixel(45, 15).0[0], LETTERBOX_FILL, "the face");
+    assert_eq!(img.get_pixel(37, 8).0[0], LETTERBOX_FILL, "half a face around it");
+    assert_eq!(img.get_pixel(12, 22).0[0], 7, "the mined detection stays");
+}
+
+/// Face-free images of the given sizes, every one in the training split,
+/// and a small untrained model that takes the config's frames.
+fn face_free(sizes: &[(u32, u32)]) -> (tempfile::TempDir, FeatureConfig, DetectorSpec) {
+    let dir = tempfile::tempdir().unwrap();
+    for (k, &(w, h)) in sizes.iter().enumerate() {
+        let texture = image::GrayImage::from_fn(w, h, |x, y| image::Luma([((x * 7 + y * 13) % 251) as u8]));
+        texture.save(dir.path().join(format!("p{k}.png"))).unwrap();
+    }
+    let features = FeatureConfig {
+        width: 64,
+        height: 48,
+        split: SplitConfig { train: 1.0, val: 0.0, test: 0.0 },
+        source: SourceConfig::Negatives { images: Some(dir.path().into()), mined: None, graphics: 0.0, zoom_in: 0.0 },
+        ..FeatureConfig::default()
+    };
+    let model = ModelConfig { width_mult: 0.25, ..ModelConfig::default() };
+    (dir, features, DetectorSpec { model, width: 64, height: 48, channels: 1 })
+}
+
+fn options(out: &Path) -> MineOptions {
+    // Score 0: an untrained model's every box is mined, one a photo.
+    MineOptions {
+        score: 0.0,
+        per_photo: 1,
+        photos: 0,
+        crop: (64, 48),
+        own_size: Some(PHOTO_MAX_PIXELS),
+        out: out.into(),
+    }
+}
+
+#[test]
+fn own_size_mines_each_photo_at_the_photo_default() {
+    let sizes = [(200, 150), (90, 120)];
+    let (_photos, features, spec) = face_free(&sizes);
+    let device = Default::default();
+    let model = spec.init::<NdArray<f32>>(&device);
+    let out = tempfile::tempdir().unwrap();
+    let report = mine(&model, &spec, &features, &options(out.path()), &device).unwrap();
+    assert_eq!((report[0].photos, report[0].crops), (2, 2), "{report:?}");
+    for (k, &(w, h)) in sizes.iter().enumerate() {
+        let (ow, oh) = photo::own_size(w, h, PHOTO_MAX_PIXELS);
+        let name = format!("{}-p{k}-{ow}x{oh}-0.png", report[0].source);
+        let crop = image::open(out.path().join(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!((crop.width(), crop.height()), (64, 48), "{name}: the training input's size");
+    }
+}
+
+#[test]
+fn at_own_size_a_photo_that_cannot_be_read_is_named_or_skipped() {
+    let (photos, features, spec) = face_free(&[(80, 60)]);
+    std::fs::write(photos.path().join("broken.png"), b"not a png").unwrap();
+    let device = Default::default();
+    let model = spec.init::<NdArray<f32>>(&device);
+    let out = tempfile::tempdir().unwrap();
+    let e = mine(&model, &spec, &features, &options(out.path()), &device).unwrap_err();
+    assert!(format!("{e:#}").contains("broken.png"), "{e:#}");
+    let features = FeatureConfig { on_bad_sample: OnBadSample::Skip, ..features };
+    let report = mine(&model, &spec, &features, &options(out.path()), &device).unwrap();
+    assert_eq!(
+        (report[0].photos, report[0].skipped),
+        (1, 1),
+        "the readable photo is mined, the broken one skipped: {report:?}"
+    );
+}
