@@ -23,7 +23,8 @@
 # Photos at each detector's own default: the same validation photos at their
 # own size (export_scenes --original), grin-detect with no --size (twice the
 # photo's pixels, within its pixel budget) and YuNet at the photo's own size,
-# each at its own default threshold. Latency per photo: rounds that
+# each at its own default threshold, with the held-out face-free images
+# (FACE_FREE) among them, where every detection is false. Latency per photo: rounds that
 # alternate the two on each timed photo (PHOTO_ITERATIONS runs each);
 # reported: the median over photos of each photo's median latency, and the
 # median and largest per-photo ratio.
@@ -41,7 +42,12 @@
 #        PHOTO_ITERATIONS (timed runs per detector, photo and round, default 20),
 #        WORK (default target/bench-latency), YUNET_BUILD (default
 #        target/yunet), CALTECH (default ../shared/data/caltech-webfaces),
-#        CELEBA (default ../shared/data/celeba-smile-10k), GRIN_DETECT (a
+#        CELEBA (default ../shared/data/celeba-smile-10k), FACE_FREE
+#        (face-free images, default data/negatives/images where
+#        scripts/negatives.sh made it: their held-out split joins the photo
+#        rows as `face-free`, where every detection is false), SPLIT (val,
+#        the default, where settings are chosen; test for a final report),
+#        GRIN_DETECT (a
 #        grin-detect binary to measure instead of this tree's, e.g. an older
 #        build)
 set -euo pipefail
@@ -56,12 +62,25 @@ WORK=${WORK:-target/bench-latency}
 YUNET_BUILD=${YUNET_BUILD:-target/yunet}
 CALTECH=${CALTECH:-../shared/data/caltech-webfaces}
 CELEBA=${CELEBA:-../shared/data/celeba-smile-10k}
+FACE_FREE=${FACE_FREE:-data/negatives/images}
+SPLIT=${SPLIT:-val}
 PEER=../shared/peers/yunet
 TARGET=${CARGO_TARGET_DIR:-target}
 SIZES=(320x240 640x480)
 MODEL_FLAGS=("$@")
 
 CELEBA_ATTR=$CELEBA/list_attr_celeba_000001-010000.txt
+case $SPLIT in
+    val) SPLIT_FLAGS=(--validation) SPLIT_NAME=validation ;;
+    test) SPLIT_FLAGS=() SPLIT_NAME=test ;;
+    *) echo "bench-latency: SPLIT=$SPLIT: expected val or test" >&2; exit 1 ;;
+esac
+FACE_FREE_FLAGS=()
+if [ -d "$FACE_FREE" ]; then
+    FACE_FREE_FLAGS=(--face-free "$FACE_FREE")
+else
+    echo "bench-latency: no face-free images at $FACE_FREE (scripts/negatives.sh makes them): the photo rows leave them out" >&2
+fi
 for need in "$PEER/build.sh" "$CALTECH/images" "$CELEBA/images" "$CELEBA_ATTR"; do
     [ -e "$need" ] || { echo "bench-latency: $need is missing (set CALTECH / CELEBA; the peer is ../shared/peers/yunet)" >&2; exit 1; }
 done
@@ -107,14 +126,14 @@ mkdir -p "$WORK"
 for size in "${SIZES[@]}"; do
     w=${size%x*}
     # Faces under 1/32 of the width (10 px at 320x240) are ignore regions, as in bench-detect.sh.
-    "$EXPORT" --out "$WORK/$size" --validation --channels 3 --count "$PHOTOS" --width "$w" --height "${size#*x}" \
+    "$EXPORT" --out "$WORK/$size" "${SPLIT_FLAGS[@]}" --channels 3 --count "$PHOTOS" --width "$w" --height "${size#*x}" \
         --min-face $((w / 32)) --caltech "$CALTECH" --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR"
     detect_all "$WORK/$size" --size "$size"
 done
 
 # The photos at their own size, each detector at its own defaults, then their aged copies.
-"$EXPORT" --out "$WORK/photo" --validation --channels 3 --count "$PHOTOS" --original --min-face 10 \
-    --caltech "$CALTECH" --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR"
+"$EXPORT" --out "$WORK/photo" "${SPLIT_FLAGS[@]}" --channels 3 --count "$PHOTOS" --original --min-face 10 \
+    --caltech "$CALTECH" --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR" "${FACE_FREE_FLAGS[@]}"
 detect_all "$WORK/photo"
 "$VENV/bin/python" scripts/peers/age_photos.py "$WORK/photo" "$WORK/aged"
 detect_all "$WORK/aged"
@@ -157,5 +176,5 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 CONDITIONS="${CONDITIONS%)}; at the end: $(cut -d' ' -f1-3 /proc/loadavg))"
 
-python3 scripts/peers/yunet_peer.py --work "$WORK" --sizes "$(IFS=,; echo "${SIZES[*]}"),photo" --accuracy-only aged \
+python3 scripts/peers/yunet_peer.py --work "$WORK" --sizes "$(IFS=,; echo "${SIZES[*]}"),photo" --accuracy-only aged --split "$SPLIT_NAME" \
     --conditions "$CONDITIONS"

@@ -146,7 +146,8 @@ def photo_figures(scenes, scored, deployed, match_iou=MATCH_IOU):
     return {
         "faces": ranked.faces,
         "ignored_faces": ignored,
-        "ap": ranked.average_precision(),
+        # No faces (a face-free set): no precision-recall curve to average.
+        "ap": ranked.average_precision() if ranked.faces else None,
         "recall": hits / ranked.faces if ranked.faces else None,
         "recall_by_size": {
             bucket: {"faces": n, "recall": hit / n if n else None}

@@ -193,6 +193,7 @@ def main():
     p.add_argument("--sizes", default="320x240,640x480")
     p.add_argument("--accuracy-only", default="", help="folders under --work scored but not timed (comma-separated)")
     p.add_argument("--conditions", default="", help="a line about the machine, printed with the latency table")
+    p.add_argument("--split", default="validation", help="the held-out split the photos come from, for the headings")
     args = p.parse_args()
     sizes = args.sizes.split(",")
     lat = latency(args.work, sizes)
@@ -229,7 +230,7 @@ def main():
               f"the ratio is the median of the per-photo ratios, its range over photos in the last column; "
               f"slowest relative to YuNet: {r['worst_photo']})")
     print()
-    print("Accuracy on the same validation photos, letterboxed to each size (photo: each at its own size; "
+    print(f"Accuracy on the same {args.split} photos, letterboxed to each size (photo: each at its own size; "
           "aged: those photos made to look like old grey prints); faces under 1/32 of the width "
           "(photo, aged: 10 px) ignored:")
     header = ("photos", "detector", "AP@0.5", "AP@0.3", "AP@0.3 at the operating point", "recall@0.3",

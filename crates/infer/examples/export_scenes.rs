@@ -5,7 +5,8 @@
 //!
 //! `cargo run --release -p grin-infer --example export_scenes -- --out DIR --count 50 --width 320 --height 240`
 //!
-//! With `--caltech ROOT` and/or `--celeba-images DIR --celeba-attr FILE` it
+//! With `--caltech ROOT`, `--celeba-images DIR --celeba-attr FILE` and/or
+//! `--face-free DIR` (face-free images, source `face-free`) it
 //! writes held-out real photos instead (the test split by file name, the
 //! split every grin config uses), each letterboxed to the given size, so
 //! grin-detect and a peer see identical pixels (`--original`: each at its
@@ -69,6 +70,10 @@ struct Args {
     /// ... with this attribute file.
     #[arg(long, requires = "celeba_images")]
     celeba_attr: Option<PathBuf>,
+    /// Held-out face-free images from this folder (a negatives source's
+    /// `images`, `scripts/negatives.sh`): every detection on them is false.
+    #[arg(long)]
+    face_free: Option<PathBuf>,
     /// With photos: letterbox at this many times the size, then cut the
     /// size out of the middle.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
@@ -104,7 +109,7 @@ struct Truth {
 fn main() -> Result<()> {
     let args = Args::parse();
     std::fs::create_dir_all(&args.out).with_context(|| format!("{}: cannot create", args.out.display()))?;
-    if args.caltech.is_some() || args.celeba_images.is_some() {
+    if args.caltech.is_some() || args.celeba_images.is_some() || args.face_free.is_some() {
         return export_photos(&args);
     }
     let cfg = FeatureConfig {
@@ -213,6 +218,9 @@ fn export_photos(args: &Args) -> Result<()> {
             attr: attr.clone(),
             crops: PhotoCrops::default(),
         });
+    }
+    if let Some(images) = &args.face_free {
+        parts.push(SourceConfig::Negatives { images: Some(images.clone()), mined: None, graphics: 0.0, zoom_in: 0.0 });
     }
     let cfg = FeatureConfig {
         channels: args.channels,
