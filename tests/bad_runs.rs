@@ -527,6 +527,11 @@ fn grin_mine_refuses_bad_input_in_one_line() {
     let out = mine(&model, &["--score", "2"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("`2`: expected a score in [0, 1]"), "{}", stderr(&out));
+    // Two frame sizes asked for at once: both flags named.
+    let out = mine(&model, &["--own-size", "--run-size", "640x480"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(e.contains("--own-size") && e.contains("--run-size") && e.contains("cannot be used with"), "{e}");
     // A config with no real photos has nothing to mine: said, not an empty folder and exit 0.
     let out = mine(&model, &[]);
     assert_eq!(out.status.code(), Some(2));

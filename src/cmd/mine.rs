@@ -74,7 +74,7 @@ pub(crate) fn run(args: MineArgs) -> Result<()> {
         out: args.out.clone(),
     };
     let size = match args.own_size {
-        true => format!("each photo at twice its pixels (at most {PHOTO_MAX_PIXELS})"),
+        true => format!("twice each photo's pixels (at most {PHOTO_MAX_PIXELS})"),
         false => format!("{}x{}", spec.width, spec.height),
     };
     eprintln!(
