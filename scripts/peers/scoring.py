@@ -78,8 +78,9 @@ class Evaluation:
         return matches
 
     def average_precision(self):
+        """None without faces (a face-free set has no curve), as in grin."""
         if self.faces == 0:
-            return 0.0 if any(not hit for _, hit in self.scored) else 1.0
+            return None
         scored = sorted(self.scored, key=lambda s: -s[0])
         tp = fp = 0
         curve = []
@@ -146,8 +147,7 @@ def photo_figures(scenes, scored, deployed, match_iou=MATCH_IOU):
     return {
         "faces": ranked.faces,
         "ignored_faces": ignored,
-        # No faces (a face-free set): no precision-recall curve to average.
-        "ap": ranked.average_precision() if ranked.faces else None,
+        "ap": ranked.average_precision(),
         "recall": hits / ranked.faces if ranked.faces else None,
         "recall_by_size": {
             bucket: {"faces": n, "recall": hit / n if n else None}

@@ -119,7 +119,7 @@ def accuracy(work, sizes):
         folder = os.path.join(work, size)
         with open(os.path.join(folder, "truth.json")) as f:
             truth = json.load(f)
-        sources = sorted({s["source"] for s in truth["scenes"]}, key=lambda s: s != "caltech")
+        sources = sorted({s["source"] for s in truth["scenes"]}, key=lambda s: (s != "caltech", s))
         for source in sources:
             scenes = [s for s in truth["scenes"] if s["source"] == source]
             names = [s["image"] for s in scenes]

@@ -73,9 +73,10 @@ pub(crate) fn run(args: MineArgs) -> Result<()> {
         own_size: args.own_size.then_some(PHOTO_MAX_PIXELS),
         out: args.out.clone(),
     };
-    let size = match args.own_size {
-        true => format!("twice each photo's pixels (at most {PHOTO_MAX_PIXELS})"),
-        false => format!("{}x{}", spec.width, spec.height),
+    let size = if args.own_size {
+        format!("twice each photo's pixels (at most {PHOTO_MAX_PIXELS})")
+    } else {
+        format!("{}x{}", spec.width, spec.height)
     };
     eprintln!(
         "mine: {} at {size}, detections >= {} clear of every face, photos with at most {MOST_FACES} faces",
