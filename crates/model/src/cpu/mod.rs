@@ -194,11 +194,11 @@ impl CpuStep {
     ) -> (LossValues, Vec<LayerGrads>) {
         // The parameters as plain data: ~100K values, copied once a step.
         let net = Net::new(model);
-        self.forward(&net, &batch);
+        on_pool(|| self.forward(&net, &batch));
         phase(Phase::Forward);
-        let values = self.loss(&net, &batch, points, weights);
+        let values = on_pool(|| self.loss(&net, &batch, points, weights));
         phase(Phase::Loss);
-        let grads = self.backward(&net, &batch);
+        let grads = on_pool(|| self.backward(&net, &batch));
         phase(Phase::Backward);
         (values, grads)
     }
@@ -243,6 +243,14 @@ impl CpuStep {
         }
         (values, grads)
     }
+}
+
+/// Runs `op` on one of rayon's workers, so that the phase's parallel loops
+/// (a hundred or so a step) start from that worker's own queue: from any
+/// other thread each loop is injected into the pool and waited for on a
+/// lock, which wakes and parks threads around every layer.
+fn on_pool<R: Send>(op: impl FnOnce() -> R + Send) -> R {
+    rayon::scope(|_| op())
 }
 
 /// Registers `values` as the gradient of `param` (the inner backend's

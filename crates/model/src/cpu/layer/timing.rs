@@ -68,12 +68,17 @@ fn time_layers() {
         let mut dx = vec![0.0; x.len()];
         let time = |f: &mut dyn FnMut()| median_ms(201, f);
         let f = time(&mut || forward(&layer, input, &mut act));
+        // Backward overwrites its output gradient: each run starts from a
+        // copy, whose time is taken apart and subtracted (a copy, not the
+        // sines themselves, which took longer than the layers at batch 64
+        // and drowned them in the difference).
+        let dy: Vec<f32> = (0..act.dy.len()).map(|i| (i as f32 * 0.7).sin()).collect();
         let b = time(&mut || {
-            act.dy.iter_mut().enumerate().for_each(|(i, v)| *v = (i as f32 * 0.7).sin());
+            act.dy.copy_from_slice(&dy);
             let dx = (!matches!(kind, Kind::Dense { .. })).then(|| InputGrad { values: &mut dx, accumulate: false });
             backward(&layer, input, &mut act, dx);
         });
-        let fill = time(&mut || act.dy.iter_mut().enumerate().for_each(|(i, v)| *v = (i as f32 * 0.7).sin()));
+        let fill = time(&mut || act.dy.copy_from_slice(&dy));
         println!("{kind:?} {cin}->{cout} {h}x{w}: forward {f:.3} ms, backward {:.3} ms", b - fill);
         total = (total.0 + f, total.1 + b - fill);
     }
