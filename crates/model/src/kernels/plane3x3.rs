@@ -253,6 +253,18 @@ fn forward_plane<S: Simd>(
 /// The widest vector any dispatch level has, in f32s (AVX-512).
 const MAX_LANES: usize = 16;
 
+/// `MAX_LANES` zeros then ones: from index `MAX_LANES - d`, a vector whose
+/// first `d` lanes are zero and the rest one.
+const TAIL_KEEP: [f32; 2 * MAX_LANES] = {
+    let mut keep = [1.0f32; 2 * MAX_LANES];
+    let mut i = 0;
+    while i < MAX_LANES {
+        keep[i] = 0.0;
+        i += 1;
+    }
+    keep
+};
+
 struct WeightGrad<'a> {
     p: Plane3x3,
     images: usize,
@@ -272,6 +284,14 @@ impl WithSimd for WeightGrad<'_> {
         let layout = LineLayout::new(p.stride, p.in_h, p.in_w, lanes);
         let (wo, out_len) = (p.out_w, p.out_len());
         let mut rows = [[std::ptr::null::<f32>(); 9]];
+        // A row's last values are one vector ending at the row's end
+        // (starting at its start when the row is shorter than a vector), as
+        // in the forward kernel: its lanes before column `full` are zeroed
+        // in the gradient so that no column counts twice, and the nine taps
+        // are whole loads where partial ones were a call each.
+        let full = wo - wo % lanes;
+        let start = wo.saturating_sub(lanes);
+        let keep = simd.partial_load_f32s(&TAIL_KEEP[MAX_LANES - (full - start).min(MAX_LANES)..]);
         for b in 0..images {
             let per_plane = fill_lines(&layout, p.out_h, xs, b, lines);
             let pairs = gs.iter().flat_map(|g| (0..xs.len()).map(move |plane| (&g[b * out_len..][..out_len], plane)));
@@ -293,12 +313,21 @@ impl WithSimd for WeightGrad<'_> {
                         j += lanes;
                     }
                     if j < wo {
-                        // The row's last values, the lanes past it zero.
-                        let gv = simd.partial_load_f32s(&gr[j..]);
+                        // The gradient's lanes past the row (a row shorter
+                        // than a vector) load as zero; the taps' lanes there
+                        // are values of the line, finite, times zero.
+                        let gv = if wo >= lanes {
+                            // SAFETY: `start + lanes == wo <= gr.len()`.
+                            unsafe { load::<S>(gr[start..].as_ptr()) }
+                        } else {
+                            simd.partial_load_f32s(gr)
+                        };
+                        let gv = simd.mul_f32s(gv, keep);
                         for k in 0..9 {
-                            // SAFETY: columns `j..wo` of a tap's run are inside its line.
-                            let run = unsafe { std::slice::from_raw_parts(t[k].add(j), wo - j) };
-                            acc[k] = simd.mul_add_f32s(gv, simd.partial_load_f32s(run), acc[k]);
+                            // SAFETY: `LineLayout::len` keeps a vector read from
+                            // column `max(wo - lanes, 0)`, plus the tap's offset,
+                            // inside its line (the forward kernel's tail read).
+                            acc[k] = simd.mul_add_f32s(gv, unsafe { load::<S>(t[k].add(start)) }, acc[k]);
                         }
                     }
                 }
