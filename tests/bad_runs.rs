@@ -563,3 +563,20 @@ fn eval_out_lists_only_what_it_wrote() {
     assert!(out_dir.join("photos.json").exists() && !out_dir.join("pr_curve.svg").exists());
     assert!(!out_dir.join("thresholds.svg").exists() && !out_dir.join("smile_confusion.svg").exists());
 }
+
+#[test]
+fn grin_eval_takes_one_frame_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/default.grin");
+    let out = Command::new(GRIN)
+        .args(["eval", "--own-size", "--run-size", "640x480", "--model"])
+        .arg(&model)
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(e.contains("--own-size") && e.contains("--run-size") && e.contains("cannot be used with"), "{e}");
+}

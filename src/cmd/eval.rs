@@ -35,6 +35,10 @@ pub(crate) struct EvalArgs {
     /// Score photos at this size instead of the model's run size (e.g. `480x360`).
     #[arg(long, value_name = "WxH", value_parser = parse_size)]
     pub run_size: Option<(usize, usize)>,
+    /// Score each photo at grin-detect's default for an image file instead:
+    /// its own size at twice its pixels, at most 1920x1080 (one photo a pass).
+    #[arg(long, conflicts_with = "run_size")]
+    pub own_size: bool,
     /// Longest face (px) one pass keeps before the frame is halved for larger
     /// ones (default: the model's own; 0: one pass).
     #[arg(long, value_name = "PX")]
@@ -125,21 +129,19 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     }
     let photos = args.photos.unwrap_or(c.train.eval_photos);
     if photos > 0 {
-        let (w, h) = (run_spec.width, run_spec.height);
-        let reports = grin_train::photo_eval::evaluate_split(
-            &model,
-            &run_spec,
-            &c.features,
-            split,
-            photos,
-            c.train.eval_min_face,
-            &device,
-        )?;
+        let own_size = args.own_size.then_some(grin_terms::photo::PHOTO_MAX_PIXELS);
+        let scoring =
+            grin_train::photo_eval::PhotoScoring { split, limit: photos, min_face: c.train.eval_min_face, own_size };
+        let reports = grin_train::photo_eval::evaluate_split(&model, &run_spec, &c.features, scoring, &device)?;
+        let frame = match own_size {
+            Some(_) => "own size".to_string(),
+            None => format!("{}x{}", run_spec.width, run_spec.height),
+        };
         if reports.is_empty() {
             println!("held-out photos: none (the config's source has no real photos)");
         }
         for r in &reports {
-            println!("held-out photos at {w}x{h}: {}", grin_train::photo_eval::describe(r));
+            println!("held-out photos at {frame}: {}", grin_train::photo_eval::describe(r));
         }
         if let Some(out) = &args.out {
             let threshold = run_spec.model.score_threshold;
@@ -177,22 +179,21 @@ fn parse_beta(text: &str) -> Result<f32, String> {
 /// reported figures are not tuned on), and writes it into the run's model
 /// file (model.grin, or best.grin with --best).
 pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
-    use grin_train::photo_eval::{best_threshold, evaluate_split};
+    use grin_train::photo_eval::{best_threshold, evaluate_split, PhotoScoring};
     let model_path = grin_train::run_model(&args.run, args.best);
     let loaded = grin_train::load_config(&args.run.join("config.toml"), &[])?;
     let c = &loaded.config;
     let device = Default::default();
     let (mut spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
     check_channels(&model_path, &spec, &c.features)?;
-    let reports = evaluate_split(
-        &model,
-        &spec,
-        &c.features,
-        grin_features::Split::Val,
-        args.photos,
-        c.train.eval_min_face,
-        &device,
-    )?;
+    // At the run size, the frame the threshold is deployed at.
+    let scoring = PhotoScoring {
+        split: grin_features::Split::Val,
+        limit: args.photos,
+        min_face: c.train.eval_min_face,
+        own_size: None,
+    };
+    let reports = evaluate_split(&model, &spec, &c.features, scoring, &device)?;
     let (threshold, score) = best_threshold(&reports, args.beta)
         .map_err(|why| anyhow::anyhow!("{}: not calibrated, left unchanged: {why}", model_path.display()))?;
     println!("validation photos at {}x{}:", spec.width, spec.height);

@@ -5,7 +5,7 @@
 use crate::checkpoint::LoopState;
 use crate::eval::{evaluate, EvalReport};
 use crate::metrics;
-use crate::photo_eval::{evaluate_photos, evaluate_split};
+use crate::photo_eval::{evaluate_split, PhotoScoring};
 use crate::photo_plots::plot_pr;
 use crate::run::RunSpec;
 use crate::run_folder::run_paths;
@@ -40,14 +40,15 @@ pub(crate) fn finish<B: TrainBackend>(
     } else {
         None
     };
+    // Each split's photos letterboxed to the run size, as the run is deployed.
+    let scoring = |split, limit| PhotoScoring { split, limit, min_face: cfg.eval_min_face, own_size: None };
     let photos = if run.evaluate && cfg.eval_photos > 0 {
-        evaluate_photos(inference, &run_spec, &run.features, cfg.eval_photos, cfg.eval_min_face, device)?
+        evaluate_split(inference, &run_spec, &run.features, scoring(Split::Test, cfg.eval_photos), device)?
     } else {
         vec![]
     };
     let val_photos = if run.evaluate && cfg.val_photos > 0 {
-        let min_face = cfg.eval_min_face;
-        evaluate_split(inference, &run_spec, &run.features, Split::Val, cfg.val_photos, min_face, device)?
+        evaluate_split(inference, &run_spec, &run.features, scoring(Split::Val, cfg.val_photos), device)?
     } else {
         vec![]
     };

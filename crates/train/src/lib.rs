@@ -34,6 +34,8 @@ mod run_folder;
 pub mod step;
 pub mod step_bench;
 mod summary;
+#[cfg(test)]
+mod test_photos;
 pub mod trainer;
 mod validation;
 

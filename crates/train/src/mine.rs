@@ -18,7 +18,6 @@ use grin_features::{
     photos_of_split, FaceBox, FeatureConfig, HeldOutPhotos, HostBatch, OnBadSample, Sample, Split, LETTERBOX_FILL,
 };
 use grin_model::{detect, DecodeParams, Detection, Detector, DetectorBackend, DetectorSpec};
-use grin_terms::photo;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -152,15 +151,13 @@ pub fn mine<B: DetectorBackend>(
 }
 
 /// The frame photo `i` is mined at: the model's `size`, or with
-/// `own_size` the photo default for the photo's own size (read from its
-/// header; a photo that cannot be read is a bad sample).
+/// `own_size` the photo default for the photo's own size (a photo whose
+/// size cannot be read is a bad sample).
 fn frame_size(set: &HeldOutPhotos, i: usize, size: (u32, u32), own_size: Option<u64>) -> Result<(u32, u32)> {
-    let Some(max_pixels) = own_size else { return Ok(size) };
-    let path = set.image_path(i);
-    let (pw, ph) =
-        image::image_dimensions(path).with_context(|| format!("{}: cannot read its size", path.display()))?;
-    let (w, h) = photo::own_size(pw, ph, max_pixels);
-    Ok((w as u32, h as u32))
+    match own_size {
+        Some(max_pixels) => Ok(set.own_frame(i, max_pixels)?),
+        None => Ok(size),
+    }
 }
 
 /// Face `f` grown by `grow` of its size on every side.

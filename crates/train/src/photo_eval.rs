@@ -1,10 +1,11 @@
 //! Scoring on whole held-out real photos, the way `grin-detect` sees them:
-//! each photo letterboxed to the run size, faces matched at IoU 0.5.
+//! each photo letterboxed to the run size (a camera's frame), or at its own
+//! size as `grin-detect` searches an image file; faces matched at IoU 0.5.
 //!
 //! Per source: face AP@0.5 with its precision-recall curve, recall by face
 //! size at the deployment threshold, detections per image, and for
 //! portrait sets the share of portraits whose face was found and the smile
-//! accuracy. Faces below `min_face` px at the run size are ignore regions
+//! accuracy. Faces below `min_face` px in the frame are ignore regions
 //! (neither counted nor a false positive when detected), as WIDER FACE's
 //! evaluation does for faces too small to label reliably.
 
@@ -97,31 +98,65 @@ impl PhotoReport {
     }
 }
 
-/// Scores `model` (run at `run_spec`'s size) on at most `limit` held-out
-/// photos of every real source in `features` (0 = all of them).
-pub(crate) fn evaluate_photos<B: DetectorBackend>(
-    model: &Detector<B>,
-    run_spec: &DetectorSpec,
-    features: &FeatureConfig,
-    limit: usize,
-    min_face: f32,
-    device: &B::Device,
-) -> Result<Vec<PhotoReport>> {
-    evaluate_split(model, run_spec, features, Split::Test, limit, min_face, device)
+/// Which held-out photos are scored, and in what frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PhotoScoring {
+    pub split: Split,
+    /// At most this many photos per source (0: all of them).
+    pub limit: usize,
+    /// Faces under this many pixels in the frame are ignore regions.
+    pub min_face: f32,
+    /// `None`: each photo letterboxed to the run size, in batches. `Some`:
+    /// each at `grin-detect`'s photo default for its own size
+    /// ([`HeldOutPhotos::own_frame`], at most this many pixels), one a pass.
+    pub own_size: Option<u64>,
 }
 
-/// As [`evaluate_photos`], on any split's photos.
+/// Scores `model` (run at `run_spec`'s size, or each photo at its own) on
+/// the held-out photos of every real source in `features` that `scoring`
+/// picks.
 pub fn evaluate_split<B: DetectorBackend>(
     model: &Detector<B>,
     run_spec: &DetectorSpec,
     features: &FeatureConfig,
-    split: Split,
-    limit: usize,
-    min_face: f32,
+    scoring: PhotoScoring,
     device: &B::Device,
 ) -> Result<Vec<PhotoReport>> {
-    let sets = photos_of_split(features, split, limit)?;
-    sets.iter().map(|set| score_set(model, run_spec, features, set, min_face, device)).collect()
+    let sets = photos_of_split(features, scoring.split, scoring.limit)?;
+    sets.iter().map(|set| score_set(model, run_spec, features, set, scoring, device)).collect()
+}
+
+/// A photo letterboxed into its frame, with the faces the source's second
+/// detector found in it.
+type Loaded = (Sample, Vec<FaceBox>);
+
+/// Photos `chunk` of `set` letterboxed into one frame: the run size, or the
+/// first photo's own (a chunk of one); photos that cannot be read are
+/// skipped and counted under `on_bad_sample = "skip"`, else an error.
+fn load_chunk(
+    set: &HeldOutPhotos,
+    chunk: &[usize],
+    spec: &DetectorSpec,
+    features: &FeatureConfig,
+    own_size: Option<u64>,
+) -> Result<(Vec<Loaded>, usize)> {
+    let (w, h, c) = (spec.width as u32, spec.height as u32, spec.channels as u32);
+    let (mut samples, mut skipped) = (Vec::with_capacity(chunk.len()), 0);
+    for &i in chunk {
+        let frame = match own_size {
+            Some(max_pixels) => set.own_frame(i, max_pixels),
+            None => Ok((w, h)),
+        };
+        match frame.and_then(|(w, h)| set.letterboxed_with_found(i, w, h, c)) {
+            Ok(sample) => samples.push(sample),
+            Err(e) if features.on_bad_sample == OnBadSample::Skip => {
+                eprintln!("eval: skipped {e}");
+                skipped += 1;
+            }
+            Err(e) => return Err(e).with_context(|| format!("scoring {} held-out photos", set.name)),
+        }
+    }
+    Ok((samples, skipped))
 }
 
 fn score_set<B: DetectorBackend>(
@@ -129,10 +164,9 @@ fn score_set<B: DetectorBackend>(
     spec: &DetectorSpec,
     features: &FeatureConfig,
     set: &HeldOutPhotos,
-    min_face: f32,
+    scoring: PhotoScoring,
     device: &B::Device,
 ) -> Result<PhotoReport> {
-    let (w, h, c) = (spec.width as u32, spec.height as u32, spec.channels as u32);
     let deploy = spec.model.decode_params();
     let params = DecodeParams { score_threshold: AP_SCORE_FLOOR.min(deploy.score_threshold), ..deploy };
     let mut evaluation = Evaluation::default();
@@ -143,25 +177,18 @@ fn score_set<B: DetectorBackend>(
     let mut face_hits = Vec::new();
     let (mut portraits_found, mut portraits) = (0usize, 0usize);
     let indices: Vec<usize> = (0..set.len()).collect();
-    let mut batch = HostBatch::with_capacity(BATCH, w, h, c);
-    let mut progress = crate::progress::Progress::new(set.len(), format!("scoring {} photos at {w}x{h}", set.name));
-    for chunk in indices.chunks(BATCH) {
+    let per_pass = if scoring.own_size.is_some() { 1 } else { BATCH };
+    let frame = match scoring.own_size {
+        Some(_) => "each at the photo default".to_string(),
+        None => format!("at {}x{}", spec.width, spec.height),
+    };
+    let mut progress = crate::progress::Progress::new(set.len(), format!("scoring {} photos {frame}", set.name));
+    for chunk in indices.chunks(per_pass) {
         progress.inc(chunk.len());
-        batch.clear();
-        let mut samples: Vec<(Sample, Vec<FaceBox>)> = Vec::with_capacity(chunk.len());
-        for &i in chunk {
-            match set.letterboxed_with_found(i, w, h, c) {
-                Ok(sample) => samples.push(sample),
-                Err(e) if features.on_bad_sample == OnBadSample::Skip => {
-                    eprintln!("eval: skipped {e}");
-                    skipped += 1;
-                }
-                Err(e) => return Err(e).with_context(|| format!("scoring {} held-out photos", set.name)),
-            }
-        }
-        if samples.is_empty() {
-            continue;
-        }
+        let (samples, bad) = load_chunk(set, chunk, spec, features, scoring.own_size)?;
+        skipped += bad;
+        let Some((first, _)) = samples.first() else { continue };
+        let mut batch = HostBatch::with_capacity(samples.len(), first.width, first.height, first.channels);
         for (sample, _) in &samples {
             batch.push(sample);
         }
@@ -169,7 +196,7 @@ fn score_set<B: DetectorBackend>(
         let detections = detect(model, on_device.images, &params);
         for ((sample, second), found) in samples.iter().zip(&detections) {
             images += 1;
-            let (faces, ground, regions) = truth(&sample.boxes, min_face);
+            let (faces, ground, regions) = truth(&sample.boxes, scoring.min_face);
             ignored += regions.len();
             let matches = evaluation.add_ignoring(found, &ground, &regions);
             loose.add_ignoring(found, &ground, &regions);

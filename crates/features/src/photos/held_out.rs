@@ -5,7 +5,7 @@ use super::unannotated::add_unannotated;
 use super::{faces_in, parse_source, BoxRule};
 use crate::annotations::{letterboxed_sample, AnnotatedSource, BadLines, Entry};
 use crate::config::{FeatureConfig, SourceConfig, Split};
-use crate::error::{FeatureError, SkipCounts};
+use crate::error::{BadInputKind, FeatureError, SkipCounts};
 use crate::io::ImageBound;
 use crate::letterbox::letterbox_photo;
 use crate::sample::{FaceBox, Sample, Smile};
@@ -48,6 +48,18 @@ impl HeldOutPhotos {
 
     pub fn image_path(&self, index: usize) -> &Path {
         &self.entries[index].image
+    }
+
+    /// The frame `grin-detect` searches photo `index` in by default: its
+    /// own size at [`grin_terms::photo::own_size`] (twice its pixels, at
+    /// most `max_pixels`), read from the image's header.
+    pub fn own_frame(&self, index: usize, max_pixels: u64) -> Result<(u32, u32), FeatureError> {
+        let path = self.image_path(index);
+        let (w, h) = image::image_dimensions(path).map_err(|e| {
+            FeatureError::bad(path, None, BadInputKind::CorruptImage, format!("cannot read its size: {e}"))
+        })?;
+        let (w, h) = grin_terms::photo::own_size(w, h, max_pixels);
+        Ok((w as u32, h as u32))
     }
 
     /// Photo `index` letterboxed to `width` x `height` in `channels` by the

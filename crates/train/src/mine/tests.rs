@@ -1,8 +1,8 @@
 use super::*;
+use crate::test_photos::face_free;
 use burn_ndarray::NdArray;
-use grin_features::{Smile, SourceConfig, SplitConfig};
-use grin_model::ModelConfig;
-use grin_terms::photo::PHOTO_MAX_PIXELS;
+use grin_features::Smile;
+use grin_terms::photo::{self, PHOTO_MAX_PIXELS};
 
 fn face(x0: f32, y0: f32, x1: f32, y1: f32) -> FaceBox {
     FaceBox { x0, y0, x1, y1, smile: Smile::Unknown }
@@ -57,25 +57,6 @@ fn faces_in_a_crop_are_painted_over() {
     assert_eq!(img.get_pixel(12, 22).0[0], 7, "the mined detection stays");
 }
 
-/// Face-free images of the given sizes, every one in the training split,
-/// and a small untrained model that takes the config's frames.
-fn face_free(sizes: &[(u32, u32)]) -> (tempfile::TempDir, FeatureConfig, DetectorSpec) {
-    let dir = tempfile::tempdir().unwrap();
-    for (k, &(w, h)) in sizes.iter().enumerate() {
-        let texture = image::GrayImage::from_fn(w, h, |x, y| image::Luma([((x * 7 + y * 13) % 251) as u8]));
-        texture.save(dir.path().join(format!("p{k}.png"))).unwrap();
-    }
-    let features = FeatureConfig {
-        width: 64,
-        height: 48,
-        split: SplitConfig { train: 1.0, val: 0.0, test: 0.0 },
-        source: SourceConfig::Negatives { images: Some(dir.path().into()), mined: None, graphics: 0.0, zoom_in: 0.0 },
-        ..FeatureConfig::default()
-    };
-    let model = ModelConfig { width_mult: 0.25, ..ModelConfig::default() };
-    (dir, features, DetectorSpec { model, width: 64, height: 48, channels: 1 })
-}
-
 fn options(out: &Path) -> MineOptions {
     // Score 0: an untrained model's every box is mined, one a photo.
     MineOptions {
@@ -91,7 +72,7 @@ fn options(out: &Path) -> MineOptions {
 #[test]
 fn own_size_mines_each_photo_at_the_photo_default() {
     let sizes = [(200, 150), (90, 120)];
-    let (_photos, features, spec) = face_free(&sizes);
+    let (_photos, features, spec) = face_free(&sizes, Split::Train);
     let device = Default::default();
     let model = spec.init::<NdArray<f32>>(&device);
     let out = tempfile::tempdir().unwrap();
@@ -107,7 +88,7 @@ fn own_size_mines_each_photo_at_the_photo_default() {
 
 #[test]
 fn at_own_size_a_photo_that_cannot_be_read_is_named_or_skipped() {
-    let (photos, features, spec) = face_free(&[(80, 60)]);
+    let (photos, features, spec) = face_free(&[(80, 60)], Split::Train);
     std::fs::write(photos.path().join("broken.png"), b"not a png").unwrap();
     let device = Default::default();
     let model = spec.init::<NdArray<f32>>(&device);

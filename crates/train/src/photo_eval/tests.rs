@@ -58,3 +58,33 @@ fn a_line_gives_the_false_detections_on_no_found_face_only_when_the_source_has_f
     r.unconfirmed_false_per_image = Some(0.25);
     assert!(describe(&r).contains("(0.50 false, 0.25 on no face YuNet found, 0.00 nested)"), "{}", describe(&r));
 }
+
+fn own_size_scoring() -> PhotoScoring {
+    PhotoScoring { split: Split::Val, limit: 0, min_face: 10.0, own_size: Some(grin_terms::photo::PHOTO_MAX_PIXELS) }
+}
+
+#[test]
+fn at_own_size_each_photo_is_scored_in_its_own_frame() {
+    // Sizes no one batch could hold: each photo is a pass of its own.
+    let (_photos, features, spec) = crate::test_photos::face_free(&[(200, 150), (90, 120)], Split::Val);
+    let device = Default::default();
+    let model = spec.init::<burn_ndarray::NdArray<f32>>(&device);
+    let reports = evaluate_split(&model, &spec, &features, own_size_scoring(), &device).unwrap();
+    assert_eq!((reports.len(), reports[0].images, reports[0].skipped), (1, 2, 0), "{reports:?}");
+    let at_run_size = PhotoScoring { own_size: None, ..own_size_scoring() };
+    let reports = evaluate_split(&model, &spec, &features, at_run_size, &device).unwrap();
+    assert_eq!(reports[0].images, 2, "the same photos letterboxed to the run size");
+}
+
+#[test]
+fn at_own_size_a_photo_that_cannot_be_read_is_named_or_skipped_and_counted() {
+    let (photos, features, spec) = crate::test_photos::face_free(&[(80, 60)], Split::Val);
+    std::fs::write(photos.path().join("broken.png"), b"not a png").unwrap();
+    let device = Default::default();
+    let model = spec.init::<burn_ndarray::NdArray<f32>>(&device);
+    let e = evaluate_split(&model, &spec, &features, own_size_scoring(), &device).unwrap_err();
+    assert!(format!("{e:#}").contains("broken.png"), "{e:#}");
+    let features = FeatureConfig { on_bad_sample: OnBadSample::Skip, ..features };
+    let reports = evaluate_split(&model, &spec, &features, own_size_scoring(), &device).unwrap();
+    assert_eq!((reports[0].images, reports[0].skipped), (1, 1), "{reports:?}");
+}
