@@ -133,10 +133,7 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
         let scoring =
             grin_train::photo_eval::PhotoScoring { split, limit: photos, min_face: c.train.eval_min_face, own_size };
         let reports = grin_train::photo_eval::evaluate_split(&model, &run_spec, &c.features, scoring, &device)?;
-        let frame = match own_size {
-            Some(_) => "own size".to_string(),
-            None => format!("{}x{}", run_spec.width, run_spec.height),
-        };
+        let frame = scoring.frame(&run_spec);
         if reports.is_empty() {
             println!("held-out photos: none (the config's source has no real photos)");
         }

@@ -14,9 +14,7 @@
 
 use crate::device_batch::upload;
 use anyhow::{Context, Result};
-use grin_features::{
-    photos_of_split, FaceBox, FeatureConfig, HeldOutPhotos, HostBatch, OnBadSample, Sample, Split, LETTERBOX_FILL,
-};
+use grin_features::{photos_of_split, FaceBox, FeatureConfig, HostBatch, OnBadSample, Sample, Split, LETTERBOX_FILL};
 use grin_model::{detect, DecodeParams, Detection, Detector, DetectorBackend, DetectorSpec};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -111,9 +109,7 @@ pub fn mine<B: DetectorBackend>(
             for &i in chunk {
                 // Faces a second detector found (`crops.unannotated`) count as
                 // faces here: toward a crowd, kept clear of and painted over.
-                match frame_size(&set, i, (w, h), options.own_size)
-                    .and_then(|(w, h)| Ok(set.letterboxed_with_found(i, w, h, c)?))
-                {
+                match set.frame(i, (w, h), options.own_size).and_then(|(w, h)| set.letterboxed_with_found(i, w, h, c)) {
                     Ok((sample, found)) if sample.boxes.len() + found.len() > MOST_FACES => mined.crowded += 1,
                     Ok((mut sample, found)) => {
                         sample.boxes.extend(found);
@@ -148,16 +144,6 @@ pub fn mine<B: DetectorBackend>(
         report.push(mined);
     }
     Ok(report)
-}
-
-/// The frame photo `i` is mined at: the model's `size`, or with
-/// `own_size` the photo default for the photo's own size (a photo whose
-/// size cannot be read is a bad sample).
-fn frame_size(set: &HeldOutPhotos, i: usize, size: (u32, u32), own_size: Option<u64>) -> Result<(u32, u32)> {
-    match own_size {
-        Some(max_pixels) => Ok(set.own_frame(i, max_pixels)?),
-        None => Ok(size),
-    }
 }
 
 /// Face `f` grown by `grow` of its size on every side.

@@ -108,8 +108,18 @@ pub struct PhotoScoring {
     pub min_face: f32,
     /// `None`: each photo letterboxed to the run size, in batches. `Some`:
     /// each at `grin-detect`'s photo default for its own size
-    /// ([`HeldOutPhotos::own_frame`], at most this many pixels), one a pass.
+    /// ([`HeldOutPhotos::frame`], at most this many pixels), one a pass.
     pub own_size: Option<u64>,
+}
+
+impl PhotoScoring {
+    /// The frame the photos are scored in, in words: `own size` or `WxH`.
+    pub fn frame(&self, spec: &DetectorSpec) -> String {
+        match self.own_size {
+            Some(_) => "own size".to_string(),
+            None => format!("{}x{}", spec.width, spec.height),
+        }
+    }
 }
 
 /// Scores `model` (run at `run_spec`'s size, or each photo at its own) on
@@ -143,11 +153,7 @@ fn load_chunk(
     let (w, h, c) = (spec.width as u32, spec.height as u32, spec.channels as u32);
     let (mut samples, mut skipped) = (Vec::with_capacity(chunk.len()), 0);
     for &i in chunk {
-        let frame = match own_size {
-            Some(max_pixels) => set.own_frame(i, max_pixels),
-            None => Ok((w, h)),
-        };
-        match frame.and_then(|(w, h)| set.letterboxed_with_found(i, w, h, c)) {
+        match set.frame(i, (w, h), own_size).and_then(|(w, h)| set.letterboxed_with_found(i, w, h, c)) {
             Ok(sample) => samples.push(sample),
             Err(e) if features.on_bad_sample == OnBadSample::Skip => {
                 eprintln!("eval: skipped {e}");
@@ -178,17 +184,19 @@ fn score_set<B: DetectorBackend>(
     let (mut portraits_found, mut portraits) = (0usize, 0usize);
     let indices: Vec<usize> = (0..set.len()).collect();
     let per_pass = if scoring.own_size.is_some() { 1 } else { BATCH };
-    let frame = match scoring.own_size {
-        Some(_) => "each at the photo default".to_string(),
-        None => format!("at {}x{}", spec.width, spec.height),
-    };
-    let mut progress = crate::progress::Progress::new(set.len(), format!("scoring {} photos {frame}", set.name));
+    let label = format!("scoring {} photos at {}", set.name, scoring.frame(spec));
+    let mut progress = crate::progress::Progress::new(set.len(), label);
+    // Kept across chunks; made again only when a chunk's frame differs (own size).
+    let mut batch = HostBatch::with_capacity(per_pass, spec.width as u32, spec.height as u32, spec.channels as u32);
     for chunk in indices.chunks(per_pass) {
         progress.inc(chunk.len());
         let (samples, bad) = load_chunk(set, chunk, spec, features, scoring.own_size)?;
         skipped += bad;
         let Some((first, _)) = samples.first() else { continue };
-        let mut batch = HostBatch::with_capacity(samples.len(), first.width, first.height, first.channels);
+        if (first.width, first.height) != (batch.width, batch.height) {
+            batch = HostBatch::with_capacity(per_pass, first.width, first.height, first.channels);
+        }
+        batch.clear();
         for (sample, _) in &samples {
             batch.push(sample);
         }

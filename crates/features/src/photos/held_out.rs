@@ -50,10 +50,12 @@ impl HeldOutPhotos {
         &self.entries[index].image
     }
 
-    /// The frame `grin-detect` searches photo `index` in by default: its
-    /// own size at [`grin_terms::photo::own_size`] (twice its pixels, at
-    /// most `max_pixels`), read from the image's header.
-    pub fn own_frame(&self, index: usize, max_pixels: u64) -> Result<(u32, u32), FeatureError> {
+    /// The frame photo `index` is searched in: `size` (a camera's frame),
+    /// or with `own_size` the one `grin-detect` takes for an image file, its
+    /// own size at [`grin_terms::photo::own_size`] (twice its pixels, at most
+    /// that many), read from the image's header.
+    pub fn frame(&self, index: usize, size: (u32, u32), own_size: Option<u64>) -> Result<(u32, u32), FeatureError> {
+        let Some(max_pixels) = own_size else { return Ok(size) };
         let path = self.image_path(index);
         let (w, h) = image::image_dimensions(path).map_err(|e| {
             FeatureError::bad(path, None, BadInputKind::CorruptImage, format!("cannot read its size: {e}"))
