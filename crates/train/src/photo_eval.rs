@@ -115,10 +115,7 @@ pub struct PhotoScoring {
 impl PhotoScoring {
     /// The frame the photos are scored in, in words: `own size` or `WxH`.
     pub fn frame(&self, spec: &DetectorSpec) -> String {
-        match self.own_size {
-            Some(_) => "own size".to_string(),
-            None => format!("{}x{}", spec.width, spec.height),
-        }
+        self.own_size.map_or_else(|| format!("{}x{}", spec.width, spec.height), |_| "own size".into())
     }
 }
 
