@@ -12,6 +12,7 @@ use crate::folded::add_upsampled;
 /// `act.y = skip + upsampled(x)`, planes of `act`'s size.
 pub(crate) fn forward(x: Input, skip: &[f32], act: &mut Act) {
     let planes = skip.len() / (act.height * act.width);
+    assert!(x.maps.is_none(), "fusion reads a lateral conv's output as stored");
     debug_assert_eq!(x.values.len(), planes * x.height * x.width, "coarse input size");
     act.y.copy_from_slice(skip);
     add_upsampled(&mut act.y, x.values, planes, act.height, act.width);
@@ -59,14 +60,14 @@ mod tests {
         let coarse = [1.0, 2.0, 3.0, 4.0];
         let skip = [10.0; 9];
         let mut a = act(3, 3, 1);
-        forward(Input { values: &coarse, height: 2, width: 2 }, &skip, &mut a);
+        forward(Input::new(&coarse, 2, 2), &skip, &mut a);
         assert_eq!(a.y, [11.0, 11.0, 12.0, 11.0, 11.0, 12.0, 13.0, 13.0, 14.0]);
         // <up(c), g> = <c, down(g)> for every c and g: the adjoint.
         a.dy = (0..9).map(|v| v as f32).collect();
         let (mut dx, mut dskip) = (vec![0.0; 4], vec![1.0; 9]);
         backward(
             &a,
-            Input { values: &coarse, height: 2, width: 2 },
+            Input::new(&coarse, 2, 2),
             InputGrad { values: &mut dx, accumulate: false },
             InputGrad { values: &mut dskip, accumulate: true },
         );

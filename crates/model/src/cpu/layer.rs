@@ -14,6 +14,7 @@ use super::gemm::matmul;
 use super::net::{Kind, Layer};
 use super::rows;
 use super::view::View;
+use crate::kernels::affine::Affine;
 use crate::kernels::plane3x3::Plane3x3;
 use rayon::prelude::*;
 
@@ -25,8 +26,12 @@ pub(crate) struct Act {
     pub batch: usize,
     /// Before BatchNorm (empty for a layer without one).
     pub z: Vec<f32>,
-    /// The layer's output.
+    /// The layer's output (empty when `deferred`).
     pub y: Vec<f32>,
+    /// Each channel's BatchNorm, folded, when the layer leaves its output to
+    /// its readers ([`super::net::Net::deferred`]): they map `z` as they
+    /// read it, and the output is never written.
+    pub deferred: Option<Vec<Affine>>,
     /// The gradient at `y`; backward turns it, in place, into the gradient
     /// before BatchNorm and ReLU.
     pub dy: Vec<f32>,
@@ -40,15 +45,17 @@ pub(crate) struct Act {
 }
 
 impl Act {
-    pub(crate) fn new(layer: &Layer, batch: usize, height: usize, width: usize) -> Act {
+    pub(crate) fn new(layer: &Layer, batch: usize, height: usize, width: usize, deferred: bool) -> Act {
         let len = layer.cout * batch * height * width;
+        assert!(!deferred || layer.norm.is_some(), "only BatchNorm's output is left to its readers");
         let stats = if layer.norm.is_some() { layer.cout } else { 0 };
         Act {
             height,
             width,
             batch,
             z: vec![0.0; if layer.norm.is_some() { len } else { 0 }],
-            y: vec![0.0; len],
+            y: vec![0.0; if deferred { 0 } else { len }],
+            deferred: deferred.then(Vec::new),
             dy: vec![0.0; len],
             has_grad: false,
             mean: vec![0.0; stats],
@@ -60,14 +67,53 @@ impl Act {
     pub(crate) fn row(&self) -> usize {
         self.batch * self.height * self.width
     }
+
+    /// The layer's output as the next layer reads it.
+    pub(crate) fn output(&self) -> Input<'_> {
+        output_of(&self.z, &self.y, &self.deferred, self.height, self.width)
+    }
+
+    /// [`Act::output`] and the gradient there: split borrows of one layer.
+    pub(crate) fn output_and_grad(&mut self) -> (Input<'_>, &mut [f32]) {
+        let Act { z, y, deferred, dy, height, width, .. } = self;
+        (output_of(z, y, deferred, *height, *width), dy)
+    }
 }
 
-/// A layer's input: values `[channels][batch][height * width]`.
+fn output_of<'a>(
+    z: &'a [f32],
+    y: &'a [f32],
+    deferred: &'a Option<Vec<Affine>>,
+    height: usize,
+    width: usize,
+) -> Input<'a> {
+    match deferred {
+        Some(maps) => Input { values: z, height, width, maps: Some(maps) },
+        None => Input::new(y, height, width),
+    }
+}
+
+/// A layer's input: values `[channels][batch][height * width]`, and each
+/// channel's map to apply as they are read, when the layer before left its
+/// output to its readers (only depthwise layers read such an input).
 #[derive(Clone, Copy)]
 pub(crate) struct Input<'a> {
     pub values: &'a [f32],
     pub height: usize,
     pub width: usize,
+    pub maps: Option<&'a [Affine]>,
+}
+
+impl<'a> Input<'a> {
+    /// Values as stored, read as they are.
+    pub(crate) fn new(values: &'a [f32], height: usize, width: usize) -> Input<'a> {
+        Input { values, height, width, maps: None }
+    }
+
+    /// Channel `c`'s map, if any.
+    fn map(&self, c: usize) -> Option<Affine> {
+        self.maps.map(|m| m[c])
+    }
 }
 
 /// Where the gradient at a layer's input goes: overwritten or added to.
@@ -104,43 +150,57 @@ fn image_planes(values: &[f32], channels: usize, batch: usize, plane: usize, b: 
     (0..channels).map(|c| &values[(c * batch + b) * plane..][..plane]).collect()
 }
 
+/// Stores each channel's batch statistics: (mean, biased variance,
+/// 1/sqrt(var + epsilon)).
+fn set_stats(mean: &mut [f32], var: &mut [f32], inv_std: &mut [f32], stats: Vec<(f32, f32, f32)>) {
+    for (c, (m, v, s)) in stats.into_iter().enumerate() {
+        (mean[c], var[c], inv_std[c]) = (m, v, s);
+    }
+}
+
+/// The depthwise layer's forward, per channel: convolve, then normalise
+/// while the channel's row is in cache.
+fn depthwise_forward(layer: &Layer, x: Input, act: &mut Act, stride: usize) {
+    let (row, batch) = (act.row(), act.batch);
+    let Act { z, y, deferred, mean, var, inv_std, .. } = act;
+    assert!(deferred.is_none(), "a depthwise layer's readers are 1x1 convs, which read its output");
+    let plane = Plane3x3::new(x.height, x.width, stride);
+    let in_row = batch * x.height * x.width;
+    // Channel c's planes of every image, in one call.
+    let conv = |c: usize, out: &mut [f32]| {
+        let input = &x.values[c * in_row..][..in_row];
+        plane.with_input(x.map(c)).forward(&[input], &layer.weight[c * 9..][..9], &mut [out]);
+    };
+    match &layer.norm {
+        Some(n) => {
+            let stats = z
+                .par_chunks_mut(row)
+                .zip(y.par_chunks_mut(row))
+                .enumerate()
+                .map(|(c, (z, y))| {
+                    conv(c, z);
+                    rows::normalise(z, Some(y), n.gamma[c], n.beta[c], n.epsilon, layer.relu)
+                })
+                .collect();
+            set_stats(mean, var, inv_std, stats);
+        }
+        None => y.par_chunks_mut(row).enumerate().for_each(|(c, y)| {
+            conv(c, y);
+            rows::add_bias(y, layer.bias[c], layer.relu);
+        }),
+    }
+}
+
 /// Runs `layer` on `x` into `act` (training mode: batch statistics).
 pub(crate) fn forward(layer: &Layer, x: Input, act: &mut Act) {
     let (row, batch) = (act.row(), act.batch);
     let in_plane = x.height * x.width;
     assert_eq!(x.values.len(), layer.cin * batch * in_plane, "layer input size");
-    let Act { z, y, mean, var, inv_std, .. } = act;
-    let mut set_stats = |stats: Vec<(f32, f32, f32)>| {
-        for (c, (m, v, s)) in stats.into_iter().enumerate() {
-            (mean[c], var[c], inv_std[c]) = (m, v, s);
-        }
-    };
     if let Kind::Depthwise { stride } = layer.kind {
-        // Convolve, then normalise while the channel's row is in cache.
-        let plane = Plane3x3::new(x.height, x.width, stride);
-        let in_row = batch * in_plane;
-        // Channel c's planes of every image, in one call.
-        let conv = |c: usize, out: &mut [f32]| {
-            plane.forward(&[&x.values[c * in_row..][..in_row]], &layer.weight[c * 9..][..9], &mut [out]);
-        };
-        match &layer.norm {
-            Some(n) => set_stats(
-                z.par_chunks_mut(row)
-                    .zip(y.par_chunks_mut(row))
-                    .enumerate()
-                    .map(|(c, (z, y))| {
-                        conv(c, z);
-                        rows::normalise(z, y, n.gamma[c], n.beta[c], n.epsilon, layer.relu)
-                    })
-                    .collect(),
-            ),
-            None => y.par_chunks_mut(row).enumerate().for_each(|(c, y)| {
-                conv(c, y);
-                rows::add_bias(y, layer.bias[c], layer.relu);
-            }),
-        }
-        return;
+        return depthwise_forward(layer, x, act, stride);
     }
+    let Act { z, y, deferred, mean, var, inv_std, .. } = act;
+    assert!(x.maps.is_none(), "a {:?} layer reads its input as stored", layer.kind);
     // The conv writes `z` when a BatchNorm follows, else the output itself.
     let conv_out: &mut Vec<f32> = if layer.norm.is_some() { z } else { y };
     // Each channel's moments, when measured while the conv's output was in cache.
@@ -176,21 +236,31 @@ pub(crate) fn forward(layer: &Layer, x: Input, act: &mut Act) {
         Kind::Depthwise { .. } => unreachable!("run above"),
         Kind::AddUp { .. } => unreachable!("a weightless layer: `fuse::forward`"),
     }
-    match &layer.norm {
-        Some(norm) => set_stats(
-            z.par_chunks(row)
-                .zip(y.par_chunks_mut(row))
-                .enumerate()
-                .map(|(c, (z, y))| {
-                    let (gamma, beta) = (norm.gamma[c], norm.beta[c]);
-                    match &known {
-                        Some(known) => rows::normalise_by(known[c], z, y, gamma, beta, norm.epsilon, layer.relu),
-                        None => rows::normalise(z, y, gamma, beta, norm.epsilon, layer.relu),
-                    }
-                })
-                .collect(),
-        ),
-        None => y.par_chunks_mut(row).enumerate().for_each(|(c, y)| rows::add_bias(y, layer.bias[c], layer.relu)),
+    let Some(norm) = &layer.norm else {
+        y.par_chunks_mut(row).enumerate().for_each(|(c, y)| rows::add_bias(y, layer.bias[c], layer.relu));
+        return;
+    };
+    let stats = |c: usize, z: &[f32], y: Option<&mut [f32]>| {
+        let (gamma, beta) = (norm.gamma[c], norm.beta[c]);
+        match &known {
+            Some(known) => rows::normalise_by(known[c], z, y, gamma, beta, norm.epsilon, layer.relu),
+            None => rows::normalise(z, y, gamma, beta, norm.epsilon, layer.relu),
+        }
+    };
+    match deferred {
+        // The statistics alone (none of the row's passes when measured
+        // already), and the maps the readers apply.
+        Some(maps) => {
+            set_stats(mean, var, inv_std, z.par_chunks(row).enumerate().map(|(c, z)| stats(c, z, None)).collect());
+            *maps = (0..layer.cout)
+                .map(|c| Affine::batch_norm(mean[c], inv_std[c], norm.gamma[c], norm.beta[c], layer.relu))
+                .collect();
+        }
+        None => {
+            let stats =
+                z.par_chunks(row).zip(y.par_chunks_mut(row)).enumerate().map(|(c, (z, y))| stats(c, z, Some(y)));
+            set_stats(mean, var, inv_std, stats.collect());
+        }
     }
 }
 
@@ -231,6 +301,7 @@ pub(crate) fn backward(layer: &Layer, x: Input, act: &mut Act, dx: Option<InputG
         Kind::Depthwise { stride } => {
             depthwise_backward(layer, &x, batch, Plane3x3::new(x.height, x.width, stride), dy, dx.take(), &through_norm)
         }
+        _ if x.maps.is_some() => unreachable!("only a depthwise layer reads an input left to its readers"),
         Kind::Dense { stride } => {
             let sums = dy.par_chunks_mut(row).enumerate().map(|(c, dz)| through_norm(c, dz)).collect();
             // Per image (its input planes padded once), then summed.
@@ -305,7 +376,7 @@ fn depthwise_backward(
             let w = &layer.weight[c * 9..][..9];
             let input = &x.values[c * in_row..][..in_row];
             let mut taps = [0.0f32; 9];
-            plane.weight_grad(&[input], &[dz], &mut taps);
+            plane.with_input(x.map(c)).weight_grad(&[input], &[dz], &mut taps);
             if let Some(dx_row) = dx_row {
                 plane.input_grad(dz, w, dx_row, accumulate);
             }

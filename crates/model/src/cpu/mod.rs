@@ -77,6 +77,7 @@ impl CpuStep {
     fn prepare(&mut self, net: &Net, batch: &Batch) {
         let mut key = vec![batch.batch, batch.channels, batch.height, batch.width];
         key.extend(net.layers.iter().map(|l| l.cout));
+        key.extend(net.deferred.iter().map(|&d| d as usize));
         if key != self.key {
             let mut acts: Vec<Act> = Vec::with_capacity(net.layers.len());
             for (i, layer) in net.layers.iter().enumerate() {
@@ -87,7 +88,7 @@ impl CpuStep {
                     (_, Some(j)) => (acts[j].height, acts[j].width),
                 };
                 let s = layer.stride();
-                acts.push(Act::new(layer, batch.batch, h.div_ceil(s), w.div_ceil(s)));
+                acts.push(Act::new(layer, batch.batch, h.div_ceil(s), w.div_ceil(s), net.deferred[i]));
             }
             self.acts = acts;
             self.input = vec![0.0; batch.images.len()];
@@ -105,8 +106,8 @@ impl CpuStep {
     /// Layer `i`'s input: the image or an earlier layer's output.
     fn input_of<'a>(net: &Net, input: &'a [f32], acts: &'a [Act], batch: &Batch, i: usize) -> Input<'a> {
         match net.inputs[i] {
-            None => Input { values: input, height: batch.height, width: batch.width },
-            Some(j) => Input { values: &acts[j].y, height: acts[j].height, width: acts[j].width },
+            None => Input::new(input, batch.height, batch.width),
+            Some(j) => acts[j].output(),
         }
     }
 
@@ -157,7 +158,7 @@ impl CpuStep {
                     accumulate
                 };
                 let (acc_dx, acc_skip) = (grad(lateral), grad(target));
-                let x = Input { values: &lateral.y[..], height: lateral.height, width: lateral.width };
+                let x = Input::new(&lateral.y[..], lateral.height, lateral.width);
                 grads[i] = Some(fuse::backward(
                     act,
                     x,
@@ -167,13 +168,13 @@ impl CpuStep {
                 continue;
             }
             let (x, dx) = match net.inputs[i] {
-                None => (Input { values: &self.input[..], height: batch.height, width: batch.width }, None),
+                None => (Input::new(&self.input[..], batch.height, batch.width), None),
                 Some(j) => {
                     let prev = &mut before[j];
                     let accumulate = prev.has_grad;
                     prev.has_grad = true;
-                    let x = Input { values: &prev.y[..], height: prev.height, width: prev.width };
-                    (x, Some(InputGrad { values: &mut prev.dy[..], accumulate }))
+                    let (x, values) = prev.output_and_grad();
+                    (x, Some(InputGrad { values, accumulate }))
                 }
             };
             grads[i] = Some(layer::backward(&net.layers[i], x, act, dx));

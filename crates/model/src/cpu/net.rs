@@ -71,6 +71,13 @@ pub(crate) struct Net {
     pub inputs: Vec<Option<usize>>,
     /// The layers whose outputs are the raw levels, finest first.
     pub outputs: Vec<usize>,
+    /// Whether each layer leaves its output to its readers: a dense or 1x1
+    /// layer with BatchNorm whose every reader is a depthwise layer, which
+    /// maps each image's plane of `z` in cache as it pads it into lines.
+    /// Its output, among the largest buffers of the step (the stem's is 20
+    /// MB at batch 64), is then never written nor read back: a step bound
+    /// by memory traffic at large batches (docs/benchmarks.md).
+    pub deferred: Vec<bool>,
 }
 
 impl Net {
@@ -117,6 +124,56 @@ impl Net {
             inputs[head.first] = Some(head.after);
             outputs.push(head.first + head.len - 1);
         }
-        Net { layers, inputs, outputs }
+        let deferred = (0..layers.len())
+            .map(|i| {
+                let read_by: Vec<&Layer> =
+                    (0..layers.len()).filter(|&j| inputs[j] == Some(i)).map(|j| &layers[j]).collect();
+                let fused = layers.iter().any(|l| l.kind == Kind::AddUp { skip: i });
+                matches!(layers[i].kind, Kind::Dense { .. } | Kind::Pointwise)
+                    && layers[i].norm.is_some()
+                    && !outputs.contains(&i)
+                    && !fused
+                    && !read_by.is_empty()
+                    && read_by.iter().all(|l| matches!(l.kind, Kind::Depthwise { .. }))
+            })
+            .collect();
+        Net { layers, inputs, outputs, deferred }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::NdArray;
+
+    /// Which layers leave their output to their readers, with top-down
+    /// fusion on and off: exactly the BatchNorm layers that only depthwise
+    /// layers read (the stem and the 1x1 layers before a depthwise one),
+    /// never an output, a fused map or a layer a 1x1 conv reads.
+    #[test]
+    fn only_layers_read_by_depthwise_layers_alone_defer_their_output() {
+        for top_down in [false, true] {
+            let spec = crate::DetectorSpec {
+                model: crate::ModelConfig { top_down, ..crate::ModelConfig::default() },
+                width: 64,
+                height: 48,
+                channels: 1,
+            };
+            let net = Net::new(&spec.init::<NdArray<f32>>(&Default::default()));
+            assert!(net.deferred[0], "the stem, read by the first depthwise layer");
+            for (i, layer) in net.layers.iter().enumerate() {
+                let readers: Vec<Kind> =
+                    (0..net.layers.len()).filter(|&j| net.inputs[j] == Some(i)).map(|j| net.layers[j].kind).collect();
+                let fused = net.layers.iter().any(|l| l.kind == Kind::AddUp { skip: i });
+                let want = layer.norm.is_some()
+                    && !matches!(layer.kind, Kind::Depthwise { .. })
+                    && !fused
+                    && !readers.is_empty()
+                    && readers.iter().all(|k| matches!(k, Kind::Depthwise { .. }));
+                assert_eq!(net.deferred[i], want, "layer {i} ({:?}), top-down {top_down}", layer.kind);
+            }
+            assert!(net.outputs.iter().all(|&o| !net.deferred[o]));
+            assert!(net.deferred.iter().filter(|&&d| d).count() >= 4, "the trunk's 1x1 layers defer");
+        }
     }
 }

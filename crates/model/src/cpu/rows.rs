@@ -4,6 +4,7 @@
 //! time). Written as plain loops they compiled for the default x86-64
 //! target: 4 lanes, no fused multiply-add, and `f32::mul_add` a libm call.
 
+use crate::kernels::affine::Affine;
 use pulp::{Arch, Simd, WithSimd};
 
 /// Runs `op` with the CPU's widest vectors.
@@ -112,7 +113,8 @@ pub(crate) fn moments(values: &[f32]) -> Moments {
 
 struct Normalise<'a> {
     z: &'a [f32],
-    y: &'a mut [f32],
+    /// Where the output goes; `None` when the layer's readers apply it.
+    y: Option<&'a mut [f32]>,
     gamma: f32,
     beta: f32,
     epsilon: f32,
@@ -133,25 +135,23 @@ impl WithSimd for Normalise<'_> {
         let Moments { n, mean, m2 } = known.unwrap_or_else(|| Measure(z).with_simd(simd));
         let (mean, var) = (mean as f32, (m2 / n) as f32);
         let inv_std = 1.0 / (var + epsilon).sqrt();
-        let (scale, shift) = (gamma * inv_std, beta - mean * gamma * inv_std);
-        let (zh, zt) = S::as_simd_f32s(z);
-        let (yh, yt) = S::as_mut_simd_f32s(y);
-        let (vs, vb, zero) = (simd.splat_f32s(scale), simd.splat_f32s(shift), simd.splat_f32s(0.0));
-        for (o, &v) in yh.iter_mut().zip(zh) {
-            let r = simd.mul_add_f32s(v, vs, vb);
-            *o = if relu { simd.max_f32s(r, zero) } else { r };
-        }
-        for (o, &v) in yt.iter_mut().zip(zt) {
-            let r = v * scale + shift;
-            *o = if relu { r.max(0.0) } else { r };
+        if let Some(y) = y {
+            Affine::batch_norm(mean, inv_std, gamma, beta, relu).map(simd, z, y);
         }
         (mean, var, inv_std)
     }
 }
 
-/// Normalises one channel's row `z` into `y` with its batch statistics and
-/// returns (mean, biased variance, 1/sqrt(var + epsilon)).
-pub(crate) fn normalise(z: &[f32], y: &mut [f32], gamma: f32, beta: f32, epsilon: f32, relu: bool) -> (f32, f32, f32) {
+/// Normalises one channel's row `z` into `y` (when given) with its batch
+/// statistics and returns (mean, biased variance, 1/sqrt(var + epsilon)).
+pub(crate) fn normalise(
+    z: &[f32],
+    y: Option<&mut [f32]>,
+    gamma: f32,
+    beta: f32,
+    epsilon: f32,
+    relu: bool,
+) -> (f32, f32, f32) {
     run(Normalise { z, y, gamma, beta, epsilon, relu, known: None })
 }
 
@@ -160,7 +160,7 @@ pub(crate) fn normalise(z: &[f32], y: &mut [f32], gamma: f32, beta: f32, epsilon
 pub(crate) fn normalise_by(
     known: Moments,
     z: &[f32],
-    y: &mut [f32],
+    y: Option<&mut [f32]>,
     gamma: f32,
     beta: f32,
     epsilon: f32,
@@ -247,7 +247,7 @@ impl WithSimd for NormBackward<'_> {
         // expression (bit for bit the output's sign), so the output row is
         // never read and the masked gradient never written: two passes over
         // (g, z) where mask, sums and update would make three, plus y's.
-        let (scale, shift) = (gamma * inv_std, beta - mean * gamma * inv_std);
+        let Affine { scale, shift, .. } = Affine::batch_norm(mean, inv_std, gamma, beta, relu);
         let (vs, vsh, zero, vm) =
             (simd.splat_f32s(scale), simd.splat_f32s(shift), simd.splat_f32s(0.0), simd.splat_f32s(mean));
         let masked = |d: S::f32s, v: S::f32s| {
@@ -337,7 +337,7 @@ mod tests {
         assert!((sum(&z) - z.iter().sum::<f32>()).abs() < 1e-4 * tol, "sum, {n}");
 
         let mut y = vec![0.0; n];
-        let (mean, var, inv_std) = normalise(&z, &mut y, 1.5, 0.2, 1e-5, true);
+        let (mean, var, inv_std) = normalise(&z, Some(&mut y), 1.5, 0.2, 1e-5, true);
         let m = z.iter().sum::<f32>() / n as f32;
         let v = z.iter().map(|x| (x - m) * (x - m)).sum::<f32>() / n as f32;
         assert!((mean - m).abs() < 1e-5 * tol && (var - v).abs() < 1e-4 * tol, "stats, {n}");
@@ -353,7 +353,7 @@ mod tests {
         let cut = n / 3;
         let parts = moments(&z[..cut]).join(moments(&z[cut..]));
         let mut y2 = vec![0.0; n];
-        let (mean2, var2, _) = normalise_by(parts, &z, &mut y2, 1.5, 0.2, 1e-5, true);
+        let (mean2, var2, _) = normalise_by(parts, &z, Some(&mut y2), 1.5, 0.2, 1e-5, true);
         assert!((mean2 - m).abs() < 1e-5 * tol && (var2 - v).abs() < 1e-4 * tol, "joined stats, {n}");
         for (a, b) in y2.iter().zip(&y) {
             assert!((a - b).abs() < 1e-4 * (1.0 + b.abs()), "normalise_by, {n}");

@@ -12,6 +12,7 @@
 //! nine taps in registers and stored once, where a loop per tap read and
 //! wrote the output row nine times.
 
+use super::affine::Affine;
 use super::lines::LineLayout;
 use super::simd::{load, store, taps_sum};
 use pulp::{Arch, Simd, WithSimd};
@@ -30,13 +31,25 @@ pub(crate) struct Plane3x3 {
     pub stride: usize,
     pub out_h: usize,
     pub out_w: usize,
+    /// The map from the input planes as stored to the conv's input, when a
+    /// BatchNorm layer left its output to its readers (see `with_input`).
+    input: Option<Affine>,
     arch: Arch,
 }
 
 impl Plane3x3 {
     pub(crate) fn new(in_h: usize, in_w: usize, stride: usize) -> Plane3x3 {
         assert!(stride == 1 || stride == 2, "3x3 convs run at stride 1 or 2, not {stride}");
-        Plane3x3 { in_h, in_w, stride, out_h: in_h.div_ceil(stride), out_w: in_w.div_ceil(stride), arch: Arch::new() }
+        let (out_h, out_w) = (in_h.div_ceil(stride), in_w.div_ceil(stride));
+        Plane3x3 { in_h, in_w, stride, out_h, out_w, input: None, arch: Arch::new() }
+    }
+
+    /// The same geometry over input planes that hold a BatchNorm layer's
+    /// input: `forward` and `weight_grad` apply `input` to each image's
+    /// plane (in cache, just before padding it into lines), so that layer
+    /// never writes its output. `input_grad` reads no input.
+    pub(crate) fn with_input(self, input: Option<Affine>) -> Plane3x3 {
+        Plane3x3 { input, ..self }
     }
 
     /// The same geometry dispatched to `arch` (tests run every level).
@@ -101,7 +114,8 @@ impl Plane3x3 {
             if p.stride == 1 {
                 // At stride 1 the transposed conv is the conv of the output
                 // gradient with the taps turned half a turn.
-                let same = Plane3x3 { in_h: p.out_h, in_w: p.out_w, ..p };
+                // It reads the gradient, which no map applies to.
+                let same = Plane3x3 { in_h: p.out_h, in_w: p.out_w, input: None, ..p };
                 let outs: &mut [&mut [f32]] = &mut [dx];
                 p.arch.dispatch(Forward { p: same, images, xs: &[g], w, outs, lines, accumulate, flip: true });
             } else {
@@ -130,17 +144,35 @@ fn tap_rows(
     }
 }
 
-/// Fills the lines of image `b`'s plane of every input; returns floats per
-/// plane.
+/// Fills the lines of image `b`'s plane of every input, mapped by `input`
+/// first when given (into a copy of the plane kept after the lines: one
+/// pass of whole vectors, where a map per line ends every line in a few
+/// single values); returns floats per plane.
 #[inline(always)]
-fn fill_lines(layout: &LineLayout, rows: usize, xs: &[&[f32]], b: usize, lines: &mut Vec<f32>) -> usize {
+fn fill_lines<S: Simd>(
+    simd: S,
+    layout: &LineLayout,
+    rows: usize,
+    xs: &[&[f32]],
+    b: usize,
+    input: Option<Affine>,
+    lines: &mut Vec<f32>,
+) -> usize {
     let per_plane = layout.lines(rows) * layout.len;
-    if lines.len() < xs.len() * per_plane {
-        lines.resize(xs.len() * per_plane, 0.0);
-    }
     let in_len = layout.in_height * layout.in_width;
+    let copy = if input.is_some() { in_len } else { 0 };
+    if lines.len() < xs.len() * per_plane + copy {
+        lines.resize(xs.len() * per_plane + copy, 0.0);
+    }
+    let (lines, copy) = lines.split_at_mut(xs.len() * per_plane);
     for (i, x) in xs.iter().enumerate() {
-        layout.fill(&x[b * in_len..][..in_len], 0, rows, &mut lines[i * per_plane..][..per_plane]);
+        let mut plane = &x[b * in_len..][..in_len];
+        if let Some(input) = input {
+            let copy = &mut copy[..in_len];
+            input.map(simd, plane, copy);
+            plane = copy;
+        }
+        layout.fill(plane, 0, rows, &mut lines[i * per_plane..][..per_plane]);
     }
     per_plane
 }
@@ -172,7 +204,7 @@ impl WithSimd for Forward<'_, '_> {
         let mut taps = vec![[std::ptr::null::<f32>(); 9]; planes];
         let out_len = p.out_len();
         for b in 0..images {
-            let per_plane = fill_lines(&layout, p.out_h, xs, b, lines);
+            let per_plane = fill_lines(simd, &layout, p.out_h, xs, b, p.input, lines);
             for (o, out) in outs.iter_mut().enumerate() {
                 let out = &mut out[b * out_len..][..out_len];
                 let w = &weights[o * planes..][..planes];
@@ -293,7 +325,7 @@ impl WithSimd for WeightGrad<'_> {
         let start = wo.saturating_sub(lanes);
         let keep = simd.partial_load_f32s(&TAIL_KEEP[MAX_LANES - (full - start).min(MAX_LANES)..]);
         for b in 0..images {
-            let per_plane = fill_lines(&layout, p.out_h, xs, b, lines);
+            let per_plane = fill_lines(simd, &layout, p.out_h, xs, b, p.input, lines);
             let pairs = gs.iter().flat_map(|g| (0..xs.len()).map(move |plane| (&g[b * out_len..][..out_len], plane)));
             for (at, (g, plane)) in pairs.enumerate() {
                 // Nine running sums in registers, one per tap.

@@ -102,8 +102,8 @@ fn every_layer_kind_equals_burns_conv_and_batch_norm() {
             relu: with_relu,
         };
         let x_cm = swap(&values(x.clone()), batch, cin, height * width);
-        let mut act = Act::new(&layer, batch, oh, ow);
-        let input = Input { values: &x_cm, height, width };
+        let mut act = Act::new(&layer, batch, oh, ow, false);
+        let input = Input::new(&x_cm, height, width);
         forward(&layer, input, &mut act);
         close(&format!("{what}: output"), &act.y, &swap(&values(y), batch, cout, oh * ow), 1e-4);
         act.dy = swap(&values(upstream), batch, cout, oh * ow);
@@ -146,12 +146,64 @@ fn an_input_gradient_adds_to_one_already_there() {
         relu: false,
     };
     let x = [1.0, 2.0, 3.0, 4.0];
-    let input = Input { values: &x, height: 1, width: 2 };
-    let mut act = Act::new(&layer, 1, 1, 2);
+    let input = Input::new(&x, 1, 2);
+    let mut act = Act::new(&layer, 1, 1, 2, false);
     forward(&layer, input, &mut act);
     act.dy = vec![1.0, 0.0, 0.0, 1.0];
     let mut dx = vec![10.0; 4];
     backward(&layer, input, &mut act, Some(InputGrad { values: &mut dx, accumulate: true }));
     // W^T dy = [[1, 3], [2, 4]] [[1, 0], [0, 1]], added to the 10s.
     assert_eq!(dx, [11.0, 13.0, 12.0, 14.0]);
+}
+
+/// A 1x1 layer that leaves its output to the depthwise layer reading it
+/// gives that layer the same output, and both layers the same gradients,
+/// as one that writes its output.
+#[test]
+fn a_layer_leaving_its_output_to_its_reader_changes_no_value() {
+    let (batch, h, w, c) = (3, 7, 10, 4);
+    let wave = |n: usize, k: f32| -> Vec<f32> { (0..n).map(|i| (i as f32 * k).sin()).collect() };
+    let norm =
+        || Some(Norm { gamma: wave(c, 0.9).iter().map(|g| g + 1.2).collect(), beta: wave(c, 1.7), epsilon: 1e-5 });
+    let first = Layer {
+        kind: Kind::Pointwise,
+        cin: 2,
+        cout: c,
+        weight: wave(2 * c, 0.37),
+        bias: vec![0.0; c],
+        norm: norm(),
+        relu: true,
+    };
+    let second = Layer {
+        kind: Kind::Depthwise { stride: 2 },
+        cin: c,
+        cout: c,
+        weight: wave(9 * c, 0.53),
+        bias: vec![0.0; c],
+        norm: norm(),
+        relu: true,
+    };
+    let x = wave(2 * batch * h * w, 0.11);
+    let run = |deferred: bool| {
+        let mut a = Act::new(&first, batch, h, w, deferred);
+        let mut b = Act::new(&second, batch, h.div_ceil(2), w.div_ceil(2), false);
+        forward(&first, Input::new(&x, h, w), &mut a);
+        assert_eq!(a.deferred.is_some(), deferred);
+        forward(&second, a.output(), &mut b);
+        b.dy = wave(b.y.len(), 0.29);
+        let (input, dy) = a.output_and_grad();
+        let g2 = backward(&second, input, &mut b, Some(InputGrad { values: dy, accumulate: false }));
+        let mut dx = vec![0.0; x.len()];
+        let g1 = backward(&first, Input::new(&x, h, w), &mut a, Some(InputGrad { values: &mut dx, accumulate: false }));
+        (b.y, g2, g1, dx)
+    };
+    let (written, deferred) = (run(false), run(true));
+    close("the reader's output", &deferred.0, &written.0, 1e-6);
+    for (what, d, wr) in [("reader", &deferred.1, &written.1), ("deferring layer", &deferred.2, &written.2)] {
+        close(&format!("{what}: weight gradient"), &d.weight, &wr.weight, 1e-5);
+        let ((dg, db), (wg, wb)) = (d.norm.clone().unwrap(), wr.norm.clone().unwrap());
+        close(&format!("{what}: gamma gradient"), &dg, &wg, 1e-5);
+        close(&format!("{what}: beta gradient"), &db, &wb, 1e-5);
+    }
+    close("input gradient", &deferred.3, &written.3, 1e-5);
 }

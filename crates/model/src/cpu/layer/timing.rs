@@ -63,8 +63,8 @@ fn time_layers() {
         };
         let x: Vec<f32> = (0..cin * batch * h * w).map(|i| (i as f32 * 0.013).cos()).collect();
         let s = layer.stride();
-        let mut act = Act::new(&layer, batch, h.div_ceil(s), w.div_ceil(s));
-        let input = Input { values: &x, height: h, width: w };
+        let mut act = Act::new(&layer, batch, h.div_ceil(s), w.div_ceil(s), false);
+        let input = Input::new(&x, h, w);
         let mut dx = vec![0.0; x.len()];
         let time = |f: &mut dyn FnMut()| median_ms(201, f);
         let f = time(&mut || forward(&layer, input, &mut act));

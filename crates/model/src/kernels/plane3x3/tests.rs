@@ -145,3 +145,38 @@ fn several_images_in_one_call_are_each_image_in_turn() {
         }
     }
 }
+
+/// An input read through a BatchNorm map gives what the mapped input
+/// itself gives, bit for bit, at every level: forward and the taps'
+/// gradient (the input's gradient reads no input).
+#[test]
+fn an_input_read_through_a_map_is_the_mapped_input() {
+    let map = Affine { scale: 1.7, shift: -0.3, relu: true };
+    for (h, w, s) in [(7, 19, 1), (6, 17, 2), (3, 40, 1), (1, 3, 2)] {
+        for level in crate::kernels::dispatch_levels() {
+            let p = Plane3x3::new(h, w, s).with_arch(level.1);
+            let images = 2;
+            let (x, g, taps) = (values(images * p.in_len(), 21), values(images * p.out_len(), 22), values(9, 23));
+            let mut mapped = vec![0.0; x.len()];
+            for (from, to) in x.chunks(p.in_len()).zip(mapped.chunks_mut(p.in_len())) {
+                for (a, b) in from.iter().zip(to.iter_mut()) {
+                    *b = a.mul_add(map.scale, map.shift).max(0.0);
+                }
+            }
+            let what = format!("{h}x{w} stride {s} at {}", level.0);
+            let (mut want, mut got) = (vec![0.0; g.len()], vec![0.0; g.len()]);
+            p.forward(&[&mapped], &taps, &mut [&mut want]);
+            p.with_input(Some(map)).forward(&[&x], &taps, &mut [&mut got]);
+            close(&format!("{what}: forward"), &got, &want);
+            let (mut want_dw, mut got_dw) = (vec![0.0; 9], vec![0.0; 9]);
+            p.weight_grad(&[&mapped], &[&g], &mut want_dw);
+            p.with_input(Some(map)).weight_grad(&[&x], &[&g], &mut got_dw);
+            close(&format!("{what}: taps"), &got_dw, &want_dw);
+            // The input gradient ignores the map.
+            let (mut want_dx, mut got_dx) = (vec![0.0; x.len()], vec![0.0; x.len()]);
+            p.input_grad(&g, &taps, &mut want_dx, false);
+            p.with_input(Some(map)).input_grad(&g, &taps, &mut got_dx, false);
+            assert_eq!(got_dx, want_dx, "{what}: input gradient");
+        }
+    }
+}
