@@ -390,7 +390,7 @@ fn a_short_run_on_wgpu_reaches_the_cpus_loss_and_ap() {
     // rounding difference in a near-zero gradient into a whole update of the
     // other sign. Measured on lavapipe: 1.4% and 2.1% apart in two runs,
     // under 2% in two more (the kernels autotune picks vary by run). 5% still tells a
-    // step that trains a different model: the run's loss falls by over a
+    // step that trains a different model: the run's loss falls by about a
     // quarter from this interval (the last assertion).
     assert!((cpu_losses[0] - gpu_losses[0]).abs() <= 0.05 * cpu_losses[0], "first interval differs");
     // Then the runs part as rounding differences grow through the steps,
@@ -405,5 +405,9 @@ fn a_short_run_on_wgpu_reaches_the_cpus_loss_and_ap() {
     // on one side.
     assert!((gpu_loss - cpu_loss).abs() <= 0.15 * cpu_loss, "loss: cpu {cpu_loss}, wgpu {gpu_loss}");
     assert!(gpu_ap >= cpu_ap - 0.1, "AP: cpu {cpu_ap}, wgpu {gpu_ap}");
-    assert!(gpu_loss < 0.75 * gpu_losses[0], "wgpu's loss should fall: {gpu_losses:?}");
+    // A device step that did not train would leave the loss near its first
+    // interval; at 200 steps a training one has taken about a quarter off
+    // (CPU 26.8%, wgpu 24.9% in a run that failed an earlier bound of 25%),
+    // so a fifth is the bound.
+    assert!(gpu_loss < 0.8 * gpu_losses[0], "wgpu's loss should fall: {gpu_losses:?}");
 }
