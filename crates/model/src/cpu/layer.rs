@@ -179,7 +179,7 @@ fn depthwise_forward(layer: &Layer, x: Input, act: &mut Act, stride: usize) {
                 .enumerate()
                 .map(|(c, (z, y))| {
                     conv(c, z);
-                    rows::normalise(z, Some(y), n.gamma[c], n.beta[c], n.epsilon, layer.relu)
+                    rows::normalise(None, z, Some(y), n.gamma[c], n.beta[c], n.epsilon, layer.relu)
                 })
                 .collect();
             set_stats(mean, var, inv_std, stats);
@@ -242,10 +242,7 @@ pub(crate) fn forward(layer: &Layer, x: Input, act: &mut Act) {
     };
     let stats = |c: usize, z: &[f32], y: Option<&mut [f32]>| {
         let (gamma, beta) = (norm.gamma[c], norm.beta[c]);
-        match &known {
-            Some(known) => rows::normalise_by(known[c], z, y, gamma, beta, norm.epsilon, layer.relu),
-            None => rows::normalise(z, y, gamma, beta, norm.epsilon, layer.relu),
-        }
+        rows::normalise(known.as_ref().map(|k| k[c]), z, y, gamma, beta, norm.epsilon, layer.relu)
     };
     match deferred {
         // The statistics alone (none of the row's passes when measured

@@ -144,7 +144,10 @@ impl WithSimd for Normalise<'_> {
 
 /// Normalises one channel's row `z` into `y` (when given) with its batch
 /// statistics and returns (mean, biased variance, 1/sqrt(var + epsilon)).
+/// `known`: the row's moments when measured already (part by part, while
+/// each part was in cache), which saves two passes over `z`.
 pub(crate) fn normalise(
+    known: Option<Moments>,
     z: &[f32],
     y: Option<&mut [f32]>,
     gamma: f32,
@@ -152,21 +155,7 @@ pub(crate) fn normalise(
     epsilon: f32,
     relu: bool,
 ) -> (f32, f32, f32) {
-    run(Normalise { z, y, gamma, beta, epsilon, relu, known: None })
-}
-
-/// [`normalise`] with the row's moments measured already (part by part,
-/// while each part was in cache): one pass over `z` instead of three.
-pub(crate) fn normalise_by(
-    known: Moments,
-    z: &[f32],
-    y: Option<&mut [f32]>,
-    gamma: f32,
-    beta: f32,
-    epsilon: f32,
-    relu: bool,
-) -> (f32, f32, f32) {
-    run(Normalise { z, y, gamma, beta, epsilon, relu, known: Some(known) })
+    run(Normalise { z, y, gamma, beta, epsilon, relu, known })
 }
 
 struct AddBias<'a> {
@@ -337,7 +326,7 @@ mod tests {
         assert!((sum(&z) - z.iter().sum::<f32>()).abs() < 1e-4 * tol, "sum, {n}");
 
         let mut y = vec![0.0; n];
-        let (mean, var, inv_std) = normalise(&z, Some(&mut y), 1.5, 0.2, 1e-5, true);
+        let (mean, var, inv_std) = normalise(None, &z, Some(&mut y), 1.5, 0.2, 1e-5, true);
         let m = z.iter().sum::<f32>() / n as f32;
         let v = z.iter().map(|x| (x - m) * (x - m)).sum::<f32>() / n as f32;
         assert!((mean - m).abs() < 1e-5 * tol && (var - v).abs() < 1e-4 * tol, "stats, {n}");
@@ -353,10 +342,10 @@ mod tests {
         let cut = n / 3;
         let parts = moments(&z[..cut]).join(moments(&z[cut..]));
         let mut y2 = vec![0.0; n];
-        let (mean2, var2, _) = normalise_by(parts, &z, Some(&mut y2), 1.5, 0.2, 1e-5, true);
+        let (mean2, var2, _) = normalise(Some(parts), &z, Some(&mut y2), 1.5, 0.2, 1e-5, true);
         assert!((mean2 - m).abs() < 1e-5 * tol && (var2 - v).abs() < 1e-4 * tol, "joined stats, {n}");
         for (a, b) in y2.iter().zip(&y) {
-            assert!((a - b).abs() < 1e-4 * (1.0 + b.abs()), "normalise_by, {n}");
+            assert!((a - b).abs() < 1e-4 * (1.0 + b.abs()), "normalise from known moments, {n}");
         }
 
         let mut g = g0.clone();
