@@ -151,7 +151,7 @@ for round in $(seq 1 "$ROUNDS"); do
         # grin's parts apart: the row compares network + decoding with YuNet's facedetect_cnn, each
         # from a frame already at the run size; the whole frame (scaling included) beside it.
         "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --size "$size" --iterations "$ITERATIONS" "${images[@]}" |
-            python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"grin","size":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"],**{f"{k}_ms":d[k]["median_ms"] for k in ("scaling","network","decoding")}}))' \
+            python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"grin","size":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"],**{f"{k}_ms":d[k]["median_ms"] for k in ("scaling","network","decoding","second_look")}}))' \
                 "$size" "$round" >>"$LATENCY"
         "$YUNET" --bench "$ITERATIONS" --size "$size" "${images[@]}" |
             python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"yunet","size":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"]}))' \

@@ -186,6 +186,13 @@ class Letterbox:
         out = [x(box[0]), y(box[1]), x(box[2]), y(box[3])]
         return out if out[2] > out[0] and out[3] > out[1] else None
 
+    def window_to_source(self, b):
+        """`window_to_source`: a window in frame pixels in the photo's, not clipped."""
+        sx = F32(self.scaled_width) / F32(self.source_width)
+        sy = F32(self.scaled_height) / F32(self.source_height)
+        x, y = F32(self.x), F32(self.y)
+        return [(b[0] - x) / sx, (b[1] - y) / sy, (b[2] - x) / sx, (b[3] - y) / sy]
+
 
 def round_f64(x):
     """Rust's `f64::round` for x >= 0: halves away from zero (Python's
@@ -431,6 +438,48 @@ def detect(session, frame, s):
     return merge(passes, s)
 
 
+def crop_square(pixels, window, side):
+    """`crop_square`: the square window (source pixels, may reach past the
+    picture) cut and scaled to side x side; grey 114 outside the picture,
+    and only the part inside is scaled."""
+    cut = np.full((side, side) + pixels.shape[2:], LETTERBOX_FILL, dtype=np.uint8)
+    h, w = pixels.shape[:2]
+    scale = F32(side) / max(F32(window[2]) - F32(window[0]), F32(1))
+    x0, y0 = int(np.floor(max(window[0], F32(0)))), int(np.floor(max(window[1], F32(0))))
+    x1 = min(int(np.ceil(max(window[2], F32(0)))), w)
+    y1 = min(int(np.ceil(max(window[3], F32(0)))), h)
+    if x1 <= x0 or y1 <= y0:
+        return cut
+    at = lambda v, start: min(int(max(round_half_away(F32((F32(v) - start) * scale)), 0)), side - 1)
+    ax, ay = at(x0, window[0]), at(y0, window[1])
+    cw = min(max(int(round_half_away(F32(F32(x1 - x0) * scale))), 1), side - ax)
+    ch = min(max(int(round_half_away(F32(F32(y1 - y0) * scale))), 1), side - ay)
+    cut[ay:ay + ch, ax:ax + cw] = resize(np.ascontiguousarray(pixels[y0:y1, x0:x1]), cw, ch)
+    return cut
+
+
+def second_look(session, found, pixels, box, s):
+    """`second_look`: each box scoring below second_look_below (frame
+    pixels) is searched again on a close cut from the picture, and kept only
+    if a face found there overlaps the cut's centre square at IoU 0.3."""
+    side, context = s["second_look_side"], s["second_look_context"]
+    cut_s = dict(s, score_threshold=s["second_look_confirm"] or s["score_threshold"])
+    mid, half = F32(side) / F32(2), F32(side) / F32(2) / context
+    place = np.array([mid - half, mid - half, mid + half, mid + half], dtype=F32)
+    kept = []
+    for f in found:
+        if f[4] < s["second_look_below"]:
+            r = F32(0.5) * context * max(f[2] - f[0], f[3] - f[1])
+            cx, cy = F32(0.5) * (f[0] + f[2]), F32(0.5) * (f[1] + f[3])
+            window = box.window_to_source([cx - r, cy - r, cx + r, cy + r])
+            frame, _ = letterbox(crop_square(pixels, window, side), side, side)
+            seen = detect(session, frame, cut_s)
+            if not any(iou(place, np.array([d[:4]], dtype=F32))[0] >= F32(0.3) for d in seen):
+                continue
+        kept.append(f)
+    return kept
+
+
 # --- 7. the report ------------------------------------------------------
 
 def round_to(v, scale):
@@ -461,6 +510,10 @@ def settings(session, threshold):
     # Exports written before nested suppression existed decode without it.
     s.update({key: F32(meta.get(key, "0")) for key in ("nested_cover", "nested_area")})
     s.update({key: int(meta[key]) for key in ("max_detections", "pyramid_min_side", "channels")})
+    # Exports written before the second look existed decode without it.
+    s.update({key: F32(meta.get(key, "0")) for key in ("second_look_below", "second_look_confirm")})
+    s.update(second_look_context=F32(meta.get("second_look_context", "3")),
+             second_look_side=int(meta.get("second_look_side", "144")))
     if threshold is not None:
         s["score_threshold"] = s["smile_vote_floor"] = F32(threshold)
     return s
@@ -490,6 +543,8 @@ def main():
     p.add_argument("--model", default="grin.onnx", help="a `grin export --format onnx` file (default: grin.onnx)")
     p.add_argument("--size", type=parse_size, metavar="WxH", help="run size (default: each photo's own, x1.41)")
     p.add_argument("--threshold", type=parse_threshold, help="face score needed (default: the model's)")
+    p.add_argument("--second-look-below", type=parse_threshold, metavar="SCORE",
+                   help="look again at boxes scoring below this on a close cut (default: the model's; 0: off)")
     p.add_argument("--photo-pixels", type=int, default=PHOTO_MAX_PIXELS, metavar="N",
                    help="most pixels a photo is run at without --size (default 1920x1080)")
     p.add_argument("--json", action="store_true", help="JSON lines (the only output; for grin-detect's flags)")
@@ -497,6 +552,8 @@ def main():
 
     session = ort.InferenceSession(args.model, providers=["CPUExecutionProvider"])
     s = settings(session, args.threshold)
+    if args.second_look_below is not None:
+        s["second_look_below"] = F32(args.second_look_below)
     ok = True
     for name in args.images:
         try:
@@ -508,7 +565,10 @@ def main():
         width, height = args.size or own_size(pixels.shape[1], pixels.shape[0], args.photo_pixels)
         frame, box = letterbox(to_channels(pixels, s["channels"]), width, height)
         faces = []
-        for f in detect(session, frame, s):
+        found = detect(session, frame, s)
+        if s["second_look_below"] > 0:
+            found = second_look(session, found, to_channels(pixels, s["channels"]), box, s)
+        for f in found:
             mapped = box.to_source(f[:4])
             if mapped is not None:
                 faces.append(mapped + f[4:])

@@ -47,6 +47,14 @@ pub(crate) struct EvalArgs {
     /// better one (default: the model's own `nested_cover`; 0: off).
     #[arg(long, value_name = "SHARE")]
     pub nested_cover: Option<f32>,
+    /// Look again at each detection scoring below this, on a close cut
+    /// around it (default: the model's own `second_look.below`; 0: off).
+    #[arg(long, value_name = "SCORE")]
+    pub second_look_below: Option<f32>,
+    /// The score a face found on that cut needs to keep the detection
+    /// (default: the model's own `second_look.confirm`; 0: the threshold).
+    #[arg(long, value_name = "SCORE")]
+    pub second_look_confirm: Option<f32>,
     /// Face score a detection needs to count as shown (default: the model's
     /// own, from `grin calibrate`): detections per image, recall by size.
     #[arg(long)]
@@ -109,6 +117,10 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
         }
         run_spec.model.nested_cover = cover;
     }
+    let look = &mut run_spec.model.second_look;
+    (look.below, look.confirm) =
+        (args.second_look_below.unwrap_or(look.below), args.second_look_confirm.unwrap_or(look.confirm));
+    look.validate().map_err(|e| anyhow::anyhow!("--second-look-below / --second-look-confirm: {e}"))?;
     if let Some(t) = args.threshold {
         if !(0.0..=1.0).contains(&t) {
             anyhow::bail!("--threshold {t}: must be a score in [0, 1]");

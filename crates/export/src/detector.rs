@@ -107,7 +107,11 @@ const DOC: &str = "grin face + smile detector. Threshold `detections` on the fac
 boxes to the frame, then greedy NMS at the metadata's nms_iou, also suppressing a box whose intersection with a \
 kept one covers at least nested_cover of its area when it is at most nested_area of that box's (0: off); grin also sets each kept face's smile to the \
 score-weighted mean, in logits, of its own and of the boxes it suppressed that score at least smile_vote_floor. \
-Faces larger than pyramid_above px are found by running the frame again at half size (2x2 means).";
+Faces larger than pyramid_above px are found by running the frame again at half size (2x2 means). \
+With second_look_below above 0, each kept box scoring below it is looked at again: a square of second_look_context \
+times its longer side around it, cut from the picture (grey 114 outside it), scaled to second_look_side px and \
+searched the same way at second_look_confirm (0: the threshold); the box stays only if a face found there overlaps \
+the cut's centre square of side / context at IoU 0.3.";
 
 fn names(tensors: &[String]) -> Vec<&str> {
     tensors.iter().map(String::as_str).collect()
@@ -116,7 +120,7 @@ fn names(tensors: &[String]) -> Vec<&str> {
 /// What a consumer needs to decode as grin does, and the size it was
 /// trained for.
 fn metadata(spec: &DetectorSpec, strides: &[usize]) -> Vec<StringStringEntryProto> {
-    let p = spec.model.decode_params();
+    let (p, look) = (spec.model.decode_params(), spec.model.second_look);
     let strides: Vec<String> = strides.iter().map(|s| s.to_string()).collect();
     [
         ("score_threshold", p.score_threshold.to_string()),
@@ -128,6 +132,10 @@ fn metadata(spec: &DetectorSpec, strides: &[usize]) -> Vec<StringStringEntryProt
         ("pyramid_above", p.pyramid_above.to_string()),
         ("pyramid_min_side", MIN_PASS_SIDE.to_string()),
         ("pyramid_seam", SEAM.to_string()),
+        ("second_look_below", look.below.to_string()),
+        ("second_look_context", look.context.to_string()),
+        ("second_look_side", look.side.to_string()),
+        ("second_look_confirm", look.confirm.to_string()),
         ("run_width", spec.width.to_string()),
         ("run_height", spec.height.to_string()),
         ("channels", spec.channels.to_string()),

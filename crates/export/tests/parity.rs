@@ -127,6 +127,11 @@ fn the_metadata_holds_what_decoding_needs() {
     assert_eq!((prop("run_width"), prop("run_height")), (spec.width.to_string(), spec.height.to_string()));
     assert_eq!(prop("channels"), spec.channels.to_string());
     assert_eq!(prop("strides"), "8,16,32");
+    let look = spec.model.second_look;
+    assert_eq!(prop("second_look_below").parse::<f32>().unwrap(), look.below);
+    assert_eq!(prop("second_look_context").parse::<f32>().unwrap(), look.context);
+    assert_eq!(prop("second_look_side").parse::<usize>().unwrap(), look.side);
+    assert_eq!(prop("second_look_confirm").parse::<f32>().unwrap(), look.confirm);
     let ir = *parsed.properties.get("onnx.ir_version").unwrap().try_as_plain_ram().unwrap().to_scalar::<i64>().unwrap();
     assert_eq!(ir, 7, "the IR version of opset 13");
 }

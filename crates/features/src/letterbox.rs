@@ -83,6 +83,33 @@ impl Letterbox {
         let out = [x(b[0]), y(b[1]), x(b[2]), y(b[3])];
         (out[2] > out[0] && out[3] > out[1]).then_some(out)
     }
+
+    /// A window in frame pixels in source pixels, not clipped: a second
+    /// look's cut ([`crop_square`]) may reach past the picture.
+    pub fn window_to_source(&self, b: [f32; 4]) -> [f32; 4] {
+        let (sx, sy) = self.scale();
+        let (x, y) = (self.x as f32, self.y as f32);
+        [(b[0] - x) / sx, (b[1] - y) / sy, (b[2] - x) / sx, (b[3] - y) / sy]
+    }
+}
+
+/// The frame's canvas: [`LETTERBOX_FILL`] wherever no picture is pasted.
+impl Raster {
+    /// A `width` x `height` raster of [`LETTERBOX_FILL`].
+    pub(crate) fn filled(width: u32, height: u32, channels: u32) -> Raster {
+        Raster { width, height, channels, pixels: vec![LETTERBOX_FILL; (width * height * channels) as usize] }
+    }
+
+    /// Writes `part` (`width` px wide, the same channels, interleaved) with
+    /// its top left at (`x`, `y`); it must fit.
+    pub(crate) fn paste(&mut self, part: &[u8], width: u32, x: u32, y: u32) {
+        let c = self.channels as usize;
+        let row = width as usize * c;
+        for (r, line) in part.chunks_exact(row).enumerate() {
+            let at = ((y as usize + r) * self.width as usize + x as usize) * c;
+            self.pixels[at..at + row].copy_from_slice(line);
+        }
+    }
 }
 
 /// `image` letterboxed into a `width` x `height` frame.
@@ -96,14 +123,41 @@ pub fn letterbox(image: &Raster, width: u32, height: u32) -> (Raster, Letterbox)
         // No bars (a 4:3 camera frame into a 4:3 run size): the frame is the resized picture.
         return (Raster { width, height, channels: image.channels, pixels: resized }, placement);
     }
-    let c = image.channels as usize;
-    let mut pixels = vec![LETTERBOX_FILL; (width * height) as usize * c];
-    let row = nw as usize * c;
-    for r in 0..nh as usize {
-        let at = ((y as usize + r) * width as usize + x as usize) * c;
-        pixels[at..at + row].copy_from_slice(&resized[r * row..(r + 1) * row]);
+    let mut frame = Raster::filled(width, height, image.channels);
+    frame.paste(&resized, nw, x, y);
+    (frame, placement)
+}
+
+/// The square `window` (`[x0, y0, x1, y1]` in `image`'s pixels) cut from
+/// `image` and scaled to `side` x `side`, for a second look at a box
+/// (`grin_model::second_look`). The window may reach past the picture:
+/// what lies outside is [`LETTERBOX_FILL`], as in every frame. Only the
+/// part inside is scaled, so a window many times the picture costs no more
+/// than the picture.
+pub fn crop_square(image: &Raster, window: [f32; 4], side: u32) -> Raster {
+    let mut cut = Raster::filled(side, side, image.channels);
+    let scale = side as f32 / (window[2] - window[0]).max(1.0);
+    // The picture's pixels the window touches, and where they land in the cut.
+    let (x0, y0) = (window[0].max(0.0).floor() as u32, window[1].max(0.0).floor() as u32);
+    let x1 = (window[2].max(0.0).ceil() as u32).min(image.width);
+    let y1 = (window[3].max(0.0).ceil() as u32).min(image.height);
+    if x1 <= x0 || y1 <= y0 {
+        return cut;
     }
-    (Raster { width, height, channels: image.channels, pixels }, placement)
+    let at = |v: u32, from: f32| (((v as f32 - from) * scale).round().max(0.0) as u32).min(side - 1);
+    let (ax, ay) = (at(x0, window[0]), at(y0, window[1]));
+    let w = (((x1 - x0) as f32 * scale).round() as u32).clamp(1, side - ax);
+    let h = (((y1 - y0) as f32 * scale).round() as u32).clamp(1, side - ay);
+    let c = image.channels as usize;
+    let row = |y: u32| &image.pixels[((y * image.width + x0) as usize) * c..((y * image.width + x1) as usize) * c];
+    let part = Raster {
+        width: x1 - x0,
+        height: y1 - y0,
+        channels: image.channels,
+        pixels: (y0..y1).flat_map(row).copied().collect(),
+    };
+    cut.paste(&resize(&part, w, h), w, ax, ay);
+    cut
 }
 
 /// A decoded image (a camera frame, a photo already read) as a
@@ -112,12 +166,12 @@ pub fn letterbox_image(image: &DynamicImage, channels: u32, width: u32, height: 
     letterbox(&Raster::from_image(image, channels), width, height)
 }
 
-/// A photo as the network sees it, with the decoded picture kept for what
-/// needs its own pixels (its size, drawing boxes on it).
+/// A photo as the network sees it, with the picture kept for what needs
+/// its own pixels (a second look cuts from it).
 #[derive(Debug, Clone)]
 pub struct LetterboxedPhoto {
-    /// The photo as decoded and turned upright.
-    pub image: DynamicImage,
+    /// The photo as decoded and turned upright, in the frame's channels.
+    pub source: Raster,
     pub frame: Raster,
     pub placement: Letterbox,
 }
@@ -131,9 +185,9 @@ pub fn letterbox_photo(
     height: u32,
     bound: ImageBound,
 ) -> Result<LetterboxedPhoto, FeatureError> {
-    let image = read_image(path, bound)?;
-    let (frame, placement) = letterbox_image(&image, channels, width, height);
-    Ok(LetterboxedPhoto { image, frame, placement })
+    let source = Raster::from_image(&read_image(path, bound)?, channels);
+    let (frame, placement) = letterbox(&source, width, height);
+    Ok(LetterboxedPhoto { source, frame, placement })
 }
 
 #[cfg(test)]
@@ -153,6 +207,8 @@ mod tests {
         assert_eq!(l.to_source([10.0, 2.0, 50.0, 29.0]), None);
         // Overhanging the picture: clipped to the photo.
         assert_eq!(l.to_source([-5.0, 200.0, 330.0, 239.0]), Some([0.0, 680.0, 1280.0, 720.0]));
+        // A window is moved, never clipped.
+        assert_eq!(l.window_to_source([-5.0, 0.0, 25.0, 80.0]), [-20.0, -120.0, 100.0, 200.0]);
     }
 
     #[test]
@@ -163,5 +219,26 @@ mod tests {
         let rows: Vec<&[u8]> = frame.pixels.chunks(8).collect();
         assert!(rows[..2].iter().chain(&rows[4..]).all(|r| r.iter().all(|&v| v == LETTERBOX_FILL)));
         assert!(rows[2..4].iter().all(|r| r.iter().all(|&v| v == 200)));
+    }
+
+    #[test]
+    fn a_cut_keeps_the_picture_where_it_lies_and_fills_past_its_edge() {
+        // A 6x4 ramp; a 4 px window hanging 2 px off the left and top.
+        let image = Raster { width: 6, height: 4, channels: 1, pixels: (0..24).collect() };
+        let cut = crop_square(&image, [-2.0, -2.0, 2.0, 2.0], 4);
+        #[rustfmt::skip]
+        let expected = [
+            114, 114, 114, 114,
+            114, 114, 114, 114,
+            114, 114, 0, 1,
+            114, 114, 6, 7,
+        ];
+        assert_eq!(cut.pixels, expected);
+        // Inside the picture at scale 1 it is the picture's own pixels.
+        assert_eq!(crop_square(&image, [2.0, 1.0, 5.0, 4.0], 3).pixels, [8, 9, 10, 14, 15, 16, 20, 21, 22]);
+        // A window far larger than the picture scales only the picture.
+        let wide = crop_square(&image, [-600.0, -600.0, 606.0, 604.0], 120);
+        assert_eq!(wide.pixels.len(), 120 * 120);
+        assert_eq!(wide.pixels.iter().filter(|&&v| v != LETTERBOX_FILL).count(), 1, "6x4 px become one");
     }
 }

@@ -60,14 +60,16 @@ pub use source::{SampleRng, Source};
 // the letterbox, shared by the training sources, `grin eval`, `grin
 // calibrate` and `grin-detect`.
 pub use io::{decode_image, read_image, DecodeError, ImageBound, DEFAULT_MAX_PIXELS, MAX_IMAGE_SIDE};
-pub use letterbox::{letterbox, letterbox_image, letterbox_photo, Letterbox, LetterboxedPhoto, LETTERBOX_FILL};
+pub use letterbox::{
+    crop_square, letterbox, letterbox_image, letterbox_photo, Letterbox, LetterboxedPhoto, LETTERBOX_FILL,
+};
 
 // The sources, and the held-out photos that reports score whole images on.
 pub use annotations::AnnotatedSource;
 pub use crops::CropsSource;
 pub use mix::MixSource;
 pub use negatives::NegativesSource;
-pub use photos::{held_out_photos, photos_of_split, HeldOutPhotos, PhotoSource};
+pub use photos::{held_out_photos, photos_of_split, HeldOutPhoto, HeldOutPhotos, PhotoSource};
 pub use synthetic::{SyntheticParams, SyntheticSource};
 
 // Building blocks that tests and tools check or reuse on their own.

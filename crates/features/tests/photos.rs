@@ -274,9 +274,10 @@ fn found_faces_the_annotations_lack_are_ignore_regions_in_training_crops_only() 
     let held = held_out_photos(&cfg, 1).unwrap();
     assert!(held[0].has_found());
     assert_eq!(held[0].letterboxed(0, 320, 240, 1).unwrap().boxes.len(), 1);
-    let (sample, found) = held[0].letterboxed_with_found(0, 320, 240, 1).unwrap();
-    assert_eq!(sample.boxes.len(), 1);
-    let found: Vec<[f32; 4]> = found.iter().map(|b| [b.x0, b.y0, b.x1, b.y1]).collect();
+    let photo = held[0].letterboxed_with_found(0, 320, 240, 1).unwrap();
+    assert_eq!(photo.sample.boxes.len(), 1);
+    assert_eq!((photo.source.width, photo.source.height), (400, 300), "the photo itself, for a second look");
+    let found: Vec<[f32; 4]> = photo.found.iter().map(|b| [b.x0, b.y0, b.x1, b.y1]).collect();
     assert_eq!(found, [[240.0, 160.0, 264.0, 184.0], [240.0, 16.0, 264.0, 40.0]]);
     let plain = photo_config(SourceConfig::Caltech { root: dir.path().to_path_buf(), crops: PhotoCrops::default() });
     assert!(!held_out_photos(&plain, 1).unwrap()[0].has_found());

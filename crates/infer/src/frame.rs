@@ -6,7 +6,7 @@
 //! only becomes f32 planes, and boxes are mapped back through the same
 //! placement.
 
-use grin_features::{letterbox_image, Letterbox, Raster};
+use grin_features::{letterbox, Letterbox, Raster};
 use grin_model::Detection;
 use image::DynamicImage;
 
@@ -18,6 +18,9 @@ pub struct Frame {
     pub channels: usize,
     pub pixels: Vec<f32>,
     pub mapping: Mapping,
+    /// The picture the frame was made from, in its channels: what a second
+    /// look at a box cuts from (none for a pyramid pass's halved frame).
+    pub(crate) source: Option<Raster>,
 }
 
 /// How frame pixels relate to source-image pixels: the letterbox placement.
@@ -37,13 +40,14 @@ impl Frame {
     /// `image` letterboxed into a `width` x `height` frame of `channels`
     /// (1: luma, 3: RGB).
     pub fn new(image: &DynamicImage, channels: usize, width: usize, height: usize) -> Frame {
-        let (frame, placement) = letterbox_image(image, channels as u32, width as u32, height as u32);
-        Frame::from_letterboxed(&frame, placement)
+        let source = Raster::from_image(image, channels as u32);
+        let (frame, placement) = letterbox(&source, width as u32, height as u32);
+        Frame::from_letterboxed(&frame, placement, Some(source))
     }
 
     /// A frame from the photo path's u8 pixels (interleaved), as planes of
     /// values in 0..1: divided by 255 as training divides its batches.
-    pub(crate) fn from_letterboxed(frame: &Raster, placement: Letterbox) -> Frame {
+    pub(crate) fn from_letterboxed(frame: &Raster, placement: Letterbox, source: Option<Raster>) -> Frame {
         let (width, height, channels) = (frame.width as usize, frame.height as usize, frame.channels as usize);
         let plane = width * height;
         let pixels = if channels == 1 {
@@ -58,7 +62,7 @@ impl Frame {
             }
             pixels
         };
-        Frame { width, height, channels, pixels, mapping: Mapping(placement) }
+        Frame { width, height, channels, pixels, mapping: Mapping(placement), source }
     }
 
     pub fn mapping(&self) -> Mapping {
@@ -74,6 +78,7 @@ impl Frame {
             channels: self.channels,
             pixels: grin_model::halve(&self.pixels, self.channels, self.width, self.height),
             mapping: self.mapping,
+            source: None,
         }
     }
 }

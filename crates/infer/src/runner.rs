@@ -13,8 +13,10 @@ use crate::frame::Frame;
 use anyhow::{anyhow, bail, Result};
 use burn::tensor::{Tensor, TensorData};
 use burn_ndarray::{NdArray, NdArrayDevice};
-use grin_features::{FeatureError, ImageBound};
-use grin_model::{merge_passes, pass_sizes, Budget, DecodeParams, Detection, DetectorSpec, Points};
+use grin_features::{crop_square, FeatureError, ImageBound, Letterbox};
+use grin_model::{
+    merge_passes, pass_sizes, second_look, Budget, DecodeParams, Detection, DetectorSpec, Points, SecondLook,
+};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -152,6 +154,14 @@ impl Runner {
         self.passes = pass_points(width, height, &self.params);
     }
 
+    /// The second look at low-scoring boxes (`grin_model::second_look`);
+    /// the model file's own until set.
+    pub fn set_second_look(&mut self, look: SecondLook) -> Result<()> {
+        look.validate().map_err(|e| anyhow!("{}: {e}", self.source))?;
+        self.spec.model.second_look = look;
+        Ok(())
+    }
+
     /// Scales `image` into a frame of the run size and channel count.
     pub fn frame(&self, image: &image::DynamicImage) -> Frame {
         let (w, h) = self.run_size();
@@ -232,29 +242,53 @@ impl Runner {
         self.detect_timed(frame).0
     }
 
-    /// [`Runner::detect`], with the time its two phases took: what a
-    /// benchmark reports apart, so a peer's network is set against grin's.
-    pub(crate) fn detect_timed(&self, frame: Frame) -> (Vec<Detection>, Phases) {
+    /// [`Runner::detect`], with the time its phases took: what a benchmark
+    /// reports apart, so a peer's network is set against grin's.
+    pub(crate) fn detect_timed(&self, mut frame: Frame) -> (Vec<Detection>, Phases) {
         let mapping = frame.mapping();
+        let source = frame.source.take();
         let mut phases = Phases::default();
-        let mut found = Vec::with_capacity(self.passes.len());
+        let mut found = self.search(frame, &self.passes, &self.params, &mut phases);
+        let look = self.spec.model.second_look;
+        if let Some(source) = source.filter(|_| !look.is_off()) {
+            let start = Instant::now();
+            let side = look.side;
+            let (params, passes) = (look.cut_params(&self.params), pass_points(side, side, &self.params));
+            let whole = Letterbox::fit(side as u32, side as u32, side as u32, side as u32);
+            found = second_look(found, &look, |windows| {
+                let cut = |w: [f32; 4]| crop_square(&source, mapping.0.window_to_source(w), side as u32);
+                let frames = windows.iter().map(|&w| Frame::from_letterboxed(&cut(w), whole, None));
+                frames.map(|frame| self.search(frame, &passes, &params, &mut Phases::default())).collect()
+            });
+            phases.look += start.elapsed();
+        }
+        let start = Instant::now();
+        let detections = found.into_iter().filter_map(|d| mapping.to_source(d)).collect();
+        phases.decoding += start.elapsed();
+        (detections, phases)
+    }
+
+    /// Every pass over `frame` (points `passes`, finest first), decoded and
+    /// merged, in the frame's pixels.
+    fn search(&self, frame: Frame, passes: &[Points], params: &DecodeParams, phases: &mut Phases) -> Vec<Detection> {
+        let mut found = Vec::with_capacity(passes.len());
         let mut frame = Some(frame);
-        for (k, points) in self.passes.iter().enumerate() {
+        for (k, points) in passes.iter().enumerate() {
             let start = Instant::now();
             let this = frame.take().expect("one frame per pass");
-            if k + 1 < self.passes.len() {
+            if k + 1 < passes.len() {
                 frame = Some(this.halved());
             }
             let raw = self.forward(this);
             let decoding = Instant::now();
-            found.push(grin_model::decode(&raw, points, &self.params));
+            found.push(grin_model::decode(&raw, points, params));
             phases.network += decoding - start;
             phases.decoding += decoding.elapsed();
         }
         let start = Instant::now();
-        let detections = merge_passes(found, &self.params).into_iter().filter_map(|d| mapping.to_source(d)).collect();
+        let merged = merge_passes(found, params);
         phases.decoding += start.elapsed();
-        (detections, phases)
+        merged
     }
 }
 
@@ -265,6 +299,9 @@ pub(crate) struct Phases {
     pub network: Duration,
     /// Decoding each pass's outputs, NMS and the merge of the passes.
     pub decoding: Duration,
+    /// The second look at low-scoring boxes: their cuts, and the network
+    /// and decoding on each (`grin_model::second_look`).
+    pub look: Duration,
 }
 
 fn pass_points(width: usize, height: usize, params: &DecodeParams) -> Vec<Points> {

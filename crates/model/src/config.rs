@@ -2,6 +2,7 @@
 //! come from `[features]`, so a model always matches the data it is fed.
 
 use crate::decode::{DecodeParams, NESTED_AREA, NESTED_COVER};
+use crate::look::SecondLook;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,6 +43,9 @@ pub struct ModelConfig {
     /// and run configs without it read as they did.
     #[serde(skip_serializing_if = "is_zero")]
     pub fine_head: usize,
+    /// Boxes scoring low are looked at again on a close cut (`look.rs`).
+    #[serde(skip_serializing_if = "SecondLook::is_off")]
+    pub second_look: SecondLook,
 }
 
 /// Widest network a config or model file may ask for: 4x the default is
@@ -60,6 +64,7 @@ impl Default for ModelConfig {
             pyramid_above: 96.0,
             top_down: false,
             fine_head: 0,
+            second_look: SecondLook::default(),
         }
     }
 }
@@ -122,6 +127,7 @@ impl ModelConfig {
                 "key `model.fine_head`: {f} must be 0 (the tap's width) or a multiple of 4 up to {MAX_FINE_HEAD}"
             ));
         }
+        self.second_look.validate()?;
         check_pyramid_above(self.pyramid_above).map_err(|e| format!("key `model.pyramid_above`: {e}"))
     }
 

@@ -20,6 +20,7 @@ mod ema;
 pub mod eval;
 pub mod feed;
 mod finish;
+mod look;
 mod metrics;
 pub mod mine;
 pub mod parallel;

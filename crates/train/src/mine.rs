@@ -110,9 +110,10 @@ pub fn mine<B: DetectorBackend>(
                 // Faces a second detector found (`crops.unannotated`) count as
                 // faces here: toward a crowd, kept clear of and painted over.
                 match set.frame(i, (w, h), options.own_size).and_then(|(w, h)| set.letterboxed_with_found(i, w, h, c)) {
-                    Ok((sample, found)) if sample.boxes.len() + found.len() > MOST_FACES => mined.crowded += 1,
-                    Ok((mut sample, found)) => {
-                        sample.boxes.extend(found);
+                    Ok(photo) if photo.sample.boxes.len() + photo.found.len() > MOST_FACES => mined.crowded += 1,
+                    Ok(photo) => {
+                        let mut sample = photo.sample;
+                        sample.boxes.extend(photo.found);
                         samples.push((i, sample));
                     }
                     Err(e) if features.on_bad_sample == OnBadSample::Skip => {

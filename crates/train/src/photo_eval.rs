@@ -11,8 +11,11 @@
 
 use crate::device_batch::upload;
 use crate::eval::{truth, AP_SCORE_FLOOR};
+use crate::look::look_again;
 use anyhow::{Context, Result};
-use grin_features::{photos_of_split, FaceBox, FeatureConfig, HeldOutPhotos, HostBatch, OnBadSample, Sample, Split};
+use grin_features::{
+    photos_of_split, FaceBox, FeatureConfig, HeldOutPhoto, HeldOutPhotos, HostBatch, OnBadSample, Split,
+};
 use grin_model::{detect, nested_in, DecodeParams, Detection, Detector, DetectorBackend, DetectorSpec, Evaluation};
 use grin_model::{PrPoint, LOOSE_MATCH_IOU, NESTED_COVER};
 use serde::{Deserialize, Serialize};
@@ -133,10 +136,6 @@ pub fn evaluate_split<B: DetectorBackend>(
     sets.iter().map(|set| score_set(model, run_spec, features, set, scoring, device)).collect()
 }
 
-/// A photo letterboxed into its frame, with the faces the source's second
-/// detector found in it.
-type Loaded = (Sample, Vec<FaceBox>);
-
 /// Photos `chunk` of `set` letterboxed into one frame: the run size, or the
 /// first photo's own (a chunk of one); photos that cannot be read are
 /// skipped and counted under `on_bad_sample = "skip"`, else an error.
@@ -146,7 +145,7 @@ fn load_chunk(
     spec: &DetectorSpec,
     features: &FeatureConfig,
     own_size: Option<u64>,
-) -> Result<(Vec<Loaded>, usize)> {
+) -> Result<(Vec<HeldOutPhoto>, usize)> {
     let (w, h, c) = (spec.width as u32, spec.height as u32, spec.channels as u32);
     let (mut samples, mut skipped) = (Vec::with_capacity(chunk.len()), 0);
     for &i in chunk {
@@ -189,17 +188,19 @@ fn score_set<B: DetectorBackend>(
         progress.inc(chunk.len());
         let (samples, bad) = load_chunk(set, chunk, spec, features, scoring.own_size)?;
         skipped += bad;
-        let Some((first, _)) = samples.first() else { continue };
+        let Some(HeldOutPhoto { sample: first, .. }) = samples.first() else { continue };
         if (first.width, first.height) != (batch.width, batch.height) {
             batch = HostBatch::with_capacity(per_pass, first.width, first.height, first.channels);
         }
         batch.clear();
-        for (sample, _) in &samples {
-            batch.push(sample);
+        for photo in &samples {
+            batch.push(&photo.sample);
         }
         let on_device = upload::<B>(&batch, device);
         let detections = detect(model, on_device.images, &params);
-        for ((sample, second), found) in samples.iter().zip(&detections) {
+        for (photo, found) in samples.iter().zip(detections) {
+            let found = &look_again(model, photo, found, &spec.model.second_look, &deploy, device);
+            let (sample, second) = (&photo.sample, &photo.found);
             images += 1;
             let (faces, ground, regions) = truth(&sample.boxes, scoring.min_face);
             ignored += regions.len();

@@ -14,7 +14,8 @@ pub use parse::{parse_celeba, parse_jsonl, parse_wider, AnnotationText, BadLines
 use crate::config::{FeatureConfig, SourceConfig, Split};
 use crate::error::{BadInputKind, FeatureError, SkipCounts};
 use crate::io::{read_text, ImageBound};
-use crate::letterbox::{letterbox_photo, Letterbox, LetterboxedPhoto};
+use crate::letterbox::{letterbox_photo, Letterbox};
+use crate::raster::Raster;
 use crate::sample::{FaceBox, Sample, MAX_BOXES};
 use crate::source::{SampleRng, Source};
 use crate::split::{check_split, keep_split};
@@ -139,7 +140,7 @@ impl Source for AnnotatedSource {
         let photo = letterbox_photo(&entry.image, self.channels, self.width, self.height, self.bound)?;
         check_inside(entry, &photo.placement, &self.annotations)?;
         let faces: Vec<FaceBox> = entry.faces.iter().map(|a| a.face).collect();
-        Ok(letterboxed_sample(photo, &faces))
+        Ok(letterboxed_sample(photo.frame, &photo.placement, &faces))
     }
 }
 
@@ -195,8 +196,7 @@ fn check_inside(entry: &Entry, image: &Letterbox, annotations: &Path) -> Result<
 
 /// A letterboxed photo as a training or evaluation sample, its faces (in
 /// the photo's pixels) moved into the frame; the largest `MAX_BOXES` kept.
-pub(crate) fn letterboxed_sample(photo: LetterboxedPhoto, faces: &[FaceBox]) -> Sample {
-    let LetterboxedPhoto { frame, placement, .. } = photo;
+pub(crate) fn letterboxed_sample(frame: Raster, placement: &Letterbox, faces: &[FaceBox]) -> Sample {
     let mut boxes: Vec<FaceBox> = faces
         .iter()
         .map(|f| {

@@ -7,7 +7,8 @@ use crate::annotations::{letterboxed_sample, AnnotatedSource, BadLines, Entry};
 use crate::config::{FeatureConfig, SourceConfig, Split};
 use crate::error::{BadInputKind, FeatureError, SkipCounts};
 use crate::io::ImageBound;
-use crate::letterbox::letterbox_photo;
+use crate::letterbox::{letterbox_photo, Letterbox};
+use crate::raster::Raster;
 use crate::sample::{FaceBox, Sample, Smile};
 use crate::source::Source;
 use crate::split::keep_split;
@@ -69,7 +70,7 @@ impl HeldOutPhotos {
     /// annotated faces in the letterboxed pixels (ignore regions included;
     /// faces a second detector found are not: see `letterboxed_with_found`).
     pub fn letterboxed(&self, index: usize, width: u32, height: u32, channels: u32) -> Result<Sample, FeatureError> {
-        self.letterboxed_with_found(index, width, height, channels).map(|(sample, _)| sample)
+        self.letterboxed_with_found(index, width, height, channels).map(|photo| photo.sample)
     }
 
     /// As [`HeldOutPhotos::letterboxed`], with the faces the source's second
@@ -82,10 +83,11 @@ impl HeldOutPhotos {
         width: u32,
         height: u32,
         channels: u32,
-    ) -> Result<(Sample, Vec<FaceBox>), FeatureError> {
+    ) -> Result<HeldOutPhoto, FeatureError> {
         let entry = &self.entries[index];
         let photo = letterbox_photo(&entry.image, channels, width, height, self.bound)?;
-        let size = (photo.placement.source_width, photo.placement.source_height);
+        let placement = photo.placement;
+        let size = (placement.source_width, placement.source_height);
         let (found, faces): (Vec<FaceBox>, Vec<FaceBox>) =
             faces_in(entry, self.rule, size, &self.annotations, self.found.as_deref())?
                 .into_iter()
@@ -93,12 +95,30 @@ impl HeldOutPhotos {
         let found = found
             .iter()
             .map(|f| {
-                let [x0, y0, x1, y1] = photo.placement.to_frame([f.x0, f.y0, f.x1, f.y1]);
+                let [x0, y0, x1, y1] = placement.to_frame([f.x0, f.y0, f.x1, f.y1]);
                 FaceBox { x0, y0, x1, y1, ..*f }
             })
             .collect();
-        Ok((letterboxed_sample(photo, &faces), found))
+        Ok(HeldOutPhoto {
+            sample: letterboxed_sample(photo.frame, &placement, &faces),
+            found,
+            source: photo.source,
+            placement,
+        })
     }
+}
+
+/// One held-out photo as scoring reads it.
+#[derive(Debug, Clone)]
+pub struct HeldOutPhoto {
+    /// The letterboxed frame, with the annotated faces in its pixels.
+    pub sample: Sample,
+    /// The faces the source's second detector found, in the same pixels.
+    pub found: Vec<FaceBox>,
+    /// The photo in the frame's channels, as decoded and turned upright:
+    /// what a second look cuts from.
+    pub source: Raster,
+    pub placement: Letterbox,
 }
 
 /// The held-out photos of every real-photo source in `cfg.source` (looking

@@ -22,7 +22,7 @@ mod landmarks;
 mod unannotated;
 mod window;
 
-pub use held_out::{held_out_photos, photos_of_split, HeldOutPhotos};
+pub use held_out::{held_out_photos, photos_of_split, HeldOutPhoto, HeldOutPhotos};
 pub use landmarks::{celeba_aligned_box, landmarks_to_box, parse_caltech};
 pub use window::crop_scene;
 

@@ -26,8 +26,10 @@ struct BenchReport {
     scaling: Latency,
     /// the network (every pyramid pass), what a peer's network time is set against,
     network: Latency,
-    /// and decoding with NMS.
+    /// decoding with NMS,
     decoding: Latency,
+    /// and the second look at low-scoring boxes (0 when the model has none).
+    second_look: Latency,
 }
 
 pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
@@ -48,7 +50,8 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
     // Timed: scaling into the frame, the network and decoding; file decoding
     // is not (the OpenCV peer is timed the same way).
     let mut samples = Vec::with_capacity(cli.iterations as usize);
-    let (mut scaling, mut network, mut decoding) = (samples.clone(), samples.clone(), samples.clone());
+    let (mut scaling, mut network, mut decoding, mut look) =
+        (samples.clone(), samples.clone(), samples.clone(), samples.clone());
     for i in 0..(cli.warmup + cli.iterations) as usize {
         let image = &images[i % images.len()];
         // Not timed: the output points of a new size are built once per size.
@@ -64,6 +67,7 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
             scaling.push(scaled);
             network.push(phases.network);
             decoding.push(phases.decoding);
+            look.push(phases.look);
         }
     }
     let timed = "at least one timed iteration";
@@ -82,6 +86,7 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         scaling: bench::summarize(&scaling).expect(timed),
         network: bench::summarize(&network).expect(timed),
         decoding: bench::summarize(&decoding).expect(timed),
+        second_look: bench::summarize(&look).expect(timed),
     };
     if cli.json {
         println!("{}", serde_json::to_string(&report).expect("numbers serialise"));
@@ -89,7 +94,8 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         let l = &report.latency;
         println!(
             "grin-detect bench ({} engine): {width}x{height} ({} params, {:.1} MFLOPs), {} thread{}, {} iterations over {} image{}: \
-             median {:.3} ms, p95 {:.3} ms, {:.1} frames/s (medians: scaling {:.3} ms, network {:.3} ms, decoding {:.3} ms)",
+             median {:.3} ms, p95 {:.3} ms, {:.1} frames/s (medians: scaling {:.3} ms, network {:.3} ms, decoding {:.3} ms, \
+             second look {:.3} ms)",
             report.engine,
             report.params,
             report.mflops,
@@ -103,7 +109,8 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
             l.fps,
             report.scaling.median_ms,
             report.network.median_ms,
-            report.decoding.median_ms
+            report.decoding.median_ms,
+            report.second_look.median_ms
         );
     }
     Ok(ok)

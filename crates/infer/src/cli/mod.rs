@@ -95,6 +95,11 @@ struct Cli {
     /// Default: the model's own.
     #[arg(long, value_name = "PX", value_parser = parse_pyramid)]
     pyramid_above: Option<f32>,
+    /// Look again at each detection scoring below this, on a close cut
+    /// around it, and keep it only if a face is found there. 0: off.
+    /// Default: the model's own.
+    #[arg(long, value_name = "SCORE", value_parser = parse_threshold)]
+    second_look_below: Option<f32>,
     /// Forward pass: the hand-written CPU path, or Burn's ndarray backend (the training code).
     #[arg(long, value_enum, default_value = "fast")]
     engine: Engine,
@@ -196,6 +201,9 @@ fn run(cli: &Cli) -> Result<bool> {
     }
     if let Some(above) = cli.pyramid_above {
         detector.set_pyramid_above(above);
+    }
+    if let Some(below) = cli.second_look_below {
+        detector.set_second_look(grin_model::SecondLook { below, ..detector.spec().model.second_look })?;
     }
     if let Some(source) = &cli.stream {
         run_stream(cli, &detector, source)

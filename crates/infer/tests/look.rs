@@ -1,0 +1,81 @@
+//! The second look in grin-detect's path: each wanted box is cut from the
+//! picture (not the frame), searched at the cut's size, and kept only when
+//! confirmed; the same composition through the public parts gives the same
+//! boxes.
+
+use grin_features::{crop_square, Letterbox, Raster};
+use grin_infer::{ModelSource, Runner};
+use grin_model::{Detection, SecondLook};
+use image::DynamicImage;
+use std::path::Path;
+
+/// The test scene (several faces) on a wider flat canvas at 16:9, so the
+/// frame is letterboxed and windows must be mapped back to the picture.
+fn picture() -> DynamicImage {
+    let scene = image::open(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png")).unwrap();
+    let mut canvas = image::GrayImage::from_pixel(570, 240, image::Luma([90]));
+    image::imageops::overlay(&mut canvas, &scene.to_luma8(), 0, 0);
+    DynamicImage::ImageLuma8(canvas)
+}
+
+/// What the look keeps of `found` (in picture pixels), composed from the
+/// public parts: the window around each box, cut from the picture, searched
+/// by a runner at the cut's size.
+fn expected(found: &[Detection], look: &SecondLook, picture: &DynamicImage) -> Vec<Detection> {
+    let mut at_cut = Runner::load(ModelSource::Embedded).unwrap();
+    at_cut.set_run_size(look.side, look.side).unwrap();
+    let source = Raster::from_image(picture, 1);
+    let frame = Letterbox::fit(source.width, source.height, 320, 240);
+    found
+        .iter()
+        .filter(|d| {
+            if !look.wants(d) {
+                return true;
+            }
+            let in_frame = frame.to_frame([d.x0, d.y0, d.x1, d.y1]);
+            let [x0, y0, x1, y1] = frame.window_to_source(look.window(&Detection {
+                x0: in_frame[0],
+                y0: in_frame[1],
+                x1: in_frame[2],
+                y1: in_frame[3],
+                ..**d
+            }));
+            let cut = crop_square(&source, [x0, y0, x1, y1], look.side as u32);
+            let cut = DynamicImage::ImageLuma8(image::GrayImage::from_raw(cut.width, cut.height, cut.pixels).unwrap());
+            look.confirms(&at_cut.detect(at_cut.frame(&cut)))
+        })
+        .copied()
+        .collect()
+}
+
+#[test]
+fn a_box_stays_only_if_its_close_cut_finds_a_face_in_its_place() {
+    let picture = picture();
+    let mut runner = Runner::load(ModelSource::Embedded).unwrap();
+    assert_eq!(runner.spec().model.second_look, SecondLook::default(), "the shipped model has no second look");
+    let before = runner.detect(runner.frame(&picture));
+    assert!(before.len() >= 3, "the scene's faces: {before:?}");
+    // Every box is looked at.
+    let look = SecondLook { below: 1.0, ..SecondLook::default() };
+    runner.set_second_look(look).unwrap();
+    let after = runner.detect(runner.frame(&picture));
+    assert!(!after.is_empty(), "the scene's faces are found again close up: {before:?}");
+    let close = |a: &[Detection], b: &[Detection]| {
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(x, y)| (x.x0 - y.x0).abs() < 0.5 && (x.score - y.score).abs() < 1e-4)
+    };
+    let want = expected(&before, &look, &picture);
+    assert!(close(&after, &want), "runner {after:?}\nparts  {want:?}");
+    // A face in the cut must score what the box would be reported at: asking
+    // a near-certain score drops the doubtful ones.
+    runner.set_second_look(SecondLook { confirm: 0.999, ..look }).unwrap();
+    let strict = runner.detect(runner.frame(&picture));
+    assert!(strict.len() < after.len() && strict.iter().all(|d| after.contains(d)), "{strict:?} of {after:?}");
+}
+
+#[test]
+fn a_second_look_out_of_range_is_refused_naming_the_key() {
+    let mut runner = Runner::load(ModelSource::Embedded).unwrap();
+    let e = runner.set_second_look(SecondLook { below: 0.5, side: 8, ..SecondLook::default() }).unwrap_err();
+    assert!(e.to_string().contains("model.second_look.side"), "{e}");
+}
