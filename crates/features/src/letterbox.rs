@@ -91,6 +91,12 @@ impl Letterbox {
         let (x, y) = (self.x as f32, self.y as f32);
         [(b[0] - x) / sx, (b[1] - y) / sy, (b[2] - x) / sx, (b[3] - y) / sy]
     }
+
+    /// The second look's cut: `window` in frame pixels, cut from `source`
+    /// (the picture this placement letterboxed) by [`crop_square`].
+    pub fn cut(&self, source: &Raster, window: [f32; 4], side: u32) -> Raster {
+        crop_square(source, self.window_to_source(window), side)
+    }
 }
 
 /// The frame's canvas: [`LETTERBOX_FILL`] wherever no picture is pasted.
@@ -160,10 +166,13 @@ pub fn crop_square(image: &Raster, window: [f32; 4], side: u32) -> Raster {
     cut
 }
 
-/// A decoded image (a camera frame, a photo already read) as a
-/// `channels`-plane frame: [`Raster::from_image`], then [`letterbox`].
-pub fn letterbox_image(image: &DynamicImage, channels: u32, width: u32, height: u32) -> (Raster, Letterbox) {
-    letterbox(&Raster::from_image(image, channels), width, height)
+/// A decoded image (a camera frame, a photo already read) letterboxed into
+/// a `channels`-plane `width` x `height` frame: [`Raster::from_image`],
+/// kept as the source, then [`letterbox`].
+pub fn letterbox_image(image: &DynamicImage, channels: u32, width: u32, height: u32) -> LetterboxedPhoto {
+    let source = Raster::from_image(image, channels);
+    let (frame, placement) = letterbox(&source, width, height);
+    LetterboxedPhoto { source, frame, placement }
 }
 
 /// A photo as the network sees it, with the picture kept for what needs
@@ -185,9 +194,7 @@ pub fn letterbox_photo(
     height: u32,
     bound: ImageBound,
 ) -> Result<LetterboxedPhoto, FeatureError> {
-    let source = Raster::from_image(&read_image(path, bound)?, channels);
-    let (frame, placement) = letterbox(&source, width, height);
-    Ok(LetterboxedPhoto { source, frame, placement })
+    Ok(letterbox_image(&read_image(path, bound)?, channels, width, height))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! only becomes f32 planes, and boxes are mapped back through the same
 //! placement.
 
-use grin_features::{letterbox, Letterbox, Raster};
+use grin_features::{letterbox_image, Letterbox, Raster};
 use grin_model::Detection;
 use image::DynamicImage;
 
@@ -40,9 +40,8 @@ impl Frame {
     /// `image` letterboxed into a `width` x `height` frame of `channels`
     /// (1: luma, 3: RGB).
     pub fn new(image: &DynamicImage, channels: usize, width: usize, height: usize) -> Frame {
-        let source = Raster::from_image(image, channels as u32);
-        let (frame, placement) = letterbox(&source, width as u32, height as u32);
-        Frame::from_letterboxed(&frame, placement, Some(source))
+        let photo = letterbox_image(image, channels as u32, width as u32, height as u32);
+        Frame::from_letterboxed(&photo.frame, photo.placement, Some(photo.source))
     }
 
     /// A frame from the photo path's u8 pixels (interleaved), as planes of

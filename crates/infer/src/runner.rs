@@ -13,7 +13,7 @@ use crate::frame::Frame;
 use anyhow::{anyhow, bail, Result};
 use burn::tensor::{Tensor, TensorData};
 use burn_ndarray::{NdArray, NdArrayDevice};
-use grin_features::{crop_square, FeatureError, ImageBound, Letterbox};
+use grin_features::{FeatureError, ImageBound, Letterbox};
 use grin_model::{
     merge_passes, pass_sizes, second_look, Budget, DecodeParams, Detection, DetectorSpec, Points, SecondLook,
 };
@@ -256,7 +256,7 @@ impl Runner {
             let (params, passes) = (look.cut_params(&self.params), pass_points(side, side, &self.params));
             let whole = Letterbox::fit(side as u32, side as u32, side as u32, side as u32);
             found = second_look(found, &look, |windows| {
-                let cut = |w: [f32; 4]| crop_square(&source, mapping.0.window_to_source(w), side as u32);
+                let cut = |w: [f32; 4]| mapping.0.cut(&source, w, side as u32);
                 let frames = windows.iter().map(|&w| Frame::from_letterboxed(&cut(w), whole, None));
                 frames.map(|frame| self.search(frame, &passes, &params, &mut Phases::default())).collect()
             });

@@ -10,7 +10,7 @@
 //! every face-free box scored below 0.65, as did 14 of 354 true boxes.
 //!
 //! The rule lives here once; each engine (grin-detect's, `grin eval`'s)
-//! cuts with `grin_features::crop_square` and runs its own network on the
+//! cuts with `grin_features::Letterbox::cut` and runs its own network on the
 //! windows [`second_look`] asks for.
 
 use crate::decode::{iou, DecodeParams, Detection};

@@ -1,10 +1,10 @@
 //! `grin eval`'s and `grin calibrate`'s second look at low-scoring boxes:
-//! the rule is `grin_model::second_look`, the cut `grin_features::crop_square`
+//! the rule is `grin_model::second_look`, the cut `Letterbox::cut`
 //! (as in grin-detect); here the cuts of one photo run as one batch through
 //! the model being scored.
 
 use crate::device_batch::upload;
-use grin_features::{crop_square, HeldOutPhoto, HostBatch, Sample};
+use grin_features::{HeldOutPhoto, HostBatch, Sample};
 use grin_model::{detect, second_look, DecodeParams, Detection, Detector, DetectorBackend, SecondLook};
 
 /// `found` (one photo's detections in its frame's pixels, best first)
@@ -30,7 +30,7 @@ pub(crate) fn look_again<B: DetectorBackend>(
     let mut kept = second_look(shown, look, |windows| {
         let mut batch = HostBatch::with_capacity(windows.len(), side, side, photo.source.channels);
         for &w in windows {
-            let cut = crop_square(&photo.source, photo.placement.window_to_source(w), side);
+            let cut = photo.placement.cut(&photo.source, w, side);
             batch.push(&Sample {
                 width: side,
                 height: side,
