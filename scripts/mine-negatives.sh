@@ -17,7 +17,8 @@
 #      (default 0.3: it misses few faces there), GRIN (default target/release/grin),
 #      SIZES (the passes, default "model 640x480": `model` is the model's own
 #      run size, `WxH` one size for every photo, `own` each photo at
-#      grin-detect's photo default, twice its pixels, one photo at a time)
+#      grin-detect's photo default, twice its pixels, one photo at a time),
+#      FLAGS (more `grin mine` flags, e.g. `--as-looked`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${MODEL:-assets/default.grin}
@@ -36,7 +37,8 @@ for size in $SIZES; do
         own) pass=(--own-size) ;;
         *) pass=(--run-size "$size") ;;
     esac
-    "$GRIN" mine --model "$MODEL" --config "$CONFIG" --out "$OUT" --score "$SCORE" "${pass[@]}"
+    # shellcheck disable=SC2086 # FLAGS is a list of flags
+    "$GRIN" mine --model "$MODEL" --config "$CONFIG" --out "$OUT" --score "$SCORE" "${pass[@]}" ${FLAGS:-}
 done
 
 YUNET=target/yunet/yunet-detect

@@ -40,6 +40,12 @@ pub(crate) struct MineArgs {
     /// detections a user of grin-detect meets on photos.
     #[arg(long, conflicts_with = "run_size")]
     pub own_size: bool,
+    /// Cut each crop from the photo as the model's second look would
+    /// (`[model.second_look]`'s context and side, or their defaults): the
+    /// detection at the look's scale with its context, so that training
+    /// teaches the look what it is asked.
+    #[arg(long)]
+    pub as_looked: bool,
 }
 
 fn parse_score(text: &str) -> Result<f32, String> {
@@ -71,6 +77,7 @@ pub(crate) fn run(args: MineArgs) -> Result<()> {
         photos: args.photos,
         crop: (features.width, features.height),
         own_size: args.own_size.then_some(PHOTO_MAX_PIXELS),
+        as_looked: args.as_looked.then_some(spec.model.second_look),
         out: args.out.clone(),
     };
     let size = if args.own_size {

@@ -14,8 +14,10 @@
 
 use crate::device_batch::upload;
 use anyhow::{Context, Result};
-use grin_features::{photos_of_split, FaceBox, FeatureConfig, HostBatch, OnBadSample, Sample, Split, LETTERBOX_FILL};
-use grin_model::{detect, DecodeParams, Detection, Detector, DetectorBackend, DetectorSpec};
+use grin_features::{
+    photos_of_split, FaceBox, FeatureConfig, HeldOutPhoto, HostBatch, OnBadSample, Sample, Split, LETTERBOX_FILL,
+};
+use grin_model::{detect, DecodeParams, Detection, Detector, DetectorBackend, DetectorSpec, SecondLook};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -43,6 +45,11 @@ pub struct MineOptions {
     /// size: where `grin-detect` meets a photo, so where its false
     /// detections are.
     pub own_size: Option<u64>,
+    /// Each crop cut from the photo as this second look cuts it (its
+    /// context around the detection, the detection at the look's scale),
+    /// instead of from the frame at the scale found: the negatives that
+    /// teach the look what it is asked.
+    pub as_looked: Option<SecondLook>,
     pub out: PathBuf,
 }
 
@@ -105,16 +112,15 @@ pub fn mine<B: DetectorBackend>(
         let per_batch = if options.own_size.is_some() { 1 } else { 16 };
         let indices: Vec<usize> = (0..set.len()).collect();
         for chunk in indices.chunks(per_batch) {
-            let mut samples: Vec<(usize, Sample)> = Vec::new();
+            let mut samples: Vec<(usize, HeldOutPhoto)> = Vec::new();
             for &i in chunk {
                 // Faces a second detector found (`crops.unannotated`) count as
                 // faces here: toward a crowd, kept clear of and painted over.
                 match set.frame(i, (w, h), options.own_size).and_then(|(w, h)| set.letterboxed_with_found(i, w, h, c)) {
                     Ok(photo) if photo.sample.boxes.len() + photo.found.len() > MOST_FACES => mined.crowded += 1,
-                    Ok(photo) => {
-                        let mut sample = photo.sample;
-                        sample.boxes.extend(photo.found);
-                        samples.push((i, sample));
+                    Ok(mut photo) => {
+                        photo.sample.boxes.append(&mut photo.found);
+                        samples.push((i, photo));
                     }
                     Err(e) if features.on_bad_sample == OnBadSample::Skip => {
                         eprintln!("mine: skipped {e:#}");
@@ -124,18 +130,23 @@ pub fn mine<B: DetectorBackend>(
                 }
             }
             let Some((_, first)) = samples.first() else { continue };
-            let (fw, fh) = (first.width, first.height);
+            let (fw, fh) = (first.sample.width, first.sample.height);
             let mut batch = HostBatch::with_capacity(samples.len(), fw, fh, c);
-            samples.iter().for_each(|(_, s)| batch.push(s));
+            samples.iter().for_each(|(_, p)| batch.push(&p.sample));
             let found = detect(model, upload::<B>(&batch, device).images, &params);
-            for ((i, sample), found) in samples.iter().zip(found) {
+            for ((i, photo), found) in samples.iter().zip(found) {
+                let sample = &photo.sample;
                 mined.photos += 1;
                 let stem = set.image_path(*i).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
                 let false_ones =
                     found.iter().filter(|d| d.score >= options.score && clear_of(d, &sample.boxes, clearance));
                 for (k, d) in false_ones.take(options.per_photo).enumerate() {
                     let name = format!("{}-{stem}-{fw}x{fh}-{k}.png", set.name);
-                    let [x0, y0, x1, y1] = write_crop(sample, d, clearance, options.crop, &options.out.join(&name))?;
+                    let crop = match &options.as_looked {
+                        Some(look) => as_looked(photo, d, look, options.crop),
+                        None => frame_window(sample, d, options.crop),
+                    };
+                    let [x0, y0, x1, y1] = write_crop(crop, sample, d, clearance, &options.out.join(&name))?;
                     let line = serde_json::json!({"image": name, "box": [x0, y0, x1, y1], "score": d.score});
                     writeln!(manifest, "{line}").with_context(|| format!("{}: cannot write", MANIFEST))?;
                     mined.crops += 1;
@@ -164,35 +175,82 @@ fn clear_of(d: &Detection, faces: &[FaceBox], c: Clearance) -> bool {
     })
 }
 
+/// A crop's pixels and where it lies in the frame: a frame point `v`
+/// lands at `(v - origin) * scale` in the crop.
+struct Crop {
+    pixels: Vec<u8>,
+    width: u32,
+    height: u32,
+    channels: u32,
+    origin: [f32; 2],
+    scale: f32,
+}
+
+impl Crop {
+    fn to_crop(&self, [x0, y0, x1, y1]: [f32; 4]) -> [f32; 4] {
+        let [ox, oy] = self.origin;
+        let s = self.scale;
+        [(x0 - ox) * s, (y0 - oy) * s, (x1 - ox) * s, (y1 - oy) * s]
+    }
+}
+
 /// A `crop`-sized window of `sample` centred on `d` (moved inside the frame
-/// where it would leave it), every face in it (ignore regions included,
-/// each grown as `clearance` says) painted over with the letterbox grey, so a
-/// negative scene never shows a face as background. Written as a PNG; the
-/// detection's box in the crop's pixels is returned.
-fn write_crop(sample: &Sample, d: &Detection, clearance: Clearance, crop: (u32, u32), path: &Path) -> Result<[f32; 4]> {
+/// where it would leave it), at the scale `d` was found.
+fn frame_window(sample: &Sample, d: &Detection, crop: (u32, u32)) -> Crop {
     let (fw, fh, c) = (sample.width, sample.height, sample.channels as usize);
     let (cw, ch) = (crop.0.min(fw), crop.1.min(fh));
     let left = (((d.x0 + d.x1) / 2.0 - cw as f32 / 2.0).max(0.0) as u32).min(fw - cw);
     let top = (((d.y0 + d.y1) / 2.0 - ch as f32 / 2.0).max(0.0) as u32).min(fh - ch);
-    let mut pixels = Vec::with_capacity((cw * ch) as usize * c);
-    for y in top..top + ch {
-        let row = (y * fw + left) as usize * c;
-        pixels.extend_from_slice(&sample.pixels[row..row + cw as usize * c]);
+    let pixels = window_of(&sample.pixels, fw, c, [left, top, cw, ch]);
+    Crop { pixels, width: cw, height: ch, channels: sample.channels, origin: [left as f32, top as f32], scale: 1.0 }
+}
+
+/// A `crop`-sized cut of `photo`'s picture around `d` at the scale `look`
+/// sees it (`d`'s longer side becomes `look.side / look.context` px): the
+/// look's window, grown to the crop's longer side, cut as the look cuts
+/// (`Letterbox::cut`), its middle kept.
+fn as_looked(photo: &HeldOutPhoto, d: &Detection, look: &SecondLook, crop: (u32, u32)) -> Crop {
+    let side = crop.0.max(crop.1);
+    let [x0, y0, x1, y1] = look.window(d);
+    let grow = 0.5 * (x1 - x0) * (side as f32 / look.side as f32 - 1.0);
+    let window = [x0 - grow, y0 - grow, x1 + grow, y1 + grow];
+    let cut = photo.placement.cut(&photo.source, window, side);
+    let (left, top) = ((side - crop.0) / 2, (side - crop.1) / 2);
+    let pixels = window_of(&cut.pixels, side, cut.channels as usize, [left, top, crop.0, crop.1]);
+    let scale = side as f32 / (window[2] - window[0]);
+    let origin = [window[0] + left as f32 / scale, window[1] + top as f32 / scale];
+    Crop { pixels, width: crop.0, height: crop.1, channels: cut.channels, origin, scale }
+}
+
+/// The `[left, top, width, height]` window of an image `image_width` px
+/// wide with `c` interleaved channels; it must lie inside.
+fn window_of(pixels: &[u8], image_width: u32, c: usize, [left, top, width, height]: [u32; 4]) -> Vec<u8> {
+    let mut out = Vec::with_capacity((width * height) as usize * c);
+    for y in top..top + height {
+        let row = (y * image_width + left) as usize * c;
+        out.extend_from_slice(&pixels[row..row + width as usize * c]);
     }
+    out
+}
+
+/// `crop` with every face of `sample` in it (ignore regions included, each
+/// grown as `clearance` says) painted over with the letterbox grey, so a
+/// negative scene never shows a face as background. Written as a PNG; the
+/// detection's box in the crop's pixels is returned.
+fn write_crop(mut crop: Crop, sample: &Sample, d: &Detection, clearance: Clearance, path: &Path) -> Result<[f32; 4]> {
+    let (cw, c) = (crop.width as usize, crop.channels as usize);
     for f in &sample.boxes {
-        let [gx0, gy0, gx1, gy1] = grown(f, clearance.grow);
-        let to_crop = |v: f32, origin: u32, side: u32| (v - origin as f32).clamp(0.0, side as f32) as usize;
-        let (x0, x1) = (to_crop(gx0, left, cw), to_crop(gx1, left, cw));
-        let (y0, y1) = (to_crop(gy0, top, ch), to_crop(gy1, top, ch));
+        let [gx0, gy0, gx1, gy1] = crop.to_crop(grown(f, clearance.grow));
+        let (x0, x1) = (gx0.clamp(0.0, cw as f32) as usize, gx1.clamp(0.0, cw as f32) as usize);
+        let (y0, y1) = (gy0.clamp(0.0, crop.height as f32) as usize, gy1.clamp(0.0, crop.height as f32) as usize);
         for y in y0..y1 {
-            let row = (y * cw as usize + x0) * c;
-            pixels[row..(y * cw as usize + x1) * c].fill(LETTERBOX_FILL);
+            crop.pixels[(y * cw + x0) * c..(y * cw + x1) * c].fill(LETTERBOX_FILL);
         }
     }
     let color = if c == 1 { image::ExtendedColorType::L8 } else { image::ExtendedColorType::Rgb8 };
-    image::save_buffer(path, &pixels, cw, ch, color).with_context(|| format!("{}: cannot write", path.display()))?;
-    let (l, t) = (left as f32, top as f32);
-    Ok([d.x0 - l, d.y0 - t, d.x1 - l, d.y1 - t])
+    image::save_buffer(path, &crop.pixels, crop.width, crop.height, color)
+        .with_context(|| format!("{}: cannot write", path.display()))?;
+    Ok(crop.to_crop([d.x0, d.y0, d.x1, d.y1]))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 use super::*;
 use crate::test_photos::face_free;
 use burn_ndarray::NdArray;
-use grin_features::Smile;
+use grin_features::{Raster, Smile};
 use grin_terms::photo::{self, PHOTO_MAX_PIXELS};
 
 fn face(x0: f32, y0: f32, x1: f32, y1: f32) -> FaceBox {
@@ -37,7 +37,8 @@ fn a_crop_stays_inside_the_frame_and_has_the_asked_size() {
         Sample { width: 64, height: 48, channels: 1, pixels: (0..64 * 48).map(|i| i as u8).collect(), boxes: vec![] };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.png");
-    let b = write_crop(&sample, &det(0.0, 0.0, 6.0, 6.0), PHOTOS, (32, 24), &path).unwrap();
+    let d = det(0.0, 0.0, 6.0, 6.0);
+    let b = write_crop(frame_window(&sample, &d, (32, 24)), &sample, &d, PHOTOS, &path).unwrap();
     let img = image::open(&path).unwrap().to_luma8();
     assert_eq!(img.dimensions(), (32, 24));
     assert_eq!(img.get_pixel(0, 0).0[0], 0, "moved inside: it starts at the frame's corner");
@@ -50,11 +51,49 @@ fn faces_in_a_crop_are_painted_over() {
     let sample = Sample { width: 64, height: 48, channels: 1, pixels: vec![7; 64 * 48], boxes: vec![face] };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.png");
-    write_crop(&sample, &det(10.0, 20.0, 16.0, 26.0), PHOTOS, (64, 48), &path).unwrap();
+    let d = det(10.0, 20.0, 16.0, 26.0);
+    write_crop(frame_window(&sample, &d, (64, 48)), &sample, &d, PHOTOS, &path).unwrap();
     let img = image::open(&path).unwrap().to_luma8();
     assert_eq!(img.get_pixel(45, 15).0[0], LETTERBOX_FILL, "the face");
     assert_eq!(img.get_pixel(37, 8).0[0], LETTERBOX_FILL, "half a face around it");
     assert_eq!(img.get_pixel(12, 22).0[0], 7, "the mined detection stays");
+}
+
+#[test]
+fn as_looked_a_crop_is_the_looks_cut_at_its_scale_with_faces_painted_over() {
+    // A 200x100 picture of columns (x as its grey), letterboxed 2x into 400x200.
+    let source =
+        Raster { width: 200, height: 100, channels: 1, pixels: (0..200 * 100).map(|i| (i % 200) as u8).collect() };
+    let (frame, placement) = grin_features::letterbox(&source, 400, 200);
+    // A face just left of the detection (frame pixels).
+    let sample = Sample {
+        width: 400,
+        height: 200,
+        channels: 1,
+        pixels: frame.pixels,
+        boxes: vec![face(180.0, 92.0, 186.0, 98.0)],
+    };
+    let photo = HeldOutPhoto { sample, found: Vec::new(), source, placement };
+    let look = SecondLook { below: 0.65, ..SecondLook::default() };
+    let d = det(190.0, 90.0, 210.0, 110.0);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.png");
+    let b = write_crop(as_looked(&photo, &d, &look, (64, 48)), &photo.sample, &d, PHOTOS, &path).unwrap();
+    // The look sees d's side as 144 / 3 = 48 px, at any cut size: so does the crop.
+    for (got, want) in b.iter().zip([8.0, 0.0, 56.0, 48.0]) {
+        assert!((got - want).abs() < 1e-3, "{b:?}");
+    }
+    let img = image::open(&path).unwrap().to_luma8();
+    assert_eq!(img.dimensions(), (64, 48));
+    // The look's own cut (144 px over its 60 px window: the same 2.4x)
+    // holds the crop 40 px in from its left and 48 px down.
+    let cut = photo.placement.cut(&photo.source, look.window(&d), 144);
+    for (x, y) in [(10u32, 30u32), (32, 24), (63, 47), (40, 0)] {
+        let want = cut.pixels[((y + 48) * 144 + x + 40) as usize];
+        assert!(img.get_pixel(x, y).0[0].abs_diff(want) <= 2, "({x}, {y}): {:?} against {want}", img.get_pixel(x, y));
+    }
+    assert_eq!(img.get_pixel(2, 10).0[0], LETTERBOX_FILL, "the face beside it, half a face around, painted over");
+    assert_ne!(img.get_pixel(32, 24).0[0], LETTERBOX_FILL, "the detection stays");
 }
 
 fn options(out: &Path) -> MineOptions {
@@ -65,6 +104,7 @@ fn options(out: &Path) -> MineOptions {
         photos: 0,
         crop: (64, 48),
         own_size: Some(PHOTO_MAX_PIXELS),
+        as_looked: None,
         out: out.into(),
     }
 }
@@ -83,6 +123,28 @@ fn own_size_mines_each_photo_at_the_photo_default() {
         let name = format!("{}-p{k}-{ow}x{oh}-0.png", report[0].source);
         let crop = image::open(out.path().join(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!((crop.width(), crop.height()), (64, 48), "{name}: the training input's size");
+    }
+}
+
+#[test]
+fn as_looked_every_mined_box_is_at_the_looks_scale() {
+    let (_photos, features, spec) = face_free(&[(200, 150), (90, 120)], Split::Train);
+    let device = Default::default();
+    let model = spec.init::<NdArray<f32>>(&device);
+    let out = tempfile::tempdir().unwrap();
+    let look = SecondLook::default();
+    let options = MineOptions { as_looked: Some(look), ..options(out.path()) };
+    let report = mine(&model, &spec, &features, &options, &device).unwrap();
+    assert_eq!(report[0].crops, 2, "{report:?}");
+    let manifest = std::fs::read_to_string(out.path().join(MANIFEST)).unwrap();
+    for line in manifest.lines() {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+        let crop = image::open(out.path().join(entry["image"].as_str().unwrap())).unwrap();
+        assert_eq!((crop.width(), crop.height()), (64, 48), "{line}");
+        let b: Vec<f32> = entry["box"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect();
+        let longer = (b[2] - b[0]).max(b[3] - b[1]);
+        let want = look.side as f32 / look.context;
+        assert!((longer - want).abs() < 0.01, "{line}: the look sees a box at {want} px");
     }
 }
 
