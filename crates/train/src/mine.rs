@@ -217,7 +217,8 @@ fn as_looked(photo: &HeldOutPhoto, d: &Detection, look: &SecondLook, crop: (u32,
     let cut = photo.placement.cut(&photo.source, window, side);
     let (left, top) = ((side - crop.0) / 2, (side - crop.1) / 2);
     let pixels = window_of(&cut.pixels, side, cut.channels as usize, [left, top, crop.0, crop.1]);
-    let scale = side as f32 / (window[2] - window[0]);
+    // At least a pixel wide, so a degenerate box cannot make the scale infinite.
+    let scale = side as f32 / (window[2] - window[0]).max(1.0);
     let origin = [window[0] + left as f32 / scale, window[1] + top as f32 / scale];
     Crop { pixels, width: crop.0, height: crop.1, channels: cut.channels, origin, scale }
 }
