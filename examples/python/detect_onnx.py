@@ -460,10 +460,15 @@ def crop_square(pixels, window, side):
 
 def second_look(session, found, pixels, box, s):
     """`second_look`: each box scoring below second_look_below (frame
-    pixels) is searched again on a close cut from the picture, and kept only
-    if a face found there overlaps the cut's centre square at IoU 0.3."""
+    pixels) is searched again on a close cut from the picture (and on its
+    mirror image with second_look_mirror); each view scores its best face
+    overlapping the cut's centre square at IoU 0.3 (0: none), and the box
+    stays when the mean of the views reaches second_look_confirm (0: the
+    threshold)."""
     side, context = s["second_look_side"], s["second_look_context"]
-    cut_s = dict(s, score_threshold=s["second_look_confirm"] or s["score_threshold"])
+    confirm = s["second_look_confirm"] or s["score_threshold"]
+    mirror = s["second_look_mirror"]
+    cut_s = dict(s, score_threshold=s["second_look_mirror_floor"] if mirror else confirm)
     mid, half = F32(side) / F32(2), F32(side) / F32(2) / context
     place = np.array([mid - half, mid - half, mid + half, mid + half], dtype=F32)
     kept = []
@@ -472,9 +477,14 @@ def second_look(session, found, pixels, box, s):
             r = F32(0.5) * context * max(f[2] - f[0], f[3] - f[1])
             cx, cy = F32(0.5) * (f[0] + f[2]), F32(0.5) * (f[1] + f[3])
             window = box.window_to_source([cx - r, cy - r, cx + r, cy + r])
-            frame, _ = letterbox(crop_square(pixels, window, side), side, side)
-            seen = detect(session, frame, cut_s)
-            if not any(iou(place, np.array([d[:4]], dtype=F32))[0] >= F32(0.3) for d in seen):
+            cut = crop_square(pixels, window, side)
+            total = F32(0)
+            for view in ([cut, np.ascontiguousarray(cut[:, ::-1])] if mirror else [cut]):
+                frame, _ = letterbox(view, side, side)
+                at_place = [d[4] for d in detect(session, frame, cut_s)
+                            if iou(place, np.array([d[:4]], dtype=F32))[0] >= F32(0.3)]
+                total = F32(total + max(at_place, default=F32(0)))
+            if F32(total / F32(2 if mirror else 1)) < confirm:
                 continue
         kept.append(f)
     return kept
@@ -513,7 +523,9 @@ def settings(session, threshold):
     # Exports written before the second look existed decode without it.
     s.update({key: F32(meta.get(key, "0")) for key in ("second_look_below", "second_look_confirm")})
     s.update(second_look_context=F32(meta.get("second_look_context", "3")),
-             second_look_side=int(meta.get("second_look_side", "144")))
+             second_look_side=int(meta.get("second_look_side", "144")),
+             second_look_mirror=meta.get("second_look_mirror", "false") == "true",
+             second_look_mirror_floor=F32(meta.get("second_look_mirror_floor", "0")))
     if threshold is not None:
         s["score_threshold"] = s["smile_vote_floor"] = F32(threshold)
     return s
@@ -545,6 +557,8 @@ def main():
     p.add_argument("--threshold", type=parse_threshold, help="face score needed (default: the model's)")
     p.add_argument("--second-look-below", type=parse_threshold, metavar="SCORE",
                    help="look again at boxes scoring below this on a close cut (default: the model's; 0: off)")
+    p.add_argument("--second-look-mirror", action="store_true",
+                   help="search each close cut's mirror image too; keep a box on the mean of the two (default: the model's)")
     p.add_argument("--photo-pixels", type=int, default=PHOTO_MAX_PIXELS, metavar="N",
                    help="most pixels a photo is run at without --size (default 1920x1080)")
     p.add_argument("--json", action="store_true", help="JSON lines (the only output; for grin-detect's flags)")
@@ -554,6 +568,7 @@ def main():
     s = settings(session, args.threshold)
     if args.second_look_below is not None:
         s["second_look_below"] = F32(args.second_look_below)
+    s["second_look_mirror"] |= args.second_look_mirror
     ok = True
     for name in args.images:
         try:

@@ -55,6 +55,10 @@ pub(crate) struct EvalArgs {
     /// (default: the model's own `second_look.confirm`; 0: the threshold).
     #[arg(long, value_name = "SCORE")]
     pub second_look_confirm: Option<f32>,
+    /// Search each cut's mirror image too and confirm on the mean of the two
+    /// views' scores (default: the model's own `second_look.mirror`).
+    #[arg(long)]
+    pub second_look_mirror: bool,
     /// Face score a detection needs to count as shown (default: the model's
     /// own, from `grin calibrate`): detections per image, recall by size.
     #[arg(long)]
@@ -120,6 +124,7 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     let look = &mut run_spec.model.second_look;
     (look.below, look.confirm) =
         (args.second_look_below.unwrap_or(look.below), args.second_look_confirm.unwrap_or(look.confirm));
+    look.mirror |= args.second_look_mirror;
     look.validate().map_err(|e| anyhow::anyhow!("--second-look-below / --second-look-confirm: {e}"))?;
     if let Some(t) = args.threshold {
         if !(0.0..=1.0).contains(&t) {

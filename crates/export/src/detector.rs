@@ -15,7 +15,8 @@
 use crate::graph::{int_attr, ints_attr, Dim, Graph};
 use crate::pb::{ModelProto, OperatorSetIdProto, StringStringEntryProto};
 use grin_model::{
-    DetectorSpec, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead, LOG_DISTANCE_RANGE, MIN_PASS_SIDE, OUTPUTS, SEAM,
+    DetectorSpec, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead, LOG_DISTANCE_RANGE, MIN_PASS_SIDE, MIRROR_FLOOR,
+    OUTPUTS, SEAM,
 };
 use grin_terms::output::{DISTANCE, FACE, SMILE};
 
@@ -111,7 +112,9 @@ Faces larger than pyramid_above px are found by running the frame again at half 
 With second_look_below above 0, each kept box scoring below it is looked at again: a square of second_look_context \
 times its longer side around it, cut from the picture (grey 114 outside it), scaled to second_look_side px and \
 searched the same way at second_look_confirm (0: the threshold); the box stays only if a face found there overlaps \
-the cut's centre square of side / context at IoU 0.3.";
+the cut's centre square of side / context at IoU 0.3. With second_look_mirror true, the cut and its mirror image are \
+each searched down to second_look_mirror_floor, each scores its best face overlapping that square (0: none), and the \
+box stays when the mean of the two reaches second_look_confirm (0: the threshold).";
 
 fn names(tensors: &[String]) -> Vec<&str> {
     tensors.iter().map(String::as_str).collect()
@@ -136,6 +139,8 @@ fn metadata(spec: &DetectorSpec, strides: &[usize]) -> Vec<StringStringEntryProt
         ("second_look_context", look.context.to_string()),
         ("second_look_side", look.side.to_string()),
         ("second_look_confirm", look.confirm.to_string()),
+        ("second_look_mirror", look.mirror.to_string()),
+        ("second_look_mirror_floor", MIRROR_FLOOR.to_string()),
         ("run_width", spec.width.to_string()),
         ("run_height", spec.height.to_string()),
         ("channels", spec.channels.to_string()),

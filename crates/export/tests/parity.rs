@@ -132,6 +132,8 @@ fn the_metadata_holds_what_decoding_needs() {
     assert_eq!(prop("second_look_context").parse::<f32>().unwrap(), look.context);
     assert_eq!(prop("second_look_side").parse::<usize>().unwrap(), look.side);
     assert_eq!(prop("second_look_confirm").parse::<f32>().unwrap(), look.confirm);
+    assert_eq!(prop("second_look_mirror").parse::<bool>().unwrap(), look.mirror);
+    assert_eq!(prop("second_look_mirror_floor").parse::<f32>().unwrap(), grin_model::MIRROR_FLOOR);
     let ir = *parsed.properties.get("onnx.ir_version").unwrap().try_as_plain_ram().unwrap().to_scalar::<i64>().unwrap();
     assert_eq!(ir, 7, "the IR version of opset 13");
 }

@@ -106,6 +106,17 @@ impl Raster {
         Raster { width, height, channels, pixels: vec![LETTERBOX_FILL; (width * height * channels) as usize] }
     }
 
+    /// The raster mirrored left to right: the second look's other view
+    /// (`grin_model::SecondLook::mirror`).
+    pub fn mirrored(&self) -> Raster {
+        let c = self.channels as usize;
+        let mut pixels = Vec::with_capacity(self.pixels.len());
+        for row in self.pixels.chunks_exact(self.width as usize * c) {
+            row.chunks_exact(c).rev().for_each(|px| pixels.extend_from_slice(px));
+        }
+        Raster { pixels, ..*self }
+    }
+
     /// Writes `part` (`width` px wide, the same channels, interleaved) with
     /// its top left at (`x`, `y`); it must fit.
     pub(crate) fn paste(&mut self, part: &[u8], width: u32, x: u32, y: u32) {
@@ -216,6 +227,15 @@ mod tests {
         assert_eq!(l.to_source([-5.0, 200.0, 330.0, 239.0]), Some([0.0, 680.0, 1280.0, 720.0]));
         // A window is moved, never clipped.
         assert_eq!(l.window_to_source([-5.0, 0.0, 25.0, 80.0]), [-20.0, -120.0, 100.0, 200.0]);
+    }
+
+    #[test]
+    fn a_mirror_image_swaps_left_and_right_pixel_by_pixel() {
+        let rgb = Raster { width: 3, height: 2, channels: 3, pixels: (0..18).collect() };
+        let m = rgb.mirrored();
+        assert_eq!(m.pixels, [6, 7, 8, 3, 4, 5, 0, 1, 2, 15, 16, 17, 12, 13, 14, 9, 10, 11]);
+        assert_eq!((m.width, m.height, m.channels), (3, 2, 3));
+        assert_eq!(m.mirrored(), rgb);
     }
 
     #[test]

@@ -255,8 +255,15 @@ impl Runner {
             let side = look.side;
             let (params, passes) = (look.cut_params(&self.params), pass_points(side, side, &self.params));
             let whole = Letterbox::fit(side as u32, side as u32, side as u32, side as u32);
-            found = second_look(found, &look, |windows| {
-                let cut = |w: [f32; 4]| mapping.0.cut(&source, w, side as u32);
+            found = second_look(found, &look, &self.params, |windows, mirrored| {
+                let cut = |w: [f32; 4]| {
+                    let cut = mapping.0.cut(&source, w, side as u32);
+                    if mirrored {
+                        cut.mirrored()
+                    } else {
+                        cut
+                    }
+                };
                 let frames = windows.iter().map(|&w| Frame::from_letterboxed(&cut(w), whole, None));
                 frames.map(|frame| self.search(frame, &passes, &params, &mut Phases::default())).collect()
             });

@@ -19,11 +19,13 @@ fn picture() -> DynamicImage {
 }
 
 /// What the look keeps of `found` (in picture pixels), composed from the
-/// public parts: the window around each box, cut from the picture, searched
-/// by a runner at the cut's size.
+/// public parts: the window around each box, cut from the picture (and
+/// mirrored, with a mirror), each view searched by a runner at the cut's size.
 fn expected(found: &[Detection], look: &SecondLook, picture: &DynamicImage) -> Vec<Detection> {
     let mut at_cut = Runner::load(ModelSource::Embedded).unwrap();
     at_cut.set_run_size(look.side, look.side).unwrap();
+    let params = at_cut.spec().model.decode_params();
+    at_cut.set_score_threshold(look.cut_params(&params).score_threshold);
     let source = Raster::from_image(picture, 1);
     let frame = Letterbox::fit(source.width, source.height, 320, 240);
     found
@@ -41,8 +43,15 @@ fn expected(found: &[Detection], look: &SecondLook, picture: &DynamicImage) -> V
                 ..**d
             }));
             let cut = crop_square(&source, [x0, y0, x1, y1], look.side as u32);
-            let cut = DynamicImage::ImageLuma8(image::GrayImage::from_raw(cut.width, cut.height, cut.pixels).unwrap());
-            look.confirms(&at_cut.detect(at_cut.frame(&cut)))
+            let views = if look.mirror { vec![cut.mirrored(), cut] } else { vec![cut] };
+            let seen: Vec<Vec<Detection>> = views
+                .into_iter()
+                .map(|v| {
+                    let v = DynamicImage::ImageLuma8(image::GrayImage::from_raw(v.width, v.height, v.pixels).unwrap());
+                    at_cut.detect(at_cut.frame(&v))
+                })
+                .collect();
+            look.confirms(&seen.iter().map(Vec::as_slice).collect::<Vec<_>>(), &params)
         })
         .copied()
         .collect()
@@ -66,6 +75,14 @@ fn a_box_stays_only_if_its_close_cut_finds_a_face_in_its_place() {
     };
     let want = expected(&before, &look, &picture);
     assert!(close(&after, &want), "runner {after:?}\nparts  {want:?}");
+    // With a mirror: the mean of the cut's and its mirror's scores decides.
+    let mirror = SecondLook { mirror: true, ..look };
+    runner.set_second_look(mirror).unwrap();
+    let mirrored = runner.detect(runner.frame(&picture));
+    let want = expected(&before, &mirror, &picture);
+    assert!(close(&mirrored, &want), "runner {mirrored:?}\nparts  {want:?}");
+    assert!(mirrored.contains(&before[0]), "the scene's best face holds both ways round: {mirrored:?}");
+    runner.set_second_look(look).unwrap();
     // A face in the cut must score what the box would be reported at: asking
     // a near-certain score drops the doubtful ones.
     runner.set_second_look(SecondLook { confirm: 0.999, ..look }).unwrap();

@@ -36,7 +36,7 @@ pub use detector::{budget, detect, Budget, Detector, DetectorOutput, DetectorSpe
 pub use file::{load_model, save_model};
 pub use folded::{add_upsampled, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead};
 pub use grin_terms::output::{LOG_DISTANCE_RANGE, OUTPUTS};
-pub use look::{second_look, SecondLook, CONFIRM_IOU};
+pub use look::{second_look, SecondLook, CONFIRM_IOU, MIRROR_FLOOR};
 pub use loss::{loss, LossParts, LossWeights};
 pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint, LOOSE_MATCH_IOU, MATCH_IOU};
 pub use points::Points;

@@ -1,6 +1,10 @@
 //! A second look at a low-scoring box: cut it from the picture with room
 //! around it, scale the cut to a fixed square, run the same detector there,
-//! and keep the box only if a face is found in its place.
+//! and keep the box only if a face is found in its place. With `mirror`,
+//! the cut's mirror image is searched too and the box stays when the mean
+//! of the two views' scores at its place reaches the threshold: a face is
+//! about as much a face in its mirror image, while a texture that happens
+//! to score like one rarely does so both ways round.
 //!
 //! Why: at a photo's own size a small dark blob or a texture can score like
 //! a small face, and no threshold separates them (issue "as few false faces
@@ -35,6 +39,9 @@ pub struct SecondLook {
     /// The face score a detection in the cut needs to confirm the box; 0:
     /// the threshold the box itself was reported at.
     pub confirm: f32,
+    /// Also search the cut mirrored left to right, and confirm on the mean
+    /// of the two views' scores at the box's place.
+    pub mirror: bool,
 }
 
 impl Default for SecondLook {
@@ -42,9 +49,14 @@ impl Default for SecondLook {
     /// times the box, 144 px: 2.5x or 4x, 96 or 192 px each kept more false
     /// boxes for the same true ones).
     fn default() -> Self {
-        SecondLook { below: 0.0, context: 3.0, side: 144, confirm: 0.0 }
+        SecondLook { below: 0.0, context: 3.0, side: 144, confirm: 0.0, mirror: false }
     }
 }
+
+/// With a mirror, each view is searched down to this score: one view may
+/// score under the threshold while the mean of the two reaches it. A view
+/// with no face at the box's place at this score counts 0.
+pub const MIRROR_FLOOR: f32 = 0.05;
 
 /// Smallest and largest cut side a model may ask for: below 32 px there is
 /// no pass to run (`pyramid::MIN_PASS_SIDE`); above 512 the look costs
@@ -81,11 +93,29 @@ impl SecondLook {
         Ok(())
     }
 
-    /// `params` for searching a cut: a face there needs [`SecondLook::confirm`].
-    pub fn cut_params(&self, params: &DecodeParams) -> DecodeParams {
+    /// The score a box's views must reach on average: `confirm`, or the
+    /// threshold of `params` (the box's own) when it is 0.
+    pub fn confirm_at(&self, params: &DecodeParams) -> f32 {
         match self.confirm {
-            0.0 => *params,
-            confirm => DecodeParams { score_threshold: confirm, ..*params },
+            0.0 => params.score_threshold,
+            confirm => confirm,
+        }
+    }
+
+    /// `params` for searching a cut: down to [`SecondLook::confirm_at`], or
+    /// to [`MIRROR_FLOOR`] with a mirror.
+    pub fn cut_params(&self, params: &DecodeParams) -> DecodeParams {
+        let floor = if self.mirror { MIRROR_FLOOR } else { self.confirm_at(params) };
+        DecodeParams { score_threshold: floor, ..*params }
+    }
+
+    /// The views of each cut, in the order [`second_look`] asks for them:
+    /// `false` the cut as it is, `true` its mirror image.
+    fn views(&self) -> &'static [bool] {
+        if self.mirror {
+            &[false, true]
+        } else {
+            &[false]
         }
     }
 
@@ -103,35 +133,49 @@ impl SecondLook {
         [cx - half, cy - half, cx + half, cy + half]
     }
 
-    /// Whether the detections found in a cut (its pixels, `side` square)
-    /// confirm the box it was cut for: one overlaps the box's place, the
-    /// centre square of `side / context`, at [`CONFIRM_IOU`].
-    pub fn confirms(&self, found: &[Detection]) -> bool {
+    /// The best score among the detections found in one view of a cut
+    /// (its pixels, `side` square) that overlap the box's place, the centre
+    /// square of `side / context`, at [`CONFIRM_IOU`]; 0 when none does.
+    /// The place is its own mirror image, so a mirrored view scores the same way.
+    pub fn score_at_place(&self, found: &[Detection]) -> f32 {
         let (mid, half) = (0.5 * self.side as f32, 0.5 * self.side as f32 / self.context);
         let place = [mid - half, mid - half, mid + half, mid + half];
-        found.iter().any(|d| iou([d.x0, d.y0, d.x1, d.y1], place) >= CONFIRM_IOU)
+        let at_place = found.iter().filter(|d| iou([d.x0, d.y0, d.x1, d.y1], place) >= CONFIRM_IOU);
+        at_place.map(|d| d.score).fold(0.0, f32::max)
+    }
+
+    /// Whether a cut's views (each searched with [`SecondLook::cut_params`])
+    /// confirm the box reported with `params`: the mean of their
+    /// [`SecondLook::score_at_place`] reaches [`SecondLook::confirm_at`].
+    pub fn confirms(&self, views: &[&[Detection]], params: &DecodeParams) -> bool {
+        let sum: f32 = views.iter().map(|v| self.score_at_place(v)).sum();
+        sum / views.len() as f32 >= self.confirm_at(params)
     }
 }
 
-/// `found` (best first) without the boxes a second look does not confirm.
-/// `detect` gets the windows of the boxes `look` wants, in order, and
-/// returns what the detector finds in each cut: it is not called when no
-/// box is wanted.
+/// `found` (best first, reported with `params`) without the boxes a second
+/// look does not confirm. `detect(windows, mirrored)` gets the windows of
+/// the boxes `look` wants, in order, and returns what the detector finds in
+/// each cut (searched with [`SecondLook::cut_params`]), or in each cut's
+/// mirror image when `mirrored`: it is called once a view, and not at all
+/// when no box is wanted.
 pub fn second_look(
     found: Vec<Detection>,
     look: &SecondLook,
-    detect: impl FnOnce(&[[f32; 4]]) -> Vec<Vec<Detection>>,
+    params: &DecodeParams,
+    mut detect: impl FnMut(&[[f32; 4]], bool) -> Vec<Vec<Detection>>,
 ) -> Vec<Detection> {
     let wanted: Vec<usize> = (0..found.len()).filter(|&i| look.wants(&found[i])).collect();
     if wanted.is_empty() {
         return found;
     }
     let windows: Vec<[f32; 4]> = wanted.iter().map(|&i| look.window(&found[i])).collect();
-    let seen = detect(&windows);
-    assert_eq!(seen.len(), windows.len(), "one result per window");
+    let seen: Vec<Vec<Vec<Detection>>> = look.views().iter().map(|&mirrored| detect(&windows, mirrored)).collect();
+    assert!(seen.iter().all(|view| view.len() == windows.len()), "one result per window");
     let mut dropped = vec![false; found.len()];
-    for (&i, cut) in wanted.iter().zip(&seen) {
-        dropped[i] = !look.confirms(cut);
+    for (k, &i) in wanted.iter().enumerate() {
+        let views: Vec<&[Detection]> = seen.iter().map(|view| view[k].as_slice()).collect();
+        dropped[i] = !look.confirms(&views, params);
     }
     found.into_iter().zip(dropped).filter(|(_, gone)| !gone).map(|(d, _)| d).collect()
 }
@@ -154,21 +198,51 @@ mod tests {
         assert_eq!(on().window(&d), [-10.0, -5.0, 50.0, 55.0]);
     }
 
+    fn params() -> DecodeParams {
+        crate::ModelConfig::default().decode_params()
+    }
+
     #[test]
     fn a_cut_confirms_only_with_a_face_in_the_box_place() {
-        let look = on();
+        let (look, p) = (on(), params());
         // The place is 48 px square in the middle of the 144 px cut.
-        assert!(look.confirms(&[boxed(50.0, 48.0, 46.0, 0.5)]));
-        assert!(!look.confirms(&[boxed(0.0, 0.0, 48.0, 0.9)]), "a face elsewhere in the cut is another face");
-        assert!(!look.confirms(&[boxed(66.0, 66.0, 12.0, 0.9)]), "a small box in the middle is not the face");
-        assert!(!look.confirms(&[]));
+        assert!(look.confirms(&[&[boxed(50.0, 48.0, 46.0, 0.9)]], &p));
+        assert!(!look.confirms(&[&[boxed(0.0, 0.0, 48.0, 0.9)]], &p), "a face elsewhere in the cut is another face");
+        assert!(!look.confirms(&[&[boxed(66.0, 66.0, 12.0, 0.9)]], &p), "a small box in the middle is not the face");
+        assert!(!look.confirms(&[&[]], &p));
+        assert_eq!(look.score_at_place(&[boxed(50.0, 48.0, 46.0, 0.7), boxed(49.0, 49.0, 46.0, 0.8)]), 0.8);
+    }
+
+    #[test]
+    fn with_a_mirror_the_mean_of_both_views_decides() {
+        let look = SecondLook { mirror: true, ..on() };
+        let p = DecodeParams { score_threshold: 0.5, ..params() };
+        assert_eq!(look.cut_params(&p).score_threshold, MIRROR_FLOOR, "a low view still counts");
+        assert_eq!(on().cut_params(&p).score_threshold, 0.5, "one view: searched at the threshold");
+        let at = |score| vec![boxed(49.0, 49.0, 46.0, score)];
+        let found = vec![boxed(0.0, 0.0, 20.0, 0.55), boxed(100.0, 0.0, 20.0, 0.55), boxed(200.0, 0.0, 20.0, 0.55)];
+        let mut asked = Vec::new();
+        let kept = second_look(found.clone(), &look, &p, |windows, mirrored| {
+            asked.push(mirrored);
+            assert_eq!(windows.len(), 3);
+            // Plain views 0.45 / 0.6 / 0.9, mirrored 0.6 / 0.3 / nothing:
+            // means 0.525, 0.45, 0.45.
+            if mirrored {
+                vec![at(0.6), at(0.3), vec![]]
+            } else {
+                vec![at(0.45), at(0.6), at(0.9)]
+            }
+        });
+        assert_eq!(asked, [false, true], "the cut, then its mirror");
+        assert_eq!(kept, found[..1], "only the box whose views average 0.5 or more stays");
     }
 
     #[test]
     fn only_unconfirmed_low_boxes_go_and_high_ones_are_never_looked_at() {
         let found = vec![boxed(0.0, 0.0, 40.0, 0.9), boxed(100.0, 0.0, 20.0, 0.6), boxed(200.0, 0.0, 20.0, 0.5)];
         let mut asked = Vec::new();
-        let kept = second_look(found.clone(), &on(), |windows| {
+        let kept = second_look(found.clone(), &on(), &params(), |windows, mirrored| {
+            assert!(!mirrored, "no mirror asked");
             asked = windows.to_vec();
             // The first cut finds the face again, the second nothing.
             vec![vec![boxed(49.0, 49.0, 46.0, 0.7)], vec![]]
@@ -176,7 +250,7 @@ mod tests {
         assert_eq!(asked, [on().window(&found[1]), on().window(&found[2])]);
         assert_eq!(kept, found[..2]);
         let off = SecondLook::default();
-        assert_eq!(second_look(found.clone(), &off, |_| unreachable!("off: no look")), found);
+        assert_eq!(second_look(found.clone(), &off, &params(), |_, _| unreachable!("off: no look")), found);
     }
 
     #[test]

@@ -27,10 +27,11 @@ pub(crate) fn look_again<B: DetectorBackend>(
     let (shown, under): (Vec<Detection>, Vec<Detection>) =
         found.into_iter().partition(|d| d.score >= deploy.score_threshold);
     let side = look.side as u32;
-    let mut kept = second_look(shown, look, |windows| {
+    let mut kept = second_look(shown, look, deploy, |windows, mirrored| {
         let mut batch = HostBatch::with_capacity(windows.len(), side, side, photo.source.channels);
         for &w in windows {
             let cut = photo.placement.cut(&photo.source, w, side);
+            let cut = if mirrored { cut.mirrored() } else { cut };
             batch.push(&Sample {
                 width: side,
                 height: side,

@@ -100,6 +100,11 @@ struct Cli {
     /// Default: the model's own.
     #[arg(long, value_name = "SCORE", value_parser = parse_threshold)]
     second_look_below: Option<f32>,
+    /// Search each second-look cut's mirror image too, and keep the box when
+    /// the mean of the two views' scores at its place reaches the threshold.
+    /// Default: the model's own.
+    #[arg(long)]
+    second_look_mirror: bool,
     /// Forward pass: the hand-written CPU path, or Burn's ndarray backend (the training code).
     #[arg(long, value_enum, default_value = "fast")]
     engine: Engine,
@@ -202,8 +207,14 @@ fn run(cli: &Cli) -> Result<bool> {
     if let Some(above) = cli.pyramid_above {
         detector.set_pyramid_above(above);
     }
-    if let Some(below) = cli.second_look_below {
-        detector.set_second_look(grin_model::SecondLook { below, ..detector.spec().model.second_look })?;
+    let look = detector.spec().model.second_look;
+    let below = cli.second_look_below.unwrap_or(look.below);
+    if (below, cli.second_look_mirror) != (look.below, false) {
+        detector.set_second_look(grin_model::SecondLook {
+            below,
+            mirror: look.mirror || cli.second_look_mirror,
+            ..look
+        })?;
     }
     if let Some(source) = &cli.stream {
         run_stream(cli, &detector, source)
