@@ -93,9 +93,15 @@ impl Letterbox {
     }
 
     /// The second look's cut: `window` in frame pixels, cut from `source`
-    /// (the picture this placement letterboxed) by [`crop_square`].
-    pub fn cut(&self, source: &Raster, window: [f32; 4], side: u32) -> Raster {
-        crop_square(source, self.window_to_source(window), side)
+    /// (the picture this placement letterboxed) by [`crop_square`], and
+    /// mirrored left to right when `mirrored` (the look's other view).
+    pub fn cut(&self, source: &Raster, window: [f32; 4], side: u32, mirrored: bool) -> Raster {
+        let cut = crop_square(source, self.window_to_source(window), side);
+        if mirrored {
+            cut.mirrored()
+        } else {
+            cut
+        }
     }
 }
 
@@ -106,15 +112,17 @@ impl Raster {
         Raster { width, height, channels, pixels: vec![LETTERBOX_FILL; (width * height * channels) as usize] }
     }
 
-    /// The raster mirrored left to right: the second look's other view
-    /// (`grin_model::SecondLook::mirror`).
-    pub fn mirrored(&self) -> Raster {
+    /// The raster mirrored left to right, in place: the second look's other
+    /// view (`grin_model::SecondLook::mirror`).
+    pub fn mirrored(mut self) -> Raster {
         let c = self.channels as usize;
-        let mut pixels = Vec::with_capacity(self.pixels.len());
-        for row in self.pixels.chunks_exact(self.width as usize * c) {
-            row.chunks_exact(c).rev().for_each(|px| pixels.extend_from_slice(px));
+        for row in self.pixels.chunks_exact_mut(self.width as usize * c) {
+            // Reversing a row reverses its pixels and each pixel's channels;
+            // reversing each pixel puts its channels back in order.
+            row.reverse();
+            row.chunks_exact_mut(c).for_each(<[u8]>::reverse);
         }
-        Raster { pixels, ..*self }
+        self
     }
 
     /// Writes `part` (`width` px wide, the same channels, interleaved) with
@@ -232,7 +240,7 @@ mod tests {
     #[test]
     fn a_mirror_image_swaps_left_and_right_pixel_by_pixel() {
         let rgb = Raster { width: 3, height: 2, channels: 3, pixels: (0..18).collect() };
-        let m = rgb.mirrored();
+        let m = rgb.clone().mirrored();
         assert_eq!(m.pixels, [6, 7, 8, 3, 4, 5, 0, 1, 2, 15, 16, 17, 12, 13, 14, 9, 10, 11]);
         assert_eq!((m.width, m.height, m.channels), (3, 2, 3));
         assert_eq!(m.mirrored(), rgb);

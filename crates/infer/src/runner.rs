@@ -253,19 +253,15 @@ impl Runner {
         if let Some(source) = source.filter(|_| !look.is_off()) {
             let start = Instant::now();
             let side = look.side;
-            let (params, passes) = (look.cut_params(&self.params), pass_points(side, side, &self.params));
+            let params = look.cut_params(&self.params);
+            // Made at the first cut: most frames have no box to look at.
+            let passes = std::cell::OnceCell::new();
             let whole = Letterbox::fit(side as u32, side as u32, side as u32, side as u32);
             found = second_look(found, &look, &self.params, |windows, mirrored| {
-                let cut = |w: [f32; 4]| {
-                    let cut = mapping.0.cut(&source, w, side as u32);
-                    if mirrored {
-                        cut.mirrored()
-                    } else {
-                        cut
-                    }
-                };
+                let passes = passes.get_or_init(|| pass_points(side, side, &self.params));
+                let cut = |w: [f32; 4]| mapping.0.cut(&source, w, side as u32, mirrored);
                 let frames = windows.iter().map(|&w| Frame::from_letterboxed(&cut(w), whole, None));
-                frames.map(|frame| self.search(frame, &passes, &params, &mut Phases::default())).collect()
+                frames.map(|frame| self.search(frame, passes, &params, &mut Phases::default())).collect()
             });
             phases.look += start.elapsed();
         }

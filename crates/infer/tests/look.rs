@@ -43,7 +43,7 @@ fn expected(found: &[Detection], look: &SecondLook, picture: &DynamicImage) -> V
                 ..**d
             }));
             let cut = crop_square(&source, [x0, y0, x1, y1], look.side as u32);
-            let views = if look.mirror { vec![cut.mirrored(), cut] } else { vec![cut] };
+            let views = if look.mirror { vec![cut.clone().mirrored(), cut] } else { vec![cut] };
             let seen: Vec<Vec<Detection>> = views
                 .into_iter()
                 .map(|v| {

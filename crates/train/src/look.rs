@@ -30,8 +30,7 @@ pub(crate) fn look_again<B: DetectorBackend>(
     let mut kept = second_look(shown, look, deploy, |windows, mirrored| {
         let mut batch = HostBatch::with_capacity(windows.len(), side, side, photo.source.channels);
         for &w in windows {
-            let cut = photo.placement.cut(&photo.source, w, side);
-            let cut = if mirrored { cut.mirrored() } else { cut };
+            let cut = photo.placement.cut(&photo.source, w, side, mirrored);
             batch.push(&Sample {
                 width: side,
                 height: side,

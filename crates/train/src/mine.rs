@@ -214,7 +214,7 @@ fn as_looked(photo: &HeldOutPhoto, d: &Detection, look: &SecondLook, crop: (u32,
     let [x0, y0, x1, y1] = look.window(d);
     let grow = 0.5 * (x1 - x0) * (side as f32 / look.side as f32 - 1.0);
     let window = [x0 - grow, y0 - grow, x1 + grow, y1 + grow];
-    let cut = photo.placement.cut(&photo.source, window, side);
+    let cut = photo.placement.cut(&photo.source, window, side, false);
     let (left, top) = ((side - crop.0) / 2, (side - crop.1) / 2);
     let pixels = window_of(&cut.pixels, side, cut.channels as usize, [left, top, crop.0, crop.1]);
     // At least a pixel wide, so a degenerate box cannot make the scale infinite.

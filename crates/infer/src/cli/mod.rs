@@ -209,13 +209,8 @@ fn run(cli: &Cli) -> Result<bool> {
     }
     let look = detector.spec().model.second_look;
     let below = cli.second_look_below.unwrap_or(look.below);
-    if (below, cli.second_look_mirror) != (look.below, false) {
-        detector.set_second_look(grin_model::SecondLook {
-            below,
-            mirror: look.mirror || cli.second_look_mirror,
-            ..look
-        })?;
-    }
+    let mirror = look.mirror || cli.second_look_mirror;
+    detector.set_second_look(grin_model::SecondLook { below, mirror, ..look })?;
     if let Some(source) = &cli.stream {
         run_stream(cli, &detector, source)
     } else if cli.bench {

@@ -87,7 +87,7 @@ fn as_looked_a_crop_is_the_looks_cut_at_its_scale_with_faces_painted_over() {
     assert_eq!(img.dimensions(), (64, 48));
     // The look's own cut (144 px over its 60 px window: the same 2.4x)
     // holds the crop 40 px in from its left and 48 px down.
-    let cut = photo.placement.cut(&photo.source, look.window(&d), 144);
+    let cut = photo.placement.cut(&photo.source, look.window(&d), 144, false);
     for (x, y) in [(10u32, 30u32), (32, 24), (63, 47), (40, 0)] {
         let want = cut.pixels[((y + 48) * 144 + x + 40) as usize];
         assert!(img.get_pixel(x, y).0[0].abs_diff(want) <= 2, "({x}, {y}): {:?} against {want}", img.get_pixel(x, y));
