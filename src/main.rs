@@ -28,6 +28,8 @@ enum Command {
     Mine(cmd::mine::MineArgs),
     /// Write a model as an ONNX graph (OpenCV DNN, onnxruntime, ...).
     Export(cmd::export::ExportArgs),
+    /// Change a trained model's decision settings (threshold, NMS, second look) in its file.
+    ModelSet(cmd::model_set::ModelSetArgs),
     /// Print the detector's parameter count and MFLOPs per frame.
     ModelInfo(cmd::model_info::ModelInfoArgs),
     /// Measure T_g, T_i, T_s and say whether the run would starve the GPU.
@@ -60,6 +62,7 @@ fn main() {
         Command::Calibrate(args) => cmd::eval::calibrate(args),
         Command::Mine(args) => cmd::mine::run(args),
         Command::Export(args) => cmd::export::export(args),
+        Command::ModelSet(args) => cmd::model_set::run(args),
         Command::ModelInfo(args) => cmd::model_info::model_info(args),
         Command::Balance(args) => cmd::bench::balance(args),
         Command::Bench(command) => cmd::bench::bench(command),

@@ -74,6 +74,7 @@ pub(crate) mod export;
 pub(crate) mod features;
 pub(crate) mod mine;
 pub(crate) mod model_info;
+pub(crate) mod model_set;
 pub(crate) mod simulate;
 pub(crate) mod store;
 pub(crate) mod train;

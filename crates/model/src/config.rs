@@ -131,6 +131,18 @@ impl ModelConfig {
         check_pyramid_above(self.pyramid_above).map_err(|e| format!("key `model.pyramid_above`: {e}"))
     }
 
+    /// The first key on which `other` shapes different weights than `self`
+    /// (width, fusion, the stride-8 head), or None when the same weights
+    /// serve both: what a model file's settings may change without training.
+    pub fn architecture_change(&self, other: &ModelConfig) -> Option<&'static str> {
+        let keys = [
+            ("model.width_mult", self.width_mult != other.width_mult),
+            ("model.top_down", self.top_down != other.top_down),
+            ("model.fine_head", self.fine_head != other.fine_head),
+        ];
+        keys.into_iter().find_map(|(key, differs)| differs.then_some(key))
+    }
+
     pub fn decode_params(&self) -> DecodeParams {
         DecodeParams {
             score_threshold: self.score_threshold,

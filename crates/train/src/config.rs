@@ -187,12 +187,44 @@ pub fn parse_config(text: &str, origin: &str, sets: &[String]) -> Result<GrinCon
     for set in sets {
         apply_set(&mut table, set).with_context(|| format!("--set {set}"))?;
     }
-    let config: GrinConfig = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-        let key = e.path().to_string();
-        anyhow::anyhow!("{origin}: key `{key}`: {}", e.into_inner().message())
-    })?;
+    let config: GrinConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
+        .map_err(|e| anyhow::anyhow!("{origin}: {}", key_error(e)))?;
     config.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     Ok(config)
+}
+
+/// A model file's `[model]` table with `--set model.KEY=VALUE` applied, as
+/// `grin model-set` writes it: each key named as in a config, read and
+/// range-checked as a config's, and refused when it would change what the
+/// weights are shaped by.
+pub fn set_model_keys(model: &ModelConfig, sets: &[String]) -> Result<ModelConfig> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Only {
+        model: ModelConfig,
+    }
+    let mut table = toml::Table::new();
+    table.insert("model".into(), toml::Value::try_from(model).context("model settings as TOML")?);
+    for set in sets {
+        if !set.trim_start().starts_with("model.") {
+            bail!("--set {set}: a model file holds only `model.*` keys");
+        }
+        apply_set(&mut table, set).with_context(|| format!("--set {set}"))?;
+    }
+    let changed: ModelConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
+        .map(|only: Only| only.model)
+        .map_err(|e| anyhow::anyhow!(key_error(e)))?;
+    changed.validate().map_err(|e| anyhow::anyhow!(e))?;
+    if let Some(key) = model.architecture_change(&changed) {
+        bail!("key `{key}`: shapes the weights, so it is set by training, not in a model file");
+    }
+    Ok(changed)
+}
+
+/// "key `a.b`: problem", the dotted key at fault named as `--set` spells it.
+fn key_error(e: serde_path_to_error::Error<toml::de::Error>) -> String {
+    let key = e.path().to_string();
+    format!("key `{key}`: {}", e.into_inner().message())
 }
 
 /// `a.b.c=value`: the value is read as TOML (`0.01`, `true`, `"x"`,

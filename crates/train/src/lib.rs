@@ -41,7 +41,7 @@ pub mod trainer;
 mod validation;
 
 pub use best::Best;
-pub use config::{load_config, parse_config, GrinConfig, LoadedConfig, Mode, TrainConfig};
+pub use config::{load_config, parse_config, set_model_keys, GrinConfig, LoadedConfig, Mode, TrainConfig};
 pub use device_batch::{upload, DeviceBatch};
 pub use feed::in_vram::DeviceAugment;
 pub use feed::{build_feed, Feed, FeedPlan};

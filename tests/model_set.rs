@@ -1,0 +1,81 @@
+//! `grin model-set`: a model's decision settings change in its file, its
+//! weights do not, and a key the weights depend on is refused.
+
+use std::path::Path;
+use std::process::Command;
+
+fn grin(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_grin")).args(args).output().expect("grin runs")
+}
+
+fn shipped() -> String {
+    format!("{}/assets/default.grin", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A model file's `[model]` table and its weights, as plain numbers.
+fn read(path: &Path) -> (grin_model::ModelConfig, grin_model::FoldedDetector) {
+    let (spec, detector) = grin_model::load_model::<burn_ndarray::NdArray<f32>>(path, &Default::default()).unwrap();
+    (spec.model, detector.folded())
+}
+
+#[test]
+fn settings_change_and_weights_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("looked.grin");
+    let shipped = shipped();
+    let set = grin(&[
+        "model-set",
+        "--model",
+        &shipped,
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "model.second_look.below=0.65",
+        "--set",
+        "model.second_look.mirror=true",
+        "--set",
+        "model.score_threshold=0.45",
+    ]);
+    let stdout = String::from_utf8_lossy(&set.stdout);
+    assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
+    assert!(stdout.lines().any(|l| l == "* below = 0.65"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "  nms_iou = 0.4"), "unchanged keys unmarked: {stdout}");
+
+    let ((before, weights_before), (after, weights_after)) = (read(Path::new(&shipped)), read(&out));
+    assert_eq!(after.second_look.below, 0.65);
+    assert!(after.second_look.mirror);
+    assert_eq!(after.score_threshold, 0.45);
+    let untouched = grin_model::ModelConfig {
+        second_look: before.second_look,
+        score_threshold: before.score_threshold,
+        ..after.clone()
+    };
+    assert_eq!(untouched, before, "only the keys set change");
+    assert!(weights_after == weights_before, "the weights are copied as they are");
+}
+
+#[test]
+fn bad_keys_are_named_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.grin");
+    std::fs::copy(shipped(), &model).unwrap();
+    let original = std::fs::read(&model).unwrap();
+    let path = model.to_str().unwrap();
+    let cases = [
+        ("model.width_mult=2", "key `model.width_mult`: shapes the weights"),
+        ("model.fine_head=32", "key `model.fine_head`: shapes the weights"),
+        ("train.lr=0.1", "a model file holds only `model.*` keys"),
+        ("model.second_look.nope=1", "key `model.second_look.nope`: unknown field"),
+        ("model.second_look.below=1.5", "key `model.second_look.below`: 1.5 must be a score in [0, 1]"),
+        ("model.nms_iou=\"x\"", "key `model.nms_iou`: invalid type"),
+    ];
+    for (set, want) in cases {
+        let run = grin(&["model-set", "--model", path, "--set", set]);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{set}: {stderr}");
+        assert!(stderr.contains(want) && stderr.contains(path), "{set}: {stderr}");
+    }
+    let none = grin(&["model-set", "--model", path]);
+    assert!(String::from_utf8_lossy(&none.stderr).contains("nothing to set"));
+    assert_eq!(std::fs::read(&model).unwrap(), original, "a refused change leaves the file as it was");
+}
