@@ -15,8 +15,9 @@
 # them; the test scene tiled wide, tall, past the pixel cap and below the
 # smallest side; one photo as RGBA, palette, grey and 16-bit PNGs and stored
 # turned under each EXIF orientation tag), at grin-detect's defaults and
-# again at --size 320x240 --threshold 0.3, and with a second look at every
-# box under 0.65 (the shipped model has none of its own). Its JSON lines must agree with
+# again at --size 320x240 --threshold 0.3, with the model's second look off
+# (--second-look-below 0) and with a mirrored one at every box under 0.65
+# (what a model without its own look is given). Its JSON lines must agree with
 # `grin-detect --json` photo by photo: the same faces, boxes within 0.5 px,
 # scores and smiles within 0.0015 (onnx_peer.py says why). JPEGs (a few
 # made up, JPEGS source photos) are compared too, but reported apart: the
@@ -95,13 +96,15 @@ for size in $SIZES; do
     "$EXPORT" --out "$dir" --validation --count "$PHOTOS" --width "${size%x*}" --height "${size#*x}" "${SOURCE_FLAGS[@]}"
     images=("$dir"/*.png)
     # grin-detect as it runs on photos: its pyramid (the model's pyramid_above).
-    "$DETECT" --model "$MODEL" --json --size "$size" "${images[@]}" >"$dir/grin.jsonl"
+    # The reference decoder has no second look (the example below has), so
+    # grin-detect's is off here: what is compared is the network and decoding.
+    "$DETECT" --model "$MODEL" --json --size "$size" --second-look-below 0 "${images[@]}" >"$dir/grin.jsonl"
     "$PY" scripts/peers/onnx_peer.py --onnx "$ONNX" --photos "$dir" --size "$size" --grin "$dir/grin.jsonl" \
         --results "$RESULTS"
     # Latency in interleaved rounds, so that a busy spell of the machine
     # falls on all three alike.
     for _ in $(seq "$ROUNDS"); do
-        "$DETECT" --model "$MODEL" --bench --json --threads 1 --size "$size" --iterations "$ITERATIONS" \
+        "$DETECT" --model "$MODEL" --bench --json --threads 1 --size "$size" --iterations "$ITERATIONS" --second-look-below 0 \
             "${images[@]}" >"$dir/grin-bench.json"
         "$PY" scripts/peers/onnx_peer.py --time --onnx "$ONNX" --photos "$dir" --size "$size" \
             --grin-bench "$dir/grin-bench.json" --iterations "$ITERATIONS" --times "$TIMES"
@@ -140,7 +143,7 @@ if [ "$JPEGS" -gt 0 ] && [ ${#jpegs[@]} -gt 0 ]; then
     photos+=("$WORK/jpegs"/*.jpg)
 fi
 run=0
-for flags in "" "--size 320x240 --threshold 0.3" "--second-look-below 0.65"; do
+for flags in "" "--size 320x240 --threshold 0.3" "--second-look-below 0" "--second-look-below 0.65 --second-look-mirror"; do
     run=$((run + 1))
     # shellcheck disable=SC2086  # $flags is a few flags or none
     "$DETECT" --model "$MODEL" --json $flags "${photos[@]}" >"$WORK/example-$run-grin.jsonl"

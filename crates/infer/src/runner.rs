@@ -258,7 +258,7 @@ impl Runner {
             let passes = std::cell::OnceCell::new();
             let whole = Letterbox::fit(side as u32, side as u32, side as u32, side as u32);
             found = second_look(found, &look, &self.params, |windows, mirrored| {
-                let passes = passes.get_or_init(|| pass_points(side, side, &self.params));
+                let passes = passes.get_or_init(|| pass_points(side, side, &params));
                 let cut = |w: [f32; 4]| mapping.0.cut(&source, w, side as u32, mirrored);
                 let frames = windows.iter().map(|&w| Frame::from_letterboxed(&cut(w), whole, None));
                 frames.map(|frame| self.search(frame, passes, &params, &mut Phases::default())).collect()
