@@ -126,6 +126,27 @@ fn bad_inputs_get_one_error_line_each_and_the_rest_still_run() {
     assert!(lines[5].contains("No such file"), "{}", lines[5]);
 }
 
+#[test]
+fn a_reader_that_closes_the_pipe_ends_the_run_quietly() {
+    // `grin-detect *.png | head -1`: the reader leaves after one line, and
+    // each later line is written to a closed pipe (println! panicked there).
+    let scene = scene();
+    let images = vec![s(&scene); 50];
+    for mode in [&["--json"][..], &[][..], &["--bench", "--iterations", "1", "--json"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_grin-detect"))
+            .args(mode)
+            .args(&images)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{mode:?}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), "", "{mode:?}: nothing to say about it");
+    }
+}
+
 /// A `GRINMDL2` model file rewritten as `GRINMDL1` (no header checksum).
 fn as_v1(model: &[u8]) -> Vec<u8> {
     if &model[..8] == b"GRINMDL1" {

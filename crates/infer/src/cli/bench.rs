@@ -1,10 +1,10 @@
 //! `grin-detect --bench`: the timed loop over the given photos, with
 //! scaling into the frame, the network and decoding timed apart.
 
-use super::{one_line, Cli};
+use super::{one_line, say, Cli};
 use crate::bench::{self, Latency};
 use crate::Runner;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use grin_features::read_image;
 use image::DynamicImage;
 use serde::Serialize;
@@ -89,10 +89,10 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         second_look: bench::summarize(&look).expect(timed),
     };
     if cli.json {
-        println!("{}", serde_json::to_string(&report).expect("numbers serialise"));
+        say!("{}", serde_json::to_string(&report).expect("numbers serialise"))?;
     } else {
         let l = &report.latency;
-        println!(
+        say!(
             "grin-detect bench ({} engine): {width}x{height} ({} params, {:.1} MFLOPs), {} thread{}, {} iterations over {} image{}: \
              median {:.3} ms, p95 {:.3} ms, {:.1} frames/s (medians: scaling {:.3} ms, network {:.3} ms, decoding {:.3} ms, \
              second look {:.3} ms)",
@@ -111,7 +111,7 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
             report.network.median_ms,
             report.decoding.median_ms,
             report.second_look.median_ms
-        );
+        )?;
     }
     Ok(ok)
 }

@@ -180,11 +180,28 @@ pub fn main() -> ExitCode {
     match run(&cli) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
+        // The reader went away (`grin-detect … | head`): it has what it wanted.
+        Err(e) if closed_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", one_line(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// Prints one line on standard output; a failed write is an error naming
+/// it, where `println!` would panic (a reader that closed the pipe).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).context("standard output")
+    }};
+}
+pub(crate) use say;
+
+/// Whether `e` is a write to a pipe whose reader has gone.
+fn closed_pipe(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 /// `Ok(false)` when some image failed.
@@ -242,13 +259,7 @@ fn detect_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
             PhotoSize::RunSize => passes_text(detector),
             PhotoSize::Own { max_pixels } => format!("each photo at twice its own pixels (at most {max_pixels})"),
         };
-        println!(
-            "model: {} (trained at {}x{}x{}), {sizing}",
-            detector.source(),
-            spec.width,
-            spec.height,
-            spec.channels
-        );
+        say!("model: {} (trained at {}x{}x{}), {sizing}", detector.source(), spec.width, spec.height, spec.channels)?;
     }
     let mut ok = true;
     for (i, path) in cli.images.iter().enumerate() {
@@ -264,12 +275,12 @@ fn detect_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         let detections = detector.detect(frame);
         let report = ImageReport::new(path.display().to_string(), image.width(), image.height(), &detections);
         if cli.json {
-            println!("{}", report.to_json());
+            say!("{}", report.to_json())?;
         } else {
             if matches!(cli.photo_size(), PhotoSize::Own { .. }) {
-                println!("{}: {}", path.display(), passes_text(detector));
+                say!("{}: {}", path.display(), passes_text(detector))?;
             }
-            println!("{}", report.to_text());
+            say!("{}", report.to_text())?;
         }
         if let Some(out) = &cli.draw {
             let target = draw::output_path(out, i, cli.images.len());
