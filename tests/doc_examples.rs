@@ -94,7 +94,15 @@ fn invocations(line: &str) -> Vec<Vec<String>> {
         (words.windows(2).position(|w| w == ["cargo", "run"]), words.iter().position(|w| w == "--"))
     {
         if cargo < dashes {
-            let binary = if words[cargo..dashes].iter().any(|w| w == "grin-detect") { "grin-detect" } else { "grin" };
+            let run = &words[cargo..dashes];
+            // An `--example` is neither binary: its arguments are its own.
+            let binary = if run.iter().any(|w| w == "--example") {
+                "example"
+            } else if run.iter().any(|w| w == "grin-detect") {
+                "grin-detect"
+            } else {
+                "grin"
+            };
             words.splice(cargo..=dashes, [binary.to_string()]);
         }
     }

@@ -30,20 +30,20 @@ fn settings_change_and_weights_stay() {
         "--out",
         out.to_str().unwrap(),
         "--set",
-        "model.second_look.below=0.65",
+        "model.second_look.below=0.61",
         "--set",
-        "model.second_look.mirror=true",
+        "model.second_look.side=160",
         "--set",
         "model.score_threshold=0.45",
     ]);
     let stdout = String::from_utf8_lossy(&set.stdout);
     assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
-    assert!(stdout.lines().any(|l| l == "* below = 0.65"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "* below = 0.61"), "{stdout}");
     assert!(stdout.lines().any(|l| l == "  nms_iou = 0.4"), "unchanged keys unmarked: {stdout}");
 
     let ((before, weights_before), (after, weights_after)) = (read(Path::new(&shipped)), read(&out));
-    assert_eq!(after.second_look.below, 0.65);
-    assert!(after.second_look.mirror);
+    assert_eq!(after.second_look.below, 0.61);
+    assert_eq!(after.second_look.side, 160);
     assert_eq!(after.score_threshold, 0.45);
     let untouched = grin_model::ModelConfig {
         second_look: before.second_look,
