@@ -75,6 +75,18 @@ fn bad_keys_are_named_and_nothing_is_written() {
         assert_eq!(run.status.code(), Some(2), "{set}: {stderr}");
         assert!(stderr.contains(want) && stderr.contains(path), "{set}: {stderr}");
     }
+    // The look's other keys on a model whose look is off would not be kept.
+    let off = dir.path().join("off.grin");
+    let off_set =
+        grin(&["model-set", "--model", path, "--out", off.to_str().unwrap(), "--set", "model.second_look.below=0"]);
+    assert!(off_set.status.success(), "{}", String::from_utf8_lossy(&off_set.stderr));
+    let lost = grin(&["model-set", "--model", off.to_str().unwrap(), "--set", "model.second_look.mirror=false"]);
+    assert_eq!(lost.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&lost.stderr).contains("key `model.second_look.mirror`: the second look is off"),
+        "{}",
+        String::from_utf8_lossy(&lost.stderr)
+    );
     let none = grin(&["model-set", "--model", path]);
     assert!(String::from_utf8_lossy(&none.stderr).contains("nothing to set"));
     assert_eq!(std::fs::read(&model).unwrap(), original, "a refused change leaves the file as it was");

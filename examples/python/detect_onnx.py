@@ -462,15 +462,16 @@ def second_look(session, found, pixels, box, s):
     """`second_look`: each box scoring below second_look_below (frame
     pixels) is searched again on a close cut from the picture (and on its
     mirror image with second_look_mirror); each view scores its best face
-    overlapping the cut's centre square at IoU 0.3 (0: none; each view is one
-    pass, no pyramid), and the box
+    overlapping the cut's centre square at IoU 0.3 (0: none), and the box
     stays when the mean of the views reaches second_look_confirm (0: the
     threshold)."""
     side, context = s["second_look_side"], s["second_look_context"]
     confirm = s["second_look_confirm"] or s["score_threshold"]
     mirror = s["second_look_mirror"]
-    # `cut_params`: one pass, no pyramid (the box sits at side / context px).
-    cut_s = dict(s, score_threshold=s["second_look_mirror_floor"] if mirror else confirm, pyramid_above=F32(0))
+    # `cut_params`: one pass when one pass holds the box (side / context px).
+    one_pass = F32(side) / context <= s["pyramid_above"]
+    cut_s = dict(s, score_threshold=s["second_look_mirror_floor"] if mirror else confirm,
+                 pyramid_above=F32(0) if one_pass else s["pyramid_above"])
     mid, half = F32(side) / F32(2), F32(side) / F32(2) / context
     place = np.array([mid - half, mid - half, mid + half, mid + half], dtype=F32)
     kept = []

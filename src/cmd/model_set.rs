@@ -15,17 +15,18 @@ pub(crate) struct ModelSetArgs {
     /// Where to write the changed model (default: MODEL, rewritten in place).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    #[command(flatten)]
-    pub set: super::SetArgs,
+    /// A decision setting, e.g. `--set model.second_look.below=0.65` (repeatable).
+    #[arg(long = "set", value_name = "model.KEY=VALUE")]
+    pub sets: Vec<String>,
 }
 
 pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
-    if args.set.sets.is_empty() {
+    if args.sets.is_empty() {
         bail!("nothing to set: give --set model.KEY=VALUE (e.g. model.second_look.below=0.65)");
     }
     let device = Default::default();
     let (mut spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&args.model, &device)?;
-    let changed = grin_train::set_model_keys(&spec.model, &args.set.sets)
+    let changed = grin_train::set_model_keys(&spec.model, &args.sets)
         .map_err(|e| anyhow::anyhow!("{}: not changed: {e:#}", args.model.display()))?;
     let before = toml::to_string(&spec.model)?;
     spec.model = changed;

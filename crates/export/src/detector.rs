@@ -111,7 +111,8 @@ score-weighted mean, in logits, of its own and of the boxes it suppressed that s
 Faces larger than pyramid_above px are found by running the frame again at half size (2x2 means). \
 With second_look_below above 0, each kept box scoring below it is looked at again: a square of second_look_context \
 times its longer side around it, cut from the picture (grey 114 outside it), scaled to second_look_side px and \
-searched the same way at second_look_confirm (0: the threshold); the box stays only if a face found there overlaps \
+searched the same way (in one pass when second_look_side / second_look_context is at most pyramid_above) at \
+second_look_confirm (0: the threshold); the box stays only if a face found there overlaps \
 the cut's centre square of side / context at IoU 0.3. With second_look_mirror true, the cut and its mirror image are \
 each searched down to second_look_mirror_floor, each scores its best face overlapping that square (0: none), and the \
 box stays when the mean of the two reaches second_look_confirm (0: the threshold).";

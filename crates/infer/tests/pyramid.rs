@@ -63,7 +63,7 @@ fn grin_detect_and_training_evaluation_make_the_same_pyramid() {
     let device = Default::default();
     let (spec, model) = grin_model::file::from_bytes::<CpuBackend>(DEFAULT_MODEL, &device).unwrap();
     let mut runner = Runner::load(ModelSource::Embedded).unwrap();
-    // The pyramid alone: the shipped model's second look is the look's tests'.
+    // The pyramid alone, look off: tests/look.rs covers the look.
     runner.set_second_look(grin_model::SecondLook::default()).unwrap();
     // As `set_score_threshold` does: the smile votes follow a threshold set by hand.
     let params =

@@ -103,14 +103,16 @@ impl SecondLook {
     }
 
     /// `params` for searching a cut: down to [`SecondLook::confirm_at`], or
-    /// to [`MIRROR_FLOOR`] with a mirror; in one pass, no pyramid. The box
-    /// sits at `side / context` px in its cut (48 by default), which one
-    /// pass holds; a halved pass finds only faces about twice that, which
-    /// never overlap the box's place at [`CONFIRM_IOU`], and it cost 30% of
-    /// each view (0.15 of 0.48 ms at 144 px, docs/benchmarks.md).
+    /// to [`MIRROR_FLOOR`] with a mirror; in one pass when one pass holds
+    /// the box, which sits at `side / context` px in its cut (48 by
+    /// default). A halved pass then finds only faces about twice the box,
+    /// which never overlap its place at [`CONFIRM_IOU`], and it cost a third
+    /// of the look's time (docs/benchmarks.md, "The second look's cost").
     pub fn cut_params(&self, params: &DecodeParams) -> DecodeParams {
         let floor = if self.mirror { MIRROR_FLOOR } else { self.confirm_at(params) };
-        DecodeParams { score_threshold: floor, pyramid_above: 0.0, ..*params }
+        let one_pass = self.side as f32 / self.context <= params.pyramid_above;
+        let pyramid_above = if one_pass { 0.0 } else { params.pyramid_above };
+        DecodeParams { score_threshold: floor, pyramid_above, ..*params }
     }
 
     /// The views of each cut, in the order [`second_look`] asks for them:
@@ -224,6 +226,9 @@ mod tests {
         assert_eq!(look.cut_params(&p).score_threshold, MIRROR_FLOOR, "a low view still counts");
         assert_eq!(on().cut_params(&p).score_threshold, 0.5, "one view: searched at the threshold");
         assert_eq!(look.cut_params(&p).pyramid_above, 0.0, "a cut is searched in one pass");
+        // A box larger than one pass holds (512 / 2 = 256 px) keeps the pyramid.
+        let wide = SecondLook { side: 512, context: 2.0, ..look };
+        assert_eq!(wide.cut_params(&p).pyramid_above, p.pyramid_above);
         let at = |score| vec![boxed(49.0, 49.0, 46.0, score)];
         let found = vec![boxed(0.0, 0.0, 20.0, 0.55), boxed(100.0, 0.0, 20.0, 0.55), boxed(200.0, 0.0, 20.0, 0.55)];
         let mut asked = Vec::new();

@@ -218,10 +218,17 @@ pub fn set_model_keys(model: &ModelConfig, sets: &[String]) -> Result<ModelConfi
     if let Some(key) = model.architecture_change(&changed) {
         bail!("key `{key}`: shapes the weights, so it is set by training, not in a model file");
     }
+    // An off look is not written, so its other keys would be lost unseen.
+    let key = |set: &String| set.split_once('=').map_or(set.as_str(), |(k, _)| k).trim().to_string();
+    let look_key = sets.iter().map(key).find(|k| k.starts_with("model.second_look.") && k != "model.second_look.below");
+    if let (true, Some(key)) = (changed.second_look.is_off(), look_key) {
+        bail!("key `{key}`: the second look is off (`model.second_look.below` is 0), so it would not be kept; set below too");
+    }
     Ok(changed)
 }
 
-/// "key `a.b`: problem", the dotted key at fault named as `--set` spells it.
+/// "key `a.b`: problem", the dotted key at fault (an array's entry as
+/// `parts[0]`, which `--set` spells `parts.0`).
 fn key_error(e: serde_path_to_error::Error<toml::de::Error>) -> String {
     let key = e.path().to_string();
     format!("key `{key}`: {}", e.into_inner().message())

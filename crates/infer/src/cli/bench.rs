@@ -4,7 +4,7 @@
 use super::{one_line, say, Cli};
 use crate::bench::{self, Latency};
 use crate::Runner;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use grin_features::read_image;
 use image::DynamicImage;
 use serde::Serialize;

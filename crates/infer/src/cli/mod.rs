@@ -5,7 +5,9 @@
 //! Exit status: 0 when every image was processed, 1 when any image failed
 //! (each failure is one `error: <file>: ...` line on stderr, and the other
 //! images are still processed), 2 when nothing could run (bad flags, a model
-//! file that cannot be used). A `--stream` exits 0 at its end and 130 when
+//! file that cannot be used). A reader that closes the pipe early
+//! (`grin-detect *.png | head`) stops the run with the status it has so far.
+//! A `--stream` exits 0 at its end and 130 when
 //! Ctrl-C or SIGTERM ended it (within milliseconds, even when nobody reads
 //! its stdout): its bad frames are counted in the summary, not failures.
 
@@ -180,8 +182,6 @@ pub fn main() -> ExitCode {
     match run(&cli) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
-        // The reader went away (`grin-detect … | head`): it has what it wanted.
-        Err(e) if closed_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", one_line(&e));
             ExitCode::from(2)
@@ -189,19 +189,26 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Prints one line on standard output; a failed write is an error naming
-/// it, where `println!` would panic (a reader that closed the pipe).
+/// Prints one line on standard output, where `println!` would panic when
+/// the reader has closed the pipe: see [`said`].
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        writeln!(std::io::stdout().lock(), $($arg)*).context("standard output")
+        $crate::cli::said(writeln!(std::io::stdout().lock(), $($arg)*))
     }};
 }
 pub(crate) use say;
 
-/// Whether `e` is a write to a pipe whose reader has gone.
-fn closed_pipe(e: &anyhow::Error) -> bool {
-    e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+/// `Ok(true)` when the line was written, `Ok(false)` when the reader went
+/// away (`grin-detect … | head`: it has what it wanted, so the run stops
+/// with the status it has so far), and an error naming standard output for
+/// any other failed write.
+pub(crate) fn said(written: std::io::Result<()>) -> Result<bool> {
+    match written {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(anyhow::Error::new(e).context("standard output")),
+    }
 }
 
 /// `Ok(false)` when some image failed.
@@ -259,7 +266,15 @@ fn detect_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
             PhotoSize::RunSize => passes_text(detector),
             PhotoSize::Own { max_pixels } => format!("each photo at twice its own pixels (at most {max_pixels})"),
         };
-        say!("model: {} (trained at {}x{}x{}), {sizing}", detector.source(), spec.width, spec.height, spec.channels)?;
+        if !say!(
+            "model: {} (trained at {}x{}x{}), {sizing}",
+            detector.source(),
+            spec.width,
+            spec.height,
+            spec.channels
+        )? {
+            return Ok(true);
+        }
     }
     let mut ok = true;
     for (i, path) in cli.images.iter().enumerate() {
@@ -274,13 +289,14 @@ fn detect_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         };
         let detections = detector.detect(frame);
         let report = ImageReport::new(path.display().to_string(), image.width(), image.height(), &detections);
-        if cli.json {
-            say!("{}", report.to_json())?;
+        let written = if cli.json {
+            say!("{}", report.to_json())?
         } else {
-            if matches!(cli.photo_size(), PhotoSize::Own { .. }) {
-                say!("{}: {}", path.display(), passes_text(detector))?;
-            }
-            say!("{}", report.to_text())?;
+            let own = matches!(cli.photo_size(), PhotoSize::Own { .. });
+            (!own || say!("{}: {}", path.display(), passes_text(detector))?) && say!("{}", report.to_text())?
+        };
+        if !written {
+            return Ok(ok);
         }
         if let Some(out) = &cli.draw {
             let target = draw::output_path(out, i, cli.images.len());
