@@ -205,8 +205,9 @@ pub fn set_model_keys(model: &ModelConfig, sets: &[String]) -> Result<ModelConfi
     }
     let mut table = toml::Table::new();
     table.insert("model".into(), toml::Value::try_from(model).context("model settings as TOML")?);
-    for set in sets {
-        if !set.trim_start().starts_with("model.") {
+    let keys: Vec<&str> = sets.iter().map(|set| set.split_once('=').map_or(set.as_str(), |(k, _)| k).trim()).collect();
+    for (set, key) in sets.iter().zip(&keys) {
+        if !key.starts_with("model.") {
             bail!("--set {set}: a model file holds only `model.*` keys");
         }
         apply_set(&mut table, set).with_context(|| format!("--set {set}"))?;
@@ -219,8 +220,7 @@ pub fn set_model_keys(model: &ModelConfig, sets: &[String]) -> Result<ModelConfi
         bail!("key `{key}`: shapes the weights, so it is set by training, not in a model file");
     }
     // An off look is not written, so its other keys would be lost unseen.
-    let key = |set: &String| set.split_once('=').map_or(set.as_str(), |(k, _)| k).trim().to_string();
-    let look_key = sets.iter().map(key).find(|k| k.starts_with("model.second_look.") && k != "model.second_look.below");
+    let look_key = keys.iter().find(|k| k.starts_with("model.second_look.") && **k != "model.second_look.below");
     if let (true, Some(key)) = (changed.second_look.is_off(), look_key) {
         bail!("key `{key}`: the second look is off (`model.second_look.below` is 0), so it would not be kept; set below too");
     }
