@@ -38,7 +38,8 @@
 # Usage: scripts/bench-latency.sh [--model PATH]
 #   env: PHOTOS (validation photos per source for accuracy, default 300),
 #        TIMED (photos per source timed, default 50), ROUNDS (default 5),
-#        ITERATIONS (timed runs per detector, size and round, default 100),
+#        ITERATIONS (timed runs per detector, size and round, default 100,
+#        rounded up to whole passes over the timed photos),
 #        PHOTO_ITERATIONS (timed runs per detector, photo and round, default 20),
 #        WORK (default target/bench-latency), YUNET_BUILD (default
 #        target/yunet), CALTECH (default ../shared/data/caltech-webfaces),
@@ -148,12 +149,15 @@ LATENCY=$WORK/latency.jsonl
 for round in $(seq 1 "$ROUNDS"); do
     for size in "${SIZES[@]}"; do
         mapfile -t images < <(timed "$size")
+        # Whole passes over the timed photos, so each counts the same in the
+        # median (10 runs over 40 photos once timed 10 group photos only).
+        runs=$(( (ITERATIONS + ${#images[@]} - 1) / ${#images[@]} * ${#images[@]} ))
         # grin's parts apart: the row compares network + decoding with YuNet's facedetect_cnn, each
         # from a frame already at the run size; the whole frame (scaling included) beside it.
-        "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --size "$size" --iterations "$ITERATIONS" "${images[@]}" |
-            python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"grin","size":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"],**{f"{k}_ms":d[k]["median_ms"] for k in ("scaling","network","decoding","second_look")}}))' \
+        "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --size "$size" --iterations "$runs" "${images[@]}" |
+            python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"grin","size":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"],**{f"{k}_ms":d[k]["median_ms"] for k in ("detection","scaling","network","decoding","second_look")}}))' \
                 "$size" "$round" >>"$LATENCY"
-        "$YUNET" --bench "$ITERATIONS" --size "$size" "${images[@]}" |
+        "$YUNET" --bench "$runs" --size "$size" "${images[@]}" |
             python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"yunet","size":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"]}))' \
                 "$size" "$round" >>"$LATENCY"
     done

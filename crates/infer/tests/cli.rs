@@ -384,10 +384,13 @@ fn bench_reports_latency_and_cost() {
     assert!(median > 0.0 && r["p95_ms"].as_f64().unwrap() >= median && r["fps"].as_f64().unwrap() > 0.0);
     assert!(r["params"].as_u64().unwrap() > 1000 && r["mflops"].as_f64().unwrap() > 0.0);
     // The parts, each timed on its own: no part's median over the whole's p95.
-    for part in ["scaling", "network", "decoding"] {
+    for part in ["detection", "scaling", "network", "decoding"] {
         let m = r[part]["median_ms"].as_f64().unwrap_or_else(|| panic!("{part} in {r}"));
         assert!(m > 0.0 && m <= r["p95_ms"].as_f64().unwrap(), "{part}: {m} ms");
     }
+    // Detection is each frame's network, decoding and look together: never
+    // under the network alone, frame by frame, so not in the median either.
+    assert!(r["detection"]["median_ms"].as_f64() >= r["network"]["median_ms"].as_f64());
 
     let human = grin_detect(&["--bench", "--iterations", "3", s(&scene())]);
     assert!(human.status.success());

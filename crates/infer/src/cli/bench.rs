@@ -22,9 +22,13 @@ struct BenchReport {
     /// The whole timed section: scaling into the frame, the network, decoding.
     #[serde(flatten)]
     latency: Latency,
+    /// All but the scaling, frame by frame: what a peer's network time is
+    /// set against (a median of sums; the look's median alone is 0 when
+    /// most frames have no box to look at).
+    detection: Latency,
     /// Its parts: the photo scaled (grey, resized, letterboxed) into the frame,
     scaling: Latency,
-    /// the network (every pyramid pass), what a peer's network time is set against,
+    /// the network (every pyramid pass),
     network: Latency,
     /// decoding with NMS,
     decoding: Latency,
@@ -50,10 +54,14 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
     // Timed: scaling into the frame, the network and decoding; file decoding
     // is not (the OpenCV peer is timed the same way).
     let mut samples = Vec::with_capacity(cli.iterations as usize);
-    let (mut scaling, mut network, mut decoding, mut look) =
-        (samples.clone(), samples.clone(), samples.clone(), samples.clone());
-    for i in 0..(cli.warmup + cli.iterations) as usize {
-        let image = &images[i % images.len()];
+    let (mut detection, mut scaling, mut network, mut decoding, mut look) =
+        (samples.clone(), samples.clone(), samples.clone(), samples.clone(), samples.clone());
+    // Warm-up and timed runs each cycle over the images from the first, as
+    // the YuNet peer's driver does: the same frames are timed, and each
+    // image equally when the iterations are a multiple of their count.
+    let runs = (0..cli.warmup as usize).map(|k| (k, false)).chain((0..cli.iterations as usize).map(|k| (k, true)));
+    for (k, timed) in runs {
+        let image = &images[k % images.len()];
         // Not timed: the output points of a new size are built once per size.
         detector.size_for(image, cli.photo_size());
         let start = Instant::now();
@@ -62,8 +70,9 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         let (detections, phases) = detector.detect_timed(frame);
         let elapsed = start.elapsed();
         std::hint::black_box(detections);
-        if i >= cli.warmup as usize {
+        if timed {
             samples.push(elapsed);
+            detection.push(elapsed - scaled);
             scaling.push(scaled);
             network.push(phases.network);
             decoding.push(phases.decoding);
@@ -83,6 +92,7 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         params: budget.params,
         mflops: budget.mflops,
         latency,
+        detection: bench::summarize(&detection).expect(timed),
         scaling: bench::summarize(&scaling).expect(timed),
         network: bench::summarize(&network).expect(timed),
         decoding: bench::summarize(&decoding).expect(timed),

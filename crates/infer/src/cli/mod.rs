@@ -117,7 +117,8 @@ struct Cli {
     /// Time detection instead of printing it: median and p95 latency, frames/s.
     #[arg(long)]
     bench: bool,
-    /// Timed runs with `--bench`, cycling over the images.
+    /// Timed runs with `--bench`, cycling over the images from the first
+    /// (a multiple of their count times each one equally).
     #[arg(long, default_value_t = 200, requires = "bench", value_parser = clap::value_parser!(u32).range(1..))]
     iterations: u32,
     /// Untimed runs before timing with `--bench`.
