@@ -50,7 +50,9 @@
 #        the default, where settings are chosen; test for a final report),
 #        GRIN_DETECT (a
 #        grin-detect binary to measure instead of this tree's, e.g. an older
-#        build)
+#        build), BASELINE (a second .grin model timed in the same rounds,
+#        right after the first: the report adds each size's growth against
+#        it, median and mean)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,6 +71,12 @@ PEER=../shared/peers/yunet
 TARGET=${CARGO_TARGET_DIR:-target}
 SIZES=(320x240 640x480)
 MODEL_FLAGS=("$@")
+BASELINE=${BASELINE:-}
+GRINS=(grin)
+if [ -n "$BASELINE" ]; then
+    [ -f "$BASELINE" ] || { echo "bench-latency: BASELINE=$BASELINE: no such model file" >&2; exit 1; }
+    GRINS+=(baseline)
+fi
 
 CELEBA_ATTR=$CELEBA/list_attr_celeba_000001-010000.txt
 case $SPLIT in
@@ -146,17 +154,36 @@ timed() {
 }
 CONDITIONS="(machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg))"
 LATENCY=$WORK/latency.jsonl
+# One grin-detect --bench run as a line of latency.jsonl: WHO (grin, or
+# baseline: the BASELINE model), SIZE, ROUND, PHOTO (photo rows), then
+# grin-detect's flags.
+grin_bench() {
+    local who=$1 size=$2 round=$3 photo=$4 flags=("${MODEL_FLAGS[@]}")
+    shift 4
+    [ "$who" = baseline ] && flags=(--model "$BASELINE")
+    "$DETECT" "${flags[@]}" --bench --json --threads 1 "$@" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+who, size, rnd, photo = sys.argv[1:]
+line = {"detector": who, "size": size, "round": int(rnd), "median_ms": d["median_ms"], "p95_ms": d["p95_ms"],
+        "detection_mean_ms": d["detection"]["mean_ms"]}
+if size == "photo":
+    line.update(photo=photo, run_size=[d["width"], d["height"]])
+else:
+    line.update({f"{k}_ms": d[k]["median_ms"] for k in ("detection", "scaling", "network", "decoding", "second_look")})
+print(json.dumps(line))' "$who" "$size" "$round" "$photo" >>"$LATENCY"
+}
 for round in $(seq 1 "$ROUNDS"); do
     for size in "${SIZES[@]}"; do
         mapfile -t images < <(timed "$size")
         # Whole passes over the timed photos, so each counts the same in the
         # median (10 runs over 40 photos once timed 10 group photos only).
         runs=$(( (ITERATIONS + ${#images[@]} - 1) / ${#images[@]} * ${#images[@]} ))
-        # grin's parts apart: the row compares network + decoding with YuNet's facedetect_cnn, each
-        # from a frame already at the run size; the whole frame (scaling included) beside it.
-        "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --size "$size" --iterations "$runs" "${images[@]}" |
-            python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"grin","size":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"],**{f"{k}_ms":d[k]["median_ms"] for k in ("detection","scaling","network","decoding","second_look")}}))' \
-                "$size" "$round" >>"$LATENCY"
+        # grin's parts apart: the row compares network + decoding + look with YuNet's facedetect_cnn,
+        # each from a frame already at the run size; the whole frame (scaling included) beside it.
+        for who in "${GRINS[@]}"; do
+            grin_bench "$who" "$size" "$round" "" --size "$size" --iterations "$runs" "${images[@]}"
+        done
         "$YUNET" --bench "$runs" --size "$size" "${images[@]}" |
             python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"yunet","size":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"]}))' \
                 "$size" "$round" >>"$LATENCY"
@@ -169,9 +196,9 @@ mapfile -t photos < <(timed photo)
 for round in $(seq 1 "$ROUNDS"); do
     for image in "${photos[@]}"; do
         name=$(basename "$image")
-        "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --warmup 3 --iterations "$PHOTO_ITERATIONS" "$image" |
-            python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"grin","size":"photo","photo":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"],"run_size":[d["width"],d["height"]]}))' \
-                "$name" "$round" >>"$LATENCY"
+        for who in "${GRINS[@]}"; do
+            grin_bench "$who" photo "$round" "$name" --warmup 3 --iterations "$PHOTO_ITERATIONS" "$image"
+        done
         own=$(python3 -c 'import struct,sys; w,h=struct.unpack(">II",open(sys.argv[1],"rb").read()[16:24]); print(f"{w}x{h}")' "$image")
         "$YUNET" --bench "$PHOTO_ITERATIONS" --size "$own" "$image" |
             python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"detector":"yunet","size":"photo","photo":sys.argv[1],"round":int(sys.argv[2]),"median_ms":d["median_ms"],"p95_ms":d["p95_ms"],"run_size":d["size"]}))' \

@@ -75,11 +75,71 @@ def compared(run):
     look (a model with one), frame by frame (its scaling is reported beside
     it). Runs recorded before grin-detect reported that median give the sum
     of the parts' medians, which leaves out a look that most frames skip."""
-    if run["detector"] == "grin":
+    if run["detector"] != "yunet":
         if "detection_ms" in run:
             return run["detection_ms"]
         return run["network_ms"] + run["decoding_ms"] + run.get("second_look_ms", 0.0)
     return run["median_ms"]
+
+
+def against_baseline(runs, sizes):
+    """grin against the BASELINE model timed in the same rounds, size by
+    size: each one's median over rounds of the compared figure and of the
+    mean per frame, and the growth of each (photo: per photo, the median over
+    rounds; the growth is the median over photos of the per-photo ratio).
+    None when no baseline was timed."""
+    if not any(r["detector"] == "baseline" for r in runs):
+        return None
+    rows = {}
+    for size in sizes:
+        mine = [r for r in runs if r["size"] == size and r["detector"] in ("grin", "baseline")]
+        if size == "photo":
+            per_photo = {}
+            for r in mine:
+                per_photo.setdefault(r["photo"], {}).setdefault(r["detector"], []).append(r)
+            medians = {who: {p: statistics.median(r["median_ms"] for r in v[who]) for p, v in per_photo.items()}
+                       for who in ("grin", "baseline")}
+            rows[size] = {
+                "grin_ms": statistics.median(medians["grin"].values()),
+                "baseline_ms": statistics.median(medians["baseline"].values()),
+                "growth": statistics.median(medians["grin"][p] / medians["baseline"][p] for p in per_photo),
+            }
+            continue
+        by_round = {}
+        for r in mine:
+            by_round.setdefault(r["round"], {})[r["detector"]] = r
+        pairs = [d for d in by_round.values() if len(d) == 2]
+        figure = {who: statistics.median(compared(d[who]) for d in pairs) for who in ("grin", "baseline")}
+        mean = {who: statistics.median(d[who]["detection_mean_ms"] for d in pairs) for who in ("grin", "baseline")}
+        rows[size] = {
+            "grin_ms": figure["grin"],
+            "baseline_ms": figure["baseline"],
+            "growth": figure["grin"] / figure["baseline"],
+            "round_growths": sorted(compared(d["grin"]) / compared(d["baseline"]) for d in pairs),
+            "grin_mean_ms": mean["grin"],
+            "baseline_mean_ms": mean["baseline"],
+            "mean_growth": mean["grin"] / mean["baseline"],
+        }
+    return rows
+
+
+def print_baseline(rows):
+    print()
+    print("grin against the BASELINE model, timed in the same rounds right after it (the median is the fixed-size "
+          "rows' compared figure; the mean is network + decoding + look over every timed frame, which a look that "
+          "most frames skip moves more than the median):")
+    header = ("size", "grin median ms", "baseline median ms", "grin/baseline", "per round", "grin mean ms",
+              "baseline mean ms", "grin/baseline (mean)")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for size, r in rows.items():
+        cells = [size, fmt(r["grin_ms"], 2), fmt(r["baseline_ms"], 2), f"{r['growth']:.3f}x"]
+        if "round_growths" in r:
+            cells += [f"{min(r['round_growths']):.3f}-{max(r['round_growths']):.3f}x", fmt(r["grin_mean_ms"], 2),
+                      fmt(r["baseline_mean_ms"], 2), f"{r['mean_growth']:.3f}x"]
+        else:
+            cells += ["(median over photos of each photo's ratio)", "", "", ""]
+        print("| " + " | ".join(cells) + " |")
 
 
 def latency(work, sizes):
@@ -110,7 +170,7 @@ def latency(work, sizes):
         for r in runs:
             if r["size"] == size:
                 by_round.setdefault(r["round"], {})[r["detector"]] = compared(r)
-        ratios = [d["grin"] / d["yunet"] for d in by_round.values() if len(d) == 2]
+        ratios = [d["grin"] / d["yunet"] for d in by_round.values() if "grin" in d and "yunet" in d]
         row["ratio"] = row["grin"]["median_ms"] / row["yunet"]["median_ms"]
         row["round_ratios"] = ratios
         rows[size] = row
@@ -201,6 +261,8 @@ def main():
     args = p.parse_args()
     sizes = args.sizes.split(",")
     lat = latency(args.work, sizes)
+    with open(os.path.join(args.work, "latency.jsonl")) as f:
+        base = against_baseline([json.loads(line) for line in f], sizes)
     acc = accuracy(args.work, sizes + [f for f in args.accuracy_only.split(",") if f])
 
     print("Latency, one thread, same photos, grin-detect (pyramid included) and YuNet runs interleaved:")
@@ -225,14 +287,16 @@ def main():
         print("| " + " | ".join(cells) + " |")
     rounds = next(iter(lat.values()))["grin"]["rounds"]
     print(f"(median over {rounds} rounds of each round's median and p95; at a fixed size both sides time the same "
-          "work from a frame already at that size: grin's network + decoding (the sum of their medians; its p95 is "
-          "the whole frame's) against YuNet's facedetect_cnn)")
+          "work from a frame already at that size: grin's network + decoding + second look, frame by frame (its p95 "
+          "is the whole frame's), against YuNet's facedetect_cnn)")
     if "photo" in lat:
         r = lat["photo"]
         print(f"(photo: {r['grin']['photos']} photos, grin-detect at twice each photo's pixels and YuNet at its own "
               f"size; medians over photos of each photo's median over {r['grin']['rounds']} rounds, p95 over photos; "
               f"the ratio is the median of the per-photo ratios, its range over photos in the last column; "
               f"slowest relative to YuNet: {r['worst_photo']})")
+    if base:
+        print_baseline(base)
     print()
     print(f"Accuracy on the same {args.split} photos, letterboxed to each size (photo: each at its own size; "
           "aged: those photos made to look like old grey prints); faces under 1/32 of the width "
@@ -276,7 +340,9 @@ def main():
                  fmt(r["false_per_image_03"], 2), fmt(r["per_portrait"], 2))
         print("| " + " | ".join(cells) + " |")
     with open(os.path.join(args.work, "report.json"), "w") as f:
-        json.dump({"latency": lat, "accuracy": acc, "threshold_sweep": sweep}, f, indent=1)
+        json.dump({"latency": lat, "baseline": base, "accuracy": acc, "threshold_sweep": sweep}, f, indent=1)
+    if base:
+        print("grin/baseline " + ", ".join(f"{r['growth']:.3f}x at {size}" for size, r in base.items()))
     print("grin/yunet " + ", ".join(f"{r['ratio']:.2f}x at {size}" for size, r in lat.items()))
 
 
