@@ -38,22 +38,34 @@ from scoring import fmt, grin_detections, photo_figures
 DETECTORS = ("grin", "yunet")
 
 
-def photo_latency(runs):
-    """Each detector at its own default size on each photo: per photo, the
-    median over rounds of the run's median; per detector, the median over
-    photos; the ratio per photo, its median and its largest."""
+def read_runs(work):
+    with open(os.path.join(work, "latency.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+def photo_medians(runs, detectors):
+    """The photo rows' runs by photo and detector, and per detector and
+    photo the median over rounds of the run's median."""
     per_photo = {}
     for r in runs:
         if r["size"] == "photo":
             per_photo.setdefault(r["photo"], {}).setdefault(r["detector"], []).append(r)
-    row = {"size": "photo"}
-    medians = {d: {} for d in DETECTORS}
+    medians = {d: {} for d in detectors}
     for photo, by_detector in per_photo.items():
-        for detector in DETECTORS:
+        for detector in detectors:
             mine = by_detector.get(detector)
             if not mine:
                 sys.exit(f"latency.jsonl: no {detector} runs on {photo}")
             medians[detector][photo] = statistics.median(r["median_ms"] for r in mine)
+    return per_photo, medians
+
+
+def photo_latency(runs):
+    """Each detector at its own default size on each photo: per photo, the
+    median over rounds of the run's median; per detector, the median over
+    photos; the ratio per photo, its median and its largest."""
+    per_photo, medians = photo_medians(runs, DETECTORS)
+    row = {"size": "photo"}
     for detector in DETECTORS:
         row[detector] = {
             "photos": len(per_photo),
@@ -94,11 +106,7 @@ def against_baseline(runs, sizes):
     for size in sizes:
         mine = [r for r in runs if r["size"] == size and r["detector"] in ("grin", "baseline")]
         if size == "photo":
-            per_photo = {}
-            for r in mine:
-                per_photo.setdefault(r["photo"], {}).setdefault(r["detector"], []).append(r)
-            medians = {who: {p: statistics.median(r["median_ms"] for r in v[who]) for p, v in per_photo.items()}
-                       for who in ("grin", "baseline")}
+            per_photo, medians = photo_medians(mine, ("grin", "baseline"))
             rows[size] = {
                 "grin_ms": statistics.median(medians["grin"].values()),
                 "baseline_ms": statistics.median(medians["baseline"].values()),
@@ -142,9 +150,7 @@ def print_baseline(rows):
         print("| " + " | ".join(cells) + " |")
 
 
-def latency(work, sizes):
-    with open(os.path.join(work, "latency.jsonl")) as f:
-        runs = [json.loads(line) for line in f]
+def latency(runs, sizes):
     rows = {}
     for size in sizes:
         if size == "photo":
@@ -154,7 +160,7 @@ def latency(work, sizes):
         for detector in DETECTORS:
             mine = [r for r in runs if r["detector"] == detector and r["size"] == size]
             if not mine:
-                sys.exit(f"{work}/latency.jsonl: no {detector} runs at {size}")
+                sys.exit(f"latency.jsonl: no {detector} runs at {size}")
             row[detector] = {
                 "rounds": len(mine),
                 "median_ms": statistics.median(compared(r) for r in mine),
@@ -260,9 +266,9 @@ def main():
     p.add_argument("--split", default="validation", help="the held-out split the photos come from, for the headings")
     args = p.parse_args()
     sizes = args.sizes.split(",")
-    lat = latency(args.work, sizes)
-    with open(os.path.join(args.work, "latency.jsonl")) as f:
-        base = against_baseline([json.loads(line) for line in f], sizes)
+    runs = read_runs(args.work)
+    lat = latency(runs, sizes)
+    base = against_baseline(runs, sizes)
     acc = accuracy(args.work, sizes + [f for f in args.accuracy_only.split(",") if f])
 
     print("Latency, one thread, same photos, grin-detect (pyramid included) and YuNet runs interleaved:")
