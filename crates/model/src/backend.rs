@@ -5,7 +5,9 @@
 //!   was 8-14x slower than a loop over each plane ([`crate::kernels`]),
 //!   which evaluation and `grin-detect --engine burn` run;
 //! - training-mode BatchNorm (+ ReLU), for backends that train through
-//!   Burn's autodiff (CUDA, wgpu).
+//!   Burn's autodiff (CUDA, wgpu);
+//! - on those, the loss's backward ([`crate::loss()`] takes it by hand) and
+//!   the stem's conv as a batched product.
 //!
 //! The defaults are Burn's own ops ([`burn_ops`]); under autodiff over CUDA
 //! or wgpu both are single ops with grin's own backward
@@ -82,6 +84,24 @@ pub trait DetectorBackend: Backend {
     /// ([`burn_ops::batch_norm_tracked`]; Burn's autodiff records two dozen
     /// small ops for it, each a cost to the host). On CUDA and wgpu.
     const OWN_BACKWARD: bool = false;
+
+    /// Autodiff over an [`Self::OWN_BACKWARD`] backend, whose step is Burn's
+    /// graph on a device: [`crate::loss()`] takes the gradient by hand with
+    /// the value and hands both to [`Self::own_loss_backward`], and a dense
+    /// 3x3 conv (the stem) runs as [`burn_ops::dense3x3_by_taps`].
+    const DEVICE_AUTODIFF: bool = false;
+
+    /// The loss's total as one autodiff op of the raw output, whose backward
+    /// is `gradient` (d total / d raw, `[batch, OUTPUTS, points]`) times the
+    /// upstream gradient. Without autodiff there is nothing to tie.
+    fn own_loss_backward(
+        total: FloatTensor<Self>,
+        raw: FloatTensor<Self>,
+        gradient: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let _ = (raw, gradient);
+        total
+    }
 
     fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
         burn_ops::depthwise3x3::<Self>(x, weight, geometry)
@@ -169,6 +189,15 @@ impl DetectorBackend for NdArray<f64> {
 impl<B: DetectorBackend, C: CheckpointStrategy> DetectorBackend for Autodiff<B, C> {
     const COPIES_BETWEEN_DEVICES: bool = B::COPIES_BETWEEN_DEVICES;
     const HOST_MEMORY: bool = B::HOST_MEMORY;
+    const DEVICE_AUTODIFF: bool = B::OWN_BACKWARD;
+
+    fn own_loss_backward(
+        total: FloatTensor<Self>,
+        raw: FloatTensor<Self>,
+        gradient: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        burn_ops::loss_tracked::<B, C>(total, raw, gradient)
+    }
 
     fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
         if B::OWN_BACKWARD {

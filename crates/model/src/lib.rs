@@ -37,7 +37,7 @@ pub use file::{load_model, save_model};
 pub use folded::{add_upsampled, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead};
 pub use grin_terms::output::{LOG_DISTANCE_RANGE, OUTPUTS};
 pub use look::{second_look, SecondLook, CONFIRM_IOU, MIRROR_FLOOR};
-pub use loss::{loss, LossParts, LossWeights};
+pub use loss::{loss, loss_with_gradient, LossParts, LossWeights};
 pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint, LOOSE_MATCH_IOU, MATCH_IOU};
 pub use points::Points;
 pub use pyramid::{halve, merge as merge_passes, pass_sizes, MIN_PASS_SIDE, SEAM};

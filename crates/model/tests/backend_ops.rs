@@ -78,6 +78,36 @@ fn assert_depthwise_equals_burns_conv(depthwise: Depthwise) {
     }
 }
 
+#[test]
+fn the_dense_conv_by_taps_equals_burns_conv_and_its_gradients() {
+    let device = Default::default();
+    for (input, output, height, width, stride) in
+        [(1usize, 16usize, 12usize, 16usize, 2usize), (3, 8, 13, 17, 2), (2, 5, 7, 9, 1), (1, 4, 2, 2, 2)]
+    {
+        let x = Tensor::<B, 4>::random([3, input, height, width], Distribution::Normal(0.0, 1.0), &device);
+        let w = Tensor::<B, 4>::random([output, input, 3, 3], Distribution::Normal(0.0, 1.0), &device);
+        let (oh, ow) = (height.div_ceil(stride), width.div_ceil(stride));
+        let upstream = Tensor::<B, 4>::random([3, output, oh, ow], Distribution::Normal(0.0, 1.0), &device);
+
+        let (x1, w1) = (x.clone().require_grad(), w.clone().require_grad());
+        let geometry = Geometry { height, width, stride };
+        let flat = x1.clone().reshape([3, input, height * width]);
+        let ours = burn_ops::dense3x3_by_taps(flat, w1.clone(), geometry).reshape([3, output, oh, ow]);
+        let grads = (ours.clone() * upstream.clone()).sum().backward();
+        let (dx1, dw1) = (x1.grad(&grads).unwrap(), w1.grad(&grads).unwrap());
+
+        let (x2, w2) = (x.require_grad(), w.require_grad());
+        let burns = conv2d(x2.clone(), w2.clone(), None, ConvOptions::new([stride, stride], [1, 1], [1, 1], 1));
+        let grads = (burns.clone() * upstream).sum().backward();
+        let (dx2, dw2) = (x2.grad(&grads).unwrap(), w2.grad(&grads).unwrap());
+
+        let shape = (input, output, height, width, stride);
+        assert!(max_abs_diff(ours.inner(), burns.inner()) < 1e-5, "forward {shape:?}");
+        assert!(max_abs_diff(dx1, dx2) < 1e-4, "input gradient {shape:?}");
+        assert!(max_abs_diff(dw1, dw2) < 1e-3, "weight gradient {shape:?}");
+    }
+}
+
 fn random<const D: usize>(shape: [usize; D], device: &burn::backend::ndarray::NdArrayDevice) -> Tensor<B, D> {
     Tensor::random(shape, Distribution::Normal(0.5, 2.0), device)
 }

@@ -103,21 +103,14 @@ pub fn depthwise3x3_tracked<B: Backend, C: CheckpointStrategy>(
     }
 }
 
-/// The depthwise 3x3 conv's weight gradient, `[channels, 1, 3, 3]`, from
-/// its input `x` and the output's gradient `grad` (`[batch, channels,
-/// points]` both): for each tap, the strided slice of the zero-padded input
-/// the tap reads, times the gradient, summed over batch and points. The
-/// nine slices are stacked so that the product and the sums are one kernel
-/// each.
-pub fn depthwise3x3_weight_grad<B: Backend>(
-    x: FloatTensor<B>,
-    grad: FloatTensor<B>,
-    geometry: Geometry,
-) -> FloatTensor<B> {
+/// The nine taps of a 3x3 conv (padding 1): for each, the strided slice of
+/// the zero-padded input it reads, stacked as `[batch, channels, 9,
+/// out_height * out_width]` (tap `3 * row + column`, the weight's order).
+fn taps<B: Backend>(x: Tensor<B, 3>, geometry: Geometry) -> Tensor<B, 4> {
     let Geometry { height, width, stride } = geometry;
-    let [batch, channels, _] = x.shape().dims();
+    let [batch, channels, _] = x.dims();
     let (out_height, out_width) = geometry.out_size();
-    let padded = float::<B, 4>(image::<B>(x, height, width)).pad((1, 1, 1, 1), 0.0);
+    let padded = x.reshape([batch, channels, height, width]).pad((1, 1, 1, 1), 0.0);
     // Tap k of a side reads padded rows (columns) k, k + stride, ..., `out` of them.
     let along =
         |k: usize, out: usize| Slice::new(k as isize, Some((k + (out - 1) * stride + 1) as isize), stride as isize);
@@ -126,9 +119,38 @@ pub fn depthwise3x3_weight_grad<B: Backend>(
             padded.clone().slice([Slice::full(), Slice::full(), along(t / 3, out_height), along(t % 3, out_width)])
         })
         .collect();
-    let taps = Tensor::stack::<5>(taps, 2).reshape([batch, channels, 9, out_height * out_width]);
-    let grad = float::<B, 3>(grad).reshape([batch, channels, 1, out_height * out_width]);
+    Tensor::stack::<5>(taps, 2).reshape([batch, channels, 9, out_height * out_width])
+}
+
+/// The depthwise 3x3 conv's weight gradient, `[channels, 1, 3, 3]`, from
+/// its input `x` and the output's gradient `grad` (`[batch, channels,
+/// points]` both): each tap's slice times the gradient, summed over batch
+/// and points, the nine at once so that the product and the sums are one
+/// kernel each.
+pub fn depthwise3x3_weight_grad<B: Backend>(
+    x: FloatTensor<B>,
+    grad: FloatTensor<B>,
+    geometry: Geometry,
+) -> FloatTensor<B> {
+    let [batch, channels, points] = grad.shape().dims();
+    let taps = taps(float::<B, 3>(x), geometry);
+    let grad = float::<B, 3>(grad).reshape([batch, channels, 1, points]);
     primitive((taps * grad).sum_dim(3).sum_dim(0).reshape([channels, 1, 3, 3]))
+}
+
+/// A dense 3x3 conv (padding 1, no bias) of `x` (`[batch, in, height *
+/// width]`) with `weight` (`[out, in, 3, 3]`) as the taps times the weight,
+/// one product batched over the images: under autodiff its weight gradient
+/// is a batched product too. burn-cubecl 0.21 computes a conv's weight
+/// gradient as one product whose sum runs over batch and points on two
+/// thread blocks: the stem's took 40 of a 64 ms step's GPU time at batch
+/// 256 on an H200 (`docs/benchmarks.md`).
+pub fn dense3x3_by_taps<B: Backend>(x: Tensor<B, 3>, weight: Tensor<B, 4>, geometry: Geometry) -> Tensor<B, 3> {
+    let [batch, channels, _] = x.dims();
+    let [out, _, _, _] = weight.dims();
+    let taps = taps(x, geometry);
+    let points = taps.dims()[3];
+    weight.reshape([1, out, channels * 9]).matmul(taps.reshape([batch, channels * 9, points]))
 }
 
 /// Training BatchNorm (+ ReLU) under autodiff as one op with its own
@@ -202,6 +224,35 @@ pub fn batch_norm_tracked<B: Backend, C: CheckpointStrategy>(
     };
     let untracked = |t: Tensor<B, 3>| <Autodiff<B, C> as AutodiffBackend>::from_inner(channels_of(t));
     NormOutput { output, mean: untracked(mean), var: untracked(var) }
+}
+
+/// The loss's total tied to the raw output as one op: its backward is the
+/// gradient [`crate::loss()`] took by hand, times the upstream gradient (a
+/// one-element tensor).
+pub fn loss_tracked<B: Backend, C: CheckpointStrategy>(
+    total: FloatTensor<Autodiff<B, C>>,
+    raw: FloatTensor<Autodiff<B, C>>,
+    gradient: FloatTensor<Autodiff<B, C>>,
+) -> FloatTensor<Autodiff<B, C>> {
+    #[derive(Debug)]
+    struct Loss;
+
+    impl<B: Backend> Backward<B, 1> for Loss {
+        type State = FloatTensor<B>;
+
+        fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+            let [node_raw] = ops.parents;
+            let upstream = float::<B, 1>(grads.consume::<B>(&ops.node)).reshape([1, 1, 1]);
+            if let Some(node) = node_raw {
+                grads.register::<B>(node.id, primitive(float::<B, 3>(ops.state) * upstream));
+            }
+        }
+    }
+
+    match Loss.prepare::<C>([raw.node]).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => prep.finish(gradient.primitive, total.primitive),
+        OpsKind::UnTracked(prep) => prep.finish(total.primitive),
+    }
 }
 
 pub fn batch_norm_train<B: Backend>(
