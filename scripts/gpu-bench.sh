@@ -249,6 +249,24 @@ if [ -x ./grin-base ]; then
     step step-phases-base ./grin-base bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
         --samples "$SAMPLES" --warmup 10 --steps 50 --repeats 3 --json "$OUT/step-phases-base.json" || true
 fi
+# The phases at the sweep's largest batch too, where the step stops being bound by the host
+# and the kernels show (the stem's weight gradient took 40 ms of a 64 ms step's GPU time at
+# batch 256, 2026-11-29): this binary's, then the baseline's.
+LARGE=$(echo $SWEEP | tr ' ' '\n' | sort -n | tail -n 1)
+for bin in grin grin-base; do
+    [ -x ./$bin ] || continue
+    step "step-phases-$bin-$LARGE" ./$bin bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
+        --samples "$SAMPLES" --set "train.batch_size=$LARGE" --warmup 5 --steps 20 --repeats 3 \
+        --json "$OUT/step-phases-$bin-large.json" || true
+done
+# Where the GPU's time goes at that batch, kernel by kernel: Nsight Compute's duration of
+# each launch (about two steps' worth; the report sums them by kernel name). It found the
+# stem's weight gradient above; `ncu` is on the H200 machines' PATH.
+if [ "$BACKEND" = cuda ] && command -v ncu >/dev/null; then
+    step ncu ncu --clock-control none --launch-count 2400 --metrics gpu__time_duration.sum --csv --page raw \
+        ./grin bench step "${CONFIG[@]}" --backend cuda --store "$OUT/runs/data" --samples "$SAMPLES" \
+        --set "train.batch_size=$LARGE" --warmup 1 --steps 2 --repeats 1 || true
+fi
 
 # The peer next: the headline ratio needs it more than the runs after it. It
 # reads the same store.
@@ -276,9 +294,17 @@ else
     step in-vram-dmon "${BENCH[@]}" --modes in-vram --steps "$LONG" --json "$OUT/in-vram-dmon.json" || true
 fi
 
+# Each sweep batch against the peer at the same batch: where the step stops
+# being bound by the host's per-op cost, the ratio shows how the kernels
+# themselves compare.
+HAS_TORCH=$("$PYTHON" -c 'import torch' 2>/dev/null && echo 1 || true)
 for b in $SWEEP; do
     step "sweep-$b" "${BENCH[@]}" --modes in-vram --steps "$STEPS" --set "train.batch_size=$b" \
         --json "$OUT/sweep-$b.json" || true
+    if [ -n "$HAS_TORCH" ] && [ "$b" != "$BATCH" ]; then
+        step "torch-$b" "$PYTHON" peers/torch_detector.py --store "$OUT/runs/data" --batch "$b" \
+            --device "$PEER_DEVICE" --steps $((PEER_STEPS / 2)) --warmup 10 --repeats 3 || true
+    fi
 done
 
 # The CLI's own views of the same runs, for the record.
@@ -312,7 +338,7 @@ else
 fi
 
 python3 - "$OUT" "$BACKEND" "$BATCH" <<'PY'
-import json, os, re, statistics, sys
+import collections, csv, json, os, re, statistics, sys
 out, backend, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
 def load(name):
     p = os.path.join(out, name)
@@ -320,11 +346,6 @@ def load(name):
 steps = [json.loads(l) for l in open(os.path.join(out, "steps.jsonl"))] if os.path.exists(os.path.join(out, "steps.jsonl")) else []
 modes = load("modes.json")
 dmon_run = load("in-vram-dmon.json")
-torch_res = None
-tp = os.path.join(out, "torch.out")
-if os.path.exists(tp):
-    lines = [l for l in open(tp) if l.startswith("{")]
-    torch_res = json.loads(lines[-1]) if lines else None
 gpu = open(os.path.join(out, "gpu.txt")).read().strip() if os.path.exists(os.path.join(out, "gpu.txt")) else backend
 
 # nvidia-smi dmon: "# gpu sm mem enc dec ..." header, then one row per second.
@@ -342,15 +363,24 @@ probe_run = load("probe.json")
 phases = load("step-phases.json")
 phases_burn = load("step-phases-burn.json")
 phases_base = load("step-phases-base.json")
+phases_large, phases_large_base = load("step-phases-grin-large.json"), load("step-phases-grin-base-large.json")
 base_label = open("BASE").read().strip() if os.path.exists("BASE") else "the staged baseline"
+
+def peer(name):
+    p = os.path.join(out, name)
+    lines = [l for l in open(p) if l.startswith("{")] if os.path.exists(p) else []
+    return json.loads(lines[-1]) if lines else None
 
 sweep = []
 for name in sorted(os.listdir(out)):
     m = re.fullmatch(r"sweep-(\d+)\.json", name)
     if m:
-        r = load(name)["rows"][0]
-        sweep.append({"batch": int(m.group(1)), "steps_per_s": r["steps_per_s"], "samples_per_s": r["samples_per_s"], "busy_pct": r["busy_pct"]})
+        r, b = load(name)["rows"][0], int(m.group(1))
+        t = peer("torch.out" if b == batch else f"torch-{b}.out")
+        sweep.append({"batch": b, "steps_per_s": r["steps_per_s"], "samples_per_s": r["samples_per_s"], "busy_pct": r["busy_pct"],
+                      "torch_steps_per_s": t["steps_per_s"] if t else None})
 sweep.sort(key=lambda r: r["batch"])
+torch_res = peer("torch.out")
 
 def f(v, fmt="{:.1f}"):
     return "n/a" if v is None else fmt.format(v)
@@ -378,10 +408,11 @@ if dmon_run:
     check = f"nvidia-smi dmon SM utilisation median {dmon_sm:.0f}% over {len(sm)} one-second samples" if sm else f"no nvidia-smi sample ({backend} backend)"
     md.append(f"Longer in-VRAM run ({dmon_run['steps']} steps): {r['steps_per_s']:.2f} steps/s, grin busy {r['busy_pct']:.1f}%; {check}.\n")
 if sweep:
-    md.append("| in-VRAM batch | steps/s | samples/s | busy % |")
-    md.append("|---:|---:|---:|---:|")
+    md.append("| in-VRAM batch | steps/s | samples/s | busy % | PyTorch steps/s | grin/PyTorch |")
+    md.append("|---:|---:|---:|---:|---:|---:|")
     for s in sweep:
-        md.append(f"| {s['batch']} | {s['steps_per_s']:.2f} | {s['samples_per_s']:.1f} | {s['busy_pct']:.1f} |")
+        t = s["torch_steps_per_s"]
+        md.append(f"| {s['batch']} | {s['steps_per_s']:.2f} | {s['samples_per_s']:.1f} | {s['busy_pct']:.1f} | {f(t, '{:.2f}')} | {f(s['steps_per_s'] / t if t else None, '{:.2f}x')} |")
     md.append("")
 wgpu_modes = load("wgpu-modes.json")
 if wgpu_modes:
@@ -398,7 +429,9 @@ if torch_res:
     md.append(f"PyTorch {torch_res['torch']} eager peer ({torch_res['device']}, batch {torch_res['batch']}, {torch_res['params_with_bn_stats']} params counted as grin counts them, data on the device): {torch_res['steps_per_s']:.2f} steps/s; grin in-VRAM / PyTorch = {f(peer_ratio, '{:.2f}')}x.\n")
 else:
     md.append("PyTorch peer: not run (see steps below).\n")
-for label, figures in (("grin's flat AdamW", phases), ("Burn's AdamW adaptor", phases_burn), (f"baseline binary: {base_label}", phases_base)):
+large = sweep[-1]["batch"] if sweep else "the largest"
+for label, figures in (("grin's flat AdamW", phases), ("Burn's AdamW adaptor", phases_burn), (f"baseline binary: {base_label}", phases_base),
+                       (f"batch {large}", phases_large), (f"batch {large}, baseline binary: {base_label}", phases_large_base)):
     if figures:
         m = figures["median"]
         md.append(f"Step phases (`grin bench step`, {label}, in-VRAM batches, each phase synced): {m['steps_per_s']:.2f} steps/s; ms per step: batch {m['batch_ms']:.2f}, forward {m['forward_ms']:.2f}, loss {m['loss_ms']:.2f}, backward {m['backward_ms']:.2f}, optimizer {m['optimizer_ms']:.2f}.\n")
@@ -407,6 +440,31 @@ if probe:
     r = probe_run["rows"][0] if probe_run else None
     said = f": {r['steps_per_s']:.2f} steps/s in VRAM" if r else ""
     md.append(f"Cold start: the first process (the 200-step in-VRAM probe{said}) took {probe['seconds']} s, kernel compilation and autotune included.\n")
+# Nsight Compute's launches (ncu.out: CSV rows, the program's own lines between them), summed by
+# kernel name (template arguments cut): the kernels that take the GPU's time.
+ncu_rows = [l for l in open(os.path.join(out, "ncu.out"))] if os.path.exists(os.path.join(out, "ncu.out")) else []
+ncu_rows = list(csv.reader([l for l in ncu_rows if l.startswith('"')]))
+ncu_top = []
+if len(ncu_rows) > 2:
+    head = ncu_rows[0]
+    name_at, time_at = head.index("Kernel Name"), head.index("gpu__time_duration.sum")
+    by_name, counts, slowest = collections.Counter(), collections.Counter(), {}
+    for row in ncu_rows[2:]:  # the second row holds the units (ns)
+        try:
+            name, ns = re.split(r"[<(]", row[name_at])[0], float(row[time_at].replace(",", ""))
+        except (IndexError, ValueError):
+            continue  # a row cut short or without a figure: left out, not a failed report
+        by_name[name] += ns
+        counts[name] += 1
+        slowest[name] = max(slowest.get(name, 0.0), ns)
+    total = sum(by_name.values())
+    md.append(f"Nsight Compute at batch {large}: {len(ncu_rows) - 2} launches, {total / 1e6:.1f} ms of GPU time; the kernels that took most:\n")
+    md.append("| kernel | launches | ms | share | slowest launch ms |")
+    md.append("|---|---:|---:|---:|---:|")
+    for name, ns in by_name.most_common(10):
+        ncu_top.append({"kernel": name, "launches": counts[name], "ms": ns / 1e6, "slowest_ms": slowest[name] / 1e6})
+        md.append(f"| `{name[:60]}` | {counts[name]} | {ns / 1e6:.2f} | {ns / total * 100:.1f}% | {slowest[name] / 1e6:.2f} |")
+    md.append("")
 md.append("| step | status |")
 md.append("|---|---|")
 for s in steps:
@@ -416,7 +474,7 @@ last = f"in-vram/on-the-fly {x(ratio)}, in-vram busy {f(vram['busy_pct'] if vram
 md.append("\n" + last)
 open(os.path.join(out, "gpu-bench.md"), "w").write("\n".join(md) + "\n")
 json.dump({"backend": backend, "device": gpu, "modes": modes, "wgpu_modes": wgpu_modes, "in_vram_dmon": dmon_run, "dmon_sm_median_pct": dmon_sm,
-           "dmon_samples": sm, "sweep": sweep, "step_phases": phases, "step_phases_burn_adamw": phases_burn, "step_phases_base": phases_base, "torch": torch_res, "steps": steps,
+           "dmon_samples": sm, "sweep": sweep, "step_phases": phases, "step_phases_burn_adamw": phases_burn, "step_phases_base": phases_base, "step_phases_large": phases_large, "step_phases_large_base": phases_large_base, "ncu_top": ncu_top, "torch": torch_res, "steps": steps,
            "in_vram_over_on_the_fly": ratio, "grin_over_pytorch": peer_ratio, "prediction_error_points": pred_err},
           open(os.path.join(out, "gpu-bench.json"), "w"), indent=2)
 print("\n".join(md))
