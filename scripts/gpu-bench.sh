@@ -18,7 +18,9 @@
 #       `grin balance`'s prediction and `grin simulate --from-run`'s for each
 #       mode; nvidia-smi dmon during a longer in-VRAM run; an in-VRAM batch
 #       sweep; the PyTorch peer (same network, batch and data, eager, data on
-#       the GPU); the three modes again on wgpu (Vulkan), when the machine
+#       the GPU), at the run's batch and at each sweep batch; the step's phases
+#       at the sweep's largest batch (this binary and BASE's), and Nsight
+#       Compute's GPU time per kernel there (when ncu is on the PATH); the three modes again on wgpu (Vulkan), when the machine
 #       lists a Vulkan device. Writes DIR/out/gpu-bench.md and gpu-bench.json; the last
 #       line printed is
 #       `in-vram/on-the-fly <R>x, in-vram busy <B>%, grin/pytorch <P>x, prediction error <E> points`.
@@ -82,7 +84,7 @@ if [ "${1:-}" = "--stage" ]; then
     # CubeCL reads cubecl.toml from the working directory up: its kernel (PTX) and autotune
     # caches go to DIR/cubecl-cache, which the run sends back as cubecl-cache.tgz. A cache
     # kept from an earlier run (CUBECL_CACHE, default assets/cubecl-cache.tgz, committed:
-    # the H200 runs of 2026-11-27) travels with the stage, so that a fresh machine skips
+    # the H200 runs of 2026-11-27 to 29) travels with the stage, so that a fresh machine skips
     # the compilation it holds (287 s -> 20 s before the first step). Kernels it lacks are
     # compiled as before; copy a run's cubecl-cache.tgz over it to refresh it.
     cat >"$DIR/cubecl.toml" <<'TOML'
