@@ -80,14 +80,14 @@ fn terms<B: Backend>(
     gradient: bool,
 ) -> (LossParts<B>, Option<Tensor<B, 3>>) {
     let [batch, _, n] = raw.dims();
-    let channel = |c: usize| raw.clone().narrow(1, c, 1).reshape([batch, n]);
+    let output = DetectorOutput { raw: raw.clone() };
     // Normalising by the positive count keeps the loss scale independent of
     // how many faces a batch happens to hold.
     let positives = targets.positive.clone().sum().clamp_min(1.0);
     let (alpha, gamma) = (w.focal_alpha, w.focal_gamma);
 
     // Focal: -alpha (1-p)^gamma ln p at faces, -(1-alpha) p^gamma ln(1-p) on the background.
-    let x = channel(FACE);
+    let x = output.face_logits();
     let p = sigmoid(x.clone());
     let y = targets.positive.clone();
     let (lp, lq) = (log_sigmoid(x.clone()), log_sigmoid(x.neg()));
@@ -97,10 +97,7 @@ fn terms<B: Backend>(
     let at_back = background * q_back * (1.0 - alpha);
     let face = -(at_face.clone() * lp.clone() + at_back.clone() * lq.clone()).sum() / positives.clone();
 
-    // Boxes: exp of the clamped raw value, times the stride (DetectorOutput::distances).
-    let (lo, hi) = LOG_DISTANCE_RANGE;
-    let r = raw.clone().narrow(1, DISTANCE, 4);
-    let predicted = r.clone().clamp(lo, hi).exp() * points.strides_row.clone();
+    let predicted = output.distances(points.strides_row.clone());
     // Targets of negative points are arbitrary: clamp so the masked-out
     // terms stay finite (0 * NaN would poison the sum).
     let target = targets.distances.clone().clamp(0.0, 1e6);
@@ -109,7 +106,7 @@ fn terms<B: Backend>(
     let boxes = ((giou.value.ones_like() - giou.value.clone()) * y3.clone()).sum() / positives.clone();
 
     // Smiles: BCE at positives whose smile is known.
-    let s = channel(SMILE);
+    let s = output.smile_logits();
     let (t, known) = (targets.smile.clone(), targets.smile_known.clone());
     let bce = -(t.clone() * log_sigmoid(s.clone()) + (t.ones_like() - t.clone()) * log_sigmoid(s.clone().neg()));
     let known_count = known.clone().sum().clamp_min(1.0);
@@ -126,6 +123,8 @@ fn terms<B: Backend>(
     let d_face = -(at_face * (one_minus_p.clone() - p.clone() * lp * gamma) + at_back * (one_minus_p * lq * gamma - p))
         / positives.clone().reshape([1, 1]);
     // The clamp passes the gradient inside its range only.
+    let (lo, hi) = LOG_DISTANCE_RANGE;
+    let r = raw.clone().narrow(1, DISTANCE, 4);
     let inside = r.clone().greater_equal_elem(lo).float() * r.lower_equal_elem(hi).float();
     let d_boxes =
         -giou.gradient(&predicted, &target) * predicted * inside * y3 * w.box_weight / positives.reshape([1, 1, 1]);
