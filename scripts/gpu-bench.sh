@@ -251,24 +251,6 @@ if [ -x ./grin-base ]; then
     step step-phases-base ./grin-base bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
         --samples "$SAMPLES" --warmup 10 --steps 50 --repeats 3 --json "$OUT/step-phases-base.json" || true
 fi
-# The phases at the sweep's largest batch too, where the step stops being bound by the host
-# and the kernels show (the stem's weight gradient took 40 ms of a 64 ms step's GPU time at
-# batch 256, 2026-11-29): this binary's, then the baseline's.
-LARGE=$(echo $SWEEP | tr ' ' '\n' | sort -n | tail -n 1)
-for bin in grin grin-base; do
-    [ -x ./$bin ] || continue
-    step "step-phases-$bin-$LARGE" ./$bin bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
-        --samples "$SAMPLES" --set "train.batch_size=$LARGE" --warmup 5 --steps 20 --repeats 3 \
-        --json "$OUT/step-phases-$bin-large.json" || true
-done
-# Where the GPU's time goes at that batch, kernel by kernel: Nsight Compute's duration of
-# each launch (about two steps' worth; the report sums them by kernel name). It found the
-# stem's weight gradient above; `ncu` is on the H200 machines' PATH.
-if [ "$BACKEND" = cuda ] && command -v ncu >/dev/null; then
-    step ncu ncu --clock-control none --launch-count 2400 --metrics gpu__time_duration.sum --csv --page raw \
-        ./grin bench step "${CONFIG[@]}" --backend cuda --store "$OUT/runs/data" --samples "$SAMPLES" \
-        --set "train.batch_size=$LARGE" --warmup 1 --steps 2 --repeats 1 || true
-fi
 
 # The peer next: the headline ratio needs it more than the runs after it. It
 # reads the same store.
@@ -308,6 +290,25 @@ for b in $SWEEP; do
             --device "$PEER_DEVICE" --steps $((PEER_STEPS / 2)) --warmup 10 --repeats 3 || true
     fi
 done
+
+# The phases at the sweep's largest batch too, where the step stops being bound by the host
+# and the kernels show (the stem's weight gradient took 40 ms of a 64 ms step's GPU time at
+# batch 256, 2026-11-29): this binary's, then the baseline's.
+LARGE=$(echo $SWEEP | tr ' ' '\n' | sort -n | tail -n 1)
+for bin in grin grin-base; do
+    [ -x ./$bin ] || continue
+    step "step-phases-$bin-$LARGE" ./$bin bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
+        --samples "$SAMPLES" --set "train.batch_size=$LARGE" --warmup 5 --steps 20 --repeats 3 \
+        --json "$OUT/step-phases-$bin-large.json" || true
+done
+# Where the GPU's time goes at that batch, kernel by kernel: Nsight Compute's duration of
+# each launch (about two steps' worth; the report sums them by kernel name). It found the
+# stem's weight gradient above; `ncu` is on the H200 machines' PATH.
+if [ "$BACKEND" = cuda ] && command -v ncu >/dev/null; then
+    step ncu ncu --clock-control none --launch-count 2400 --metrics gpu__time_duration.sum --csv --page raw \
+        ./grin bench step "${CONFIG[@]}" --backend cuda --store "$OUT/runs/data" --samples "$SAMPLES" \
+        --set "train.batch_size=$LARGE" --warmup 1 --steps 2 --repeats 1 || true
+fi
 
 # The CLI's own views of the same runs, for the record.
 step balance ./grin balance "${CONFIG[@]}" --backend "$BACKEND" --set "train.store=$OUT/runs/data" || true
