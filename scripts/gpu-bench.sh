@@ -256,7 +256,8 @@ fi
 # reads the same store.
 PEER_STEPS=$((STEPS < 50 ? STEPS : 100))
 PYTHON=${PYTHON:-python3}
-if "$PYTHON" -c 'import torch' 2>/dev/null; then
+HAS_TORCH=$("$PYTHON" -c 'import torch' 2>/dev/null && echo 1 || true)
+if [ -n "$HAS_TORCH" ]; then
     step torch "$PYTHON" peers/torch_detector.py --store "$OUT/runs/data" --batch "$BATCH" --device "$PEER_DEVICE" \
         --steps "$PEER_STEPS" --warmup 10 --repeats 3 || true
 else
@@ -281,7 +282,6 @@ fi
 # Each sweep batch against the peer at the same batch: where the step stops
 # being bound by the host's per-op cost, the ratio shows how the kernels
 # themselves compare.
-HAS_TORCH=$("$PYTHON" -c 'import torch' 2>/dev/null && echo 1 || true)
 for b in $SWEEP; do
     step "sweep-$b" "${BENCH[@]}" --modes in-vram --steps "$STEPS" --set "train.batch_size=$b" \
         --json "$OUT/sweep-$b.json" || true

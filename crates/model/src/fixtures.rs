@@ -1,6 +1,7 @@
 //! What the tests of every crate need: a top-down fusion with values (a new
 //! fusion is all zeros, a no-op, so a test of its forward pass (CPU step,
-//! Pi engine, ONNX export) would pass without it), and the one bound on how
+//! Pi engine, ONNX export) would pass without it), a batch's labelled boxes
+//! that put every term of the loss in play, and the one bound on how
 //! far two f32 paths that round the same sums in different orders may
 //! differ, each measured against one reference.
 
@@ -37,6 +38,29 @@ impl<B: Backend> ModuleMapper<B> for Live {
         };
         Param::from_mapped_value(id, tensor, mapper)
     }
+}
+
+/// Labelled boxes for `batch` images of 96x72, `[batch, slots, 4]` (x0, y0,
+/// x1, y1) and `[batch, slots]`, and the slot count: faces on each level, a
+/// smile, a known non-smile, an unknown smile, an ignore region and an
+/// empty slot, each image's shifted a little so that images differ.
+pub fn labelled_boxes(batch: usize) -> (Vec<f32>, Vec<i64>, usize) {
+    let slots = [
+        ([10.0, 12.0, 30.0, 34.0], 1),
+        ([40.0, 8.0, 84.0, 56.0], 0),
+        ([60.0, 40.0, 80.0, 62.0], -1),
+        ([0.0, 40.0, 30.0, 72.0], -3),
+        ([0.0, 0.0, 0.0, 0.0], -2),
+    ];
+    let (mut boxes, mut labels) = (Vec::new(), Vec::new());
+    for b in 0..batch {
+        for (i, (bx, label)) in slots.iter().enumerate() {
+            let shift = if *label == -2 { 0.0 } else { (b * 3 + i) as f32 };
+            boxes.extend(bx.iter().map(|v| v + shift));
+            labels.push(*label as i64);
+        }
+    }
+    (boxes, labels, slots.len())
 }
 
 /// f32's unit roundoff.

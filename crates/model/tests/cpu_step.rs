@@ -72,26 +72,7 @@ fn the_cpu_step_equals_burns_autodiff_on_loss_gradients_and_running_averages() {
         // on every run (both sides' reductions are deterministic).
         B::seed(&device, 5);
         let images = Tensor::<B, 4>::random([batch, 1, 72, 96], Distribution::Uniform(0.0, 1.0), &device);
-        // Faces on each level, a smile, a known non-smile, an unknown smile,
-        // an ignore region and empty slots.
-        let slots = [
-            ([10.0, 12.0, 30.0, 34.0], 1),
-            ([40.0, 8.0, 84.0, 56.0], 0),
-            ([60.0, 40.0, 80.0, 62.0], -1),
-            ([0.0, 40.0, 30.0, 72.0], -3),
-            ([0.0, 0.0, 0.0, 0.0], -2),
-        ];
-        let k = slots.len();
-        let mut boxes = Vec::new();
-        let mut labels = Vec::new();
-        for b in 0..batch {
-            for (i, (bx, label)) in slots.iter().enumerate() {
-                // Shift each image's faces a little so images differ.
-                let shift = if *label == -2 { 0.0 } else { (b * 3 + i) as f32 };
-                boxes.extend(bx.iter().map(|v| v + shift));
-                labels.push(*label as i64);
-            }
-        }
+        let (boxes, labels, k) = grin_model::fixtures::labelled_boxes(batch);
 
         // Burn's autodiff: the reference.
         let reference = model(&spec);

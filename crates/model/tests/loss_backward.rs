@@ -14,29 +14,14 @@ type B = Autodiff<Inner>;
 
 const WEIGHTS: LossWeights = LossWeights { focal_alpha: 0.25, focal_gamma: 2.0, box_weight: 2.0, smile_weight: 5.0 };
 
-/// Two 96x72 frames with faces on each level, a smile, a known non-smile,
-/// an unknown smile, an ignore region and an empty slot; raw outputs drawn
-/// wide enough that some log-distances fall outside the clamp's range.
+/// Two 96x72 frames whose labels put every term in play
+/// (`fixtures::labelled_boxes`); raw outputs drawn wide enough that some
+/// log-distances fall outside the clamp's range.
 fn case() -> (PointTensors<B>, Targets<B>, Tensor<B, 3>) {
     let device = Default::default();
     let points = Points::new(96, 72);
     let table = PointTensors::<B>::new(&points, &device);
-    let slots = [
-        ([10.0, 12.0, 30.0, 34.0], 1),
-        ([40.0, 8.0, 84.0, 56.0], 0),
-        ([60.0, 40.0, 80.0, 62.0], -1),
-        ([0.0, 40.0, 30.0, 72.0], -3),
-        ([0.0, 0.0, 0.0, 0.0], -2),
-    ];
-    let (mut boxes, mut labels) = (Vec::new(), Vec::new());
-    for b in 0..2 {
-        for (i, (bx, label)) in slots.iter().enumerate() {
-            let shift = if *label == -2 { 0.0 } else { (b * 3 + i) as f32 };
-            boxes.extend(bx.iter().map(|v| v + shift));
-            labels.push(*label as i64);
-        }
-    }
-    let k = slots.len();
+    let (boxes, labels, k) = grin_model::fixtures::labelled_boxes(2);
     let boxes = Tensor::<B, 3>::from_data(TensorData::new(boxes, [2, k, 4]), &device);
     let labels = Tensor::<B, 2, Int>::from_data(TensorData::new(labels, [2, k]), &device);
     let targets = assign(&table, boxes, labels);
