@@ -26,7 +26,7 @@ pub(crate) struct PrecomputeArgs {
     #[arg(long, value_name = "A..B")]
     pub shards: Option<String>,
     /// Shard file size: bytes, or with a K/M/G suffix.
-    #[arg(long, default_value = "128M", value_parser = grin_store::parse_shard_bytes)]
+    #[arg(long, default_value = "128M", value_parser = grin_train::precompute::parse_shard_bytes)]
     pub shard_size: u64,
     /// Print the shard count for these settings and exit (to size a job array).
     #[arg(long)]
@@ -112,7 +112,7 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
         return Ok(());
     }
     let range = match &args.shards {
-        Some(text) => grin_store::parse_shard_range(text, plan.shard_count)?,
+        Some(text) => grin_train::precompute::parse_shard_range(text, plan.shard_count)?,
         None => 0..plan.shard_count,
     };
     eprintln!("precompute: {describe} -> {} (shards {}..{})", out.display(), range.start, range.end);
@@ -201,12 +201,12 @@ fn info(args: InfoArgs) -> Result<()> {
 fn bench(args: BenchArgs) -> Result<()> {
     let store = Store::open(&args.dir)?;
     let batches = args.batches.unwrap_or_else(|| (store.len() as usize).div_ceil(args.batch.max(1)));
-    let order = grin_store::bench::batch_order(&store, args.batch, batches, args.seed)?;
+    let order = grin_train::store_bench::batch_order(&store, args.batch, batches, args.seed)?;
     if let Some(path) = &args.order_out {
-        grin_store::bench::write_order(path, &order)?;
+        grin_train::store_bench::write_order(path, &order)?;
     }
-    grin_store::bench::warm(&store)?;
-    let results = grin_store::bench::run(&store, &order, args.repeats, args.seed)?;
+    grin_train::store_bench::warm(&store)?;
+    let results = grin_train::store_bench::run(&store, &order, args.repeats, args.seed)?;
     println!(
         "{}: {} records of {} bytes, {} shuffled batches of {} (data in page cache, best of {})",
         args.dir.display(),

@@ -44,7 +44,7 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
+    pub(crate) fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
         StoreError::Io { path: path.into(), error }
     }
 
@@ -54,3 +54,22 @@ impl StoreError {
 }
 
 pub(crate) type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::StoreError;
+
+    #[test]
+    fn io_errors_name_the_file_once() {
+        let err = StoreError::io("/data/shard-00000.bin", std::io::Error::from(std::io::ErrorKind::StorageFull));
+        // What `anyhow`'s `{:#}` prints: the error, then each source in turn.
+        let mut chain = err.to_string();
+        let mut source = std::error::Error::source(&err);
+        while let Some(s) = source {
+            chain += &format!(": {s}");
+            source = s.source();
+        }
+        assert_eq!(chain.matches("no storage space").count(), 1, "{chain}");
+        assert!(chain.starts_with("/data/shard-00000.bin: "), "{chain}");
+    }
+}

@@ -27,7 +27,7 @@ pub struct Fingerprint {
 impl Fingerprint {
     /// The fingerprint of `samples` training samples generated from `features`.
     /// Stats the source's files (never reads them), so it is cheap even for big sets.
-    pub fn new(features: &FeatureConfig, samples: u64) -> Result<Fingerprint> {
+    pub(crate) fn new(features: &FeatureConfig, samples: u64) -> Result<Fingerprint> {
         // Through text rather than `to_value`: an f32 like 0.2 then reads
         // back as 0.2, not as its f64 widening 0.20000000298023224.
         let mut features_value: Value = serde_json::to_string(features)
@@ -47,7 +47,7 @@ impl Fingerprint {
         Ok(Fingerprint::from_config(Value::Object(config)))
     }
 
-    pub fn from_config(config: Value) -> Fingerprint {
+    pub(crate) fn from_config(config: Value) -> Fingerprint {
         let hash = format!("{:016x}", xxh3_64(canonical(&config).as_bytes()));
         Fingerprint { hash, config }
     }
@@ -55,7 +55,7 @@ impl Fingerprint {
     /// Dotted keys whose values differ between `self` (stored) and `current`.
     /// Source files that are absent now are not compared: a dataset is often
     /// trained from on a machine that does not hold the raw source.
-    pub fn differing_keys(&self, current: &Fingerprint) -> Vec<String> {
+    pub(crate) fn differing_keys(&self, current: &Fingerprint) -> Vec<String> {
         let mut stored = BTreeMap::new();
         flatten("", &self.config, &mut stored);
         let mut now = BTreeMap::new();
@@ -251,3 +251,6 @@ pub fn format_stale(keys: &[String]) -> String {
         if keys.len() == 1 { "s" } else { "" }
     )
 }
+
+#[cfg(test)]
+mod tests;

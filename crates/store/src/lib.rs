@@ -67,31 +67,26 @@
 //! hashes every shard once against the manifest (what training does when it
 //! opens a dataset), so a record `grin verify` would reject is never trained on.
 
-// Public as modules because the CLI calls them by path: `grin store bench`
-// and `grin store info`'s canonical fingerprint.
-pub mod bench;
+// Public as a module because the CLI calls it by path: `grin store info`'s
+// canonical fingerprint.
 pub mod fingerprint;
 
-mod args;
 mod error;
 mod layout;
-mod loader;
 mod lock;
 mod manifest;
 mod merge;
-mod producer;
+mod order;
 mod reader;
 mod verify;
 mod writer;
 
-pub use args::{parse_shard_bytes, parse_shard_range};
 pub use error::StoreError;
 pub use fingerprint::{format_stale, Fingerprint};
 pub use layout::RecordLayout;
-pub use loader::{BatchLoader, BatchOrder, BatchReader, Draws, LoaderOptions};
 pub use manifest::{ClassCounts, Manifest, ShardEntry};
 pub use merge::merge;
-pub use producer::{BatchSource, Produced, Producer};
+pub use order::{BatchOrder, BatchReader, Draws, OrderOptions};
 pub use reader::Store;
 pub use verify::{verify, BadShard, VerifyReport};
-pub use writer::{Event, Plan, RecordSource, Summary, Writer, DEFAULT_SHARD_BYTES};
+pub use writer::{write_dataset, Event, Plan, Summary, DEFAULT_SHARD_BYTES};

@@ -122,7 +122,7 @@ impl Store {
     }
 
     /// Record indices of one scene class.
-    pub fn class_index(&self, class: SceneClass) -> &[u64] {
+    pub(crate) fn class_index(&self, class: SceneClass) -> &[u64] {
         &self.inner.by_class[class.index()]
     }
 
@@ -159,7 +159,7 @@ impl Store {
     }
 
     /// Record `index` as a [`Sample`].
-    pub fn sample(&self, index: u64) -> Result<Sample> {
+    pub(crate) fn sample(&self, index: u64) -> Result<Sample> {
         let layout = self.layout();
         let mut batch = HostBatch::with_capacity(1, layout.width, layout.height, layout.channels);
         self.read_into(index, &mut batch)?;

@@ -24,19 +24,23 @@ pub const DEFAULT_SHARD_BYTES: u64 = 128 << 20;
 /// Records generated and written per step; one batch of the pipeline.
 const WRITE_BATCH: usize = 64;
 
-/// Anything that fills a batch with the samples at the given indices,
-/// deterministically (the pipeline, or hand-built samples in tests).
-pub trait RecordSource: Sync {
-    fn fill(&self, indices: &[u64], out: &mut HostBatch) -> Result<(), FeatureError>;
-}
+/// What fills a batch with the samples at the given indices,
+/// deterministically: the feature pipeline, or hand-built samples in tests.
+pub(crate) type Fill<'a> = dyn Fn(&[u64], &mut HostBatch) -> Result<(), FeatureError> + Sync + 'a;
 
-impl<F> RecordSource for F
-where
-    F: Fn(&[u64], &mut HostBatch) -> Result<(), FeatureError> + Sync,
-{
-    fn fill(&self, indices: &[u64], out: &mut HostBatch) -> Result<(), FeatureError> {
-        self(indices, out)
-    }
+/// Writes every unfinished shard of `shards` of `plan` into `dir` (created if
+/// absent), then the manifest (every shard) or a part manifest (a sub-range).
+/// Refuses a folder that holds a dataset of another config or layout: mixing
+/// shards would be silent corruption. Finished shards are reused, so a rerun
+/// picks up where an interrupted one stopped.
+pub fn write_dataset(
+    dir: &Path,
+    plan: Plan,
+    shards: Range<u64>,
+    source: &Fill<'_>,
+    progress: &mut dyn FnMut(Event),
+) -> Result<Summary> {
+    Writer::create(dir, plan)?.run(shards, source, progress)
 }
 
 /// Everything that decides the dataset's bytes and file split.
@@ -50,7 +54,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn new(fingerprint: Fingerprint, layout: RecordLayout, samples: u64, shard_bytes: u64) -> Result<Plan> {
+    pub(crate) fn new(fingerprint: Fingerprint, layout: RecordLayout, samples: u64, shard_bytes: u64) -> Result<Plan> {
         if samples == 0 {
             return Err(StoreError::Usage("--samples must be at least 1".into()));
         }
@@ -76,7 +80,7 @@ impl Plan {
     }
 }
 
-/// What [`Writer::run`] reports while it works.
+/// What [`write_dataset`] reports while it works.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// Before any generation: finished shards found and records still to make.
@@ -103,7 +107,7 @@ enum ShardState {
 }
 
 #[derive(Debug)]
-pub struct Writer {
+struct Writer {
     dir: PathBuf,
     plan: Plan,
 }
@@ -111,15 +115,11 @@ pub struct Writer {
 impl Writer {
     /// Opens (creating) `dir` for `plan`, refusing a folder that holds a
     /// dataset of another config or layout: mixing shards would be silent corruption.
-    pub fn create(dir: &Path, plan: Plan) -> Result<Writer> {
+    fn create(dir: &Path, plan: Plan) -> Result<Writer> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
         let writer = Writer { dir: dir.to_path_buf(), plan };
         writer.check_existing()?;
         Ok(writer)
-    }
-
-    pub fn plan(&self) -> &Plan {
-        &self.plan
     }
 
     fn check_existing(&self) -> Result<()> {
@@ -174,14 +174,7 @@ impl Writer {
         Ok(paths)
     }
 
-    /// Writes every unfinished shard of `range`, then the manifest (whole
-    /// range) or the part manifest (a sub-range).
-    pub fn run(
-        &self,
-        range: Range<u64>,
-        source: &dyn RecordSource,
-        progress: &mut dyn FnMut(Event),
-    ) -> Result<Summary> {
+    fn run(&self, range: Range<u64>, source: &Fill<'_>, progress: &mut dyn FnMut(Event)) -> Result<Summary> {
         if range.start >= range.end || range.end > self.plan.shard_count {
             return Err(StoreError::Usage(format!(
                 "shard range {}..{} is empty or beyond the {} shards",
@@ -294,12 +287,7 @@ impl Writer {
         Ok(ShardState::Complete(entry))
     }
 
-    fn write_shard(
-        &self,
-        index: u64,
-        source: &dyn RecordSource,
-        progress: &mut dyn FnMut(Event),
-    ) -> Result<ShardEntry> {
+    fn write_shard(&self, index: u64, source: &Fill<'_>, progress: &mut dyn FnMut(Event)) -> Result<ShardEntry> {
         let layout = self.plan.layout;
         let records = self.records(index);
         let path = self.dir.join(shard_file_name(index));
@@ -320,7 +308,7 @@ impl Writer {
             let end = (first + WRITE_BATCH as u64).min(records.end);
             let indices: Vec<u64> = (first..end).collect();
             batch.clear();
-            source.fill(&indices, &mut batch).map_err(|error| StoreError::Generate { first, end, error })?;
+            source(&indices, &mut batch).map_err(|error| StoreError::Generate { first, end, error })?;
             let shape = (batch.width, batch.height, batch.channels);
             if batch.len != indices.len() || shape != (layout.width, layout.height, layout.channels) {
                 return Err(StoreError::Usage(format!(

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use grin_features::{FeatureConfig, FeatureError, HostBatch};
-use grin_store::{Event, Plan, Store, StoreError, Writer};
+use grin_store::{write_dataset, Event, Plan, Store, StoreError};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -32,8 +32,7 @@ fn while_writing<T: Send>(
         }
         fill(indices, out)
     };
-    let writer = Writer::create(dir, plan).unwrap();
-    let result = writer.run(range, &source, &mut |_: Event| {});
+    let result = write_dataset(dir, plan, range, &source, &mut |_: Event| {});
     (seen.into_inner().unwrap().expect("the source ran"), result)
 }
 
@@ -41,8 +40,7 @@ fn while_writing<T: Send>(
 fn a_second_writer_is_refused_while_the_first_writes() {
     let dir = tempfile::tempdir().unwrap();
     let (second, first) = while_writing(dir.path(), plan(40, 10), 0..4, || {
-        let writer = Writer::create(dir.path(), other_plan(40, 10)).unwrap();
-        writer.run(0..4, &fill, &mut |_: Event| {})
+        write_dataset(dir.path(), other_plan(40, 10), 0..4, &fill, &mut |_: Event| {})
     });
     let e = second.unwrap_err().to_string();
     assert!(e.starts_with(&format!("{}: in use by another grin process", dir.path().display())), "{e}");
@@ -55,7 +53,7 @@ fn a_second_writer_is_refused_while_the_first_writes() {
     // A part writer cannot start beside a whole-dataset writer either.
     let dir = tempfile::tempdir().unwrap();
     let (part, first) = while_writing(dir.path(), plan(40, 10), 0..4, || {
-        Writer::create(dir.path(), plan(40, 10)).unwrap().run(2..4, &fill, &mut |_: Event| {})
+        write_dataset(dir.path(), plan(40, 10), 2..4, &fill, &mut |_: Event| {})
     });
     assert!(part.unwrap_err().to_string().contains("writing this whole dataset"));
     first.unwrap();
@@ -66,7 +64,7 @@ fn part_writers_share_the_folder_but_never_one_shard() {
     let dir = tempfile::tempdir().unwrap();
     // A job array: disjoint ranges side by side, then the merge.
     let (other_part, first) = while_writing(dir.path(), plan(40, 10), 0..2, || {
-        Writer::create(dir.path(), plan(40, 10)).unwrap().run(2..4, &fill, &mut |_: Event| {})
+        write_dataset(dir.path(), plan(40, 10), 2..4, &fill, &mut |_: Event| {})
     });
     other_part.unwrap();
     first.unwrap();
@@ -76,7 +74,7 @@ fn part_writers_share_the_folder_but_never_one_shard() {
     // Overlapping ranges: the shard being written is refused to the other.
     let dir = tempfile::tempdir().unwrap();
     let (overlap, first) = while_writing(dir.path(), plan(40, 10), 0..2, || {
-        Writer::create(dir.path(), plan(40, 10)).unwrap().run(0..1, &fill, &mut |_: Event| {})
+        write_dataset(dir.path(), plan(40, 10), 0..1, &fill, &mut |_: Event| {})
     });
     let e = overlap.unwrap_err().to_string();
     assert!(e.contains("shard-00000.bin.tmp: another grin precompute is writing this shard"), "{e}");
@@ -88,13 +86,12 @@ fn a_dataset_being_read_is_not_rewritten_and_one_being_written_is_not_read() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), 40, 10);
     let store = Store::open(dir.path()).unwrap();
-    let writer = Writer::create(dir.path(), plan(40, 10)).unwrap();
-    let e = writer.run(0..4, &fill, &mut |_: Event| {}).unwrap_err().to_string();
+    let e = write_dataset(dir.path(), plan(40, 10), 0..4, &fill, &mut |_: Event| {}).unwrap_err().to_string();
     assert!(e.contains("in use by another grin process"), "{e}");
     // Two readers are fine.
     Store::open(dir.path()).unwrap();
     drop(store);
-    writer.run(0..4, &fill, &mut |_: Event| {}).unwrap();
+    write_dataset(dir.path(), plan(40, 10), 0..4, &fill, &mut |_: Event| {}).unwrap();
 
     // A rerun that rewrites a shard (its sidecar is gone) over the finished dataset.
     std::fs::remove_file(dir.path().join("shard-00000.json")).unwrap();

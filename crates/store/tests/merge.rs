@@ -1,12 +1,12 @@
 //! Disjoint shard ranges written separately, then merged.
 mod common;
 
+use burn_dataset::Dataset;
 use common::*;
-use grin_store::{merge, Manifest, Store, StoreError, Writer};
+use grin_store::{merge, write_dataset, Manifest, Store, StoreError};
 
 fn write_range(dir: &std::path::Path, range: std::ops::Range<u64>) -> std::path::PathBuf {
-    let writer = Writer::create(dir, plan(100, 10)).unwrap();
-    writer.run(range, &fill, &mut |_| {}).unwrap().manifest
+    write_dataset(dir, plan(100, 10), range, &fill, &mut |_| {}).unwrap().manifest
 }
 
 #[test]
@@ -22,7 +22,7 @@ fn shard_ranges_merge_into_the_same_dataset_as_one_run() {
     let merged = merge(dir.path()).unwrap();
     assert_eq!(merged, Manifest::load(whole.path()).unwrap());
     let store = Store::open(dir.path()).unwrap();
-    assert_eq!(store.sample(57).unwrap(), sample(57));
+    assert_eq!(store.get(57).unwrap(), sample(57));
     assert!(grin_store::verify(dir.path(), &mut |_| {}).unwrap().ok());
 }
 
@@ -50,7 +50,7 @@ fn missing_overlapping_and_disagreeing_parts_are_refused() {
     features.augment.noise = 0.0;
     let other = tempfile::tempdir().unwrap();
     let plan = grin_store::Plan::for_features(&features, 100, 10 * RECORD_BYTES).unwrap();
-    Writer::create(other.path(), plan).unwrap().run(9..10, &fill, &mut |_| {}).unwrap();
+    write_dataset(other.path(), plan, 9..10, &fill, &mut |_| {}).unwrap();
     std::fs::copy(other.path().join("part-00009-00010.json"), dir.path().join("part-00009-00010.json")).unwrap();
     let err = merge(dir.path()).unwrap_err().to_string();
     assert!(err.contains("part-00009-00010.json") && err.contains("features.augment.noise"), "{err}");

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use grin_features::{BadInputKind, FeatureError, HostBatch};
-use grin_store::{Event, StoreError, Writer};
+use grin_store::{write_dataset, Event, StoreError};
 
 fn failing_at(limit: u64) -> impl Fn(&[u64], &mut HostBatch) -> Result<(), FeatureError> + Sync {
     move |indices: &[u64], out: &mut HostBatch| {
@@ -22,9 +22,8 @@ fn interrupted_write_resumes_to_identical_shards() {
     write(reference.path(), 100, 10);
 
     let dir = tempfile::tempdir().unwrap();
-    let writer = Writer::create(dir.path(), plan(100, 10)).unwrap();
     // Shard size 10 records, write batches of 64: failing at 45 stops inside shard 4.
-    let err = writer.run(0..10, &failing_at(45), &mut |_| {}).unwrap_err();
+    let err = write_dataset(dir.path(), plan(100, 10), 0..10, &failing_at(45), &mut |_| {}).unwrap_err();
     assert!(matches!(err, StoreError::Generate { first: 40, end: 50, .. }), "{err}");
     assert!(err.to_string().contains("interrupted.jpg"), "{err}");
     assert!(dir.path().join("shard-00004.bin.tmp").exists(), "the unfinished shard stays under its temporary name");
@@ -39,8 +38,7 @@ fn interrupted_write_resumes_to_identical_shards() {
     std::fs::OpenOptions::new().write(true).open(&shard2).unwrap().set_len(len - 100).unwrap();
 
     let mut events = Vec::new();
-    let summary =
-        Writer::create(dir.path(), plan(100, 10)).unwrap().run(0..10, &fill, &mut |e| events.push(e)).unwrap();
+    let summary = write_dataset(dir.path(), plan(100, 10), 0..10, &fill, &mut |e| events.push(e)).unwrap();
     assert_eq!(summary.reused_shards, 2, "shards 0 and 3 are reused");
     assert_eq!(summary.written_shards, 8);
     let redone: Vec<String> = events
@@ -69,7 +67,7 @@ fn interrupted_write_resumes_to_identical_shards() {
     assert!(!dir.path().join("shard-00004.bin.tmp").exists());
 
     // A complete dataset rerun touches nothing.
-    let again = Writer::create(dir.path(), plan(100, 10)).unwrap().run(0..10, &fill, &mut |_| {}).unwrap();
+    let again = write_dataset(dir.path(), plan(100, 10), 0..10, &fill, &mut |_| {}).unwrap();
     assert_eq!((again.reused_shards, again.written_shards), (10, 0));
 }
 
@@ -81,7 +79,9 @@ fn a_folder_of_another_config_is_refused() {
     features.augment.flip = 0.0;
     features.seed = 9;
     let other = grin_store::Plan::for_features(&features, 30, 10 * RECORD_BYTES).unwrap();
-    let err = Writer::create(dir.path(), other).unwrap_err();
+    // Refused before a record is made: `nothing` would fail the write.
+    let nothing = |_: &[u64], _: &mut HostBatch| -> Result<(), FeatureError> { panic!("no record is made") };
+    let err = write_dataset(dir.path(), other, 0..3, &nothing, &mut |_| {}).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, StoreError::Conflict { .. }), "{text}");
     assert!(text.contains("features.augment.flip") && text.contains("features.seed"), "{text}");
@@ -90,10 +90,10 @@ fn a_folder_of_another_config_is_refused() {
     // Only sidecars left (manifest gone): still refused, naming the sidecar.
     std::fs::remove_file(dir.path().join("manifest.json")).unwrap();
     let other = grin_store::Plan::for_features(&features, 30, 10 * RECORD_BYTES).unwrap();
-    let text = Writer::create(dir.path(), other).unwrap_err().to_string();
+    let text = write_dataset(dir.path(), other, 0..3, &nothing, &mut |_| {}).unwrap_err().to_string();
     assert!(text.contains("shard-00000.json"), "{text}");
 
     // Same config, another shard size: refused too (shards would not line up).
-    let text = Writer::create(dir.path(), plan(30, 7)).unwrap_err().to_string();
+    let text = write_dataset(dir.path(), plan(30, 7), 0..5, &nothing, &mut |_| {}).unwrap_err().to_string();
     assert!(text.contains("another config, sample count or shard size"), "{text}");
 }

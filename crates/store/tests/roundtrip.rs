@@ -3,8 +3,8 @@ mod common;
 
 use burn_dataset::Dataset;
 use common::*;
-use grin_features::{HostBatch, SceneClass};
-use grin_store::{BatchOrder, Draws, LoaderOptions, Store};
+use grin_features::{ClassBalanceConfig, HostBatch, SceneClass};
+use grin_store::{BatchOrder, BatchReader, Draws, OrderOptions, Store};
 use std::collections::BTreeSet;
 
 #[test]
@@ -63,7 +63,7 @@ fn each_epoch_is_a_fresh_permutation_of_every_record() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), 40, 9);
     let store = Store::open(dir.path()).unwrap();
-    let options = LoaderOptions { batch_size: 8, seed: 5, draws: Draws::Shuffled, prefetch: 2, start_batch: 0 };
+    let options = OrderOptions { batch_size: 8, seed: 5, draws: Draws::Shuffled, start_batch: 0 };
     let mut order = BatchOrder::new(&store, &options).unwrap();
     let mut epochs: Vec<Vec<u64>> = Vec::new();
     let mut indices = Vec::new();
@@ -80,24 +80,24 @@ fn each_epoch_is_a_fresh_permutation_of_every_record() {
     assert_ne!(epochs[1], epochs[2]);
     assert_ne!(epochs[0], (0..40).collect::<Vec<_>>(), "shuffled, not record order");
 
-    // The loader thread yields exactly these batches, with the right contents.
-    let mut loader = store.loader(8, 5, false, 2).unwrap();
+    // The reader training runs yields exactly these batches, with the right contents.
+    let mut reader = BatchReader::new(&store, &options).unwrap();
+    let mut batch = reader.empty_batch();
     let flat: Vec<u64> = epochs.concat();
     for b in 0..15 {
-        let batch = loader.next().unwrap();
+        reader.read_next(&mut batch).unwrap();
         assert_eq!(batch.len, 8);
         for slot in 0..8 {
             assert_eq!(batch.sample(slot), sample(flat[b * 8 + slot]));
         }
-        loader.recycle(batch);
     }
 
     // Another seed, another order; a resumed order continues where it stopped.
-    let other = BatchOrder::new(&store, &LoaderOptions { seed: 6, ..options.clone() }).unwrap();
+    let other = BatchOrder::new(&store, &OrderOptions { seed: 6, ..options.clone() }).unwrap();
     let mut other = other;
     other.next_batch(&mut indices);
     assert_ne!(indices, flat[..8]);
-    let mut resumed = BatchOrder::new(&store, &LoaderOptions { start_batch: 7, ..options.clone() }).unwrap();
+    let mut resumed = BatchOrder::new(&store, &OrderOptions { start_batch: 7, ..options.clone() }).unwrap();
     resumed.next_batch(&mut indices);
     assert_eq!(indices, flat[56..64]);
 }
@@ -107,7 +107,7 @@ fn batches_span_epoch_boundaries_when_the_size_does_not_divide() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), 10, 4);
     let store = Store::open(dir.path()).unwrap();
-    let options = LoaderOptions { batch_size: 4, seed: 1, draws: Draws::Shuffled, prefetch: 1, start_batch: 0 };
+    let options = OrderOptions { batch_size: 4, seed: 1, draws: Draws::Shuffled, start_batch: 0 };
     let mut order = BatchOrder::new(&store, &options).unwrap();
     let mut all = Vec::new();
     let mut indices = Vec::new();
@@ -118,18 +118,34 @@ fn batches_span_epoch_boundaries_when_the_size_does_not_divide() {
     }
     assert_eq!(all[..10].iter().copied().collect::<BTreeSet<_>>().len(), 10);
     assert_eq!(all[10..20].iter().copied().collect::<BTreeSet<_>>().len(), 10);
-    let mut resumed = BatchOrder::new(&store, &LoaderOptions { start_batch: 3, ..options }).unwrap();
+    let mut resumed = BatchOrder::new(&store, &OrderOptions { start_batch: 3, ..options }).unwrap();
     resumed.next_batch(&mut indices);
     assert_eq!(indices, all[12..16]);
 }
 
 #[test]
-fn class_index_comes_from_the_manifest() {
+fn class_draws_take_each_class_from_the_manifests_index() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), 12, 5);
     let store = Store::open(dir.path()).unwrap();
-    assert_eq!(store.class_index(SceneClass::Smiling), &[0, 3, 6, 9]);
-    assert_eq!(store.class_index(SceneClass::NonSmiling), &[1, 4, 7, 10]);
-    assert_eq!(store.class_index(SceneClass::FaceFree), &[2, 5, 8, 11]);
-    assert!(store.loader(0, 1, false, 1).is_err(), "batch size 0 is refused");
+    let only = |class: usize| {
+        let mut fractions = [0.0f32; 3];
+        fractions[class] = 1.0;
+        let [smiling, non_smiling, face_free] = fractions;
+        let draws = Draws::ClassFractions(ClassBalanceConfig { smiling, non_smiling, face_free });
+        let mut order =
+            BatchOrder::new(&store, &OrderOptions { batch_size: 3, seed: 1, draws, start_batch: 0 }).unwrap();
+        let mut drawn = BTreeSet::new();
+        let mut indices = Vec::new();
+        for _ in 0..8 {
+            order.next_batch(&mut indices);
+            drawn.extend(indices.iter().copied());
+        }
+        drawn.into_iter().collect::<Vec<u64>>()
+    };
+    assert_eq!(only(SceneClass::Smiling.index()), [0, 3, 6, 9]);
+    assert_eq!(only(SceneClass::NonSmiling.index()), [1, 4, 7, 10]);
+    assert_eq!(only(SceneClass::FaceFree.index()), [2, 5, 8, 11]);
+    let options = OrderOptions { batch_size: 0, seed: 1, draws: Draws::Shuffled, start_batch: 0 };
+    assert!(BatchReader::new(&store, &options).is_err(), "batch size 0 is refused");
 }

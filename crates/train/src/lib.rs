@@ -34,6 +34,7 @@ mod run;
 mod run_folder;
 pub mod step;
 pub mod step_bench;
+pub mod store_bench;
 mod summary;
 #[cfg(test)]
 mod test_photos;

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use grin_features::{FaceBox, FeatureConfig, FeatureError, HostBatch, Sample, Smile};
-use grin_store::{Event, Plan, Summary, Writer};
+use grin_store::{write_dataset, Event, Plan, Summary};
 use std::path::Path;
 
 pub(crate) const W: u32 = 32;
@@ -42,9 +42,9 @@ pub(crate) fn plan(samples: u64, per_shard: u64) -> Plan {
 }
 
 pub(crate) fn write(dir: &Path, samples: u64, per_shard: u64) -> Summary {
-    let writer = Writer::create(dir, plan(samples, per_shard)).expect("create writer");
-    let range = 0..writer.plan().shard_count;
-    writer.run(range, &fill, &mut |_: Event| {}).expect("write dataset")
+    let plan = plan(samples, per_shard);
+    let range = 0..plan.shard_count;
+    write_dataset(dir, plan, range, &fill, &mut |_: Event| {}).expect("write dataset")
 }
 
 pub(crate) fn checksums(dir: &Path) -> Vec<String> {

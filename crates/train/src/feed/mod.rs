@@ -4,13 +4,14 @@
 //! - [`precomputed`]: batches are read from a store written once;
 //! - [`in_vram`]: the store is uploaded once and batches are cut on the device.
 //!
-//! The two host modes run on grin-store's one producer thread
-//! ([`grin_store::Producer`]: a bounded queue ahead of the trainer, buffers
-//! recycled), then one upload per batch.
+//! The two host modes run on the one producer thread ([`producer`]: a
+//! bounded queue ahead of the trainer, buffers recycled), then one upload
+//! per batch.
 
 pub mod in_vram;
 pub mod on_the_fly;
 pub mod precomputed;
+pub(crate) mod producer;
 
 use crate::config::{Mode, TrainConfig};
 use crate::device_batch::{upload, DeviceBatch};
@@ -18,10 +19,11 @@ use anyhow::{bail, Context, Result};
 use burn::tensor::backend::Backend;
 use grin_features::{FeatureConfig, Pipeline, Split};
 use grin_model::DetectorBackend;
-use grin_store::{BatchOrder, BatchSource, Produced, Producer, Store};
+use grin_store::{BatchOrder, Store};
 use in_vram::{DeviceAugment, InVram};
 use on_the_fly::OnTheFly;
 use precomputed::Precomputed;
+use producer::{BatchSource, Produced, Producer};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,7 +63,8 @@ pub fn build_feed<B: DetectorBackend>(plan: &FeedPlan, device: &B::Device, start
             Feed::host(OnTheFly::new(pipeline, plan.batch_size, start), loaders, plan.prefetch, device.clone())
         }
         Mode::Precomputed => {
-            let source = Precomputed::new(store()?, &plan.features, plan.batch_size, start)?;
+            let order = precomputed::batch_order(&plan.features, plan.batch_size, start);
+            let source = Precomputed::new(store()?, &order)?;
             Feed::host(source, 1, plan.prefetch, device.clone())
         }
         Mode::InVram => {
@@ -70,7 +73,7 @@ pub fn build_feed<B: DetectorBackend>(plan: &FeedPlan, device: &B::Device, start
             let data = in_vram::upload_store(store, device, B::HOST_MEMORY)?;
             let order = BatchOrder::new(store, &precomputed::batch_order(&plan.features, plan.batch_size, start))?;
             let cutter = InVram::new(data, order, plan.features.seed, plan.device_augment, device.clone());
-            Ok(Feed::InVram(cutter))
+            Ok(Feed(Source::InVram(cutter)))
         }
         Mode::Auto => bail!("auto must be resolved to a mode before training"),
     }
@@ -86,7 +89,11 @@ pub(crate) struct FeedTiming {
     pub produce: Duration,
 }
 
-pub enum Feed<B: Backend> {
+/// Batches for the trainer, one per step, in whichever of the three ways
+/// [`build_feed`] chose.
+pub struct Feed<B: Backend>(Source<B>);
+
+enum Source<B: Backend> {
     /// On-the-fly or precomputed: the producer thread and its bounded queue;
     /// `loaders` workers make each batch side by side (what `grin simulate`
     /// calls loaders).
@@ -106,29 +113,29 @@ impl<B: Backend> Feed<B> {
         device: B::Device,
     ) -> Result<Self> {
         let producer = Producer::start(source, prefetch, "grin-feed").context("cannot start the feed thread")?;
-        Ok(Feed::Host { producer, loaders, device })
+        Ok(Feed(Source::Host { producer, loaders, device }))
     }
 
     /// Loaders making batches side by side; 0 in VRAM, where the batch is
     /// cut on the training thread itself.
     pub(crate) fn loaders(&self) -> usize {
-        match self {
-            Feed::Host { loaders, .. } => *loaders,
-            Feed::InVram(_) => 0,
+        match &self.0 {
+            Source::Host { loaders, .. } => *loaders,
+            Source::InVram(_) => 0,
         }
     }
 
     /// The batch for training step `step` (steps must come in order).
     pub(crate) fn next(&mut self, step: usize) -> Result<(DeviceBatch<B>, FeedTiming)> {
-        match self {
-            Feed::Host { producer, device, .. } => {
+        match &mut self.0 {
+            Source::Host { producer, device, .. } => {
                 let started = Instant::now();
                 let Produced { batch: host, took } = producer.next().context("feed thread stopped")??;
                 let batch = upload(&host, device);
                 producer.recycle(host);
                 Ok((batch, FeedTiming { wait: started.elapsed(), produce: took }))
             }
-            Feed::InVram(cutter) => {
+            Source::InVram(cutter) => {
                 let (batch, cut) = cutter.cut(step);
                 Ok((batch, FeedTiming { wait: cut, produce: cut }))
             }

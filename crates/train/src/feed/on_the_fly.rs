@@ -1,9 +1,9 @@
 //! On-the-fly: the feature pipeline's C workers make every batch while the
 //! run trains.
 
+use super::producer::BatchSource;
 use anyhow::Result;
 use grin_features::{HostBatch, Pipeline};
-use grin_store::BatchSource;
 use std::sync::Arc;
 
 /// Batch `k` is samples `k*B .. (k+1)*B` of the train split. A pure

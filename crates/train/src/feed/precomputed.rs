@@ -2,9 +2,10 @@
 //! read in a seeded order (optionally class-balanced draws) on the feed's
 //! one producer thread.
 
+use super::producer::BatchSource;
 use anyhow::{bail, Context, Result};
 use grin_features::{FeatureConfig, HostBatch};
-use grin_store::{format_stale, BatchReader, BatchSource, Draws, LoaderOptions, Store};
+use grin_store::{format_stale, BatchReader, Draws, OrderOptions, Store};
 use std::path::Path;
 
 /// Opens a precomputed dataset and refuses it when it was built from other
@@ -64,8 +65,8 @@ pub(crate) struct Precomputed {
 }
 
 impl Precomputed {
-    pub(crate) fn new(store: &Store, features: &FeatureConfig, batch_size: usize, start_batch: usize) -> Result<Self> {
-        Ok(Precomputed { reader: BatchReader::new(store, &batch_order(features, batch_size, start_batch))? })
+    pub(crate) fn new(store: &Store, order: &OrderOptions) -> Result<Self> {
+        Ok(Precomputed { reader: BatchReader::new(store, order)? })
     }
 }
 
@@ -73,14 +74,8 @@ impl Precomputed {
 /// its records on the host, in-VRAM cuts the same records on the device):
 /// seeded by `features.seed`, class fractions from `[features.balance]`,
 /// from batch `start_batch` on.
-pub(crate) fn batch_order(features: &FeatureConfig, batch_size: usize, start_batch: usize) -> LoaderOptions {
-    LoaderOptions {
-        batch_size,
-        seed: features.seed,
-        draws: class_draws(features),
-        prefetch: 1,
-        start_batch: start_batch as u64,
-    }
+pub(crate) fn batch_order(features: &FeatureConfig, batch_size: usize, start_batch: usize) -> OrderOptions {
+    OrderOptions { batch_size, seed: features.seed, draws: class_draws(features), start_batch: start_batch as u64 }
 }
 
 impl BatchSource for Precomputed {

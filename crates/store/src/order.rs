@@ -1,9 +1,8 @@
 //! Batch order (a fresh seeded permutation per epoch, or class-balanced
-//! draws), the reader that fills batches in that order, and the loader that
-//! runs it on the producer thread.
+//! draws), and the reader that fills batches in that order (training's
+//! precomputed feed runs it on its producer thread).
 
 use crate::error::{Result, StoreError};
-use crate::producer::{BatchSource, Producer};
 use crate::reader::Store;
 use grin_features::{ClassBalanceConfig, HostBatch, SceneClass};
 use rand::seq::SliceRandom;
@@ -20,12 +19,10 @@ pub enum Draws {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct LoaderOptions {
+pub struct OrderOptions {
     pub batch_size: usize,
     pub seed: u64,
     pub draws: Draws,
-    /// Batches the loader thread may run ahead (at least 1).
-    pub prefetch: usize,
     /// Batches to skip, so a resumed run continues the same data order.
     pub start_batch: u64,
 }
@@ -86,13 +83,13 @@ pub struct BatchOrder {
 }
 
 impl BatchOrder {
-    pub fn new(store: &Store, options: &LoaderOptions) -> Result<BatchOrder> {
+    pub fn new(store: &Store, options: &OrderOptions) -> Result<BatchOrder> {
         let classes: [Vec<u64>; 3] = SceneClass::ALL.map(|c| store.class_index(c).to_vec());
         BatchOrder::from_classes(store.len(), classes, options)
     }
 
     /// From the record count and per-class record indices alone.
-    pub(crate) fn from_classes(len: u64, classes: [Vec<u64>; 3], options: &LoaderOptions) -> Result<BatchOrder> {
+    pub(crate) fn from_classes(len: u64, classes: [Vec<u64>; 3], options: &OrderOptions) -> Result<BatchOrder> {
         if options.batch_size == 0 {
             return Err(StoreError::Usage("batch size must be at least 1".into()));
         }
@@ -228,8 +225,8 @@ fn quotas(k: u64, batch_size: usize, fractions: &[f64], drawn: &mut [u64]) -> Ve
     q
 }
 
-/// Reads the batches of a [`BatchOrder`] from a store: the source the
-/// producer thread runs for [`BatchLoader`] and for training's precomputed feed.
+/// Reads the batches of a [`BatchOrder`] from a store: what training's
+/// precomputed feed runs on its producer thread.
 pub struct BatchReader {
     store: Store,
     order: BatchOrder,
@@ -238,14 +235,14 @@ pub struct BatchReader {
 }
 
 impl BatchReader {
-    pub fn new(store: &Store, options: &LoaderOptions) -> Result<BatchReader> {
+    pub fn new(store: &Store, options: &OrderOptions) -> Result<BatchReader> {
         let order = BatchOrder::new(store, options)?;
         let batch_size = options.batch_size;
         Ok(BatchReader { store: store.clone(), order, indices: Vec::with_capacity(batch_size), batch_size })
     }
 
     /// An empty batch of the store's layout, sized for this reader.
-    pub(crate) fn empty_batch(&self) -> HostBatch {
+    pub fn empty_batch(&self) -> HostBatch {
         let l = self.store.layout();
         HostBatch::with_capacity(self.batch_size, l.width, l.height, l.channels)
     }
@@ -255,73 +252,5 @@ impl BatchReader {
         self.order.next_batch(&mut self.indices);
         batch.clear();
         self.indices.iter().try_for_each(|&index| self.store.read_into(index, batch))
-    }
-}
-
-impl BatchSource for BatchReader {
-    type Error = StoreError;
-
-    fn empty_batch(&self) -> HostBatch {
-        BatchReader::empty_batch(self)
-    }
-
-    fn fill(&mut self, batch: &mut HostBatch) -> Result<()> {
-        self.read_next(batch)
-    }
-}
-
-/// An endless iterator of a store's batches, read ahead on the one producer
-/// thread ([`Producer`], the one training's feed runs). Hand finished
-/// batches back with [`BatchLoader::recycle`] to reuse their buffers.
-pub struct BatchLoader {
-    producer: Producer<StoreError>,
-    failure: Option<StoreError>,
-}
-
-impl BatchLoader {
-    pub fn new(store: &Store, options: &LoaderOptions) -> Result<BatchLoader> {
-        let reader = BatchReader::new(store, options)?;
-        let producer = Producer::start(reader, options.prefetch, "grin-store-loader")
-            .map_err(|e| StoreError::Usage(format!("cannot start the loader thread: {e}")))?;
-        Ok(BatchLoader { producer, failure: None })
-    }
-
-    /// Why the loader stopped, once `next()` has returned `None`.
-    pub fn error(&self) -> Option<String> {
-        self.failure.as_ref().map(|e| e.to_string())
-    }
-
-    /// Gives a consumed batch's buffers back to the loader thread.
-    pub fn recycle(&self, batch: HostBatch) {
-        self.producer.recycle(batch);
-    }
-}
-
-impl Iterator for BatchLoader {
-    type Item = HostBatch;
-
-    /// A bad record stops the loader: `None`, and `error()` says why.
-    fn next(&mut self) -> Option<HostBatch> {
-        match self.producer.next()? {
-            Ok(produced) => Some(produced.batch),
-            Err(e) => {
-                self.failure = Some(e);
-                None
-            }
-        }
-    }
-}
-
-impl Store {
-    /// An endless loader over this store: a fresh permutation every epoch
-    /// (`balanced = false`) or equal shares of each scene class per batch.
-    pub fn loader(&self, batch_size: usize, seed: u64, balanced: bool, prefetch: usize) -> Result<BatchLoader> {
-        // Equal fractions: the same share of every scene class the dataset holds.
-        let draws = if balanced {
-            Draws::ClassFractions(ClassBalanceConfig { smiling: 1.0, non_smiling: 1.0, face_free: 1.0 })
-        } else {
-            Draws::Shuffled
-        };
-        BatchLoader::new(self, &LoaderOptions { batch_size, seed, draws, prefetch, start_batch: 0 })
     }
 }

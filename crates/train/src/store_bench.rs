@@ -1,11 +1,15 @@
-//! Shuffled batch read throughput against the memcpy limit, with the data in
-//! page cache. The Python peer (h5py, per-sample .npy) reads the same batches
-//! from the order file written here.
+//! `grin store bench`: shuffled batch read throughput against the memcpy
+//! limit, with the data in page cache, ending with the path training's
+//! precomputed feed takes (its reader on its producer thread). The Python
+//! peer (h5py, per-sample .npy) reads the same batches from the order file
+//! written here. It lives beside the feed, not in grin-store, because that
+//! last row is the feed's.
 
-use crate::error::{Result, StoreError};
-use crate::loader::{BatchLoader, BatchOrder, Draws, LoaderOptions};
-use crate::reader::Store;
+use crate::feed::precomputed::Precomputed;
+use crate::feed::producer::Producer;
+use anyhow::{Context, Result};
 use grin_features::HostBatch;
+use grin_store::{BatchOrder, Draws, OrderOptions, Store};
 use std::hint::black_box;
 use std::io::Write;
 use std::path::Path;
@@ -31,7 +35,7 @@ impl Throughput {
 
 /// The shuffled batches of one benchmark run.
 pub fn batch_order(store: &Store, batch_size: usize, batches: usize, seed: u64) -> Result<Vec<Vec<u64>>> {
-    let options = LoaderOptions { batch_size, seed, draws: Draws::Shuffled, prefetch: 1, start_batch: 0 };
+    let options = OrderOptions { batch_size, seed, draws: Draws::Shuffled, start_batch: 0 };
     let mut order = BatchOrder::new(store, &options)?;
     Ok((0..batches)
         .map(|_| {
@@ -44,11 +48,14 @@ pub fn batch_order(store: &Store, batch_size: usize, batches: usize, seed: u64) 
 
 /// Writes the batches as little-endian u64 record indices, batch after batch.
 pub fn write_order(path: &Path, order: &[Vec<u64>]) -> Result<()> {
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| StoreError::io(path, e))?);
-    for index in order.iter().flatten() {
-        out.write_all(&index.to_le_bytes()).map_err(|e| StoreError::io(path, e))?;
-    }
-    out.flush().map_err(|e| StoreError::io(path, e))
+    let write = || -> std::io::Result<()> {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+        for index in order.iter().flatten() {
+            out.write_all(&index.to_le_bytes())?;
+        }
+        out.flush()
+    };
+    write().with_context(|| format!("{}: cannot write the batch order", path.display()))
 }
 
 /// Reads every record once so the timed passes find it in page cache and
@@ -80,8 +87,8 @@ fn best(
 }
 
 /// (a) memcpy of the same records in record order and in the shuffled
-/// order, then grin's `read_into` and its prefetching loader on the same
-/// shuffled batches.
+/// order, then grin's `read_into`, then training's precomputed feed (its
+/// reader on its producer thread) on the same shuffled batches.
 pub fn run(store: &Store, order: &[Vec<u64>], repeats: usize, seed: u64) -> Result<Vec<Throughput>> {
     let record_bytes = store.layout().record_bytes as usize;
     let batch_size = order.first().map_or(0, |b| b.len());
@@ -124,14 +131,49 @@ pub fn run(store: &Store, order: &[Vec<u64>], repeats: usize, seed: u64) -> Resu
         Ok(())
     })?);
 
-    let options = LoaderOptions { batch_size, seed, draws: Draws::Shuffled, prefetch: 4, start_batch: 0 };
-    results.push(best("grin loader (prefetch thread)", samples, bytes, repeats, || {
-        let mut loader = BatchLoader::new(store, &options)?;
+    let options = OrderOptions { batch_size, seed, draws: Draws::Shuffled, start_batch: 0 };
+    // As far ahead as a training run's producer goes by default (`train.prefetch`).
+    let prefetch = crate::TrainConfig::default().prefetch;
+    results.push(best("grin feed (producer thread)", samples, bytes, repeats, || {
+        let mut feed = Producer::start(Precomputed::new(store, &options)?, prefetch, "grin-feed")?;
         for _ in 0..order.len() {
-            let batch = loader.next().ok_or_else(|| StoreError::Usage("the loader thread stopped".into()))?;
-            loader.recycle(black_box(batch));
+            let produced = feed.next().context("the feed thread stopped")??;
+            feed.recycle(black_box(produced.batch));
         }
         Ok(())
     })?);
     Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grin_features::FeatureConfig;
+
+    #[test]
+    fn every_row_reads_every_batch_of_the_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let features = FeatureConfig { width: 32, height: 32, ..FeatureConfig::default() };
+        crate::precompute::write_whole_store(&features, 40, &dir.path().join("store")).unwrap();
+        let store = Store::open(dir.path().join("store")).unwrap();
+        // 7 batches of 8 over 40 records: the order wraps into a second epoch.
+        let order = batch_order(&store, 8, 7, 1).unwrap();
+        assert!(order.iter().all(|b| b.len() == 8));
+        let path = dir.path().join("order.bin");
+        write_order(&path, &order).unwrap();
+        let written = std::fs::read(&path).unwrap();
+        assert_eq!(written.len(), 56 * 8, "u64 per index");
+        assert_eq!(u64::from_le_bytes(written[..8].try_into().unwrap()), order[0][0]);
+        warm(&store).unwrap();
+        let rows = run(&store, &order, 2, 1).unwrap();
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["memcpy, record order", "memcpy, shuffled", "grin read_into, shuffled", "grin feed (producer thread)"]
+        );
+        for r in &rows {
+            assert_eq!((r.samples, r.bytes), (56, 56 * store.layout().record_bytes), "{}", r.name);
+            assert!(r.seconds.is_finite() && r.seconds > 0.0, "{}: {} s", r.name, r.seconds);
+        }
+    }
 }

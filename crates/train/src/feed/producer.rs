@@ -1,5 +1,5 @@
 //! The one producer thread of every host feed: training's on-the-fly and
-//! precomputed modes, and `grin store bench`'s loader row, so the bench
+//! precomputed modes, and `grin store bench`'s feed row, so the bench
 //! times the thread training takes. A source fills host batches in a fixed
 //! order; the thread runs up to `prefetch` batches ahead through a bounded
 //! queue (buffers absorb variance; they cannot raise the average rate), and
@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Anything that fills host batches in a fixed order on the producer thread.
-pub trait BatchSource: Send + 'static {
+pub(crate) trait BatchSource: Send + 'static {
     type Error: Send + 'static;
     /// An empty batch of this source's layout, the buffer a first fill uses.
     fn empty_batch(&self) -> HostBatch;
@@ -21,15 +21,15 @@ pub trait BatchSource: Send + 'static {
 }
 
 /// One batch off the queue, and how long the source took to fill it.
-pub struct Produced {
-    pub batch: HostBatch,
-    pub took: Duration,
+pub(crate) struct Produced {
+    pub(crate) batch: HostBatch,
+    pub(crate) took: Duration,
 }
 
 /// A source's batches, made ahead on a thread of their own. The first error
 /// is delivered in order and ends the thread; after it, [`Producer::next`]
 /// returns `None`.
-pub struct Producer<E> {
+pub(crate) struct Producer<E> {
     queue: Option<Receiver<Result<Produced, E>>>,
     recycle: Sender<HostBatch>,
     thread: Option<JoinHandle<()>>,
@@ -37,7 +37,11 @@ pub struct Producer<E> {
 
 impl<E: Send + 'static> Producer<E> {
     /// Starts `source` on a thread called `name`, `prefetch` batches ahead (at least 1).
-    pub fn start<S: BatchSource<Error = E>>(mut source: S, prefetch: usize, name: &str) -> std::io::Result<Self> {
+    pub(crate) fn start<S: BatchSource<Error = E>>(
+        mut source: S,
+        prefetch: usize,
+        name: &str,
+    ) -> std::io::Result<Self> {
         let (tx, queue) = mpsc::sync_channel(prefetch.max(1));
         let (recycle, recycled) = mpsc::channel::<HostBatch>();
         let thread = std::thread::Builder::new().name(name.into()).spawn(move || loop {
@@ -54,7 +58,7 @@ impl<E: Send + 'static> Producer<E> {
     }
 
     /// Gives a consumed batch's buffers back to be refilled.
-    pub fn recycle(&self, batch: HostBatch) {
+    pub(crate) fn recycle(&self, batch: HostBatch) {
         // A stopped thread frees the buffers instead of reusing them.
         let _ = self.recycle.send(batch);
     }
