@@ -167,7 +167,7 @@ def main():
     print("|---|---:|---:|")
     for name, sps, gbs in rows:
         print(f"| {name} | {sps:,.0f} | {gbs:.2f} |")
-    grin_names = ["grin read_into, shuffled", "grin loader (prefetch thread)"]
+    grin_names = ["grin read_into, shuffled", "grin feed (producer thread)"]
     if all(k in figures for k in grin_names + ["memcpy, shuffled"]):
         print()
         for g in grin_names:
