@@ -3,15 +3,14 @@ use crate::cpu::net::Norm;
 
 /// The median wall time of `runs` calls of `f`, in milliseconds.
 fn median_ms(runs: usize, f: &mut dyn FnMut()) -> f64 {
-    let mut v: Vec<f64> = (0..runs)
+    let v: Vec<f64> = (0..runs)
         .map(|_| {
             let t = std::time::Instant::now();
             f();
             t.elapsed().as_secs_f64() * 1e3
         })
         .collect();
-    v.sort_by(f64::total_cmp);
-    v[runs / 2]
+    grin_terms::median(&v)
 }
 
 /// The batch the timings run at: `GRIN_TIMING_BATCH`, 16 by default
