@@ -18,6 +18,7 @@ pub enum Draws {
     ClassFractions(ClassBalanceConfig),
 }
 
+/// What decides a [`BatchOrder`]: the same options give the same batches.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OrderOptions {
     pub batch_size: usize,
