@@ -33,10 +33,15 @@ impl Throughput {
     }
 }
 
+/// The bench's order: every record once per epoch, from the first batch. The
+/// order file and the feed row both follow it, so every row reads the same batches.
+fn shuffled(batch_size: usize, seed: u64) -> OrderOptions {
+    OrderOptions { batch_size, seed, draws: Draws::Shuffled, start_batch: 0 }
+}
+
 /// The shuffled batches of one benchmark run.
 pub fn batch_order(store: &Store, batch_size: usize, batches: usize, seed: u64) -> Result<Vec<Vec<u64>>> {
-    let options = OrderOptions { batch_size, seed, draws: Draws::Shuffled, start_batch: 0 };
-    let mut order = BatchOrder::new(store, &options)?;
+    let mut order = BatchOrder::new(store, &shuffled(batch_size, seed))?;
     Ok((0..batches)
         .map(|_| {
             let mut b = Vec::new();
@@ -131,7 +136,7 @@ pub fn run(store: &Store, order: &[Vec<u64>], repeats: usize, seed: u64) -> Resu
         Ok(())
     })?);
 
-    let options = OrderOptions { batch_size, seed, draws: Draws::Shuffled, start_batch: 0 };
+    let options = shuffled(batch_size, seed);
     // As far ahead as a training run's producer goes by default (`train.prefetch`).
     let prefetch = crate::TrainConfig::default().prefetch;
     results.push(best("grin feed (producer thread)", samples, bytes, repeats, || {
