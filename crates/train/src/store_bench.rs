@@ -181,4 +181,12 @@ mod tests {
             assert!(r.seconds.is_finite() && r.seconds > 0.0, "{}: {} s", r.name, r.seconds);
         }
     }
+
+    #[test]
+    fn an_order_file_that_cannot_be_written_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing-folder").join("order.bin");
+        let err = format!("{:#}", write_order(&path, &[vec![1, 2]]).unwrap_err());
+        assert!(err.starts_with(&format!("{}: cannot write the batch order", path.display())), "{err}");
+    }
 }
