@@ -247,6 +247,14 @@ step step-phases ./grin bench step "${CONFIG[@]}" --backend "$BACKEND" --store "
 # of grin's flat AdamW: what the flat one saves, on the same card.
 step step-phases-burn ./grin bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
     --samples "$SAMPLES" --warmup 10 --steps 50 --repeats 3 --optimizer burn --json "$OUT/step-phases-burn.json" || true
+# Kernel launches per step, by kernel name (CubeCL's launch log, counted
+# after warm-up): the step on a device is host-bound when it is many small
+# kernels. Counted on CUDA; on the CPU backend, on wgpu (lavapipe in CI),
+# whose step launches the same kernels.
+COUNT_ON=$BACKEND
+[ "$BACKEND" = cuda ] || COUNT_ON=wgpu
+step launches ./grin bench step "${CONFIG[@]}" --backend "$COUNT_ON" --store "$OUT/runs/data" \
+    --samples "$SAMPLES" --warmup 2 --steps 2 --repeats 1 --launches --json "$OUT/launches.json" || true
 if [ -x ./grin-base ]; then
     step step-phases-base ./grin-base bench step "${CONFIG[@]}" --backend "$BACKEND" --store "$OUT/runs/data" \
         --samples "$SAMPLES" --warmup 10 --steps 50 --repeats 3 --json "$OUT/step-phases-base.json" || true
@@ -432,6 +440,27 @@ if torch_res:
     md.append(f"PyTorch {torch_res['torch']} eager peer ({torch_res['device']}, batch {torch_res['batch']}, {torch_res['params_with_bn_stats']} params counted as grin counts them, data on the device): {torch_res['steps_per_s']:.2f} steps/s; grin in-VRAM / PyTorch = {f(peer_ratio, '{:.2f}')}x.\n")
 else:
     md.append("PyTorch peer: not run (see steps below).\n")
+# Launches per step: grin's (CubeCL's log, `grin bench step --launches`) and the peer's (its CUDA
+# kernels, torch.profiler). Without a GPU, the CUDA step is predicted from grin's count and the
+# host's cost per launch measured on CUDA: the sixth CUDA run's host-bound step, 30.7 ms for about
+# 1,600 launches (docs/benchmarks.md), Fusion's and autodiff's bookkeeping included, so the
+# prediction is a ceiling on the host's share of a step, not a GPU figure.
+HOST_US_PER_LAUNCH = 19.0
+counted = load("launches.json")
+launches = counted["launches"] if counted else None
+predicted = None
+if launches:
+    total = launches["step_per_step"] + launches["batch_per_step"]
+    torch_launches = torch_res.get("launches_per_step") if torch_res else None
+    md.append(f"Kernel launches per step (CubeCL's log, {counted['engine']}, after warm-up): {launches['step_per_step']:.0f} in the step, {launches['batch_per_step']:.0f} cutting the in-VRAM batch; PyTorch's CUDA kernels per step: {f(torch_launches, '{:.0f}')}.\n")
+    md.append("| kernel | launches per step |")
+    md.append("|---|---:|")
+    for name, n in sorted(launches["by_kernel"], key=lambda kv: -kv[1])[:12]:
+        md.append(f"| `{name}` | {n / launches['steps']:.1f} |")
+    md.append("")
+    if backend != "cuda":
+        predicted = {"launches": total, "host_us_per_launch": HOST_US_PER_LAUNCH, "step_ms": total * HOST_US_PER_LAUNCH / 1e3}
+        md.append(f"**Prediction, not a GPU figure:** on CUDA the host would spend about {predicted['step_ms']:.1f} ms a step launching these {total:.0f} kernels ({HOST_US_PER_LAUNCH:.0f} µs a launch, the sixth CUDA run's cost with Fusion and autodiff); the step takes that or the GPU's own time, whichever is longer.\n")
 large = sweep[-1]["batch"] if sweep else "the largest"
 for label, figures in (("grin's flat AdamW", phases), ("Burn's AdamW adaptor", phases_burn), (f"baseline binary: {base_label}", phases_base),
                        (f"batch {large}", phases_large), (f"batch {large}, baseline binary: {base_label}", phases_large_base)):
@@ -478,6 +507,7 @@ md.append("\n" + last)
 open(os.path.join(out, "gpu-bench.md"), "w").write("\n".join(md) + "\n")
 json.dump({"backend": backend, "device": gpu, "modes": modes, "wgpu_modes": wgpu_modes, "in_vram_dmon": dmon_run, "dmon_sm_median_pct": dmon_sm,
            "dmon_samples": sm, "sweep": sweep, "step_phases": phases, "step_phases_burn_adamw": phases_burn, "step_phases_base": phases_base, "step_phases_large": phases_large, "step_phases_large_base": phases_large_base, "ncu_top": ncu_top, "torch": torch_res, "steps": steps,
+           "launches": launches, "predicted_cuda_step": predicted,
            "in_vram_over_on_the_fly": ratio, "grin_over_pytorch": peer_ratio, "prediction_error_points": pred_err},
           open(os.path.join(out, "gpu-bench.json"), "w"), indent=2)
 print("\n".join(md))

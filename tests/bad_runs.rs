@@ -580,3 +580,24 @@ fn grin_eval_takes_one_frame_size() {
     let e = stderr(&out);
     assert!(e.contains("--own-size") && e.contains("--run-size") && e.contains("cannot be used with"), "{e}");
 }
+
+/// Issue 77: the CPU step launches no kernels, so `--launches` there would
+/// print a count of 0 as if it were a result.
+#[test]
+fn counting_launches_on_the_cpu_backend_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let store = dir.path().join("store");
+    let out = Command::new(GRIN)
+        .args(["bench", "step", "--backend", "cpu", "--launches", "--config"])
+        .arg(&config)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .expect("run grin");
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(e.contains("--launches counts CUDA and wgpu kernels; the cpu backend launches none"), "{e}");
+    assert!(!e.contains("panicked"), "{e}");
+    assert!(!store.exists(), "refused before any store is written");
+}

@@ -139,3 +139,54 @@ fn a_missing_adapter_or_device_is_one_line_and_exit_2() {
     assert!(e.contains("error: --devices 9: there are ") && e.contains("wgpu adapter(s): 0: "), "{e}");
     assert!(!e.contains("panicked"), "{e}");
 }
+
+/// Kernel launches of one training step at 160x120, the gpu-bench frame
+/// (`grin bench step --launches`, CubeCL's launch log): the step itself
+/// (forward, loss, backward, AdamW) and the in-VRAM feed's batch cut. On a
+/// GPU the step is bound by the host's cost per launch
+/// (docs/benchmarks.md), so a change that adds launches fails here. The
+/// step's count is the same at every batch size: lower the budget as
+/// launches go, never raise it.
+const STEP_LAUNCHES: f64 = 141.0;
+/// The step and the batch cut together (the cut is Burn's ops: 56 today).
+const ALL_LAUNCHES: f64 = 200.0;
+
+#[test]
+fn a_training_step_at_160x120_stays_within_its_launch_budget() {
+    if !adapter_present("a_training_step_at_160x120_stays_within_its_launch_budget") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("launches.toml");
+    // Half width: lavapipe steps faster, and a layer is as many launches at any width.
+    let text = "name = \"launches\"\n[features]\nwidth = 160\nheight = 120\nseed = 5\n[features.source]\n\
+                kind = \"synthetic\"\n[model]\nwidth_mult = 0.5\n[train]\nbatch_size = 16\n";
+    std::fs::write(&config, text).unwrap();
+    for batch in [16, 64] {
+        let json = dir.path().join(format!("step-{batch}.json"));
+        let out = Command::new(GRIN)
+            .args(["bench", "step", "--backend", "wgpu", "--launches", "--warmup", "1", "--steps", "1"])
+            .args(["--repeats", "1", "--samples", "128", "--set", &format!("train.batch_size={batch}"), "--config"])
+            .arg(&config)
+            .arg("--store")
+            .arg(dir.path().join("store"))
+            .arg("--json")
+            .arg(&json)
+            .output()
+            .expect("run grin");
+        assert!(out.status.success(), "batch {batch}: {}", stderr(&out));
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let launches = &report["launches"];
+        let (step, cut) = (launches["step_per_step"].as_f64().unwrap(), launches["batch_per_step"].as_f64().unwrap());
+        eprintln!("batch {batch}: {step} launches in the step, {cut} cutting the batch");
+        assert!(
+            step <= STEP_LAUNCHES,
+            "batch {batch}: {step} launches in the step, over its budget of {STEP_LAUNCHES}: {launches}"
+        );
+        assert!(
+            step + cut <= ALL_LAUNCHES,
+            "batch {batch}: {} launches with the batch cut, over {ALL_LAUNCHES}",
+            step + cut
+        );
+    }
+}

@@ -20,7 +20,9 @@ does.
 Prints one JSON line: steps/s and samples/s (median of --repeats timed
 windows, each between two device syncs), milliseconds per step by phase
 (batch, forward, loss, backward, optimizer: medians over the windows),
-parameter count.
+parameter count; on a GPU also its kernel launches per step (torch.profiler's
+CUDA events over a few steps after the timed windows), which gpu-bench sets
+beside grin's launch log.
 """
 import argparse
 import json
@@ -239,6 +241,7 @@ def main():
     if not torch.isfinite(loss):
         sys.exit(f"torch peer: loss became {loss.item()}")
     sps = statistics.median(rates)
+    launches = kernels_per_step(lambda: step([0.0] * 5), sync) if dev.type == "cuda" else None
     phases_ms = (
         {name: statistics.median(w[k] for w in windows) for k, name in enumerate(phase_names)} if timed else None
     )
@@ -259,7 +262,27 @@ def main():
         "width_mult": args.width_mult,
         "phases_ms": phases_ms,
         "final_loss": float(loss.detach()),
+        "launches_per_step": launches,
     }))
+
+
+def kernels_per_step(step, sync, steps=4):
+    """CUDA kernels (and the copies and fills the profiler lists beside them)
+    that `steps` steps put on the device, per step: torch.profiler's device
+    events, counted after warm-up, as grin counts CubeCL's launch log."""
+    from torch.profiler import ProfilerActivity, profile
+
+    sync()
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(steps):
+                step()
+            sync()
+    except Exception as e:  # the timed figures stand without the count
+        print(f"torch peer: kernel count: torch.profiler failed: {e}", file=sys.stderr)
+        return None
+    on_device = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return len(on_device) / steps
 
 
 if __name__ == "__main__":

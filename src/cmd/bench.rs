@@ -72,6 +72,11 @@ pub(crate) struct BenchStepArgs {
     /// same arithmetic, parameter by parameter).
     #[arg(long, value_enum, default_value_t)]
     pub optimizer: OptimizerImpl,
+    /// Also count the kernel launches of `--steps` steps after the timed
+    /// windows, by kernel name (CUDA and wgpu; CubeCL's launch log is on
+    /// for the whole run, so the times include its cost per launch).
+    #[arg(long)]
+    pub launches: bool,
 }
 
 #[derive(Args)]
@@ -104,7 +109,17 @@ pub(crate) fn bench(command: BenchCommand) -> Result<()> {
             on_backend!(choice, B, device => bench_modes::<B>(&args, choice, &device))
         }
         BenchCommand::Step(args) => {
+            if args.launches {
+                install_launch_counter()?;
+            }
             let (choice, why) = backend::resolve(args.backend.backend)?;
+            if args.launches && choice == BackendChoice::Cpu {
+                // The CPU step launches no kernels: a count of 0 would read as a result.
+                anyhow::bail!(
+                    "--launches counts CUDA and wgpu kernels; the {} backend launches none (--backend cuda or wgpu)",
+                    choice.name()
+                );
+            }
             eprintln!("{why}");
             on_backend!(choice, B, device => bench_step::<B>(&args, &device))
         }
@@ -117,7 +132,8 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
         grin_train::precompute::write_whole_store(&c.features, args.samples, &args.store)?;
     }
     let store = grin_train::feed::precomputed::open_store(&args.store, &c.features, false)?;
-    let windows = Windows { warmup: args.warmup, steps: args.steps, repeats: args.repeats };
+    let windows =
+        Windows { warmup: args.warmup, steps: args.steps, repeats: args.repeats, count_launches: args.launches };
     let b = grin_train::step_bench::bench_step::<B>(&c, store, windows, args.optimizer, device)?;
     let m = &b.median;
     println!(
@@ -142,10 +158,27 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
         m.backward_ms,
         m.optimizer_ms
     );
+    if let Some(l) = &b.launches {
+        println!(
+            "kernel launches per step (mean of {}): {:.1} in the step, {:.1} cutting the batch; the step's:",
+            l.steps, l.step_per_step, l.batch_per_step
+        );
+        for (name, count) in &l.by_kernel {
+            println!("  {:>8.1}  {name}", *count as f64 / l.steps as f64);
+        }
+    }
     if let Some(path) = &args.json {
         grin_output::write_file(path, &[], serde_json::to_string_pretty(&b)?.as_bytes())?;
     }
     Ok(())
+}
+
+/// Turns CubeCL's launch log on, before any device starts.
+fn install_launch_counter() -> Result<()> {
+    #[cfg(any(feature = "cuda", feature = "wgpu"))]
+    return grin_train::launches::install();
+    #[cfg(not(any(feature = "cuda", feature = "wgpu")))]
+    anyhow::bail!("--launches counts CUDA and wgpu kernels: this grin was built without either")
 }
 
 /// One mode's measured and predicted figures.

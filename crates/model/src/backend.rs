@@ -1,18 +1,16 @@
-//! The two operations the detector runs through its own backend trait, so
-//! that a backend can supply a faster one:
+//! What the detector runs through its own backend trait, so that a
+//! backend can supply a faster version:
 //!
 //! - the depthwise 3x3 convolution: on the CPU, Burn's generic grouped conv
 //!   was 8-14x slower than a loop over each plane ([`crate::kernels`]),
 //!   which evaluation and `grin-detect --engine burn` run;
-//! - training-mode BatchNorm (+ ReLU), for backends that train through
-//!   Burn's autodiff (CUDA, wgpu);
-//! - on those, the loss's backward ([`crate::loss()`] takes it by hand) and
-//!   the stem's conv as a batched product.
+//! - training-mode BatchNorm (+ ReLU);
+//! - the training step on the CPU (`crate::cpu`), and the optimizer's flat
+//!   update and views as kernels on CUDA and wgpu (implemented beside their
+//!   device step, `crate::device::cube`).
 //!
-//! The defaults are Burn's own ops ([`burn_ops`]); under autodiff over CUDA
-//! or wgpu both are single ops with grin's own backward
-//! ([`DetectorBackend::OWN_BACKWARD`]). A CPU training step does not go
-//! through either: it is grin's own (`crate::cpu`).
+//! The defaults are Burn's own ops ([`burn_ops`]), which Burn's autodiff
+//! differentiates: the reference the parity tests hold both steps to.
 
 pub mod burn_ops;
 
@@ -21,7 +19,7 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::ndarray::NdArrayTensor;
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::ops::FloatTensor;
+use burn::tensor::ops::{FloatTensor, IntTensor};
 use burn::tensor::{Tensor, TensorMetadata, TensorPrimitive};
 use std::borrow::Cow;
 
@@ -57,6 +55,35 @@ pub struct NormOutput<B: Backend> {
     pub var: FloatTensor<B>,
 }
 
+/// One AdamW step's scalars: Burn's AdamW with each parameter's gradient
+/// clipped to `clip_norm`, `decay` = learning rate × weight decay, and the
+/// moments' bias corrections `1 - beta^time`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdamwScalars {
+    pub lr: f32,
+    pub beta_1: f32,
+    pub beta_2: f32,
+    pub epsilon: f32,
+    pub decay: f32,
+    pub clip_norm: f32,
+    pub correction_1: f32,
+    pub correction_2: f32,
+}
+
+/// The flat optimizer state one AdamW step reads (grin-train's
+/// `FlatAdamW`, in [`crate::device::FlatLayout`]): values, gradients and
+/// moments `[chunks * CHUNK]`, each chunk's parameter (`chunk_slot`) and
+/// each parameter's (start, len) (`spans`, flattened), both ints.
+pub struct FlatState<B: Backend> {
+    pub values: FloatTensor<B>,
+    pub grads: FloatTensor<B>,
+    pub moment_1: FloatTensor<B>,
+    pub moment_2: FloatTensor<B>,
+    pub chunk_slot: IntTensor<B>,
+    pub spans: IntTensor<B>,
+    pub slots: usize,
+}
+
 /// A backend that can run the detector. Tensors are `[batch, channels,
 /// points]`; the depthwise weight is `[channels, 1, 3, 3]` (padding 1, no
 /// bias), gamma and beta are `[channels]`.
@@ -77,32 +104,6 @@ pub trait DetectorBackend: Backend {
     /// chain of tensor ops (each a pass over the batch on burn-ndarray).
     const HOST_MEMORY: bool = false;
 
-    /// Whether training (autodiff over this backend) runs grin's own
-    /// backward ops: the depthwise conv's weight gradient
-    /// ([`burn_ops::depthwise3x3_tracked`]; Burn's grouped conv backward is
-    /// one conv per channel on burn-cubecl) and BatchNorm as one op
-    /// ([`burn_ops::batch_norm_tracked`]; Burn's autodiff records two dozen
-    /// small ops for it, each a cost to the host). On CUDA and wgpu.
-    const OWN_BACKWARD: bool = false;
-
-    /// Autodiff over an [`Self::OWN_BACKWARD`] backend, whose step is Burn's
-    /// graph on a device: [`crate::loss()`] takes the gradient by hand with
-    /// the value and hands both to [`Self::own_loss_backward`], and a dense
-    /// 3x3 conv (the stem) runs as [`burn_ops::dense3x3_by_taps`].
-    const DEVICE_AUTODIFF: bool = false;
-
-    /// The loss's total as one autodiff op of the raw output, whose backward
-    /// is `gradient` (d total / d raw, `[batch, OUTPUTS, points]`) times the
-    /// upstream gradient. Without autodiff there is nothing to tie.
-    fn own_loss_backward(
-        total: FloatTensor<Self>,
-        raw: FloatTensor<Self>,
-        gradient: FloatTensor<Self>,
-    ) -> FloatTensor<Self> {
-        let _ = (raw, gradient);
-        total
-    }
-
     fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
         burn_ops::depthwise3x3::<Self>(x, weight, geometry)
     }
@@ -114,6 +115,27 @@ pub trait DetectorBackend: Backend {
         settings: NormSettings,
     ) -> NormOutput<Self> {
         burn_ops::batch_norm_train::<Self>(x, gamma, beta, settings)
+    }
+
+    /// Values `start..start + dims.product()` of a flat tensor, shaped
+    /// `dims`: a parameter's slot of the flat layout. A copy by default; a
+    /// view of the same memory on a device.
+    fn flat_view(flat: FloatTensor<Self>, start: usize, dims: &[usize]) -> FloatTensor<Self> {
+        let len = dims.iter().product::<usize>();
+        let part = Self::float_slice(flat, &[burn::tensor::Slice::from(start..start + len)]);
+        Self::float_reshape(part, dims.to_vec().into())
+    }
+
+    /// One AdamW step over the flat state, as kernels of this backend's
+    /// own: the new values and moments. `None` where it has none, and the
+    /// optimizer composes the step from Burn's ops.
+    #[allow(clippy::type_complexity)]
+    fn adamw_flat(
+        state: FlatState<Self>,
+        scalars: AdamwScalars,
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>)> {
+        let _ = (state, scalars);
+        None
     }
 
     /// Hands `f` the tensor's values in row-major order: how the CPU step
@@ -131,11 +153,6 @@ pub trait DetectorBackend: Backend {
 pub fn values_of<B: DetectorBackend, const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
     B::with_values(t.into_primitive().tensor(), <[f32]>::to_vec)
 }
-
-/// A backend the trainer can use: autodiff over a detector backend, whose
-/// inner backend (evaluation, `model.valid()`) is one too.
-pub trait TrainBackend: DetectorBackend + AutodiffBackend<InnerBackend: DetectorBackend> {}
-impl<B: DetectorBackend + AutodiffBackend<InnerBackend: DetectorBackend>> TrainBackend for B {}
 
 /// The tensor's values: its own memory when contiguous (the usual case),
 /// else a contiguous copy.
@@ -189,50 +206,9 @@ impl DetectorBackend for NdArray<f64> {
 impl<B: DetectorBackend, C: CheckpointStrategy> DetectorBackend for Autodiff<B, C> {
     const COPIES_BETWEEN_DEVICES: bool = B::COPIES_BETWEEN_DEVICES;
     const HOST_MEMORY: bool = B::HOST_MEMORY;
-    const DEVICE_AUTODIFF: bool = B::OWN_BACKWARD;
-
-    fn own_loss_backward(
-        total: FloatTensor<Self>,
-        raw: FloatTensor<Self>,
-        gradient: FloatTensor<Self>,
-    ) -> FloatTensor<Self> {
-        burn_ops::loss_tracked::<B, C>(total, raw, gradient)
-    }
-
-    fn depthwise3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>, geometry: Geometry) -> FloatTensor<Self> {
-        if B::OWN_BACKWARD {
-            burn_ops::depthwise3x3_tracked::<B, C>(x, weight, geometry)
-        } else {
-            burn_ops::depthwise3x3::<Self>(x, weight, geometry)
-        }
-    }
-
-    fn batch_norm_train(
-        x: FloatTensor<Self>,
-        gamma: FloatTensor<Self>,
-        beta: FloatTensor<Self>,
-        settings: NormSettings,
-    ) -> NormOutput<Self> {
-        if B::OWN_BACKWARD {
-            burn_ops::batch_norm_tracked::<B, C>(x, gamma, beta, settings)
-        } else {
-            burn_ops::batch_norm_train::<Self>(x, gamma, beta, settings)
-        }
-    }
 
     /// The inner backend's values: no copy on ndarray.
     fn with_values<R>(x: FloatTensor<Self>, f: impl FnOnce(&[f32]) -> R) -> R {
         B::with_values(<Self as AutodiffBackend>::inner(x), f)
     }
-}
-
-#[cfg(feature = "cuda")]
-impl DetectorBackend for burn_cuda::Cuda<f32, i32> {
-    const OWN_BACKWARD: bool = true;
-}
-
-#[cfg(feature = "wgpu")]
-impl DetectorBackend for burn_wgpu::Wgpu<f32, i32> {
-    const COPIES_BETWEEN_DEVICES: bool = false;
-    const OWN_BACKWARD: bool = true;
 }

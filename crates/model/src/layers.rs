@@ -12,7 +12,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
-use crate::backend::{burn_ops, values_of as values, DetectorBackend, Geometry, NormSettings};
+use crate::backend::{values_of as values, DetectorBackend, Geometry, NormSettings};
 use crate::folded::{fold_batch_norm, FoldedConv};
 use burn::tensor::TensorPrimitive;
 
@@ -129,16 +129,13 @@ impl<B: DetectorBackend> ConvBn<B> {
 }
 
 /// Runs `conv` through the cheapest equivalent: a matmul for a 1x1 conv,
-/// the depthwise op (with its own backward) for a depthwise 3x3, a batched
-/// product of the taps for a dense 3x3 under autodiff on a device, else
-/// Burn's conv on a 4-D view.
+/// the depthwise op for a depthwise 3x3, else Burn's conv on a 4-D view.
 pub(crate) fn conv<B: DetectorBackend>(conv: &Conv2d<B>, x: FeatureMap<B>) -> FeatureMap<B> {
     let [out_c, in_per_group, kh, kw] = conv.weight.dims();
     let square = conv.stride[0] == conv.stride[1] && conv.dilation == [1, 1];
     let padded = matches!(conv.padding, PaddingConfig2d::Explicit(1, 1, 1, 1));
     let depthwise = (kh, kw) == (3, 3) && in_per_group == 1 && conv.groups == out_c && padded && square;
     let pointwise = (kh, kw) == (1, 1) && conv.groups == 1 && conv.stride == [1, 1];
-    let dense = (kh, kw) == (3, 3) && conv.groups == 1 && padded && square;
     let mut y = if depthwise {
         let stride = conv.stride[0];
         let values = depthwise3x3(x.values, conv.weight.val(), x.height, x.width, stride);
@@ -149,10 +146,6 @@ pub(crate) fn conv<B: DetectorBackend>(conv: &Conv2d<B>, x: FeatureMap<B>) -> Fe
         // backward, and on CUDA it is what the conv would become anyway.
         let values = conv.weight.val().reshape([1, out_c, in_per_group]).matmul(x.values);
         FeatureMap { values, height: x.height, width: x.width }
-    } else if dense && B::DEVICE_AUTODIFF {
-        let geometry = Geometry { height: x.height, width: x.width, stride: conv.stride[0] };
-        let (height, width) = geometry.out_size();
-        FeatureMap { values: burn_ops::dense3x3_by_taps(x.values, conv.weight.val(), geometry), height, width }
     } else {
         let [b, c, _] = x.values.dims();
         FeatureMap::from_image(conv.forward(x.values.reshape([b, c, x.height, x.width])))

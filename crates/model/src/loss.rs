@@ -1,20 +1,14 @@
-//! Focal loss on faces, GIoU on boxes, BCE on smiles at positives only.
-//!
-//! One statement of the terms ([`terms`]), which can also give the gradient
-//! of the total with respect to the raw output, taken by hand: on backends
-//! that train through Burn's autodiff with grin's own backward ops (CUDA,
-//! wgpu) the loss is then one autodiff op
-//! ([`DetectorBackend::own_loss_backward`]), where Burn records some sixty
-//! small ops forward and replays twice as many backward, each a cost to the
-//! host on a step that the host bounds.
+//! Focal loss on faces, GIoU on boxes, BCE on smiles at positives only, as
+//! Burn's ops: what Burn's autodiff differentiates for the parity tests'
+//! reference, and what evaluation scores with. The training steps state
+//! the same terms per point with their gradients by hand (`crate::cpu::loss`,
+//! `crate::device`).
 
-use crate::backend::DetectorBackend;
 use crate::detector::DetectorOutput;
 use crate::targets::{PointTensors, Targets};
 use burn::tensor::activation::{log_sigmoid, sigmoid};
 use burn::tensor::backend::Backend;
-use burn::tensor::{Tensor, TensorPrimitive};
-use grin_terms::output::{DISTANCE, FACE, LOG_DISTANCE_RANGE, OUTPUTS, SMILE};
+use burn::tensor::Tensor;
 
 /// The loss terms' settings: a config's `[train.loss]` table as it is.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -42,45 +36,13 @@ pub struct LossParts<B: Backend> {
     pub smile: Tensor<B, 1>,
 }
 
-pub fn loss<B: DetectorBackend>(
+pub fn loss<B: Backend>(
     output: &DetectorOutput<B>,
     targets: &Targets<B>,
     points: &PointTensors<B>,
     w: LossWeights,
 ) -> LossParts<B> {
-    if !B::DEVICE_AUTODIFF {
-        return terms(&output.raw, targets, points, w, false).0;
-    }
-    // Computed apart from the graph; the one op then ties the total to the raw output.
-    let (parts, gradient) = terms(&output.raw.clone().detach(), targets, points, w, true);
-    let gradient = gradient.expect("asked for");
-    let prim = |t: Tensor<B, 3>| t.into_primitive().tensor();
-    let total = B::own_loss_backward(parts.total.into_primitive().tensor(), prim(output.raw.clone()), prim(gradient));
-    LossParts { total: Tensor::from_primitive(TensorPrimitive::Float(total)), ..parts }
-}
-
-/// The loss and, with `gradient`, d(total)/d(raw) (`[batch, OUTPUTS,
-/// points]`) from the same intermediate values. Public for the test that
-/// checks the hand-taken gradient against Burn's autodiff of the value.
-pub fn loss_with_gradient<B: Backend>(
-    raw: &Tensor<B, 3>,
-    targets: &Targets<B>,
-    points: &PointTensors<B>,
-    w: LossWeights,
-) -> (LossParts<B>, Tensor<B, 3>) {
-    let (parts, gradient) = terms(raw, targets, points, w, true);
-    (parts, gradient.expect("asked for"))
-}
-
-fn terms<B: Backend>(
-    raw: &Tensor<B, 3>,
-    targets: &Targets<B>,
-    points: &PointTensors<B>,
-    w: LossWeights,
-    gradient: bool,
-) -> (LossParts<B>, Option<Tensor<B, 3>>) {
-    let [batch, _, n] = raw.dims();
-    let output = DetectorOutput { raw: raw.clone() };
+    let [batch, _, n] = output.raw.dims();
     // Normalising by the positive count keeps the loss scale independent of
     // how many faces a batch happens to hold.
     let positives = targets.positive.clone().sum().clamp_min(1.0);
@@ -91,102 +53,47 @@ fn terms<B: Backend>(
     let p = sigmoid(x.clone());
     let y = targets.positive.clone();
     let (lp, lq) = (log_sigmoid(x.clone()), log_sigmoid(x.neg()));
-    let (q_face, q_back) = ((p.ones_like() - p.clone()).powf_scalar(gamma), p.clone().powf_scalar(gamma));
+    let (q_face, q_back) = ((p.ones_like() - p.clone()).powf_scalar(gamma), p.powf_scalar(gamma));
     let background = (y.ones_like() - y.clone()) * (y.ones_like() - targets.ignore.clone());
     let at_face = y.clone() * q_face * alpha;
     let at_back = background * q_back * (1.0 - alpha);
-    let face = -(at_face.clone() * lp.clone() + at_back.clone() * lq.clone()).sum() / positives.clone();
+    let face = -(at_face * lp + at_back * lq).sum() / positives.clone();
 
     let predicted = output.distances(points.strides_row.clone());
     // Targets of negative points are arbitrary: clamp so the masked-out
     // terms stay finite (0 * NaN would poison the sum).
     let target = targets.distances.clone().clamp(0.0, 1e6);
-    let giou = Giou::of(&predicted, &target);
-    let y3 = y.clone().reshape([batch, 1, n]);
-    let boxes = ((giou.value.ones_like() - giou.value.clone()) * y3.clone()).sum() / positives.clone();
+    let giou = giou(&predicted, &target);
+    let y3 = y.reshape([batch, 1, n]);
+    let boxes = ((giou.ones_like() - giou) * y3).sum() / positives;
 
     // Smiles: BCE at positives whose smile is known.
     let s = output.smile_logits();
     let (t, known) = (targets.smile.clone(), targets.smile_known.clone());
-    let bce = -(t.clone() * log_sigmoid(s.clone()) + (t.ones_like() - t.clone()) * log_sigmoid(s.clone().neg()));
+    let bce = -(t.clone() * log_sigmoid(s.clone()) + (t.ones_like() - t) * log_sigmoid(s.neg()));
     let known_count = known.clone().sum().clamp_min(1.0);
-    let smile = (bce * known.clone()).sum() / known_count.clone();
+    let smile = (bce * known).sum() / known_count;
 
     let total = face.clone() + boxes.clone() * w.box_weight + smile.clone() * w.smile_weight;
-    let parts = LossParts { total, face, boxes, smile };
-    if !gradient {
-        return (parts, None);
-    }
-    // d/dx of the focal terms: -alpha (1-p)^gamma ((1-p) - gamma p ln p) and
-    // -(1-alpha) p^gamma (gamma (1-p) ln(1-p) - p).
-    let one_minus_p = p.ones_like() - p.clone();
-    let d_face = -(at_face * (one_minus_p.clone() - p.clone() * lp * gamma) + at_back * (one_minus_p * lq * gamma - p))
-        / positives.clone().reshape([1, 1]);
-    // The clamp passes the gradient inside its range only.
-    let (lo, hi) = LOG_DISTANCE_RANGE;
-    let r = raw.clone().narrow(1, DISTANCE, 4);
-    let inside = r.clone().greater_equal_elem(lo).float() * r.lower_equal_elem(hi).float();
-    let d_boxes =
-        -giou.gradient(&predicted, &target) * predicted * inside * y3 * w.box_weight / positives.reshape([1, 1, 1]);
-    let d_smile = (sigmoid(s) - t) * known * w.smile_weight / known_count.reshape([1, 1]);
-    let mut channels =
-        [(FACE, d_face.reshape([batch, 1, n])), (DISTANCE, d_boxes), (SMILE, d_smile.reshape([batch, 1, n]))];
-    channels.sort_by_key(|(c, _)| *c);
-    debug_assert_eq!(channels.iter().map(|(_, t)| t.dims()[1]).sum::<usize>(), OUTPUTS, "every output channel once");
-    (parts, Some(Tensor::cat(channels.into_iter().map(|(_, t)| t).collect(), 1)))
+    LossParts { total, face, boxes, smile }
 }
 
 /// GIoU of two boxes given as distances (left, top, right, bottom) from the
-/// same point, `[B, 4, N]` -> `[B, 1, N]`, with what its gradient reads.
-struct Giou<B: Backend> {
-    value: Tensor<B, 3>,
-    inter: Tensor<B, 3>,
-    union: Tensor<B, 3>,
-    enclosing: Tensor<B, 3>,
-    /// The intersection's, the enclosing box's and the predicted box's
-    /// width and height.
-    iw: Tensor<B, 3>,
-    ih: Tensor<B, 3>,
-    ew: Tensor<B, 3>,
-    eh: Tensor<B, 3>,
-    width: Tensor<B, 3>,
-    height: Tensor<B, 3>,
-}
-
-impl<B: Backend> Giou<B> {
-    fn of(predicted: &Tensor<B, 3>, target: &Tensor<B, 3>) -> Self {
-        let side = |t: &Tensor<B, 3>, i: usize| t.clone().narrow(1, i, 1);
-        let (pl, pt, pr, pb) = (side(predicted, 0), side(predicted, 1), side(predicted, 2), side(predicted, 3));
-        let (tl, tt, tr, tb) = (side(target, 0), side(target, 1), side(target, 2), side(target, 3));
-        let (width, height) = (pl.clone() + pr.clone(), pt.clone() + pb.clone());
-        let area_t = (tl.clone() + tr.clone()) * (tt.clone() + tb.clone());
-        let iw = pl.clone().min_pair(tl.clone()) + pr.clone().min_pair(tr.clone());
-        let ih = pt.clone().min_pair(tt.clone()) + pb.clone().min_pair(tb.clone());
-        let inter = iw.clone() * ih.clone();
-        let union = width.clone() * height.clone() + area_t - inter.clone() + 1e-6;
-        let ew = pl.max_pair(tl) + pr.max_pair(tr);
-        let eh = pt.max_pair(tt) + pb.max_pair(tb);
-        let enclosing = ew.clone() * eh.clone() + 1e-6;
-        let value = inter.clone() / union.clone() - (enclosing.clone() - union.clone()) / enclosing.clone();
-        Giou { value, inter, union, enclosing, iw, ih, ew, eh, width, height }
-    }
-
-    /// d(GIoU)/d(predicted), `[B, 4, N]`. GIoU = inter / union - 1 + union /
-    /// enclosing, so d GIoU = (d inter * union - inter * d union) / union^2 +
-    /// (d union * enclosing - union * d enclosing) / enclosing^2; a side
-    /// moves the intersection while it is the nearer one, the enclosing box
-    /// while it is the farther.
-    fn gradient(&self, predicted: &Tensor<B, 3>, target: &Tensor<B, 3>) -> Tensor<B, 3> {
-        // A horizontal side (left, right) scales heights, a vertical one widths.
-        let across =
-            |h: &Tensor<B, 3>, w: &Tensor<B, 3>| Tensor::cat(vec![h.clone(), w.clone(), h.clone(), w.clone()], 1);
-        let d_inter = predicted.clone().lower(target.clone()).float() * across(&self.ih, &self.iw);
-        let d_union = across(&self.height, &self.width) - d_inter.clone();
-        let d_enclosing = predicted.clone().greater(target.clone()).float() * across(&self.eh, &self.ew);
-        let (union, enclosing) = (&self.union, &self.enclosing);
-        (d_inter * union.clone() - d_union.clone() * self.inter.clone()) / union.clone().square()
-            + (d_union * enclosing.clone() - d_enclosing * union.clone()) / enclosing.clone().square()
-    }
+/// same point, `[B, 4, N]` -> `[B, 1, N]`.
+fn giou<B: Backend>(predicted: &Tensor<B, 3>, target: &Tensor<B, 3>) -> Tensor<B, 3> {
+    let side = |t: &Tensor<B, 3>, i: usize| t.clone().narrow(1, i, 1);
+    let (pl, pt, pr, pb) = (side(predicted, 0), side(predicted, 1), side(predicted, 2), side(predicted, 3));
+    let (tl, tt, tr, tb) = (side(target, 0), side(target, 1), side(target, 2), side(target, 3));
+    let area_p = (pl.clone() + pr.clone()) * (pt.clone() + pb.clone());
+    let area_t = (tl.clone() + tr.clone()) * (tt.clone() + tb.clone());
+    let iw = pl.clone().min_pair(tl.clone()) + pr.clone().min_pair(tr.clone());
+    let ih = pt.clone().min_pair(tt.clone()) + pb.clone().min_pair(tb.clone());
+    let inter = iw * ih;
+    let union = area_p + area_t - inter.clone() + 1e-6;
+    let ew = pl.max_pair(tl) + pr.max_pair(tr);
+    let eh = pt.max_pair(tt) + pb.max_pair(tb);
+    let enclosing = ew * eh + 1e-6;
+    inter / union.clone() - (enclosing.clone() - union) / enclosing
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! The detector's two backend ops against Burn's conv and BatchNorm: what
-//! a backend training through Burn's autodiff (CUDA) runs, and the CPU
-//! backend's own depthwise forward pass. (The CPU training step's fused
-//! ops are tested in `src/cpu/layer.rs` and `tests/cpu_step.rs`.)
+//! the model runs under Burn's autodiff (the parity tests' reference), and
+//! the CPU backend's own depthwise forward pass. (The CPU training step's
+//! fused ops are tested in `src/cpu/layer.rs` and `tests/cpu_step.rs`, the
+//! device step's kernels in `src/device/cube/tests.rs`.)
 
-use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::{Autodiff, NdArray};
 use burn::module::Module;
 use burn::nn::{BatchNorm, BatchNormConfig};
@@ -12,7 +12,7 @@ use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::TensorPrimitive;
 use burn::tensor::{Distribution, Tensor};
-use grin_model::backend::{burn_ops, DetectorBackend, Geometry, NormSettings};
+use grin_model::backend::{burn_ops, DetectorBackend, Geometry};
 use grin_model::layers::{batch_norm, depthwise3x3};
 
 type B = Autodiff<NdArray<f32>>;
@@ -23,32 +23,9 @@ fn max_abs_diff<const D: usize>(a: Tensor<NdArray<f32>, D>, b: Tensor<NdArray<f3
 }
 
 /// The depthwise op as the model calls it (Burn's grouped conv on this
-/// backend).
-fn by_layer(x: Tensor<B, 3>, w: Tensor<B, 4>, height: usize, width: usize, stride: usize) -> Tensor<B, 3> {
-    depthwise3x3(x, w, height, width, stride)
-}
-
-/// grin's own autodiff op, whose weight gradient CUDA and wgpu train with.
-fn by_tracked(x: Tensor<B, 3>, w: Tensor<B, 4>, height: usize, width: usize, stride: usize) -> Tensor<B, 3> {
-    let geometry = Geometry { height, width, stride };
-    let (x, w) = (x.into_primitive().tensor(), w.into_primitive().tensor());
-    let y = burn_ops::depthwise3x3_tracked::<NdArray<f32>, NoCheckpointing>(x, w, geometry);
-    Tensor::from_primitive(TensorPrimitive::Float(y))
-}
-
-type Depthwise = fn(Tensor<B, 3>, Tensor<B, 4>, usize, usize, usize) -> Tensor<B, 3>;
-
+/// backend) against Burn's conv.
 #[test]
 fn depthwise_gradients_equal_burns_conv_gradients() {
-    assert_depthwise_equals_burns_conv(by_layer);
-}
-
-#[test]
-fn depthwise_with_grins_weight_gradient_equals_burns_conv() {
-    assert_depthwise_equals_burns_conv(by_tracked);
-}
-
-fn assert_depthwise_equals_burns_conv(depthwise: Depthwise) {
     let device = Default::default();
     for (channels, height, width, stride) in
         [(4usize, 13usize, 17usize, 1usize), (4, 13, 17, 2), (8, 12, 16, 2), (3, 1, 5, 1), (5, 2, 2, 2)]
@@ -61,7 +38,7 @@ fn assert_depthwise_equals_burns_conv(depthwise: Depthwise) {
 
         let (x1, w1) = (x.clone().require_grad(), w.clone().require_grad());
         let flat = x1.clone().reshape([3, channels, height * width]);
-        let ours = depthwise(flat, w1.clone(), height, width, stride).reshape([3, channels, oh, ow]);
+        let ours = depthwise3x3(flat, w1.clone(), height, width, stride).reshape([3, channels, oh, ow]);
         let grads = (ours.clone() * upstream.clone()).sum().backward();
         let (dx1, dw1) = (x1.grad(&grads).unwrap(), w1.grad(&grads).unwrap());
 
@@ -78,78 +55,14 @@ fn assert_depthwise_equals_burns_conv(depthwise: Depthwise) {
     }
 }
 
-#[test]
-fn the_dense_conv_by_taps_equals_burns_conv_and_its_gradients() {
-    let device = Default::default();
-    for (input, output, height, width, stride) in
-        [(1usize, 16usize, 12usize, 16usize, 2usize), (3, 8, 13, 17, 2), (2, 5, 7, 9, 1), (1, 4, 2, 2, 2)]
-    {
-        let x = Tensor::<B, 4>::random([3, input, height, width], Distribution::Normal(0.0, 1.0), &device);
-        let w = Tensor::<B, 4>::random([output, input, 3, 3], Distribution::Normal(0.0, 1.0), &device);
-        let (oh, ow) = (height.div_ceil(stride), width.div_ceil(stride));
-        let upstream = Tensor::<B, 4>::random([3, output, oh, ow], Distribution::Normal(0.0, 1.0), &device);
-
-        let (x1, w1) = (x.clone().require_grad(), w.clone().require_grad());
-        let geometry = Geometry { height, width, stride };
-        let flat = x1.clone().reshape([3, input, height * width]);
-        let ours = burn_ops::dense3x3_by_taps(flat, w1.clone(), geometry).reshape([3, output, oh, ow]);
-        let grads = (ours.clone() * upstream.clone()).sum().backward();
-        let (dx1, dw1) = (x1.grad(&grads).unwrap(), w1.grad(&grads).unwrap());
-
-        let (x2, w2) = (x.require_grad(), w.require_grad());
-        let burns = conv2d(x2.clone(), w2.clone(), None, ConvOptions::new([stride, stride], [1, 1], [1, 1], 1));
-        let grads = (burns.clone() * upstream).sum().backward();
-        let (dx2, dw2) = (x2.grad(&grads).unwrap(), w2.grad(&grads).unwrap());
-
-        let shape = (input, output, height, width, stride);
-        assert!(max_abs_diff(ours.inner(), burns.inner()) < 1e-5, "forward {shape:?}");
-        assert!(max_abs_diff(dx1, dx2) < 1e-4, "input gradient {shape:?}");
-        assert!(max_abs_diff(dw1, dw2) < 1e-3, "weight gradient {shape:?}");
-    }
-}
-
 fn random<const D: usize>(shape: [usize; D], device: &burn::backend::ndarray::NdArrayDevice) -> Tensor<B, D> {
     Tensor::random(shape, Distribution::Normal(0.5, 2.0), device)
 }
 
-/// BatchNorm as the model calls it (Burn's ops composed, on this backend).
-fn norm_by_layer(norm: &BatchNorm<B>, x: Tensor<B, 3>, relu_after: bool) -> Tensor<B, 3> {
-    batch_norm(norm, x, relu_after)
-}
-
-/// grin's own autodiff op, which CUDA and wgpu train with. Its batch
-/// statistics (what the running averages fold in) are checked here against
-/// the composed op's, whose running averages the test checks.
-fn norm_by_tracked(norm: &BatchNorm<B>, x: Tensor<B, 3>, relu_after: bool) -> Tensor<B, 3> {
-    let settings = NormSettings { epsilon: norm.epsilon, relu: relu_after };
-    let param = |p: &burn::module::Param<Tensor<B, 1>>| p.val().into_primitive().tensor();
-    let x = x.into_primitive().tensor();
-    let ours = burn_ops::batch_norm_tracked::<NdArray<f32>, NoCheckpointing>(
-        x.clone(),
-        param(&norm.gamma),
-        param(&norm.beta),
-        settings,
-    );
-    let composed = burn_ops::batch_norm_train::<B>(x, param(&norm.gamma), param(&norm.beta), settings);
-    let inner = |t| Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(t)).inner();
-    assert!(max_abs_diff(inner(ours.mean), inner(composed.mean)) < 1e-5, "batch mean");
-    assert!(max_abs_diff(inner(ours.var), inner(composed.var)) < 1e-4, "batch variance");
-    Tensor::from_primitive(TensorPrimitive::Float(ours.output))
-}
-
+/// BatchNorm as the model calls it (Burn's ops composed, on this backend)
+/// against Burn's `BatchNorm`: output, gradients and running averages.
 #[test]
 fn batch_norm_equals_burns_batch_norm_in_training() {
-    assert_norm_equals_burns(norm_by_layer, true);
-}
-
-#[test]
-fn batch_norm_with_grins_backward_equals_burns_batch_norm() {
-    assert_norm_equals_burns(norm_by_tracked, false);
-}
-
-/// `batch_norm` against Burn's `BatchNorm`: output and gradients, and the
-/// running averages when it updates them.
-fn assert_norm_equals_burns(batch_norm: fn(&BatchNorm<B>, Tensor<B, 3>, bool) -> Tensor<B, 3>, running_too: bool) {
     let device = Default::default();
     for relu_after in [false, true] {
         let (batch, channels, points) = (4, 6, 45);
@@ -181,11 +94,9 @@ fn assert_norm_equals_burns(batch_norm: fn(&BatchNorm<B>, Tensor<B, 3>, bool) ->
         assert!(max_abs_diff(dx1, dx2) < 1e-3, "input gradient, relu {relu_after}");
         assert!(max_abs_diff(dg1, dg2) < 1e-2, "gamma gradient, relu {relu_after}");
         assert!(max_abs_diff(db1, db2) < 1e-2, "beta gradient, relu {relu_after}");
-        if running_too {
-            let running = |n: &BatchNorm<B>| (n.running_mean.value().inner(), n.running_var.value().inner());
-            let ((m1, v1), (m2, v2)) = (running(&ours_norm), running(&norm));
-            assert!(max_abs_diff(m1, m2) < 1e-5 && max_abs_diff(v1, v2) < 1e-4, "running averages");
-        }
+        let running = |n: &BatchNorm<B>| (n.running_mean.value().inner(), n.running_var.value().inner());
+        let ((m1, v1), (m2, v2)) = (running(&ours_norm), running(&norm));
+        assert!(max_abs_diff(m1, m2) < 1e-5 && max_abs_diff(v1, v2) < 1e-4, "running averages");
     }
 }
 

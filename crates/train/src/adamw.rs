@@ -21,22 +21,25 @@
 //! and the other way round (tests below).
 
 mod host;
+mod layout;
 mod params;
 
-use burn::module::{AutodiffModule, ParamId};
+use burn::module::AutodiffModule;
 use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::record::AdaptorRecord;
 use burn::optim::{AdamW, AdamWConfig, GradientsParams, MultiGradientsParams};
 use burn::optim::{LearningRate, Optimizer};
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::{Int, Tensor, TensorData};
+use burn::tensor::{Tensor, TensorData, TensorPrimitive};
+use grin_model::backend::{AdamwScalars, FlatState};
 use grin_model::{DetectorBackend, TrainBackend};
-use params::{Collect, Entry, Grads, Spread};
+use layout::Flat;
+use params::{Collect, Grads, Spread};
 use std::marker::PhantomData;
 
 /// Values per chunk: a parameter is padded to whole chunks so that each
-/// chunk belongs to one parameter.
-const CHUNK: usize = 64;
+/// chunk belongs to one parameter (and starts where a device can bind a view).
+use grin_model::device::CHUNK;
 
 /// Burn's per-parameter optimizer state, keyed by parameter: the record
 /// both optimizers write.
@@ -104,52 +107,6 @@ type ToRecord<B> = fn(usize, Flat1<B>, Flat1<B>, &[usize]) -> AdaptorRecord<Adam
 /// The other way: (time, moment 1, moment 2) flattened.
 type FromRecord<B> = fn(AdaptorRecord<AdamW, B>) -> (usize, Flat1<B>, Flat1<B>);
 
-/// One parameter's place in the flat tensors.
-struct Slot<B: TrainBackend> {
-    id: ParamId,
-    dims: Vec<usize>,
-    /// First value and value count in the flat layout (a multiple of CHUNK
-    /// apart from the next slot's start).
-    start: usize,
-    len: usize,
-    /// Steps this parameter's moments have taken (Burn's `time`).
-    time: usize,
-    to_record: ToRecord<B>,
-}
-
-impl<B: TrainBackend> Clone for Slot<B> {
-    fn clone(&self) -> Self {
-        Slot {
-            id: self.id,
-            dims: self.dims.clone(),
-            start: self.start,
-            len: self.len,
-            time: self.time,
-            to_record: self.to_record,
-        }
-    }
-}
-
-/// The moments of every parameter that had a gradient, in chunks, with the
-/// layout's constant index tensors.
-#[derive(Clone)]
-struct Flat<B: TrainBackend> {
-    slots: Vec<Slot<B>>,
-    /// `[chunks, CHUNK]`; the last chunk is padding (all zero gradients).
-    moment_1: Tensor<Inner<B>, 2>,
-    moment_2: Tensor<Inner<B>, 2>,
-    /// Zeros that pad each slot to whole chunks (None where it fills them),
-    /// and the last, all-padding chunk.
-    pads: Vec<Option<Tensor<Inner<B>, 1>>>,
-    /// Each slot's chunks, padded with the last chunk to the longest
-    /// slot's count: `[slots * widest]`.
-    slot_chunks: Tensor<Inner<B>, 1, Int>,
-    widest: usize,
-    /// Each chunk's slot: `[chunks]`.
-    chunk_slot: Tensor<Inner<B>, 1, Int>,
-    chunks: usize,
-}
-
 impl<M: AutodiffModule<B>, B: TrainBackend> FlatAdamW<M, B> {
     /// Host loops where the backend's tensors are host memory, else flat tensors.
     pub(crate) fn new(settings: Settings) -> Self {
@@ -163,7 +120,9 @@ impl<M: AutodiffModule<B>, B: TrainBackend> FlatAdamW<M, B> {
         FlatAdamW { settings, flat: None, loose, host: None, module: PhantomData }
     }
 
-    fn step_with(&mut self, lr: LearningRate, module: M, grads: Grads) -> M {
+    fn step_with(&mut self, lr: LearningRate, module: M, mut grads: Grads) -> M {
+        // A device step's flat buffers, in this optimizer's layout.
+        let given = grads.flat::<Inner<B>>();
         let mut collect = Collect { grads, entries: vec![] };
         module.visit(&mut collect);
         let entries = collect.entries;
@@ -184,7 +143,6 @@ impl<M: AutodiffModule<B>, B: TrainBackend> FlatAdamW<M, B> {
             self.dissolve();
             self.flat = Some(self.lay_out(&entries, &device));
         }
-        let s = self.settings;
         let flat = self.flat.as_mut().expect("laid out above");
         let join = |parts: Vec<Tensor<Inner<B>, 1>>| {
             let mut all = Vec::with_capacity(2 * parts.len() + 1);
@@ -195,10 +153,93 @@ impl<M: AutodiffModule<B>, B: TrainBackend> FlatAdamW<M, B> {
             all.extend(flat.pads.last().cloned().flatten());
             Tensor::cat(all, 0).reshape([flat.chunks, CHUNK])
         };
-        let (values, grads): (Vec<_>, Vec<_>) = entries.into_iter().map(|e| (e.value, e.grad)).unzip();
-        let values = join(values);
-        let grads = join(grads);
+        let whole = flat.chunks * CHUNK;
+        let (values, grads) = match given {
+            // The step wrote both in this layout: the same starts for the
+            // same parameters in the same order (`FlatLayout::of_model`).
+            Some((v, g)) if v.dims() == [whole] && g.dims() == [whole] => {
+                (v.reshape([flat.chunks, CHUNK]), g.reshape([flat.chunks, CHUNK]))
+            }
+            _ => {
+                let (values, grads): (Vec<_>, Vec<_>) = entries.into_iter().map(|e| (e.value, e.grad)).unzip();
+                (join(values), join(grads))
+            }
+        };
+        for slot in &mut flat.slots {
+            slot.time += 1;
+        }
+        let values = match self.kernel_step(lr, values.clone(), grads.clone()) {
+            Some(values) => values,
+            None => self.tensor_step(lr, values, grads, &device),
+        };
+        let flat = self.flat.as_ref().expect("laid out above");
+        let values = values.reshape([whole]).into_primitive().tensor();
+        let updated = flat
+            .slots
+            .iter()
+            .map(|slot| {
+                let view = Inner::<B>::flat_view(values.clone(), slot.start, &[slot.len]);
+                (slot.id, Tensor::from_primitive(TensorPrimitive::Float(view)))
+            })
+            .collect();
+        module.map(&mut Spread { updated })
+    }
 
+    /// The update as the backend's own kernels (`DetectorBackend::adamw_flat`:
+    /// two launches on CUDA and wgpu), when it has them and every slot has
+    /// taken the same steps (one bias correction for all).
+    fn kernel_step(
+        &mut self,
+        lr: LearningRate,
+        values: Tensor<Inner<B>, 2>,
+        grads: Tensor<Inner<B>, 2>,
+    ) -> Option<Tensor<Inner<B>, 2>> {
+        let s = self.settings;
+        let flat = self.flat.as_mut().expect("laid out before the step");
+        let time = flat.slots[0].time;
+        if flat.slots.iter().any(|slot| slot.time != time) {
+            return None;
+        }
+        let t = time as i32;
+        let scalars = AdamwScalars {
+            lr: lr as f32,
+            beta_1: s.beta_1,
+            beta_2: s.beta_2,
+            epsilon: s.epsilon,
+            decay: (lr * s.weight_decay as f64) as f32,
+            clip_norm: s.clip_norm,
+            correction_1: 1f32 - s.beta_1.powi(t),
+            correction_2: 1f32 - s.beta_2.powi(t),
+        };
+        let shape = [flat.chunks, CHUNK];
+        let float = |t: Tensor<Inner<B>, 2>| t.into_primitive().tensor();
+        let state = FlatState {
+            values: float(values),
+            grads: float(grads),
+            moment_1: float(flat.moment_1.clone()),
+            moment_2: float(flat.moment_2.clone()),
+            chunk_slot: flat.chunk_slot.clone().into_primitive(),
+            spans: flat.spans.clone().into_primitive(),
+            slots: flat.slots.len(),
+        };
+        let (values, m, v) = Inner::<B>::adamw_flat(state, scalars)?;
+        let tensor = |t| Tensor::<Inner<B>, 1>::from_primitive(TensorPrimitive::Float(t)).reshape(shape);
+        flat.moment_1 = tensor(m);
+        flat.moment_2 = tensor(v);
+        Some(tensor(values))
+    }
+
+    /// The update as Burn's tensor ops (about twenty, whatever the
+    /// parameter count).
+    fn tensor_step(
+        &mut self,
+        lr: LearningRate,
+        values: Tensor<Inner<B>, 2>,
+        grads: Tensor<Inner<B>, 2>,
+        device: &burn::tensor::Device<Inner<B>>,
+    ) -> Tensor<Inner<B>, 2> {
+        let s = self.settings;
+        let flat = self.flat.as_ref().expect("laid out before the step");
         // Burn's clipping: each parameter's gradient times
         // min(1, clip / (|g| + min_positive)).
         let chunk_sums = grads.clone().square().sum_dim(1).reshape([flat.chunks]);
@@ -214,20 +255,13 @@ impl<M: AutodiffModule<B>, B: TrainBackend> FlatAdamW<M, B> {
         // Burn's AdamW (`AdaptiveMomentumW::transform`, then the decay).
         let m = flat.moment_1.clone().mul_scalar(s.beta_1).add(grads.clone().mul_scalar(1.0 - s.beta_1));
         let v = flat.moment_2.clone().mul_scalar(s.beta_2).add(grads.square().mul_scalar(1.0 - s.beta_2));
-        for slot in &mut flat.slots {
-            slot.time += 1;
-        }
-        let (m_hat, v_hat) = self.corrected(m.clone(), v.clone(), &device);
-        let flat = self.flat.as_mut().expect("laid out above");
+        let (m_hat, v_hat) = self.corrected(m.clone(), v.clone(), device);
+        let flat = self.flat.as_mut().expect("laid out before the step");
         flat.moment_1 = m;
         flat.moment_2 = v;
         let delta = m_hat.div(v_hat.sqrt().add_scalar(s.epsilon));
         let decay = lr * s.weight_decay as f64;
-        let values = values.mul_scalar(1.0 - decay) - delta.mul_scalar(lr);
-        let values = values.reshape([flat.chunks * CHUNK]);
-        let updated =
-            flat.slots.iter().map(|slot| (slot.id, values.clone().slice(slot.start..slot.start + slot.len))).collect();
-        module.map(&mut Spread { updated })
+        values.mul_scalar(1.0 - decay) - delta.mul_scalar(lr)
     }
 
     /// The moments divided by `1 - beta^time`: one scalar when every slot
@@ -255,80 +289,6 @@ impl<M: AutodiffModule<B>, B: TrainBackend> FlatAdamW<M, B> {
             Tensor::<Inner<B>, 1>::from_data(TensorData::new(values, [flat.chunks]), device).reshape([flat.chunks, 1])
         };
         (m.div(per_chunk(s.beta_1)), v.div(per_chunk(s.beta_2)))
-    }
-
-    /// Moves the flat state back into per-parameter records.
-    fn dissolve(&mut self) {
-        let Some(flat) = self.flat.take() else { return };
-        let m = flat.moment_1.reshape([flat.chunks * CHUNK]);
-        let v = flat.moment_2.reshape([flat.chunks * CHUNK]);
-        for slot in &flat.slots {
-            if slot.time == 0 {
-                continue;
-            }
-            let range = slot.start..slot.start + slot.len;
-            let record =
-                (slot.to_record)(slot.time, m.clone().slice(range.clone()), v.clone().slice(range), &slot.dims);
-            self.loose.insert(slot.id, record);
-        }
-    }
-
-    /// The layout for `entries`, each slot's moments taken from its loose
-    /// record (zero, time 0, without one).
-    fn lay_out(&mut self, entries: &[Entry<B>], device: &burn::tensor::Device<Inner<B>>) -> Flat<B> {
-        let mut slots = Vec::with_capacity(entries.len());
-        let (mut m, mut v, mut pads) = (vec![], vec![], vec![]);
-        let mut chunk_slot = vec![];
-        let mut start = 0;
-        for (i, e) in entries.iter().enumerate() {
-            let len = e.value.shape().num_elements();
-            let (time, m1, m2) = match self.loose.remove(&e.id) {
-                Some(record) => {
-                    // A record may have been read onto another device (Burn's adaptor moves it too).
-                    let (time, m1, m2) = (e.from_record)(record);
-                    (time, m1.to_device(device), m2.to_device(device))
-                }
-                None => (0, Tensor::zeros([len], device), Tensor::zeros([len], device)),
-            };
-            let chunks = len.div_ceil(CHUNK);
-            let pad = chunks * CHUNK - len;
-            let pad = (pad > 0).then(|| Tensor::<Inner<B>, 1>::zeros([pad], device));
-            m.push(m1);
-            v.push(m2);
-            m.extend(pad.clone());
-            v.extend(pad.clone());
-            pads.push(pad);
-            chunk_slot.extend(std::iter::repeat_n(i as i64, chunks));
-            slots.push(Slot { id: e.id, dims: e.dims.clone(), start, len, time, to_record: e.to_record });
-            start += chunks * CHUNK;
-        }
-        let last = Tensor::<Inner<B>, 1>::zeros([CHUNK], device);
-        m.push(last.clone());
-        v.push(last.clone());
-        pads.push(Some(last));
-        chunk_slot.push(0);
-        let chunks = start / CHUNK + 1;
-        let widest = slots.iter().map(|s| s.len.div_ceil(CHUNK)).max().unwrap_or(1);
-        let mut slot_chunks = Vec::with_capacity(slots.len() * widest);
-        for s in &slots {
-            let (first, n) = (s.start / CHUNK, s.len.div_ceil(CHUNK));
-            slot_chunks.extend((first..first + n).map(|c| c as i64));
-            slot_chunks.extend(std::iter::repeat_n((chunks - 1) as i64, widest - n));
-        }
-        let ints = |values: Vec<i64>| {
-            let n = values.len();
-            Tensor::<Inner<B>, 1, Int>::from_data(TensorData::new(values, [n]), device)
-        };
-        Flat {
-            moment_1: Tensor::cat(m, 0).reshape([chunks, CHUNK]),
-            moment_2: Tensor::cat(v, 0).reshape([chunks, CHUNK]),
-            slot_chunks: ints(slot_chunks),
-            chunk_slot: ints(chunk_slot),
-            slots,
-            pads,
-            widest,
-            chunks,
-        }
     }
 }
 

@@ -20,6 +20,8 @@ mod ema;
 pub mod eval;
 pub mod feed;
 mod finish;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub mod launches;
 mod look;
 mod metrics;
 pub mod mine;

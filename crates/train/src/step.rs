@@ -17,6 +17,7 @@ use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::{AdamW, GradientsParams, Optimizer};
 use burn::tensor::{Tensor, TensorData};
 use grin_model::cpu::{Batch, CpuStep, Labels, Phase};
+use grin_model::device::DeviceStep;
 use grin_model::{assign, loss, Detector, DetectorBackend, DetectorSpec, LossParts, LossWeights, Points};
 use grin_model::{PointTensors, TrainBackend};
 use std::time::{Duration, Instant};
@@ -84,6 +85,8 @@ pub struct Stepper<B: TrainBackend> {
     tables: Vec<PointTensors<B>>,
     /// The CPU path's buffers, kept across steps.
     cpu: CpuStep,
+    /// The device path's state (CUDA, wgpu).
+    device_step: DeviceStep,
     /// Data-parallel: the model on each device after the first, made on
     /// first use and given the master's weights every step.
     replicas: Vec<Option<Detector<B>>>,
@@ -106,6 +109,8 @@ pub(crate) fn calls_on_this_thread() -> (usize, usize) {
 pub(crate) fn engine_name<B: TrainBackend>() -> &'static str {
     if B::InnerBackend::CPU_STEP {
         "grin's CPU step (fused conv + BatchNorm + ReLU, GEMM 1x1 convs)"
+    } else if DeviceStep::runs_on::<B>() {
+        "grin's device step (CubeCL kernels: conv, BatchNorm + ReLU, loss, AdamW)"
     } else {
         "Burn autodiff"
     }
@@ -114,7 +119,7 @@ pub(crate) fn engine_name<B: TrainBackend>() -> &'static str {
 impl<B: TrainBackend> Stepper<B> {
     pub fn new(spec: &DetectorSpec, weights: LossWeights, devices: &[B::Device]) -> Stepper<B> {
         let points = spec.points();
-        let tables = if B::InnerBackend::CPU_STEP {
+        let tables = if B::InnerBackend::CPU_STEP || DeviceStep::runs_on::<B>() {
             vec![]
         } else {
             devices.iter().map(|d| PointTensors::new(&points, d)).collect()
@@ -126,6 +131,7 @@ impl<B: TrainBackend> Stepper<B> {
             devices: devices.to_vec(),
             tables,
             cpu: CpuStep::new(),
+            device_step: DeviceStep::new(),
             replicas,
             spec: spec.clone(),
         }
@@ -259,12 +265,7 @@ impl<B: TrainBackend> Stepper<B> {
             let mut last = Instant::now();
             let mut phase = |p: Phase| {
                 if let Some(t) = timing.as_deref_mut() {
-                    let slot = match p {
-                        Phase::Forward => &mut t.forward,
-                        Phase::Loss => &mut t.loss,
-                        Phase::Backward => &mut t.backward,
-                    };
-                    *slot += last.elapsed();
+                    *phase_slot(t, p) += last.elapsed();
                     last = Instant::now();
                 }
             };
@@ -282,6 +283,21 @@ impl<B: TrainBackend> Stepper<B> {
                 smile: scalar(values.smile),
             };
             return Ok((parts, grads));
+        }
+        if DeviceStep::runs_on::<B>() {
+            let sync = &self.devices[device];
+            let mut last = Instant::now();
+            let mut phase = |p: Phase| {
+                if let Some(t) = timing.as_deref_mut() {
+                    let _ = B::sync(sync);
+                    *phase_slot(t, p) += last.elapsed();
+                    last = Instant::now();
+                }
+            };
+            let batch =
+                grin_model::device::DeviceBatch { images: &batch.images, boxes: &batch.boxes, labels: &batch.labels };
+            let step = &mut self.device_step;
+            return Ok(step.gradients(model, batch, &self.points, self.weights, scale, &mut phase));
         }
         let started = Instant::now();
         let output = model.forward(batch.images);
@@ -310,6 +326,15 @@ impl<B: TrainBackend> Stepper<B> {
             let _ = B::sync(&self.devices[device]);
             *slot(t) += started.elapsed();
         }
+    }
+}
+
+/// Where a phase's time goes.
+fn phase_slot(t: &mut PhaseTimes, p: Phase) -> &mut Duration {
+    match p {
+        Phase::Forward => &mut t.forward,
+        Phase::Loss => &mut t.loss,
+        Phase::Backward => &mut t.backward,
     }
 }
 

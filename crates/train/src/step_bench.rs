@@ -40,6 +40,19 @@ pub struct StepBench {
     /// Median of each figure over the windows.
     pub median: StepTimes,
     pub windows: Vec<StepTimes>,
+    /// Kernel launches, when counted (`Windows::count_launches`).
+    pub launches: Option<Launches>,
+}
+
+/// Kernel launches over a window of steps: per step, cutting the batch
+/// and in the step itself (forward, loss, backward, optimizer), and the
+/// step's by kernel, most first.
+#[derive(Debug, Clone, Serialize)]
+pub struct Launches {
+    pub steps: usize,
+    pub batch_per_step: f64,
+    pub step_per_step: f64,
+    pub by_kernel: Vec<(String, u64)>,
 }
 
 fn median(values: impl Iterator<Item = f64>) -> f64 {
@@ -55,6 +68,9 @@ pub struct Windows {
     pub steps: usize,
     /// Timed windows.
     pub repeats: usize,
+    /// Then one more window of `steps` steps whose kernel launches are
+    /// counted (the launch counter must be installed: `crate::launches`).
+    pub count_launches: bool,
 }
 
 /// Trains `warmup` steps, then `repeats` windows of `steps` steps each, on
@@ -78,7 +94,7 @@ pub fn bench_step<B: TrainBackend>(
 fn bench_with<B: TrainBackend, O: Optimizer<Detector<B>, B>>(
     c: &GrinConfig,
     store: Store,
-    Windows { warmup, steps, repeats }: Windows,
+    Windows { warmup, steps, repeats, count_launches }: Windows,
     which: OptimizerImpl,
     mut optim: O,
     device: &B::Device,
@@ -119,6 +135,19 @@ fn bench_with<B: TrainBackend, O: Optimizer<Detector<B>, B>>(
             optimizer_ms: per_step(phases.optimizer),
         });
     }
+    let launches = if count_launches {
+        let mut cut = Counted::<B>::new(device);
+        let mut stepped = Counted::<B>::new(device);
+        for _ in 0..steps {
+            let (batch, _) = cut.count(|| feed.next(step))?;
+            let (next, _) = stepped.count(|| stepper.step(model.clone(), &mut optim, lr, batch, None))?;
+            model = next;
+            step += 1;
+        }
+        Some(Launches::of(steps, cut, stepped))
+    } else {
+        None
+    };
     let m = |f: fn(&StepTimes) -> f64| median(windows.iter().map(f));
     let median = StepTimes {
         steps_per_s: m(|w| w.steps_per_s),
@@ -139,5 +168,52 @@ fn bench_with<B: TrainBackend, O: Optimizer<Detector<B>, B>>(
         params: model.num_params(),
         median,
         windows,
+        launches,
     })
+}
+
+/// Launches counted over calls, each from a synced device to a synced
+/// device (so that a call's launches are its own).
+struct Counted<'a, B: TrainBackend> {
+    device: &'a B::Device,
+    counts: std::collections::BTreeMap<String, u64>,
+}
+
+impl<'a, B: TrainBackend> Counted<'a, B> {
+    fn new(device: &'a B::Device) -> Self {
+        Counted { device, counts: Default::default() }
+    }
+
+    fn count<T>(&mut self, call: impl FnOnce() -> Result<T>) -> Result<T> {
+        #[cfg(any(feature = "cuda", feature = "wgpu"))]
+        {
+            let _ = B::sync(self.device);
+            crate::launches::take();
+            let out = call()?;
+            let _ = B::sync(self.device);
+            for (name, n) in crate::launches::take() {
+                *self.counts.entry(name).or_insert(0) += n;
+            }
+            Ok(out)
+        }
+        #[cfg(not(any(feature = "cuda", feature = "wgpu")))]
+        {
+            let _ = (self.device, call);
+            bail!("kernel launches are counted on CUDA and wgpu only")
+        }
+    }
+
+    fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+}
+
+impl Launches {
+    fn of<B: TrainBackend>(steps: usize, cut: Counted<B>, stepped: Counted<B>) -> Launches {
+        let per_step = |c: &Counted<B>| c.total() as f64 / steps as f64;
+        let (batch_per_step, step_per_step) = (per_step(&cut), per_step(&stepped));
+        let mut by_kernel: Vec<(String, u64)> = stepped.counts.into_iter().collect();
+        by_kernel.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Launches { steps, batch_per_step, step_per_step, by_kernel }
+    }
 }

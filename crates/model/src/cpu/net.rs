@@ -6,21 +6,10 @@
 use crate::backend::{values_of as values, DetectorBackend};
 use crate::detector::{Detector, Trainable};
 use crate::folded::FoldedConv;
+use crate::graph::{fused_channels, Wiring};
 use crate::layers::folded_conv;
 
-/// How a conv reads its input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// 3x3, padding 1, every output channel reads every input: the stem.
-    Dense { stride: usize },
-    /// 3x3, padding 1, output channel c reads input channel c.
-    Depthwise { stride: usize },
-    /// 1x1, stride 1: a matrix product over channels.
-    Pointwise,
-    /// No weights: the input (half the resolution) upsampled 2x, nearest,
-    /// and added to layer `skip`'s output: top-down fusion (`fuse.rs`).
-    AddUp { skip: usize },
-}
+pub(crate) use crate::graph::Kind;
 
 /// Training BatchNorm's parameters.
 #[derive(Debug, Clone)]
@@ -44,22 +33,13 @@ pub(crate) struct Layer {
 }
 
 impl Layer {
-    fn new(conv: FoldedConv, norm: Option<Norm>) -> Layer {
-        let kind = match (conv.kernel, conv.depthwise) {
-            (3, true) => Kind::Depthwise { stride: conv.stride },
-            (3, false) => Kind::Dense { stride: conv.stride },
-            (1, false) if conv.stride == 1 => Kind::Pointwise,
-            _ => panic!("the CPU step has no {}x{} stride-{} conv", conv.kernel, conv.kernel, conv.stride),
-        };
+    fn new(kind: Kind, conv: FoldedConv, norm: Option<Norm>) -> Layer {
         let (cin, cout) = (conv.in_channels, conv.out_channels);
         Layer { kind, cin, cout, weight: conv.weight, bias: conv.bias, norm, relu: conv.relu }
     }
 
     pub(crate) fn stride(&self) -> usize {
-        match self.kind {
-            Kind::Dense { stride } | Kind::Depthwise { stride } => stride,
-            Kind::Pointwise | Kind::AddUp { .. } => 1,
-        }
+        self.kind.stride()
     }
 }
 
@@ -92,15 +72,13 @@ impl Net {
                         beta: values(norm.beta.val()),
                         epsilon: norm.epsilon as f32,
                     };
-                    Layer::new(folded_conv(conv, *relu), Some(params))
+                    Layer::new(Kind::of(*conv), folded_conv(conv, *relu), Some(params))
                 }
-                Trainable::Out(conv) | Trainable::Lateral { conv, .. } => Layer::new(folded_conv(conv, false), None),
+                Trainable::Out(conv) | Trainable::Lateral { conv, .. } => {
+                    Layer::new(Kind::of(*conv), folded_conv(conv, false), None)
+                }
                 Trainable::AddUp { skip } => {
-                    // The channels of the map it adds into.
-                    let channels = match &trainables[*skip] {
-                        Trainable::ConvBn { conv, .. } => conv.weight.dims()[0],
-                        _ => unreachable!("fusion adds into a trunk layer"),
-                    };
+                    let channels = fused_channels(&trainables, *skip);
                     Layer {
                         kind: Kind::AddUp { skip: *skip },
                         cin: channels,
@@ -113,30 +91,20 @@ impl Net {
                 }
             })
             .collect();
-        let mut inputs: Vec<Option<usize>> = (0..layers.len()).map(|i| i.checked_sub(1)).collect();
-        for (i, t) in trainables.iter().enumerate() {
-            if let Trainable::Lateral { from, .. } = t {
-                inputs[i] = Some(*from);
-            }
-        }
-        let mut outputs = Vec::with_capacity(heads.len());
-        for head in &heads {
-            inputs[head.first] = Some(head.after);
-            outputs.push(head.first + head.len - 1);
-        }
+        let wiring = Wiring::of(&trainables, &heads);
         let deferred = (0..layers.len())
             .map(|i| {
-                let read_by: Vec<&Layer> =
-                    (0..layers.len()).filter(|&j| inputs[j] == Some(i)).map(|j| &layers[j]).collect();
+                let read_by: Vec<&Layer> = wiring.readers(i).map(|j| &layers[j]).collect();
                 let fused = layers.iter().any(|l| l.kind == Kind::AddUp { skip: i });
                 matches!(layers[i].kind, Kind::Dense { .. } | Kind::Pointwise)
                     && layers[i].norm.is_some()
-                    && !outputs.contains(&i)
+                    && !wiring.outputs.contains(&i)
                     && !fused
                     && !read_by.is_empty()
                     && read_by.iter().all(|l| matches!(l.kind, Kind::Depthwise { .. }))
             })
             .collect();
+        let Wiring { inputs, outputs } = wiring;
         Net { layers, inputs, outputs, deferred }
     }
 }

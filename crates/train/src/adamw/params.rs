@@ -8,6 +8,7 @@ use burn::optim::record::AdaptorRecord;
 use burn::optim::{AdamW, AdamWState, AdaptiveMomentumState, GradientsParams, MultiGradientsParams};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Shape, Tensor};
+use grin_model::device::FlatLayout;
 use grin_model::TrainBackend;
 use std::collections::HashMap;
 
@@ -53,6 +54,16 @@ pub(super) enum Grads {
 }
 
 impl Grads {
+    /// A device step's flat (values, gradients) in the optimizer's layout
+    /// (`grin_model::device::FlatLayout`), taken out: one device's only,
+    /// where they are the step's whole gradients.
+    pub(super) fn flat<B: Backend>(&mut self) -> Option<(Tensor<B, 1>, Tensor<B, 1>)> {
+        let Grads::Single(g) = self else { return None };
+        let grads = g.remove::<B, 1>(FlatLayout::grads_id());
+        let values = g.remove::<B, 1>(FlatLayout::values_id());
+        values.zip(grads)
+    }
+
     fn remove<B: Backend, const D: usize>(&mut self, id: ParamId) -> Option<Tensor<B, D>> {
         match self {
             Grads::Single(g) => g.remove::<B, D>(id),

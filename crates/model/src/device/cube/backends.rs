@@ -1,0 +1,58 @@
+//! The CubeCL backends grin trains on, as [`DetectorBackend`]s and
+//! [`StepKernels`]: their training step and optimizer are this module's
+//! kernels.
+
+use crate::backend::{AdamwScalars, DetectorBackend, FlatState};
+use crate::cpu::Phase;
+use crate::detector::Detector;
+use crate::device::{DeviceBatch, DeviceOutput, DeviceStep, StepKernels};
+use crate::loss::LossWeights;
+use crate::points::Points;
+use burn::tensor::ops::FloatTensor;
+
+/// The CubeCL backends (CUDA, wgpu): training runs grin's device step,
+/// the optimizer its flat kernels.
+macro_rules! cube_backend {
+    ($backend:ty, copies_between_devices: $copies:expr) => {
+        impl StepKernels for $backend {
+            const DEVICE_STEP: bool = true;
+
+            fn device_step(
+                step: &mut DeviceStep,
+                model: &Detector<Self>,
+                batch: DeviceBatch<'_, Self>,
+                points: &Points,
+                weights: LossWeights,
+                scale: f32,
+                phase: &mut dyn FnMut(Phase),
+            ) -> Option<DeviceOutput<Self>> {
+                Some(super::step::run(step, model, batch, points, weights, scale, phase))
+            }
+        }
+
+        impl DetectorBackend for $backend {
+            const COPIES_BETWEEN_DEVICES: bool = $copies;
+
+            fn flat_view(flat: FloatTensor<Self>, start: usize, dims: &[usize]) -> FloatTensor<Self> {
+                super::view(&flat, start, dims)
+            }
+
+            fn adamw_flat(
+                s: FlatState<Self>,
+                scalars: AdamwScalars,
+            ) -> Option<(FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>)> {
+                let (v, g, m1, m2) = (&s.values, &s.grads, &s.moment_1, &s.moment_2);
+                Some(super::adamw::step(v, g, m1, m2, &s.chunk_slot, &s.spans, s.slots, scalars))
+            }
+        }
+    };
+}
+
+#[cfg(feature = "cuda")]
+cube_backend!(burn_cuda::Cuda<f32, i32>, copies_between_devices: true);
+
+// wgpu's `to_device` does not work between two of its devices
+// (`not implemented` in cubecl-runtime 0.10's server-to-server copy):
+// data-parallel training copies through the host.
+#[cfg(feature = "wgpu")]
+cube_backend!(burn_wgpu::Wgpu<f32, i32>, copies_between_devices: false);

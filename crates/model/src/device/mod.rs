@@ -1,0 +1,244 @@
+//! grin's own training step on a CubeCL device (CUDA, wgpu): forward,
+//! target assignment, loss and backward for the whole detector in a few
+//! kernels per layer ([`cube`]), and the gradients handed to the optimizer
+//! in one flat buffer.
+//!
+//! Why: the detector is small, so on a GPU its step is host-bound. Through
+//! Burn's ops and autodiff the step was about 1,340 kernel launches (434 of
+//! them `slice_assign`), each costing the host more than the device, and
+//! SM utilisation stayed near 25% on an H200 (`docs/benchmarks.md`). Here
+//! each conv is one kernel per direction, BatchNorm (+ ReLU) one per
+//! direction, the loss two, and AdamW two (grin-train's `FlatAdamW`).
+//!
+//! The layer order, kinds and wiring come from [`crate::graph`], as the CPU
+//! step's do; the loss rule and terms are the CPU step's.
+
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub(crate) mod cube;
+
+use crate::backend::DetectorBackend;
+use crate::cpu::Phase;
+use crate::detector::{Detector, Trainable};
+use crate::loss::{LossParts, LossWeights};
+use crate::points::Points;
+use burn::backend::NdArray;
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId, RunningState};
+use burn::optim::GradientsParams;
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{Int, Tensor, TensorPrimitive};
+use std::collections::HashMap;
+
+/// Values per chunk of the flat layout: every parameter starts at a whole
+/// chunk (256 bytes of f32, the widest offset alignment a GPU asks of a
+/// buffer binding), so that each can be a view of the flat buffer.
+pub const CHUNK: usize = 64;
+
+/// Where each parameter's values sit in one flat buffer: in the order
+/// given, each from a multiple of [`CHUNK`], then one chunk of padding.
+/// grin-train's `FlatAdamW` keeps its state in this layout, and the device
+/// step writes its gradients in it, so the optimizer reads them in place.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FlatLayout {
+    /// Each parameter's first value.
+    pub starts: Vec<usize>,
+    /// Values in all, the last chunk's padding included.
+    pub len: usize,
+}
+
+impl FlatLayout {
+    /// Where [`DeviceStep::gradients`] hands over its flat buffers in the
+    /// gradients it returns: ids no parameter has (Burn draws parameter ids
+    /// at random from all of u64; an optimizer looks its parameters up by
+    /// their own ids and never sees these).
+    pub fn grads_id() -> ParamId {
+        ParamId::from(u64::MAX)
+    }
+
+    /// See [`FlatLayout::grads_id`].
+    pub fn values_id() -> ParamId {
+        ParamId::from(u64::MAX - 1)
+    }
+
+    /// The layout of parameters of these value counts, in this order.
+    pub fn of(lens: impl IntoIterator<Item = usize>) -> FlatLayout {
+        let mut starts = Vec::new();
+        let mut next = 0;
+        for len in lens {
+            starts.push(next);
+            next += len.div_ceil(CHUNK) * CHUNK;
+        }
+        FlatLayout { starts, len: next + CHUNK }
+    }
+
+    /// The layout of `model`'s trained parameters in module order (the
+    /// order an optimizer visits them), each with its id.
+    pub fn of_model<B: Backend>(model: &Detector<B>) -> (FlatLayout, Vec<(ParamId, Vec<usize>)>) {
+        struct Trained(Vec<(ParamId, Vec<usize>)>);
+        impl<B: Backend> ModuleVisitor<B> for Trained {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+                if param.is_require_grad() {
+                    self.0.push((param.id, param.val().dims().to_vec()));
+                }
+            }
+        }
+        let mut trained = Trained(Vec::new());
+        model.visit(&mut trained);
+        let layout = FlatLayout::of(trained.0.iter().map(|(_, dims)| dims.iter().product::<usize>()));
+        (layout, trained.0)
+    }
+}
+
+/// A backend's training step on its own kernels, where it has one (CUDA
+/// and wgpu: `cube`). A trait of its own, not a part of
+/// [`DetectorBackend`], because its signature names the detector, which
+/// is built on `DetectorBackend`.
+pub trait StepKernels: DetectorBackend {
+    /// Whether training on this backend runs the device step
+    /// ([`DeviceStep::gradients`]) instead of Burn's autodiff graph.
+    const DEVICE_STEP: bool = false;
+
+    /// The training step's forward, loss and backward on this backend's
+    /// own kernels, the gradients scaled by `scale`; `None` where it has none.
+    fn device_step(
+        step: &mut DeviceStep,
+        model: &Detector<Self>,
+        batch: DeviceBatch<'_, Self>,
+        points: &Points,
+        weights: LossWeights,
+        scale: f32,
+        phase: &mut dyn FnMut(Phase),
+    ) -> Option<DeviceOutput<Self>> {
+        let _ = (step, model, batch, points, weights, scale, phase);
+        None
+    }
+}
+
+/// The CPU backend trains through grin's CPU step, the f64 one (a parity
+/// reference) through Burn's autodiff.
+impl StepKernels for NdArray<f32> {}
+impl StepKernels for NdArray<f64> {}
+
+/// A backend the trainer can use: autodiff over a detector backend, whose
+/// inner backend (evaluation, `model.valid()`, the device step) is one too.
+pub trait TrainBackend: DetectorBackend + AutodiffBackend<InnerBackend: StepKernels> {}
+impl<B: DetectorBackend + AutodiffBackend<InnerBackend: StepKernels>> TrainBackend for B {}
+
+/// What a device step hands back: the gradients of every trained parameter
+/// in one flat buffer ([`FlatLayout::of_model`]) and the parameters' values
+/// in another, each BatchNorm's moved running averages (in
+/// [`Detector::trainables`] order, `None` for a layer without one), and the
+/// loss parts (total, face, boxes, smile).
+pub struct DeviceOutput<B: Backend> {
+    pub(crate) grads: Tensor<B, 1>,
+    pub(crate) values: Tensor<B, 1>,
+    pub(crate) running: Vec<Option<(Tensor<B, 1>, Tensor<B, 1>)>>,
+    pub(crate) parts: [Tensor<B, 1>; 4],
+}
+
+/// A batch as the device step reads it: images `[batch, channels, height,
+/// width]` in 0..1, boxes `[batch, slots, 4]`, labels `[batch, slots]`.
+pub struct DeviceBatch<'a, B: Backend> {
+    pub images: &'a Tensor<B, 4>,
+    pub boxes: &'a Tensor<B, 3>,
+    pub labels: &'a Tensor<B, 2, Int>,
+}
+
+/// The device step's state kept across steps (the point table on the
+/// device), for whichever runtime runs it.
+#[derive(Default)]
+pub struct DeviceStep {
+    pub(crate) state: Option<Box<dyn std::any::Any + Send>>,
+    /// This step's flat layout and each trained parameter's start in it,
+    /// read from the autodiff model (whose parameters say which are
+    /// trained; the inner model's all say no).
+    pub(crate) layout: FlatLayout,
+    pub(crate) starts: HashMap<ParamId, usize>,
+}
+
+impl DeviceStep {
+    pub fn new() -> DeviceStep {
+        DeviceStep::default()
+    }
+
+    /// Whether backend `B` trains through this step.
+    pub fn runs_on<B: AutodiffBackend<InnerBackend: StepKernels>>() -> bool {
+        B::InnerBackend::DEVICE_STEP
+    }
+
+    /// Loss and gradients of `model` on `batch`, keyed by parameter as
+    /// Burn's optimizers take them (each a view of one flat buffer), with
+    /// the BatchNorm running averages updated as Burn's `BatchNorm` updates
+    /// them in training; the gradients scaled by `scale` (a shard's share of
+    /// a data-parallel batch). `phase` hears each phase end (for timing). The two
+    /// flat buffers themselves ride along under [`FlatLayout::GRADS`] and
+    /// [`FlatLayout::VALUES`], for an optimizer that works on them whole.
+    pub fn gradients<B: TrainBackend>(
+        &mut self,
+        model: &Detector<B>,
+        batch: DeviceBatch<'_, B>,
+        points: &Points,
+        weights: LossWeights,
+        scale: f32,
+        phase: &mut dyn FnMut(Phase),
+    ) -> (LossParts<B>, GradientsParams) {
+        assert!(Self::runs_on::<B>(), "the device step runs on CUDA and wgpu only");
+        let (layout, trained) = FlatLayout::of_model(model);
+        self.starts = trained.iter().zip(&layout.starts).map(|((id, _), &s)| (*id, s)).collect();
+        self.layout = layout.clone();
+        let inner = burn::module::AutodiffModule::valid(model);
+        let (images, boxes, labels) =
+            (batch.images.clone().inner(), batch.boxes.clone().inner(), batch.labels.clone().inner());
+        let batch = DeviceBatch { images: &images, boxes: &boxes, labels: &labels };
+        let out = B::InnerBackend::device_step(self, &inner, batch, points, weights, scale, phase)
+            .expect("DEVICE_STEP backends have a device step");
+        let mut grads = GradientsParams::new();
+        let flat = out.grads.clone().into_primitive().tensor();
+        for ((id, dims), start) in trained.iter().zip(&layout.starts) {
+            let view = B::InnerBackend::flat_view(flat.clone(), *start, dims);
+            register::<B::InnerBackend>(&mut grads, *id, view, dims.len());
+        }
+        grads.register(FlatLayout::grads_id(), out.grads);
+        grads.register(FlatLayout::values_id(), out.values);
+        let (trainables, _) = model.trainables();
+        for (t, running) in trainables.iter().zip(out.running) {
+            if let (Trainable::ConvBn { norm, .. }, Some((mean, var))) = (t, running) {
+                replace(&norm.running_mean, Tensor::from_inner(mean));
+                replace(&norm.running_var, Tensor::from_inner(var));
+            }
+        }
+        let [total, face, boxes, smile] = out.parts.map(Tensor::from_inner);
+        (LossParts { total, face, boxes, smile }, grads)
+    }
+}
+
+/// Sets a running average to `value`, the one the kernel already moved by
+/// the momentum. Through the state's own mapping, which writes the value
+/// every clone of it shares: `RunningState::update` would keep it aside
+/// and, at the next read, average it with the other threads' (divide by
+/// one, a kernel launch per average per step on a device).
+fn replace<B: Backend>(state: &RunningState<Tensor<B, 1>>, value: Tensor<B, 1>) {
+    struct To<B: Backend>(Option<Tensor<B, 1>>);
+    impl<B: Backend> ModuleMapper<B> for To<B> {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+            let (id, old, mapper) = param.consume();
+            let value = self.0.take().expect("one running average").reshape(old.shape());
+            Param::from_mapped_value(id, value, mapper)
+        }
+    }
+    let _ = state.clone().map(&mut To(Some(value)));
+}
+
+/// Registers a flat view as the gradient of parameter `id` of rank `rank`.
+fn register<B: Backend>(
+    grads: &mut GradientsParams,
+    id: ParamId,
+    view: burn::tensor::ops::FloatTensor<B>,
+    rank: usize,
+) {
+    let float = TensorPrimitive::Float(view);
+    match rank {
+        1 => grads.register(id, Tensor::<B, 1>::from_primitive(float)),
+        4 => grads.register(id, Tensor::<B, 4>::from_primitive(float)),
+        _ => unreachable!("the detector's parameters are vectors and conv kernels"),
+    }
+}
