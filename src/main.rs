@@ -74,6 +74,10 @@ fn main() {
         Command::Config(args) => cmd::config_cmd::run(args),
     };
     if let Err(error) = result {
+        // The reader of our output went away (`| head`): it has what it wanted.
+        if error.downcast_ref::<cmd::out::ClosedPipe>().is_some() {
+            return;
+        }
         // One line, outermost context first: "file: key: problem".
         eprintln!("error: {error:#}");
         // 130, as a shell reports a Ctrl-C: scripts can tell "stopped, resumable" from "failed".

@@ -160,9 +160,12 @@ fn calibration_run(dir: &Path, manifest: &str) -> PathBuf {
     let config = grin_train::parse_config(&text, "config.toml", &[]).unwrap();
     let spec = config.detector_spec();
     let device = Default::default();
-    <burn_ndarray::NdArray<f32> as burn::tensor::backend::Backend>::seed(&device, 3);
-    let model = spec.init::<burn_ndarray::NdArray<f32>>(&device);
-    grin_model::file::save_model(&run.join("model.grin"), &spec, &model).unwrap();
+    type N = burn_ndarray::NdArray<f32>;
+    // Under grin's generator lock: the other tests of this binary draw too.
+    grin_model::seeded::<N, _>(&device, 3, || {
+        grin_model::file::save_model(&run.join("model.grin"), &spec, &spec.init::<N>(&device))
+    })
+    .unwrap();
     run
 }
 
@@ -600,4 +603,116 @@ fn counting_launches_on_the_cpu_backend_is_refused() {
     assert!(e.contains("--launches counts CUDA and wgpu kernels; the cpu backend launches none"), "{e}");
     assert!(!e.contains("panicked"), "{e}");
     assert!(!store.exists(), "refused before any store is written");
+}
+
+/// Issue 80, cause 7: `grin config --keys | true` panicked ("failed
+/// printing to stdout: Broken pipe", exit 101). The reader is gone before
+/// the first write here, so every write meets the closed pipe.
+#[test]
+fn a_closed_output_pipe_ends_a_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/default.grin");
+    let model = model.to_str().unwrap();
+    let config_arg = config.to_str().unwrap();
+    for args in [
+        vec!["config", "--keys", "--config", config_arg],
+        vec!["model-info", "--config", config_arg],
+        vec!["eval", "--samples", "2", "--model", model, "--config", config_arg],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(GRIN).args(&args).stdout(writer).output().unwrap();
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {e}");
+        assert!(e.is_empty() || !e.contains("panicked") && !e.contains("Broken pipe"), "{args:?}: {e}");
+    }
+}
+
+/// Issue 80, causes 3 and 10: `grin store bench` wrote its order and JSON
+/// over the store it measures (a truncated shard died of SIGBUS), and its
+/// counts had no bounds (`--batches 0` blamed "batch size", 10^11 aborted).
+#[test]
+fn store_bench_never_writes_into_its_store_and_bounds_its_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let store = dir.path().join("store");
+    assert!(precompute(&config, &store, &[]).status.success());
+    let bench = |extra: &[&str]| {
+        let mut command = Command::new(GRIN);
+        command.args(["store", "bench", "--repeats", "1", "--dir"]).arg(&store).args(extra);
+        command.output().unwrap()
+    };
+    let shard = store.join("shard-00000.bin");
+    let manifest = store.join("manifest.json");
+    for (flag, target) in [("--order-out", &shard), ("--json", &manifest), ("--json", &shard)] {
+        let out = bench(&[flag, target.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {}: {}", target.display(), stderr(&out));
+        assert!(stderr(&out).contains("is inside an input folder"), "{}", stderr(&out));
+    }
+    let verify = Command::new(GRIN).arg("verify").arg(&store).output().unwrap();
+    assert!(verify.status.success(), "the store still opens: {}", stderr(&verify));
+    for (args, named) in [
+        (&["--batches", "0"][..], "--batches"),
+        (&["--batch", "0"], "--batch"),
+        (&["--repeats", "0"], "--repeats"),
+        (&["--batches", "100000000000"], "--batches 100000000000"),
+    ] {
+        let out = bench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(named) && !stderr(&out).contains("panicked"), "{}", stderr(&out));
+    }
+    let order = dir.path().join("order.bin");
+    let out = bench(&["--batches", "2", "--batch", "4", "--order-out", order.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::metadata(&order).unwrap().len(), 2 * 4 * 8);
+}
+
+/// Issue 80, cause 2: two runs into one folder both exited 0, the second's
+/// config beside the first's results; `--overwrite` replaced a live run.
+/// The lock is held here as a live run holds it, with that run's PID.
+#[test]
+fn a_run_folder_in_use_is_refused_naming_its_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let runs = dir.path().join("runs");
+    let run_dir = runs.join("tiny");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let lock = std::fs::File::create(run_dir.join("grin.lock")).unwrap();
+    lock.lock().unwrap();
+    std::fs::write(run_dir.join("grin.lock"), "4242").unwrap();
+    for extra in [&[][..], &["--overwrite"]] {
+        let args: Vec<&str> = ["train", "--backend", "cpu", "--quiet"].iter().chain(extra).copied().collect();
+        let out = grin(&args, &config, &runs);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let e = stderr(&out);
+        assert!(e.contains(&format!("{}: in use by grin process 4242", run_dir.display())), "{e}");
+        assert!(!run_dir.join("config.toml").exists(), "nothing written into the live run's folder");
+    }
+    drop(lock);
+    let out = grin(&["train", "--backend", "cpu", "--quiet"], &config, &runs);
+    assert!(out.status.success(), "the holder is gone: {}", stderr(&out));
+}
+
+/// Issue 80, cause 5: flags that cannot apply were silent no-ops.
+#[test]
+fn a_flag_that_cannot_apply_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let runs = dir.path().join("runs");
+    let out = grin(&["train", "--backend", "cpu", "--quiet", "--devices", "0,1"], &config, &runs);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--devices [0, 1]: the cpu backend trains on one device"), "{}", stderr(&out));
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/default.grin");
+    let eval = |extra: &[&str]| {
+        let mut command = Command::new(GRIN);
+        command.args(["eval", "--samples", "1", "--model"]).arg(&model).arg("--config").arg(&config).args(extra);
+        command.output().unwrap()
+    };
+    let out = eval(&["--photos", "0", "--out", dir.path().join("report").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no photos are scored"), "{}", stderr(&out));
+    let out = eval(&["--second-look-below", "0", "--second-look-mirror"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--second-look-mirror: no second look runs"), "{}", stderr(&out));
 }

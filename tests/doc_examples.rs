@@ -148,7 +148,7 @@ fn subcommand(args: &[String]) -> Vec<String> {
 }
 
 /// grin-detect is another package's binary: `cargo test --workspace` builds
-/// it beside grin, a lone `cargo test --test doc_examples` may not.
+/// it beside grin, a lone `cargo test --test suite` may not.
 fn grin_detect_built() -> bool {
     PathBuf::from(GRIN).with_file_name("grin-detect").exists()
 }

@@ -31,7 +31,7 @@ pub(crate) fn balance(args: BalanceArgs) -> Result<()> {
 
 fn balance_on<B: TrainBackend>(loaded: &LoadedConfig, choice: BackendChoice, device: &B::Device) -> Result<()> {
     let check = grin_train::balance::check::<B>(&loaded.config, choice, 0, true, true, device)?;
-    println!("{}", check.figures.report(choice.name(), check.fits_in_device));
+    outln!("{}", check.figures.report(choice.name(), check.fits_in_device));
     Ok(())
 }
 
@@ -53,16 +53,16 @@ pub(crate) struct BenchStepArgs {
     #[arg(long, default_value = "runs/bench-step/data")]
     pub store: PathBuf,
     /// Samples in the store when it has to be built.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, value_parser = super::count::<u64>())]
     pub samples: u64,
     /// Untimed steps first (allocation, first touch, autotune).
     #[arg(long, default_value_t = 10)]
     pub warmup: usize,
     /// Steps per timed window.
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, value_parser = super::count::<usize>())]
     pub steps: usize,
     /// Timed windows; the figures are their medians.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = super::count::<usize>())]
     pub repeats: usize,
     /// Also write the figures as JSON.
     #[arg(long, value_name = "FILE")]
@@ -86,10 +86,10 @@ pub(crate) struct BenchModesArgs {
     #[command(flatten)]
     pub backend: BackendArg,
     /// Training steps per mode.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = super::count::<usize>())]
     pub steps: usize,
     /// Samples in the precomputed dataset the store modes read.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = 512, value_parser = super::count::<u64>())]
     pub samples: u64,
     #[arg(long, default_value = "runs/bench-modes")]
     pub runs_dir: PathBuf,
@@ -136,7 +136,7 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
         Windows { warmup: args.warmup, steps: args.steps, repeats: args.repeats, count_launches: args.launches };
     let b = grin_train::step_bench::bench_step::<B>(&c, store, windows, args.optimizer, device)?;
     let m = &b.median;
-    println!(
+    outln!(
         "bench step: {} ({} threads), {}, batch {} at {}x{}, width {} ({} parameters)",
         b.engine,
         b.threads,
@@ -147,7 +147,7 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
         b.width_mult,
         b.params
     );
-    println!(
+    outln!(
         "median of {} windows of {} steps: {:.2} steps/s | ms per step: batch {:.2}, forward {:.2}, loss {:.2}, backward {:.2}, optimizer {:.2}",
         b.windows.len(),
         args.steps,
@@ -159,12 +159,14 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
         m.optimizer_ms
     );
     if let Some(l) = &b.launches {
-        println!(
+        outln!(
             "kernel launches per step (mean of {}): {:.1} in the step, {:.1} cutting the batch; the step's:",
-            l.steps, l.step_per_step, l.batch_per_step
+            l.steps,
+            l.step_per_step,
+            l.batch_per_step
         );
         for (name, count) in &l.by_kernel {
-            println!("  {:>8.1}  {name}", *count as f64 / l.steps as f64);
+            outln!("  {:>8.1}  {name}", *count as f64 / l.steps as f64);
         }
     }
     if let Some(path) = &args.json {
@@ -235,7 +237,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
         run.show_progress = false;
         run.evaluate = false;
         eprintln!("bench: {} for {} steps", mode.name(), args.steps);
-        let s = trainer::train::<B>(&run, device, |start| build_feed::<B>(&plan, device, start))?;
+        let s = trainer::train::<B>(&run, device, &mut |start| build_feed::<B>(&plan, device, start))?;
         let s = s.run;
         let simulated = if s.loaders == 0 {
             100.0 * s.step_ms / (s.step_ms + s.load_ms_per_batch).max(1e-9)
@@ -260,7 +262,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
             run_dir: run.run_dir.clone(),
         });
     }
-    print_mode_rows(&rows, choice, c.train.batch_size, args.steps);
+    print_mode_rows(&rows, choice, c.train.batch_size, args.steps)?;
     if let Some(path) = &args.json {
         let json = serde_json::json!({
             "backend": choice.name(),
@@ -277,21 +279,30 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
 }
 
 /// `grin bench modes`' table: one row per mode, steps/s against on-the-fly's.
-fn print_mode_rows(rows: &[ModeRow], choice: BackendChoice, batch_size: usize, steps: usize) {
+fn print_mode_rows(rows: &[ModeRow], choice: BackendChoice, batch_size: usize, steps: usize) -> Result<()> {
     let base = rows.iter().find(|r| r.mode == "on-the-fly").map(|r| r.steps_per_s);
-    println!(
+    outln!(
         "bench modes on {} (batch {}, {} steps each, first log interval excluded; busy = share of wall time not waiting on data)",
         choice.name(),
         batch_size,
         steps
     );
-    println!(
+    outln!(
         "{:<12} {:>9} {:>10} {:>9} {:>9} {:>8} {:>10} {:>10} {:>8} {:>7}",
-        "mode", "steps/s", "samples/s", "wait ms", "step ms", "busy %", "balance %", "simulate %", "loaders", "vs otf"
+        "mode",
+        "steps/s",
+        "samples/s",
+        "wait ms",
+        "step ms",
+        "busy %",
+        "balance %",
+        "simulate %",
+        "loaders",
+        "vs otf"
     );
     for r in rows {
         let ratio = base.map(|b| format!("{:.2}x", r.steps_per_s / b)).unwrap_or_else(|| "-".into());
-        println!(
+        outln!(
             "{:<12} {:>9.2} {:>10.1} {:>9.2} {:>9.2} {:>8.1} {:>10.1} {:>10.1} {:>8} {:>7}",
             r.mode,
             r.steps_per_s,
@@ -305,4 +316,5 @@ fn print_mode_rows(rows: &[ModeRow], choice: BackendChoice, batch_size: usize, s
             ratio
         );
     }
+    Ok(())
 }

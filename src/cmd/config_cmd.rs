@@ -32,18 +32,18 @@ pub(crate) fn run(args: ConfigCmdArgs) -> Result<()> {
             }
         }
         match node {
-            toml::Value::String(s) => println!("{s}"),
-            toml::Value::Table(t) => print!("{}", toml::to_string_pretty(t)?),
-            other => println!("{other}"),
+            toml::Value::String(s) => outln!("{s}"),
+            toml::Value::Table(t) => out!("{}", toml::to_string_pretty(t)?),
+            other => outln!("{other}"),
         }
     } else if args.keys {
         let mut lines = Vec::new();
         flatten("", &value, &mut lines);
         for line in lines {
-            println!("{line}");
+            outln!("{line}");
         }
     } else {
-        print!("{}", toml::to_string_pretty(&value)?);
+        out!("{}", toml::to_string_pretty(&value)?);
     }
     Ok(())
 }

@@ -106,6 +106,10 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     }
     let loaded = grin_train::load_config(&config_path, &args.set.sets)?;
     let c = &loaded.config;
+    let photos = args.photos.unwrap_or(c.train.eval_photos);
+    if let (0, Some(out)) = (photos, &args.out) {
+        anyhow::bail!("--out {}: no photos are scored (--photos 0 or train.eval_photos = 0), so there is no photo report to write", out.display());
+    }
     let device = Default::default();
     let (mut run_spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
     if let Some((w, h)) = args.run_size {
@@ -121,11 +125,11 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
         }
         run_spec.model.nested_cover = cover;
     }
-    let look = &mut run_spec.model.second_look;
-    (look.below, look.confirm) =
-        (args.second_look_below.unwrap_or(look.below), args.second_look_confirm.unwrap_or(look.confirm));
-    look.mirror |= args.second_look_mirror;
-    look.validate().map_err(|e| anyhow::anyhow!("--second-look-below / --second-look-confirm: {e}"))?;
+    run_spec.model.second_look = run_spec
+        .model
+        .second_look
+        .with_flags(args.second_look_below, args.second_look_confirm, args.second_look_mirror)
+        .map_err(anyhow::Error::msg)?;
     if let Some(t) = args.threshold {
         if !(0.0..=1.0).contains(&t) {
             anyhow::bail!("--threshold {t}: must be a score in [0, 1]");
@@ -142,9 +146,8 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
         let ap = r.face_ap.map(|a| format!("{a:.3}")).unwrap_or_else(|| "undefined (no faces in the split)".into());
         let smile =
             r.smile_accuracy.map(|a| format!("{a:.3}")).unwrap_or_else(|| "n/a (no labelled smiles matched)".into());
-        println!("held-out scenes: {} images, {} faces: face AP@0.5 {ap}  smile accuracy {smile}", r.images, r.faces);
+        outln!("held-out scenes: {} images, {} faces: face AP@0.5 {ap}  smile accuracy {smile}", r.images, r.faces);
     }
-    let photos = args.photos.unwrap_or(c.train.eval_photos);
     if photos > 0 {
         let own_size = args.own_size.then_some(grin_terms::photo::PHOTO_MAX_PIXELS);
         let scoring =
@@ -152,14 +155,14 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
         let reports = grin_train::photo_eval::evaluate_split(&model, &run_spec, &c.features, scoring, &device)?;
         let frame = scoring.frame(&run_spec);
         if reports.is_empty() {
-            println!("held-out photos: none (the config's source has no real photos)");
+            outln!("held-out photos: none (the config's source has no real photos)");
         }
         for r in &reports {
-            println!("held-out photos at {frame}: {}", grin_train::photo_eval::describe(r));
+            outln!("held-out photos at {frame}: {}", grin_train::photo_eval::describe(r));
         }
         if let Some(out) = &args.out {
             let threshold = run_spec.model.score_threshold;
-            println!("{}", grin_train::photo_plots::write_photo_report(out, &reports, threshold)?);
+            outln!("{}", grin_train::photo_plots::write_photo_report(out, &reports, threshold)?);
         }
     }
     Ok(())
@@ -210,15 +213,15 @@ pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
     let reports = evaluate_split(&model, &spec, &c.features, scoring, &device)?;
     let (threshold, score) = best_threshold(&reports, args.beta)
         .map_err(|why| anyhow::anyhow!("{}: not calibrated, left unchanged: {why}", model_path.display()))?;
-    println!("validation photos at {}x{}:", spec.width, spec.height);
+    outln!("validation photos at {}x{}:", spec.width, spec.height);
     for r in &reports {
-        println!("  {}", grin_train::photo_eval::describe(r));
+        outln!("  {}", grin_train::photo_eval::describe(r));
     }
-    println!("{}", grin_train::photo_eval::calibration_table(&reports, args.beta, threshold));
+    outln!("{}", grin_train::photo_eval::calibration_table(&reports, args.beta, threshold));
     let before = spec.model.score_threshold;
     spec.model.score_threshold = threshold;
     file::save_model(&model_path, &spec, &model)?;
-    println!(
+    outln!(
         "{}: score_threshold {before:.2} -> {threshold:.2} (mean F{} {score:.3} on validation photos)",
         model_path.display(),
         args.beta

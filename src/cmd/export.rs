@@ -36,7 +36,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<()> {
     let bytes = grin_export::to_onnx(&spec, &model.folded());
     grin_output::write_file(&args.out, &[&path], &bytes)?;
     let params = spec.model.decode_params();
-    println!(
+    outln!(
         "wrote {} ({} KiB, ONNX opset {}): input `{}` [batch, {}, height, width] in 0..1; outputs `{}` [batch, points, \
          6] and `{}` [batch, 6, points]",
         args.out.display(),
@@ -47,7 +47,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<()> {
         grin_export::DETECTIONS,
         grin_export::RAW,
     );
-    println!(
+    outln!(
         "  from {}: run size {}x{}, score threshold {}, NMS IoU {}, nested {} of a box within {} of a better one's area, pyramid above {} px (in the file's metadata)",
         path.display(),
         spec.width,

@@ -23,7 +23,7 @@ pub(crate) struct ExportCropsArgs {
     #[arg(long)]
     pub out: PathBuf,
     /// Crops per folder.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 500, value_parser = super::count::<usize>())]
     pub count: usize,
 }
 
@@ -42,7 +42,7 @@ pub(crate) struct BenchArgs {
     #[command(flatten)]
     pub common: FeatureArgs,
     /// Timed samples per measurement (warm-up comes on top).
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = super::count::<usize>())]
     pub samples: usize,
     /// Worker threads C for the parallel figure (default: the config's, 0 = all cores).
     #[arg(long)]
@@ -59,9 +59,9 @@ pub(crate) struct PreviewArgs {
     /// Output PNG.
     #[arg(long)]
     pub out: PathBuf,
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = super::count::<usize>())]
     pub count: usize,
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = super::count::<usize>())]
     pub cols: usize,
 }
 
@@ -138,18 +138,18 @@ fn run_bench(args: BenchArgs) -> Result<()> {
         skipped_at_scene,
     };
     if args.json {
-        println!("{}", serde_json::to_string(&report)?);
+        outln!("{}", serde_json::to_string(&report)?);
         return Ok(());
     }
-    print_bench(&report);
+    print_bench(&report)?;
     for (what, counts) in [
         ("loading", &load_skips),
         ("generation (1 worker)", single.skips()),
         ("generation (C workers)", parallel.skips()),
     ] {
         match counts.summary() {
-            Some(s) => println!("skips during {what}: {s}"),
-            None => println!("skips during {what}: none"),
+            Some(s) => outln!("skips during {what}: {s}"),
+            None => outln!("skips during {what}: none"),
         }
     }
     Ok(())
@@ -177,20 +177,26 @@ fn ms(s: f64) -> String {
     format!("{:.3} ms", s * 1e3)
 }
 
-fn print_bench(r: &BenchReport) {
-    println!(
+fn print_bench(r: &BenchReport) -> Result<()> {
+    outln!(
         "grin features bench: source {} ({} split), {}x{}x{}, {} timed samples after {} warm-up",
-        r.source, r.split, r.width, r.height, r.channels, r.tg.samples, r.tg.warmup
+        r.source,
+        r.split,
+        r.width,
+        r.height,
+        r.channels,
+        r.tg.samples,
+        r.tg.warmup
     );
-    println!(
+    outln!(
         "T_g single-threaded (whole sample): median {}  p95 {}  mean {}",
         ms(r.tg.median_s),
         ms(r.tg.p95_s),
         ms(r.tg.mean_s)
     );
-    println!("{:<16} {:>6} {:>12} {:>12} {:>12}", "stage", "p", "median", "p95", "mean");
+    outln!("{:<16} {:>6} {:>12} {:>12} {:>12}", "stage", "p", "median", "p95", "mean");
     for s in &r.stages {
-        println!(
+        outln!(
             "{:<16} {:>6.2} {:>12} {:>12} {:>12}",
             s.stage,
             s.probability,
@@ -199,15 +205,19 @@ fn print_bench(r: &BenchReport) {
             ms(s.timing.mean_s)
         );
     }
-    println!("(stage figures are per application; p is how often the pipeline applies it)");
-    println!("throughput, best of {ROUNDS} rounds through fill_batch in batches of 32:");
+    outln!("(stage figures are per application; p is how often the pipeline applies it)");
+    outln!("throughput, best of {ROUNDS} rounds through fill_batch in batches of 32:");
     for t in [&r.single, &r.parallel] {
-        println!(
+        outln!(
             "  {} worker(s): {:.0} samples/s, {:.0} samples/s per core ({} samples in {:.2} s)",
-            t.workers, t.samples_per_s, t.per_core, t.samples, t.wall_s
+            t.workers,
+            t.samples_per_s,
+            t.per_core,
+            t.samples,
+            t.wall_s
         );
     }
-    println!(
+    outln!(
         "speed-up with {} workers: {:.2}x",
         r.parallel.workers,
         r.parallel.samples_per_s / r.single.samples_per_s.max(f64::MIN_POSITIVE)
@@ -219,10 +229,11 @@ fn print_bench(r: &BenchReport) {
     match r.balance_targets {
         Some(t) => {
             let target: Vec<String> = names.iter().zip(t).map(|(n, f)| format!("{n} {f:.3}")).collect();
-            println!("balance: achieved {} (target {})", achieved.join(", "), target.join(", "));
+            outln!("balance: achieved {} (target {})", achieved.join(", "), target.join(", "));
         }
-        None => println!("scene classes (no balancing configured): {}", achieved.join(", ")),
+        None => outln!("scene classes (no balancing configured): {}", achieved.join(", ")),
     }
+    Ok(())
 }
 
 fn run_preview(args: PreviewArgs) -> Result<()> {
@@ -236,9 +247,11 @@ fn run_preview(args: PreviewArgs) -> Result<()> {
         .map_err(|_| anyhow::anyhow!("{}: unknown image format: name the sheet .png or .jpg", args.out.display()))?;
     let mut png = std::io::Cursor::new(Vec::new());
     sheet.write_to(&mut png, format)?;
-    grin_output::write_file(&args.out, &[], png.get_ref())?;
+    // Never over a photo the sheet was drawn from (a preview --out onto a
+    // training photo replaced it), nor anywhere in the source's folders.
+    grin_output::write_file(&args.out, &cfg.source.inputs(), png.get_ref())?;
     let faces: usize = samples.iter().map(|s| s.boxes.len()).sum();
-    println!(
+    outln!(
         "wrote {} ({} samples, {} faces; green = smiling, red = not smiling, yellow = unknown)",
         args.out.display(),
         samples.len(),
@@ -246,7 +259,7 @@ fn run_preview(args: PreviewArgs) -> Result<()> {
     );
     for counts in [&load_skips, pipeline.skips()] {
         if let Some(s) = counts.summary() {
-            println!("{s}");
+            outln!("{s}");
         }
     }
     Ok(())
@@ -293,6 +306,6 @@ fn export_crops(args: ExportCropsArgs) -> Result<()> {
             written[k] += 1;
         }
     }
-    println!("wrote {} smiling and {} non-smiling crops under {}", written[0], written[1], args.out.display());
+    outln!("wrote {} smiling and {} non-smiling crops under {}", written[0], written[1], args.out.display());
     Ok(())
 }

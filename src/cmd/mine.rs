@@ -26,7 +26,7 @@ pub(crate) struct MineArgs {
     #[arg(long, default_value_t = 0.3, value_parser = parse_score)]
     pub score: f32,
     /// At most this many per photo, the most confident first.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = super::count::<usize>())]
     pub per_photo: usize,
     /// Training photos per source (0: all of them).
     #[arg(long, default_value_t = 0)]
@@ -95,7 +95,7 @@ pub(crate) fn run(args: MineArgs) -> Result<()> {
         bail!("{}: the config's source has no real photos to mine", loaded.path.display());
     }
     for m in &report {
-        println!(
+        outln!(
             "mined {:<15} {} photos ({} with more than {MOST_FACES} faces left out, {} unreadable skipped): {} crops in {}",
             m.source,
             m.photos,

@@ -35,6 +35,24 @@ macro_rules! on_backend {
     };
 }
 
+/// `println!` for a command's output, through [`out::write`]: `?` on a
+/// closed pipe, never a panic. Use in functions returning `anyhow::Result`.
+macro_rules! outln {
+    () => {
+        $crate::cmd::out::write(format_args!("\n"))?
+    };
+    ($($arg:tt)*) => {
+        $crate::cmd::out::write(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// `print!` through [`out::write`], as [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cmd::out::write(format_args!($($arg)*))?
+    };
+}
+
 /// `--set`, declared once: every command that reads a config takes it.
 #[derive(Args, Clone)]
 pub(crate) struct SetArgs {
@@ -59,6 +77,17 @@ impl ConfigArgs {
     }
 }
 
+/// The value parser of every count option (`--batches`, `--repeats`,
+/// `--steps`, ...): 1 or more, so a 0 is refused naming the option before
+/// anything runs, never blamed on another figure downstream.
+pub(crate) fn count<T>() -> clap::builder::RangedU64ValueParser<T>
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+    <T as TryFrom<u64>>::Error: std::error::Error + Send + Sync + 'static,
+{
+    clap::builder::RangedU64ValueParser::new().range(1..)
+}
+
 /// `--backend`, declared once: training, the balance check and the benchmarks take it.
 #[derive(Args, Clone, Copy)]
 pub(crate) struct BackendArg {
@@ -75,6 +104,7 @@ pub(crate) mod features;
 pub(crate) mod mine;
 pub(crate) mod model_info;
 pub(crate) mod model_set;
+pub(crate) mod out;
 pub(crate) mod simulate;
 pub(crate) mod store;
 pub(crate) mod train;

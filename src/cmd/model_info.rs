@@ -29,18 +29,21 @@ pub(crate) fn model_info(args: ModelInfoArgs) -> Result<()> {
     let model = spec.init::<burn_ndarray::NdArray<f32>>(&Default::default());
     let b = budget(&spec, &model);
     let points = spec.points();
-    println!(
+    outln!(
         "grin detector, width_mult {}, input {}x{}x{}",
-        spec.model.width_mult, spec.width, spec.height, spec.channels
+        spec.model.width_mult,
+        spec.width,
+        spec.height,
+        spec.channels
     );
-    println!("  channels per stage   {:?}", spec.widths());
-    println!("  output levels        {:?} (rows, cols) at strides 8/16/32, {} points", points.levels, points.len());
-    println!(
+    outln!("  channels per stage   {:?}", spec.widths());
+    outln!("  output levels        {:?} (rows, cols) at strides 8/16/32, {} points", points.levels, points.len());
+    outln!(
         "  parameters           {}  (budget {PARAM_BUDGET}: {})",
         b.params,
         verdict(b.params as f64 <= PARAM_BUDGET as f64)
     );
-    println!(
+    outln!(
         "  MFLOPs per frame     {:.1}  (budget {MFLOP_BUDGET} at 320x240: {})",
         b.mflops,
         verdict(b.mflops * 320.0 * 240.0 / (spec.width * spec.height) as f64 <= MFLOP_BUDGET)

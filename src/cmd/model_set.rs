@@ -32,12 +32,12 @@ pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
     spec.model = changed;
     let out = args.out.as_ref().unwrap_or(&args.model);
     file::save_model(out, &spec, &model)?;
-    println!("{}: {} with [model] now:", out.display(), args.model.display());
+    outln!("{}: {} with [model] now:", out.display(), args.model.display());
     let after = toml::to_string(&spec.model)?;
     // Each line of the new table, marked where it differs from the old one.
     for line in after.lines().filter(|l| !l.trim().is_empty()) {
         let mark = if before.lines().any(|b| b == line) { " " } else { "*" };
-        println!("{mark} {line}");
+        outln!("{mark} {line}");
     }
     Ok(())
 }

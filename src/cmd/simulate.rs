@@ -52,11 +52,11 @@ pub(crate) fn run(args: SimulateArgs) -> Result<()> {
     };
     let params = resolve(&flags, figures.as_ref())?;
     let result = simulate(&params)?;
-    print!("{}", report(&result, figures.as_ref()));
+    out!("{}", report(&result, figures.as_ref()));
     if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("{}: cannot create folder", parent.display()))?;
     }
     render_svg(&result, &args.out)?;
-    println!("  timeline           {} (first {:.2} s)", args.out.display(), result.timeline.window_ms / 1000.0);
+    outln!("  timeline           {} (first {:.2} s)", args.out.display(), result.timeline.window_ms / 1000.0);
     Ok(())
 }

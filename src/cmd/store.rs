@@ -55,15 +55,15 @@ pub(crate) struct BenchArgs {
     /// The dataset folder.
     #[arg(long)]
     pub dir: PathBuf,
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = super::count::<usize>())]
     pub batch: usize,
     /// Batches per timed pass [default: one epoch's worth].
-    #[arg(long)]
+    #[arg(long, value_parser = super::count::<usize>())]
     pub batches: Option<usize>,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Timed passes per reader; the best is reported.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::count::<usize>())]
     pub repeats: usize,
     /// Write the shuffled batches here (u64 LE record indices) for the Python peer.
     #[arg(long)]
@@ -81,7 +81,7 @@ pub(crate) struct InfoArgs {
 pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
     if let Some(dir) = &args.merge {
         let manifest = grin_store::merge(dir)?;
-        println!(
+        outln!(
             "merged {} shards ({} samples) into {}; check every byte with `grin verify {}`",
             manifest.shards.len(),
             manifest.samples,
@@ -107,8 +107,8 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
         plan.layout.record_bytes
     );
     if args.plan {
-        println!("{describe}");
-        println!("shards: {}", plan.shard_count);
+        outln!("{describe}");
+        outln!("shards: {}", plan.shard_count);
         return Ok(());
     }
     let range = match &args.shards {
@@ -120,7 +120,7 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
     // config's name in front would blame the config for a locked folder.
     let summary = grin_train::precompute::write_store(&config.features, plan, range, &out)?;
     let c = summary.class_counts;
-    println!(
+    outln!(
         "wrote {} shards, reused {}: {} (smiling {}, non-smiling {}, face-free {})",
         summary.written_shards,
         summary.reused_shards,
@@ -145,7 +145,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
     bar.finish_and_clear();
     let report = report?;
     for bad in &report.bad {
-        println!("BAD {bad}");
+        outln!("BAD {bad}");
     }
     if !report.ok() {
         bail!(
@@ -155,7 +155,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
             report.bad.iter().map(|b| &b.file).collect::<std::collections::BTreeSet<_>>().len()
         );
     }
-    println!(
+    outln!(
         "ok: {} shards, {} records, {:.1} MB, layout {}x{}x{} ({} bytes/record), every checksum matches",
         report.shards,
         report.manifest.samples,
@@ -178,8 +178,8 @@ pub(crate) fn run(command: StoreCommand) -> Result<()> {
 fn info(args: InfoArgs) -> Result<()> {
     let store = Store::open(&args.dir)?;
     let m = store.manifest();
-    println!("{}", args.dir.display());
-    println!(
+    outln!("{}", args.dir.display());
+    outln!(
         "  {} records of {}x{}x{}, {} bytes each ({:.1} MB), {} shards of {} records",
         m.samples,
         m.layout.width,
@@ -192,22 +192,33 @@ fn info(args: InfoArgs) -> Result<()> {
     );
     for class in SceneClass::ALL {
         let n = m.class_counts.get(class);
-        println!("  {class:?}: {n} ({:.1}%)", 100.0 * n as f64 / m.samples as f64);
+        outln!("  {class:?}: {n} ({:.1}%)", 100.0 * n as f64 / m.samples as f64);
     }
-    println!("  fingerprint {}: {}", m.fingerprint.hash, grin_store::fingerprint::canonical(&m.fingerprint.config));
+    if m.skipped_inputs > 0 {
+        outln!("  made without {} inputs the source skipped while it loaded", m.skipped_inputs);
+    }
+    outln!("  fingerprint {}: {}", m.fingerprint.hash, grin_store::fingerprint::canonical(&m.fingerprint.config));
     Ok(())
 }
 
 fn bench(args: BenchArgs) -> Result<()> {
     let store = Store::open(&args.dir)?;
-    let batches = args.batches.unwrap_or_else(|| (store.len() as usize).div_ceil(args.batch.max(1)));
+    let batches = args.batches.unwrap_or_else(|| (store.len() as usize).div_ceil(args.batch));
+    // The order lives in memory (8 bytes an index): bounded before it is drawn.
+    if batches.saturating_mul(args.batch) > grin_train::store_bench::MAX_ORDER {
+        anyhow::bail!(
+            "--batches {batches} of --batch {}: more than the {} record indices a benchmark holds in memory",
+            args.batch,
+            grin_train::store_bench::MAX_ORDER
+        );
+    }
     let order = grin_train::store_bench::batch_order(&store, args.batch, batches, args.seed)?;
     if let Some(path) = &args.order_out {
-        grin_train::store_bench::write_order(path, &order)?;
+        grin_train::store_bench::write_order(path, &args.dir, &order)?;
     }
     grin_train::store_bench::warm(&store)?;
     let results = grin_train::store_bench::run(&store, &order, args.repeats, args.seed)?;
-    println!(
+    outln!(
         "{}: {} records of {} bytes, {} shuffled batches of {} (data in page cache, best of {})",
         args.dir.display(),
         store.len(),
@@ -217,9 +228,9 @@ fn bench(args: BenchArgs) -> Result<()> {
         args.repeats
     );
     let limit = results.iter().find(|r| r.name == "memcpy, shuffled").map_or(f64::NAN, |r| r.samples_per_s());
-    println!("{:<32} {:>12} {:>8} {:>10}", "reader", "samples/s", "GB/s", "of memcpy");
+    outln!("{:<32} {:>12} {:>8} {:>10}", "reader", "samples/s", "GB/s", "of memcpy");
     for r in &results {
-        println!(
+        outln!(
             "{:<32} {:>12.0} {:>8.2} {:>9.0}%",
             r.name,
             r.samples_per_s(),
@@ -237,7 +248,7 @@ fn bench(args: BenchArgs) -> Result<()> {
             .collect();
         let doc = serde_json::json!({"dir": args.dir, "batch": args.batch, "batches": batches,
             "record_bytes": store.layout().record_bytes, "results": rows});
-        grin_output::write_file(path, &[], &serde_json::to_vec_pretty(&doc)?)?;
+        grin_output::write_file(path, &[&args.dir], &serde_json::to_vec_pretty(&doc)?)?;
     }
     Ok(())
 }

@@ -7,9 +7,8 @@ use grin_model::TrainBackend;
 use grin_train::backend::{self, BackendChoice};
 use grin_train::LoadedConfig;
 use grin_train::{build_feed, PlanRequest, RunPlan};
-use grin_train::{trainer, Summary};
+use grin_train::{trainer, Interrupt, Summary};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -57,6 +56,14 @@ pub(crate) fn train(args: TrainArgs) -> Result<()> {
     let loaded = grin_train::load_config(&args.config.config, &sets)?;
     let (choice, why) = backend::resolve(args.backend.backend)?;
     eprintln!("{why}");
+    if choice == BackendChoice::Cpu && args.devices != [0] {
+        // Said, not ignored: the run would have trained on one device anyway.
+        anyhow::bail!(
+            "--devices {:?}: the cpu backend trains on one device (the host's cores); leave --devices out, or give \
+             --backend cuda or wgpu",
+            args.devices
+        );
+    }
     let summary = match choice {
         BackendChoice::Cpu => train_on::<backend::Cpu>(&args, &loaded, choice, vec![Default::default()])?,
         #[cfg(feature = "cuda")]
@@ -68,7 +75,7 @@ pub(crate) fn train(args: TrainArgs) -> Result<()> {
         #[allow(unreachable_patterns)]
         other => unreachable!("backend::resolve refuses {} in a build without it", other.name()),
     };
-    print_summary(&summary);
+    print_summary(&summary)?;
     Ok(())
 }
 
@@ -104,7 +111,7 @@ fn train_on<B: TrainBackend>(
         c.train.steps,
         c.train.batch_size
     );
-    trainer::train_parallel::<B>(&run, &devices, |start| build_feed::<B>(&feed, &device, start))
+    trainer::train_parallel::<B>(&run, &devices, &mut |start| build_feed::<B>(&feed, &device, start))
 }
 
 /// Signals closer together than this are one interrupt: a parent-death
@@ -114,16 +121,21 @@ const ONE_INTERRUPT: Duration = Duration::from_millis(250);
 
 /// Ctrl-C or SIGTERM (what `kill` and job schedulers send) raises the flag
 /// the training loop checks after every step, so the run stops with a fresh
-/// checkpoint instead of losing the steps since the last periodic one. A
-/// second interrupt quits at once, for a run stuck in its final evaluation.
-fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
+/// checkpoint instead of losing the steps since the last periodic one.
+/// Before the loop runs there is nothing to checkpoint, so it quits at
+/// once; a second interrupt quits at once too, for a run stuck in its
+/// final evaluation.
+fn stop_on_interrupt() -> Result<Arc<Interrupt>> {
+    let stop = Arc::new(Interrupt::default());
     let flag = stop.clone();
     let mut first: Option<Instant> = None;
     ctrlc::set_handler(move || match first {
+        None if !flag.request() => {
+            eprintln!("\ninterrupt: quitting (the run had not started its steps; nothing to checkpoint)");
+            std::process::exit(130);
+        }
         None => {
             first = Some(Instant::now());
-            flag.store(true, Ordering::Relaxed);
             eprintln!("\ninterrupt: stopping after this step with a checkpoint (interrupt again to quit at once)");
         }
         Some(at) if at.elapsed() < ONE_INTERRUPT => {}
@@ -136,10 +148,10 @@ fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-fn print_summary(summary: &Summary) {
+fn print_summary(summary: &Summary) -> Result<()> {
     let s = &summary.run;
     let pct = |v: Option<f32>| v.map(|v| format!("{:.3}", v)).unwrap_or_else(|| "n/a".into());
-    println!(
+    outln!(
         "{}: {} steps in {:.1}s on {} ({}), {:.2} steps/s, {} busy {:.0}%, final loss {:.4}",
         s.name,
         s.steps,
@@ -154,15 +166,16 @@ fn print_summary(summary: &Summary) {
         s.final_loss
     );
     if let Some(b) = &summary.balance {
-        println!(
+        outln!(
             "balance check: predicted device busy {:.0}%, measured {:.0}% ({})",
             b.predicted_busy_pct,
             s.gpu_busy_pct,
             b.mode.name()
         );
     }
-    println!("held-out scenes: face AP@0.5 {}  smile accuracy {}", pct(s.face_ap), pct(s.smile_accuracy));
+    outln!("held-out scenes: face AP@0.5 {}  smile accuracy {}", pct(s.face_ap), pct(s.smile_accuracy));
     for report in &summary.photos {
-        println!("held-out photos: {}", grin_train::photo_eval::describe(report));
+        outln!("held-out photos: {}", grin_train::photo_eval::describe(report));
     }
+    Ok(())
 }

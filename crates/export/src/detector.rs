@@ -188,25 +188,38 @@ fn conv_node(g: &mut Graph, name: &str, conv: &FoldedConv, x: &str) -> String {
 }
 
 /// Top-down fusion (`grin_model::FoldedFuse`): `coarse` through the lateral
-/// conv, each value repeated over a 2x2 block (a depthwise `ConvTranspose`
-/// of ones, stride 2), cut to `fine`'s size (its side is odd when the
-/// coarse one rounded up), and added, the add written as a 1x1 conv over
-/// both maps side by side (OpenCV's importer mis-shapes an element-wise op
-/// between two dynamic tensors).
+/// conv, each value repeated over a 2x2 block and cut to `fine`'s size (its
+/// side is odd when the coarse one rounded up), and added, the add written
+/// as a 1x1 conv over both maps side by side (OpenCV's importer mis-shapes
+/// an element-wise op between two dynamic tensors).
+///
+/// The repeat and the cut are one `Gather` along rows and one along
+/// columns, at `i / 2` for each row and column `i` of `fine`: indices
+/// counted by `CumSum` over a map of ones at `fine`'s size, as the decode
+/// counts cell centres. Cutting an upsampled map to `fine`'s size took
+/// `Shape` of a dynamic tensor, which OpenCV's importer refuses ("dynamic
+/// 'zero' shapes are not supported"), so OpenCV could not load a model with
+/// top-down fusion (issue 79).
 fn fuse_node(g: &mut Graph, level: usize, fuse: &FoldedFuse, fine: &str, coarse: &str) -> String {
     let name = format!("level{level}.fuse");
     let lateral = conv_node(g, &format!("{name}.lateral"), &fuse.lateral, coarse);
     let c = fuse.lateral.out_channels;
-    let ones = g.floats(format!("{name}.up.weight"), &[c, 1, 2, 2], &vec![1.0; 4 * c]);
-    let attributes =
-        vec![ints_attr("kernel_shape", &[2, 2]), ints_attr("strides", &[2, 2]), int_attr("group", c as i64)];
-    let up = g.op("ConvTranspose", format!("{name}.up"), &[&lateral, &ones], attributes);
-    let shape = g.op("Shape", format!("{name}.shape"), &[fine], vec![]);
-    let (two, four, zero) = (g.ints(&[2]), g.ints(&[4]), g.ints(&[0]));
-    let size = g.op("Slice", format!("{name}.size"), &[&shape, &two, &four, &zero], vec![]);
-    let (origin, axes) = (g.ints(&[0, 0]), g.ints(&[2, 3]));
-    let cut = g.op("Slice", format!("{name}.cut"), &[&up, &origin, &size, &axes], vec![]);
-    let both = g.op("Concat", format!("{name}.both"), &[fine, &cut], vec![int_attr("axis", 1)]);
+    let ones = pointwise(g, format!("{name}.ones"), fine, (&[1, c], &vec![0.0; c]), Some(&[1.0]), 1);
+    let mut up = lateral;
+    for (axis, what) in [(2, "rows"), (3, "cols")] {
+        let axis_name = g.int(axis);
+        let counted = g.op("CumSum", format!("{name}.{what}_plus_1"), &[&ones, &axis_name], vec![]);
+        // (i + 1 - 1) / 2 then floored: exact for every side an f32 counts.
+        let half = pointwise(g, format!("{name}.{what}_halved"), &counted, (&[1, 1], &[0.5]), Some(&[-0.5]), 1);
+        let floored = g.op("Floor", format!("{name}.{what}_floored"), &[&half], vec![]);
+        let others: Vec<i64> = (0..4).filter(|&a| a != axis).collect();
+        let reduce = vec![ints_attr("axes", &others), int_attr("keepdims", 0)];
+        let line = g.op("ReduceMax", format!("{name}.{what}_line"), &[&floored], reduce);
+        let cast = vec![int_attr("to", crate::pb::tensor_proto::DataType::Int64 as i64)];
+        let index = g.op("Cast", format!("{name}.{what}_index"), &[&line], cast);
+        up = g.op("Gather", format!("{name}.up_{what}"), &[&up, &index], vec![int_attr("axis", axis)]);
+    }
+    let both = g.op("Concat", format!("{name}.both"), &[fine, &up], vec![int_attr("axis", 1)]);
     // [out c, in 2c]: output channel k sums input k and input c + k.
     let mut sum = vec![0.0; c * 2 * c];
     for k in 0..c {

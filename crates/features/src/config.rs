@@ -4,7 +4,7 @@
 use crate::error::{FeatureError, OnBadSample};
 use crate::sample::MAX_BOXES;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 mod photo_crops;
 pub use photo_crops::PhotoCrops;
@@ -318,6 +318,26 @@ impl SourceConfig {
             SourceConfig::Synthetic { .. } | SourceConfig::Crops { .. } | SourceConfig::Negatives { .. } => false,
         }
     }
+
+    /// Every file and folder the source reads, for an output to keep out
+    /// of (a folder stands for everything under it; a JSONL manifest for
+    /// the folder its images are named from).
+    pub fn inputs(&self) -> Vec<&Path> {
+        fn paths<'a>(list: &[Option<&'a PathBuf>]) -> Vec<&'a Path> {
+            list.iter().flatten().map(|p| p.as_path()).collect()
+        }
+        match self {
+            SourceConfig::Synthetic { .. } => vec![],
+            SourceConfig::Crops { root, backgrounds, .. } => paths(&[Some(root), backgrounds.as_ref()]),
+            SourceConfig::Wider { images, annotations } => paths(&[Some(images), Some(annotations)]),
+            SourceConfig::Celeba { images, bbox, attr } => paths(&[Some(images), Some(bbox), Some(attr)]),
+            SourceConfig::Jsonl { manifest } => manifest.parent().into_iter().chain([manifest.as_path()]).collect(),
+            SourceConfig::Caltech { root, .. } => vec![root.as_path()],
+            SourceConfig::CelebaAligned { images, attr, .. } => paths(&[Some(images), Some(attr)]),
+            SourceConfig::Mix { parts, .. } => parts.iter().flat_map(SourceConfig::inputs).collect(),
+            SourceConfig::Negatives { images, mined, .. } => paths(&[images.as_ref(), mined.as_ref()]),
+        }
+    }
 }
 
 /// Faces a scene may hold and the range of their sides (synthetic and
@@ -347,14 +367,19 @@ pub(crate) fn check_workers(workers: usize) -> Result<(), FeatureError> {
     Ok(())
 }
 
-/// Sizes every source accepts: 1 or 3 channels and room for the smallest face.
+/// Sizes every source accepts: 1 or 3 channels, and a side the network
+/// runs on (`grin_terms`' bounds, the one owner of them: this check once
+/// allowed 16..=8192 where the model refused anything outside 32..=4096).
 pub(crate) fn check_size(width: u32, height: u32, channels: u32) -> Result<(), FeatureError> {
+    use grin_terms::{MAX_SIDE, MIN_SIDE};
     if channels != 1 && channels != 3 {
         return Err(FeatureError::Config(format!("key `features.channels`: {channels} must be 1 or 3")));
     }
     for (key, side) in [("width", width), ("height", height)] {
-        if !(16..=8192).contains(&side) {
-            return Err(FeatureError::Config(format!("key `features.{key}`: {side} must be within 16..=8192")));
+        if !(MIN_SIDE as u32..=MAX_SIDE as u32).contains(&side) {
+            return Err(FeatureError::Config(format!(
+                "key `features.{key}`: {side} must be within {MIN_SIDE}..={MAX_SIDE}"
+            )));
         }
     }
     Ok(())

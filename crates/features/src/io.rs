@@ -26,9 +26,22 @@ pub(crate) fn list_images(dir: &Path) -> Result<Vec<PathBuf>, FeatureError> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(unreadable)? {
         let path = entry.map_err(unreadable)?.path();
-        if is_image_path(&path) {
-            files.push(path);
+        if !is_image_path(&path) {
+            continue;
         }
+        // A FIFO named like a photo would block its reader for good (a run
+        // loading it hung, issue 80); a device or socket is no photo either.
+        // Followed through links, as the read that comes later would be.
+        // (A folder named like a photo fails its read at once: counted there.)
+        if std::fs::metadata(&path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+            return Err(FeatureError::bad(
+                &path,
+                None,
+                BadInputKind::UnreadableFile,
+                "not a regular file (a FIFO, device or socket): photos are read from files",
+            ));
+        }
+        files.push(path);
     }
     if files.is_empty() {
         let listed: Vec<String> = IMAGE_EXTENSIONS.iter().map(|e| format!(".{e}")).collect();

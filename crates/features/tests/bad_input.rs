@@ -178,6 +178,24 @@ fn empty_folder_is_named_or_skipped() {
     );
 }
 
+/// Issue 80, cause 9: a FIFO named like a photo hung the run loading it.
+#[test]
+fn a_fifo_in_a_photo_folder_is_named_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    for class in ["smile", "no_smile"] {
+        std::fs::create_dir_all(dir.path().join(class)).unwrap();
+        std::fs::write(dir.path().join(format!("{class}/0.jpg")), jpeg_bytes()).unwrap();
+    }
+    let fifo = dir.path().join("smile/1.jpg");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    expect_bad(
+        CropsSource::new(&crops_config(dir.path().into(), OnBadSample::Error), Split::Train),
+        BadInputKind::UnreadableFile,
+        &[&fifo.display().to_string(), "not a regular file"],
+    );
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();

@@ -118,13 +118,13 @@ impl Source for Flaky {
                 "truncated JPEG",
             ));
         }
-        Ok(Sample { width: 16, height: 16, channels: 1, pixels: vec![(index % 30) as u8; 256], boxes: vec![] })
+        Ok(Sample { width: 32, height: 32, channels: 1, pixels: vec![(index % 30) as u8; 1024], boxes: vec![] })
     }
 }
 
 #[test]
 fn bad_samples_are_skipped_deterministically_or_reported() {
-    let cfg = FeatureConfig { width: 16, height: 16, on_bad_sample: OnBadSample::Skip, ..small(2) };
+    let cfg = FeatureConfig { width: 32, height: 32, on_bad_sample: OnBadSample::Skip, ..small(2) };
     let p = Pipeline::from_source(&cfg, Split::Val, Box::new(Flaky)).unwrap();
     let indices: Vec<u64> = (0..30).collect();
     let a = p.batch(&indices).unwrap();

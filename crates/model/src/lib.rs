@@ -27,6 +27,7 @@ mod loss;
 mod metrics;
 mod points;
 mod pyramid;
+mod running;
 mod seeded;
 mod targets;
 

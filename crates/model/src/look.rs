@@ -93,6 +93,26 @@ impl SecondLook {
         Ok(())
     }
 
+    /// The look a command runs with: the model's own, changed by the flags
+    /// given (`--second-look-below`, `--second-look-confirm`,
+    /// `--second-look-mirror`), as grin-detect and `grin eval` both take
+    /// them. A mirror asked for where no look runs is refused: it changed
+    /// nothing, silently (issue 80).
+    pub fn with_flags(mut self, below: Option<f32>, confirm: Option<f32>, mirror: bool) -> Result<SecondLook, String> {
+        self.below = below.unwrap_or(self.below);
+        self.confirm = confirm.unwrap_or(self.confirm);
+        self.mirror |= mirror;
+        if mirror && self.is_off() {
+            return Err(format!(
+                "--second-look-mirror: no second look runs (model.second_look.below is {}), so there is nothing to \
+                 mirror; give --second-look-below too, or leave the flag out",
+                self.below
+            ));
+        }
+        self.validate().map_err(|e| format!("--second-look-below / --second-look-confirm: {e}"))?;
+        Ok(self)
+    }
+
     /// The score a box's views must reach on average: `confirm`, or the
     /// threshold of `params` (the box's own) when it is 0.
     pub fn confirm_at(&self, params: &DecodeParams) -> f32 {
@@ -196,6 +216,20 @@ mod tests {
 
     fn on() -> SecondLook {
         SecondLook { below: 0.65, ..SecondLook::default() }
+    }
+
+    /// Issue 80, cause 6: `--second-look-mirror` on a look-off model
+    /// changed nothing and said nothing.
+    #[test]
+    fn a_mirror_flag_where_no_look_runs_is_refused_by_name() {
+        let off = SecondLook::default();
+        let e = off.with_flags(None, None, true).unwrap_err();
+        assert!(e.starts_with("--second-look-mirror: no second look runs"), "{e}");
+        assert!(on().with_flags(Some(0.0), None, true).is_err(), "turned off by --second-look-below 0");
+        assert_eq!(off.with_flags(Some(0.65), None, true).unwrap(), SecondLook { mirror: true, ..on() });
+        assert_eq!(on().with_flags(None, Some(0.7), false).unwrap().confirm, 0.7);
+        let e = off.with_flags(Some(1.5), None, false).unwrap_err();
+        assert!(e.contains("--second-look-below") && e.contains("model.second_look.below"), "{e}");
     }
 
     #[test]

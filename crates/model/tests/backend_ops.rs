@@ -30,11 +30,11 @@ fn depthwise_gradients_equal_burns_conv_gradients() {
     for (channels, height, width, stride) in
         [(4usize, 13usize, 17usize, 1usize), (4, 13, 17, 2), (8, 12, 16, 2), (3, 1, 5, 1), (5, 2, 2, 2)]
     {
-        let x = Tensor::<B, 4>::random([3, channels, height, width], Distribution::Normal(0.0, 1.0), &device);
-        let w = Tensor::<B, 4>::random([channels, 1, 3, 3], Distribution::Normal(0.0, 1.0), &device);
+        let x = drawn::<B, 4>([3, channels, height, width], Distribution::Normal(0.0, 1.0), &device);
+        let w = drawn::<B, 4>([channels, 1, 3, 3], Distribution::Normal(0.0, 1.0), &device);
         let (oh, ow) = (height.div_ceil(stride), width.div_ceil(stride));
         // A non-uniform upstream gradient, so every tap's weight matters.
-        let upstream = Tensor::<B, 4>::random([3, channels, oh, ow], Distribution::Normal(0.0, 1.0), &device);
+        let upstream = drawn::<B, 4>([3, channels, oh, ow], Distribution::Normal(0.0, 1.0), &device);
 
         let (x1, w1) = (x.clone().require_grad(), w.clone().require_grad());
         let flat = x1.clone().reshape([3, channels, height * width]);
@@ -56,7 +56,21 @@ fn depthwise_gradients_equal_burns_conv_gradients() {
 }
 
 fn random<const D: usize>(shape: [usize; D], device: &burn::backend::ndarray::NdArrayDevice) -> Tensor<B, D> {
-    Tensor::random(shape, Distribution::Normal(0.5, 2.0), device)
+    drawn::<B, D>(shape, Distribution::Normal(0.5, 2.0), device)
+}
+
+/// A random tensor drawn under grin's generator lock (`grin_model::seeded`),
+/// each from a seed of its own: this crate's tests share one binary, and an
+/// unlocked draw between another test's seeding and its draws would change
+/// that test's values.
+fn drawn<K: burn::tensor::backend::Backend, const D: usize>(
+    shape: [usize; D],
+    distribution: Distribution,
+    device: &K::Device,
+) -> Tensor<K, D> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let seed = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    grin_model::seeded::<K, _>(device, seed, || Tensor::random(shape, distribution, device))
 }
 
 /// BatchNorm as the model calls it (Burn's ops composed, on this backend)
@@ -109,8 +123,8 @@ fn the_cpu_depthwise_forward_equals_the_burn_ops_version() {
     let back = |t| Tensor::<N, 3>::from_primitive(TensorPrimitive::Float(t));
     for (channels, height, width, stride) in [(4usize, 13usize, 17usize, 1usize), (6, 12, 16, 2), (3, 7, 5, 2)] {
         let geometry = Geometry { height, width, stride };
-        let x = Tensor::<N, 3>::random([2, channels, height * width], Distribution::Normal(0.0, 1.0), &device);
-        let w = Tensor::<N, 4>::random([channels, 1, 3, 3], Distribution::Normal(0.0, 1.0), &device);
+        let x = drawn::<N, 3>([2, channels, height * width], Distribution::Normal(0.0, 1.0), &device);
+        let w = drawn::<N, 4>([channels, 1, 3, 3], Distribution::Normal(0.0, 1.0), &device);
         let (x, w) = (x.into_primitive().tensor(), w.into_primitive().tensor());
         let shape = (channels, height, width, stride);
 

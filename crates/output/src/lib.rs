@@ -12,7 +12,9 @@
 //!   through, never replaced; a FIFO too, when it has a reader (opening one
 //!   without a reader would wait forever, so that is refused).
 //! - An output that is the same file as one of the command's inputs is
-//!   refused before anything is written, as `cp` and ffmpeg refuse it.
+//!   refused before anything is written, as `cp` and ffmpeg refuse it. An
+//!   input that is a folder (a dataset, a photo source) stands for every
+//!   file under it, so nothing is written inside it.
 //!
 //! Errors name the path that failed, and the output it was for.
 #![forbid(unsafe_code)]
@@ -53,6 +55,7 @@ pub fn write_with(
     inputs: &[&Path],
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), OutputError> {
+    refuse_input_folders(path, inputs)?;
     let existing = match std::fs::metadata(path) {
         Ok(m) => Some(m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -90,6 +93,39 @@ fn refuse_inputs(path: &Path, out: &Metadata, inputs: &[&Path]) -> Result<(), Ou
         }
     }
     Ok(())
+}
+
+/// An output inside an input folder, whether or not it exists yet (a new
+/// file there would still change what the folder holds). Compared by
+/// resolved paths, so `./data/../data/x` and links are caught too.
+fn refuse_input_folders(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
+    let folders: Vec<(&Path, PathBuf)> =
+        inputs.iter().filter(|i| i.is_dir()).filter_map(|i| std::fs::canonicalize(i).ok().map(|c| (*i, c))).collect();
+    if folders.is_empty() {
+        return Ok(());
+    }
+    let Some(resolved) = resolve_output(path) else { return Ok(()) };
+    match folders.iter().find(|(_, folder)| resolved.starts_with(folder)) {
+        Some((input, _)) => Err(fail(
+            path,
+            format!("is inside an input folder ({}): refusing to write there; name another output", input.display()),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Where `path` resolves to: the file itself when it exists, else its
+/// resolved folder joined with its name (None when the folder is missing,
+/// which the write itself then reports).
+fn resolve_output(path: &Path) -> Option<PathBuf> {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return Some(p);
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    Some(std::fs::canonicalize(dir).ok()?.join(path.file_name()?))
 }
 
 #[cfg(unix)]

@@ -73,6 +73,24 @@ fn an_output_that_is_an_input_is_refused_by_name_link_or_hard_link() {
 }
 
 #[test]
+fn nothing_is_written_inside_an_input_folder_new_file_or_old() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(data.join("photos")).unwrap();
+    let photo = data.join("photos").join("a.png");
+    std::fs::write(&photo, b"pixels").unwrap();
+    let through = dir.path().join("data").join("..").join("data").join("photos").join("new.png");
+    for out in [&photo, &data.join("manifest.json"), &through] {
+        let e = write_file(out, &[&data], b"sheet").unwrap_err().to_string();
+        assert!(e.contains("is inside an input folder") && e.contains("data"), "{e}");
+    }
+    assert_eq!(std::fs::read(&photo).unwrap(), b"pixels");
+    assert!(!data.join("manifest.json").exists() && !data.join("photos").join("new.png").exists());
+    // Beside the folder is fine.
+    write_file(&dir.path().join("sheet.png"), &[&data], b"sheet").unwrap();
+}
+
+#[test]
 fn a_symbolic_link_is_written_through_and_survives() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("target.csv");

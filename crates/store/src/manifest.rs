@@ -91,8 +91,16 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part: Option<[u64; 2]>,
     pub class_counts: ClassCounts,
+    /// Inputs the source skipped while it loaded (`on_bad_sample = "skip"`):
+    /// the photos this dataset was made without. Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped_inputs: u64,
     pub fingerprint: Fingerprint,
     pub shards: Vec<ShardEntry>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Written next to each finished shard, so that a rerun can tell a finished

@@ -51,6 +51,8 @@ pub struct Plan {
     pub samples: u64,
     pub records_per_shard: u64,
     pub shard_count: u64,
+    /// Inputs the source skipped while it loaded, kept in the manifest.
+    pub skipped_inputs: u64,
 }
 
 impl Plan {
@@ -63,7 +65,7 @@ impl Plan {
         }
         let records_per_shard = (shard_bytes / layout.record_bytes).max(1);
         let shard_count = samples.div_ceil(records_per_shard);
-        Ok(Plan { fingerprint, layout, samples, records_per_shard, shard_count })
+        Ok(Plan { fingerprint, layout, samples, records_per_shard, shard_count, skipped_inputs: 0 })
     }
 
     /// The plan for `samples` training samples of `features`.
@@ -247,6 +249,7 @@ impl Writer {
             shard_count: self.plan.shard_count,
             part: (!whole).then_some([range.start, range.end]),
             class_counts,
+            skipped_inputs: self.plan.skipped_inputs,
             fingerprint: self.plan.fingerprint.clone(),
             shards,
         }

@@ -18,7 +18,6 @@ use grin_features::{
     photos_of_split, FaceBox, FeatureConfig, HeldOutPhoto, HostBatch, OnBadSample, Sample, Split, LETTERBOX_FILL,
 };
 use grin_model::{detect, DecodeParams, Detection, Detector, DetectorBackend, DetectorSpec, SecondLook};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Photos with more annotated faces than this are not mined.
@@ -97,12 +96,9 @@ pub fn mine<B: DetectorBackend>(
     std::fs::create_dir_all(&options.out).with_context(|| format!("{}: cannot create", options.out.display()))?;
     let (w, h, c) = (spec.width as u32, spec.height as u32, spec.channels as u32);
     let params = DecodeParams { score_threshold: options.score, ..spec.model.decode_params() };
-    let manifest_path = options.out.join(MANIFEST);
-    let mut manifest = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&manifest_path)
-        .with_context(|| format!("{}: cannot open", manifest_path.display()))?;
+    // The manifest lists this mining's crops only, written whole at the end:
+    // appended to, mining twice into one folder listed each crop twice.
+    let mut manifest = Vec::new();
     let mut report = Vec::new();
     for set in photos_of_split(features, Split::Train, options.photos)? {
         let mut mined = Mined { source: set.name.to_string(), photos: 0, crowded: 0, skipped: 0, crops: 0 };
@@ -146,15 +142,18 @@ pub fn mine<B: DetectorBackend>(
                         Some(look) => as_looked(photo, d, look, options.crop),
                         None => frame_window(sample, d, options.crop),
                     };
-                    let [x0, y0, x1, y1] = write_crop(crop, sample, d, clearance, &options.out.join(&name))?;
-                    let line = serde_json::json!({"image": name, "box": [x0, y0, x1, y1], "score": d.score});
-                    writeln!(manifest, "{line}").with_context(|| format!("{}: cannot write", MANIFEST))?;
+                    let path = options.out.join(&name);
+                    let [x0, y0, x1, y1] = write_crop(crop, sample, d, clearance, &path, &set.image_path(*i))?;
+                    manifest.push(serde_json::json!({"image": name, "box": [x0, y0, x1, y1], "score": d.score}));
                     mined.crops += 1;
                 }
             }
         }
         report.push(mined);
     }
+    grin_output::write_with(&options.out.join(MANIFEST), &[], |f| {
+        manifest.iter().try_for_each(|line| writeln!(f, "{line}"))
+    })?;
     Ok(report)
 }
 
@@ -237,8 +236,16 @@ fn window_of(pixels: &[u8], image_width: u32, c: usize, [left, top, width, heigh
 /// `crop` with every face of `sample` in it (ignore regions included, each
 /// grown as `clearance` says) painted over with the letterbox grey, so a
 /// negative scene never shows a face as background. Written as a PNG; the
-/// detection's box in the crop's pixels is returned.
-fn write_crop(mut crop: Crop, sample: &Sample, d: &Detection, clearance: Clearance, path: &Path) -> Result<[f32; 4]> {
+/// detection's box in the crop's pixels is returned. Never over `photo`,
+/// the photo it was cut from.
+fn write_crop(
+    mut crop: Crop,
+    sample: &Sample,
+    d: &Detection,
+    clearance: Clearance,
+    path: &Path,
+    photo: &Path,
+) -> Result<[f32; 4]> {
     let (cw, c) = (crop.width as usize, crop.channels as usize);
     for f in &sample.boxes {
         let [gx0, gy0, gx1, gy1] = crop.to_crop(grown(f, clearance.grow));
@@ -249,8 +256,10 @@ fn write_crop(mut crop: Crop, sample: &Sample, d: &Detection, clearance: Clearan
         }
     }
     let color = if c == 1 { image::ExtendedColorType::L8 } else { image::ExtendedColorType::Rgb8 };
-    image::save_buffer(path, &crop.pixels, crop.width, crop.height, color)
-        .with_context(|| format!("{}: cannot write", path.display()))?;
+    let mut png = std::io::Cursor::new(Vec::new());
+    image::write_buffer_with_format(&mut png, &crop.pixels, crop.width, crop.height, color, image::ImageFormat::Png)
+        .with_context(|| format!("{}: cannot encode", path.display()))?;
+    grin_output::write_file(path, &[photo], png.get_ref())?;
     Ok(crop.to_crop([d.x0, d.y0, d.x1, d.y1]))
 }
 

@@ -47,9 +47,13 @@ pub fn plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resul
     let run_dir = request.runs_dir.join(&c.name);
     // Before anything slow: a refused run folder should not cost a store build.
     crate::run_folder::check(&run_dir, request.resume, request.overwrite)?;
+    // Held from here, so a second run into the folder is refused before
+    // either writes anything (both used to exit 0 over one folder).
+    let lock = std::sync::Arc::new(crate::run_folder::lock(&run_dir)?);
     let (feed, balance) = feed_plan::<B>(request, device)?;
     let mut run = RunSpec::new(c, feed.mode, request.backend, run_dir)?;
     run.balance = balance;
+    run.lock = Some(lock);
     run.resume = request.resume;
     run.overwrite = request.overwrite;
     run.show_progress = request.show_progress;

@@ -14,7 +14,7 @@ use std::path::Path;
 /// interrupted run picks up where it stopped).
 pub fn write_store(
     features: &FeatureConfig,
-    plan: Plan,
+    mut plan: Plan,
     shards: Range<u64>,
     out: &Path,
 ) -> Result<grin_store::Summary> {
@@ -24,6 +24,13 @@ pub fn write_store(
     // generates.
     let unbalanced = FeatureConfig { balance: None, ..features.clone() };
     let pipeline = Pipeline::new(&unbalanced, Split::Train).context("features")?;
+    // Said and kept: `grin train` says it skipped these, and a dataset made
+    // without them said nothing (issue 80).
+    let load_skips = pipeline.source().load_skips();
+    plan.skipped_inputs = load_skips.map_or(0, |s| s.total());
+    if let Some(skips) = load_skips.and_then(|s| s.summary()) {
+        eprintln!("{skips} while the source loaded (kept in the manifest as skipped_inputs)");
+    }
     let mut bar: Option<ProgressBar> = None;
     let mut progress = |event: Event| match event {
         Event::Plan { reused_shards, reused_records, pending_records, .. } => {
@@ -108,6 +115,33 @@ pub fn parse_shard_bytes(text: &str) -> std::result::Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::{parse_shard_bytes, parse_shard_range};
+    use grin_features::{FeatureConfig, OnBadSample, SourceConfig};
+
+    /// Issue 80, cause 8: precompute skipped corrupt photos without a word
+    /// where `grin train` on the same config said "skipped 2 inputs".
+    #[test]
+    fn the_inputs_a_source_skipped_are_kept_in_the_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mined = dir.path().join("mined");
+        std::fs::create_dir_all(&mined).unwrap();
+        for k in 0..4u8 {
+            image::GrayImage::from_fn(32, 32, |x, y| image::Luma([(x * 7 + y * 3) as u8 ^ k]))
+                .save(mined.join(format!("crop-{k}.png")))
+                .unwrap();
+        }
+        std::fs::write(mined.join("broken-1.png"), b"not a png").unwrap();
+        std::fs::write(mined.join("broken-2.jpg"), b"not a jpeg").unwrap();
+        let features = FeatureConfig {
+            width: 32,
+            height: 32,
+            on_bad_sample: OnBadSample::Skip,
+            source: SourceConfig::Negatives { images: None, mined: Some(mined), graphics: 0.0, zoom_in: 0.0 },
+            ..FeatureConfig::default()
+        };
+        let store = dir.path().join("store");
+        super::write_whole_store(&features, 8, &store).unwrap();
+        assert_eq!(grin_store::Store::open(&store).unwrap().manifest().skipped_inputs, 2);
+    }
 
     #[test]
     fn sizes_parse_with_binary_suffixes() {

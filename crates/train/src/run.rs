@@ -6,7 +6,7 @@ use anyhow::Result;
 use grin_features::FeatureConfig;
 use grin_model::{DetectorSpec, ModelConfig};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Everything a run needs besides the backend.
@@ -31,9 +31,40 @@ pub struct RunSpec {
     /// Raised (by `grin train`'s Ctrl-C / SIGTERM handler) to stop at the
     /// next step boundary: the loop writes a checkpoint there and returns
     /// [`Interrupted`], so an interrupt loses no steps.
-    pub stop: Option<Arc<AtomicBool>>,
+    pub stop: Option<Arc<Interrupt>>,
     /// What the balance check predicted for this run, when it ran.
     pub balance: Option<crate::balance::Prediction>,
+    /// The run folder's lock, taken by the plan before anything slow; the
+    /// trainer takes it itself when none was taken.
+    pub lock: Option<Arc<crate::run_folder::RunLock>>,
+}
+
+/// An interrupt asked for, and whether the training loop is there to
+/// answer it. Before the loop (loading photos, building the feed) there is
+/// nothing to checkpoint and nobody to look at the flag: a run stuck
+/// reading a FIFO in a data folder swallowed the first SIGTERM (issue 80).
+#[derive(Debug, Default)]
+pub struct Interrupt {
+    requested: AtomicBool,
+    in_loop: AtomicBool,
+}
+
+impl Interrupt {
+    /// Asks the loop to stop at its next step boundary. False when the loop
+    /// has not started: the caller should then end the process at once.
+    pub fn request(&self) -> bool {
+        self.requested.store(true, Ordering::SeqCst);
+        self.in_loop.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn requested(&self) -> bool {
+        self.requested.load(Ordering::Relaxed)
+    }
+
+    /// The loop is running: from here an interrupt ends in a checkpoint.
+    pub(crate) fn enter_loop(&self) {
+        self.in_loop.store(true, Ordering::SeqCst);
+    }
 }
 
 impl RunSpec {
@@ -55,6 +86,7 @@ impl RunSpec {
             evaluate: true,
             stop: None,
             balance: None,
+            lock: None,
         })
     }
 
@@ -70,5 +102,18 @@ impl RunSpec {
             Some([width, height]) => DetectorSpec { width: width as usize, height: height as usize, ..spec },
             None => spec,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Interrupt;
+
+    #[test]
+    fn an_interrupt_before_the_loop_says_nobody_will_answer_it() {
+        let stop = Interrupt::default();
+        assert!(!stop.request(), "no loop yet: the handler must quit at once");
+        stop.enter_loop();
+        assert!(stop.request() && stop.requested(), "the loop checkpoints and stops");
     }
 }

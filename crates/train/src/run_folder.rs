@@ -8,7 +8,69 @@
 
 use crate::checkpoint;
 use anyhow::{bail, Context, Result};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The lock file in a run folder, beside the run's results.
+pub(crate) const LOCK_FILE: &str = "grin.lock";
+
+/// A run folder held for a run's life: a second run into it, `--overwrite`
+/// included, is refused while this lives. The OS's advisory lock on
+/// `grin.lock` (as datasets take theirs), so a killed run leaves no stale
+/// lock; the file holds the holder's PID for the refusal to name.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: Option<File>,
+}
+
+/// The lock a run already holds (taken by the plan), or `run_dir`'s taken now.
+pub(crate) fn held(run_dir: &Path, lock: Option<&Arc<RunLock>>) -> Result<Arc<RunLock>> {
+    match lock {
+        Some(lock) => Ok(lock.clone()),
+        None => Ok(Arc::new(self::lock(run_dir)?)),
+    }
+}
+
+/// Creates `run_dir` when missing and locks it, or names the process that
+/// holds it. A filesystem without locks (some network mounts) is used
+/// without one rather than refused.
+pub(crate) fn lock(run_dir: &Path) -> Result<RunLock> {
+    std::fs::create_dir_all(run_dir).with_context(|| format!("{}: cannot create run folder", run_dir.display()))?;
+    let path = run_dir.join(LOCK_FILE);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .with_context(|| format!("{}: cannot open the run folder's lock", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            let holder = match pid.trim() {
+                "" => "another grin process".to_string(),
+                pid => format!("grin process {pid}"),
+            };
+            bail!(
+                "{}: in use by {holder}, a run training into it; wait for it to end, or give this run another name (--name)",
+                run_dir.display()
+            );
+        }
+        Err(TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
+            return Ok(RunLock { _file: None })
+        }
+        Err(TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("{}: cannot lock the run folder", path.display()))
+        }
+    }
+    let written = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| write!(file, "{}", std::process::id()));
+    written.with_context(|| format!("{}: cannot write the holder's PID", path.display()))?;
+    Ok(RunLock { _file: Some(file) })
+}
 
 /// What a finished run leaves besides its `config.toml`: `--overwrite`
 /// removes them all before a new run starts, so a half-done replacement
@@ -141,6 +203,22 @@ mod tests {
         // A model without its summary (a run killed while scoring) still counts.
         std::fs::remove_file(dir.path().join("summary.json")).unwrap();
         assert!(error(dir.path(), false, false).contains("model.grin, no readable summary.json"));
+    }
+
+    #[test]
+    fn a_locked_run_folder_is_refused_naming_the_holder_until_it_is_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let run_dir = dir.path().join("x");
+        let held = lock(&run_dir).unwrap();
+        let e = format!("{:#}", lock(&run_dir).unwrap_err());
+        let pid = format!("in use by grin process {}", std::process::id());
+        assert!(e.contains(&pid) && e.contains("--name") && e.contains("/x"), "{e}");
+        drop(held);
+        let again = lock(&run_dir).unwrap();
+        check(&run_dir, false, false).unwrap();
+        prepare(&run_dir, false, true).unwrap();
+        assert!(run_dir.join(LOCK_FILE).exists(), "--overwrite keeps the lock it runs under");
+        drop(again);
     }
 
     #[test]

@@ -11,7 +11,6 @@ use anyhow::{Context, Result};
 use grin_features::HostBatch;
 use grin_store::{BatchOrder, Draws, OrderOptions, Store};
 use std::hint::black_box;
-use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
@@ -39,6 +38,10 @@ fn shuffled(batch_size: usize, seed: u64) -> OrderOptions {
     OrderOptions { batch_size, seed, draws: Draws::Shuffled, start_batch: 0 }
 }
 
+/// The most record indices one benchmark run's order holds: 256 MiB of
+/// u64s, where `--batches 10^11` asked for 2.4 TB and aborted.
+pub const MAX_ORDER: usize = 1 << 25;
+
 /// The shuffled batches of one benchmark run.
 pub fn batch_order(store: &Store, batch_size: usize, batches: usize, seed: u64) -> Result<Vec<Vec<u64>>> {
     let mut order = BatchOrder::new(store, &shuffled(batch_size, seed))?;
@@ -51,16 +54,14 @@ pub fn batch_order(store: &Store, batch_size: usize, batches: usize, seed: u64) 
         .collect())
 }
 
-/// Writes the batches as little-endian u64 record indices, batch after batch.
-pub fn write_order(path: &Path, order: &[Vec<u64>]) -> Result<()> {
-    let write = || -> std::io::Result<()> {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-        for index in order.iter().flatten() {
-            out.write_all(&index.to_le_bytes())?;
-        }
-        out.flush()
-    };
-    write().with_context(|| format!("{}: cannot write the batch order", path.display()))
+/// Writes the batches as little-endian u64 record indices, batch after batch,
+/// through the one output writer: never into `store`'s folder (truncating a
+/// mapped shard killed the benchmark with SIGBUS, issue 80).
+pub fn write_order(path: &Path, store: &Path, order: &[Vec<u64>]) -> Result<()> {
+    grin_output::write_with(path, &[store], |out| {
+        order.iter().flatten().try_for_each(|index| out.write_all(&index.to_le_bytes()))
+    })
+    .context("cannot write the batch order")
 }
 
 /// Reads every record once so the timed passes find it in page cache and
@@ -165,7 +166,7 @@ mod tests {
         let order = batch_order(&store, 8, 7, 1).unwrap();
         assert!(order.iter().all(|b| b.len() == 8));
         let path = dir.path().join("order.bin");
-        write_order(&path, &order).unwrap();
+        write_order(&path, &dir.path().join("store"), &order).unwrap();
         let written = std::fs::read(&path).unwrap();
         assert_eq!(written.len(), 56 * 8, "u64 per index");
         assert_eq!(u64::from_le_bytes(written[..8].try_into().unwrap()), order[0][0]);
@@ -186,7 +187,20 @@ mod tests {
     fn an_order_file_that_cannot_be_written_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("missing-folder").join("order.bin");
-        let err = format!("{:#}", write_order(&path, &[vec![1, 2]]).unwrap_err());
-        assert!(err.starts_with(&format!("{}: cannot write the batch order", path.display())), "{err}");
+        let err = format!("{:#}", write_order(&path, dir.path(), &[vec![1, 2]]).unwrap_err());
+        assert!(err.starts_with("cannot write the batch order: ") && err.contains("missing-folder"), "{err}");
+    }
+
+    #[test]
+    fn an_order_file_inside_the_store_is_refused_and_the_store_still_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let features = FeatureConfig { width: 32, height: 32, ..FeatureConfig::default() };
+        let store = dir.path().join("store");
+        crate::precompute::write_whole_store(&features, 8, &store).unwrap();
+        for name in ["shard-00000.bin", "manifest.json", "order.bin"] {
+            let err = format!("{:#}", write_order(&store.join(name), &store, &[vec![1, 2]]).unwrap_err());
+            assert!(err.contains("is inside an input folder"), "{name}: {err}");
+        }
+        Store::open(&store).unwrap().check_checksums().unwrap();
     }
 }

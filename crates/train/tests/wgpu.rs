@@ -67,9 +67,10 @@ fn spec() -> DetectorSpec {
 /// given values so its gradients count, as the bytes both backends load.
 fn model_bytes(spec: &DetectorSpec) -> Vec<u8> {
     let device = Default::default();
-    <Cpu as Backend>::seed(&device, 17);
-    let model = grin_model::fixtures::with_live_fusion(spec.init::<Cpu>(&device));
-    file::to_bytes(spec, &model)
+    // Under grin's generator lock: the other tests of this binary draw too.
+    grin_model::seeded::<Cpu, _>(&device, 17, || {
+        file::to_bytes(spec, &grin_model::fixtures::with_live_fusion(spec.init::<Cpu>(&device)))
+    })
 }
 
 fn host_batch(n: usize) -> HostBatch {
@@ -364,8 +365,8 @@ fn a_short_run_on_wgpu_reaches_the_cpus_loss_and_ap() {
     };
     let init = dir.path().join("init.grin");
     let cpu_device = Default::default();
-    <Cpu as Backend>::seed(&cpu_device, 23);
-    file::save_model(&init, &spec, &spec.init::<Cpu>(&cpu_device)).unwrap();
+    grin_model::seeded::<Cpu, _>(&cpu_device, 23, || file::save_model(&init, &spec, &spec.init::<Cpu>(&cpu_device)))
+        .unwrap();
     let train_cfg = TrainConfig { init: Some(init), ..common::tiny_train(STEPS) };
 
     let (_, cpu, cpu_losses) =

@@ -232,10 +232,8 @@ fn run(cli: &Cli) -> Result<bool> {
     if let Some(above) = cli.pyramid_above {
         detector.set_pyramid_above(above);
     }
-    let look = detector.spec().model.second_look;
-    let below = cli.second_look_below.unwrap_or(look.below);
-    let mirror = look.mirror || cli.second_look_mirror;
-    detector.set_second_look(grin_model::SecondLook { below, mirror, ..look })?;
+    let look = detector.spec().model.second_look.with_flags(cli.second_look_below, None, cli.second_look_mirror);
+    detector.set_second_look(look.map_err(|e| anyhow::anyhow!(e))?)?;
     if let Some(source) = &cli.stream {
         run_stream(cli, &detector, source)
     } else if cli.bench {

@@ -315,7 +315,13 @@ pub(crate) fn backward(layer: &Layer, x: Input, act: &mut Act, dx: Option<InputG
                     plane.weight_grad(&xs, &gs, &mut partial);
                     partial
                 })
-                .reduce(|| vec![0.0f32; taps], |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect());
+                // Collected, then added in image order: rayon's `reduce`
+                // pairs partial sums as its threads happen to split the
+                // work, so two runs on 2 threads differed from step 20
+                // (issue 80); a fixed order gives the same bits every run.
+                .collect::<Vec<Vec<f32>>>()
+                .into_iter()
+                .fold(vec![0.0f32; taps], |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect());
             (sums, weight)
         }
         Kind::Pointwise => {

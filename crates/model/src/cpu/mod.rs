@@ -29,9 +29,9 @@ use crate::backend::DetectorBackend;
 use crate::detector::{Detector, Trainable};
 use crate::loss::LossWeights;
 use crate::points::Points;
-use burn::module::{Param, RunningState};
+use burn::module::Param;
 use burn::optim::GradientsParams;
-use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
 use layer::{Act, Input, InputGrad};
 use net::{Kind, Net};
@@ -238,8 +238,8 @@ impl CpuStep {
             if let (Some(norm), Some((gamma, beta)), Some((mean, var))) = (norm, g.norm, g.stats) {
                 register(&mut grads, &norm.gamma, gamma, device);
                 register(&mut grads, &norm.beta, beta, device);
-                update_running(&norm.running_mean, mean, norm.momentum, device);
-                update_running(&norm.running_var, var, norm.momentum, device);
+                crate::running::update(&norm.running_mean, mean, norm.momentum, device);
+                crate::running::update(&norm.running_var, var, norm.momentum, device);
             }
         }
         (values, grads)
@@ -265,11 +265,4 @@ fn register<B: AutodiffBackend, const D: usize>(
     let dims = param.val().shape();
     let tensor = Tensor::<B::InnerBackend, D>::from_data(TensorData::new(values, dims), device);
     grads.register(param.id, tensor);
-}
-
-/// `state = (1 - momentum) * state + momentum * batch`, as Burn's BatchNorm.
-fn update_running<B: Backend>(state: &RunningState<Tensor<B, 1>>, batch: Vec<f32>, momentum: f64, device: &B::Device) {
-    let n = batch.len();
-    let batch = Tensor::<B, 1>::from_data(TensorData::new(batch, [n]), device);
-    state.update(state.value_sync().mul_scalar(1.0 - momentum).add(batch.mul_scalar(momentum)).detach());
 }

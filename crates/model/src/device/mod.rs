@@ -22,7 +22,7 @@ use crate::detector::{Detector, Trainable};
 use crate::loss::{LossParts, LossWeights};
 use crate::points::Points;
 use burn::backend::NdArray;
-use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId, RunningState};
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Int, Tensor, TensorPrimitive};
@@ -202,30 +202,13 @@ impl DeviceStep {
         let (trainables, _) = model.trainables();
         for (t, running) in trainables.iter().zip(out.running) {
             if let (Trainable::ConvBn { norm, .. }, Some((mean, var))) = (t, running) {
-                replace(&norm.running_mean, Tensor::from_inner(mean));
-                replace(&norm.running_var, Tensor::from_inner(var));
+                crate::running::set(&norm.running_mean, Tensor::from_inner(mean));
+                crate::running::set(&norm.running_var, Tensor::from_inner(var));
             }
         }
         let [total, face, boxes, smile] = out.parts.map(Tensor::from_inner);
         (LossParts { total, face, boxes, smile }, grads)
     }
-}
-
-/// Sets a running average to `value`, the one the kernel already moved by
-/// the momentum. Through the state's own mapping, which writes the value
-/// every clone of it shares: `RunningState::update` would keep it aside
-/// and, at the next read, average it with the other threads' (divide by
-/// one, a kernel launch per average per step on a device).
-fn replace<B: Backend>(state: &RunningState<Tensor<B, 1>>, value: Tensor<B, 1>) {
-    struct To<B: Backend>(Option<Tensor<B, 1>>);
-    impl<B: Backend> ModuleMapper<B> for To<B> {
-        fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-            let (id, old, mapper) = param.consume();
-            let value = self.0.take().expect("one running average").reshape(old.shape());
-            Param::from_mapped_value(id, value, mapper)
-        }
-    }
-    let _ = state.clone().map(&mut To(Some(value)));
 }
 
 /// Registers a flat view as the gradient of parameter `id` of rank `rank`.

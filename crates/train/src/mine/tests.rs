@@ -38,7 +38,8 @@ fn a_crop_stays_inside_the_frame_and_has_the_asked_size() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.png");
     let d = det(0.0, 0.0, 6.0, 6.0);
-    let b = write_crop(frame_window(&sample, &d, (32, 24)), &sample, &d, PHOTOS, &path).unwrap();
+    let b =
+        write_crop(frame_window(&sample, &d, (32, 24)), &sample, &d, PHOTOS, &path, Path::new("photo.png")).unwrap();
     let img = image::open(&path).unwrap().to_luma8();
     assert_eq!(img.dimensions(), (32, 24));
     assert_eq!(img.get_pixel(0, 0).0[0], 0, "moved inside: it starts at the frame's corner");
@@ -52,7 +53,7 @@ fn faces_in_a_crop_are_painted_over() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.png");
     let d = det(10.0, 20.0, 16.0, 26.0);
-    write_crop(frame_window(&sample, &d, (64, 48)), &sample, &d, PHOTOS, &path).unwrap();
+    write_crop(frame_window(&sample, &d, (64, 48)), &sample, &d, PHOTOS, &path, Path::new("photo.png")).unwrap();
     let img = image::open(&path).unwrap().to_luma8();
     assert_eq!(img.get_pixel(45, 15).0[0], LETTERBOX_FILL, "the face");
     assert_eq!(img.get_pixel(37, 8).0[0], LETTERBOX_FILL, "half a face around it");
@@ -78,7 +79,9 @@ fn as_looked_a_crop_is_the_looks_cut_at_its_scale_with_faces_painted_over() {
     let d = det(190.0, 90.0, 210.0, 110.0);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.png");
-    let b = write_crop(as_looked(&photo, &d, &look, (64, 48)), &photo.sample, &d, PHOTOS, &path).unwrap();
+    let b =
+        write_crop(as_looked(&photo, &d, &look, (64, 48)), &photo.sample, &d, PHOTOS, &path, Path::new("photo.png"))
+            .unwrap();
     // The look sees d's side as 144 / 3 = 48 px, at any cut size: so does the crop.
     for (got, want) in b.iter().zip([8.0, 0.0, 56.0, 48.0]) {
         assert!((got - want).abs() < 1e-3, "{b:?}");
@@ -146,6 +149,22 @@ fn as_looked_every_mined_box_is_at_the_looks_scale() {
         let want = look.side as f32 / look.context;
         assert!((longer - want).abs() < 0.01, "{line}: the look sees a box at {want} px");
     }
+}
+
+/// Issue 80, cause 5: the manifest was appended to, so mining twice into
+/// one folder listed every crop twice.
+#[test]
+fn mining_twice_into_one_folder_lists_each_crop_once() {
+    let (_photos, features, spec) = face_free(&[(200, 150), (90, 120)], Split::Train);
+    let device = Default::default();
+    let model = spec.init::<NdArray<f32>>(&device);
+    let out = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        let report = mine(&model, &spec, &features, &options(out.path()), &device).unwrap();
+        assert_eq!(report[0].crops, 2, "{report:?}");
+    }
+    let manifest = std::fs::read_to_string(out.path().join(MANIFEST)).unwrap();
+    assert_eq!(manifest.lines().count(), 2, "{manifest}");
 }
 
 #[test]

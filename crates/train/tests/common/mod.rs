@@ -71,9 +71,10 @@ pub(crate) fn short_run_on<B: TrainBackend>(
         evaluate: true,
         stop: None,
         balance: None,
+        lock: None,
     };
     let plan = FeedPlan { prefetch: 2, ..FeedPlan::new(Mode::OnTheFly, features, &run.train, None) };
-    let summary = train::<B>(&run, device, |start| build_feed(&plan, device, start)).unwrap();
+    let summary = train::<B>(&run, device, &mut |start| build_feed(&plan, device, start)).unwrap();
     let csv = std::fs::read_to_string(run.run_dir.join("metrics.csv")).unwrap();
     let losses = csv.lines().skip(1).map(|l| l.split(',').nth(1).unwrap().parse().unwrap()).collect();
     (run, summary, losses)

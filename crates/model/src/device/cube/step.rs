@@ -133,7 +133,7 @@ impl<R: Cube> Net<R> {
                 }
                 Kind::Dense { stride } | Kind::Depthwise { stride } => {
                     let weight = layer.weight.as_ref().expect("a conv");
-                    let s = shape3x3(self.batch, cin, weight.meta.shape()[0], h, w, stride);
+                    let s = Shape3x3::new(self.batch, cin, weight.meta.shape()[0], h, w, stride);
                     let z = conv3x3::conv3x3(&x, weight, s, matches!(layer.kind, Kind::Depthwise { .. }));
                     normed(layer, z, s.cout, s.out_height, s.out_width, self.batch)
                 }
@@ -183,7 +183,7 @@ impl<R: Cube> Net<R> {
             let dx = match layer.kind {
                 Kind::Dense { stride } | Kind::Depthwise { stride } => {
                     let depthwise = matches!(layer.kind, Kind::Depthwise { .. });
-                    let s = shape3x3(self.batch, cin, act.channels, h, w, stride);
+                    let s = Shape3x3::new(self.batch, cin, act.channels, h, w, stride);
                     conv3x3::weight_grad(&x, &dz, weight, flat, layer.weight_at, s, depthwise);
                     input.map(|j| conv3x3::input_grad(weight, &dz, target(&dys[j]), s, depthwise))
                 }
@@ -211,19 +211,6 @@ fn target<R: Cube>(held: &Option<Dev<R>>) -> Target<'_, R> {
     match held {
         Some(t) => Target::AddTo(t),
         None => Target::New,
-    }
-}
-
-fn shape3x3(batch: usize, cin: usize, cout: usize, height: usize, width: usize, stride: usize) -> Shape3x3 {
-    Shape3x3 {
-        batch,
-        cin,
-        cout,
-        height,
-        width,
-        out_height: height.div_ceil(stride),
-        out_width: width.div_ceil(stride),
-        stride,
     }
 }
 

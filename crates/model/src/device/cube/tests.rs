@@ -93,16 +93,7 @@ fn the_3x3_kernels_equal_burns_conv_and_its_gradients() {
         (3, 3, 1, 5, 2, true),
     ] {
         let batch = 3;
-        let s = Shape3x3 {
-            batch,
-            cin,
-            cout,
-            height,
-            width,
-            out_height: height.div_ceil(stride),
-            out_width: width.div_ceil(stride),
-            stride,
-        };
+        let s = Shape3x3::new(batch, cin, cout, height, width, stride);
         let wdims = [cout, if depthwise { 1 } else { cin }, 3, 3];
         let (xs, ws) = (random(batch * cin * height * width, 1), random(wdims.iter().product(), 2));
         let gs = random(batch * cout * s.out_height * s.out_width, 3);
