@@ -1,7 +1,7 @@
 //! The balance check runs before every training run, whatever the mode,
 //! and what it predicted lands in summary.json beside what the run measured.
 
-mod common;
+use crate::common;
 
 use common::{train_command, GRIN};
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! stops a run that stopped improving; a run stopped with Ctrl-C and
 //! resumed keeps its best step; and the event file holds what the CSV holds.
 
-mod common;
+use crate::common;
 
 use common::{missing, train_command, GRIN};
 use std::path::{Path, PathBuf};

@@ -10,6 +10,9 @@ mod bad_runs;
 mod balance;
 #[path = "best_model.rs"]
 mod best_model;
+/// What the test files share, loaded once.
+#[path = "common/mod.rs"]
+mod common;
 #[path = "config_cmd.rs"]
 mod config_cmd;
 #[path = "doc_examples.rs"]

@@ -9,7 +9,7 @@
 //! ranges). Tiny CPU runs throughout. Skipped (passing, with a message) where
 //! python3, its venv module or PostgreSQL is missing; under CI they fail.
 
-mod common;
+use crate::common;
 
 use common::missing;
 use std::collections::{HashMap, HashSet};

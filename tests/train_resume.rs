@@ -9,7 +9,7 @@
 //! A run stopped with SIGINT (Ctrl-C) or SIGTERM writes a checkpoint at the
 //! step it reached, even with periodic checkpoints off, and resumes there.
 
-mod common;
+use crate::common;
 
 use common::{train_command, GRIN};
 use std::path::Path;

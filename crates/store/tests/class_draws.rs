@@ -1,5 +1,5 @@
 //! Class-balanced batches from the per-class index.
-mod common;
+use crate::common;
 
 use common::*;
 use grin_features::ClassBalanceConfig;

@@ -1,5 +1,5 @@
 //! A dataset knows what it was made from and lists what changed since.
-mod common;
+use crate::common;
 
 use common::*;
 use grin_features::SourceConfig;

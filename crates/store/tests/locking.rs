@@ -2,7 +2,7 @@
 //! dataset a reader has open, and a reader refuses shards that no longer
 //! hash to the manifest. Each "second process" is started from inside the
 //! first writer's record source, so the two always overlap.
-mod common;
+use crate::common;
 
 use common::*;
 use grin_features::{FeatureConfig, FeatureError, HostBatch};

@@ -1,5 +1,5 @@
 //! Disjoint shard ranges written separately, then merged.
-mod common;
+use crate::common;
 
 use burn_dataset::Dataset;
 use common::*;

@@ -1,7 +1,7 @@
 //! An interrupted write resumes, skips finished shards and ends with the
 //! same bytes as an uninterrupted write. (The real `kill -9` of a `grin
 //! precompute` process is covered by the root package's tests/store_resume.rs.)
-mod common;
+use crate::common;
 
 use common::*;
 use grin_features::{BadInputKind, FeatureError, HostBatch};

@@ -1,5 +1,5 @@
 //! Write then read: records, the Dataset trait, and the loader's epochs.
-mod common;
+use crate::common;
 
 use burn_dataset::Dataset;
 use common::*;

@@ -1,6 +1,6 @@
 //! Damaged, truncated, foreign and malicious datasets give clear errors
 //! (never a panic), and `verify` names every bad shard and record range.
-mod common;
+use crate::common;
 
 use common::*;
 use grin_store::{verify, BatchReader, Draws, OrderOptions, Store, StoreError};

@@ -6,6 +6,9 @@
 
 #[path = "class_draws.rs"]
 mod class_draws;
+/// What the test files share, loaded once.
+#[path = "common/mod.rs"]
+mod common;
 #[path = "fingerprint.rs"]
 mod fingerprint;
 #[path = "locking.rs"]

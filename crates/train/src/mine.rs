@@ -143,7 +143,7 @@ pub fn mine<B: DetectorBackend>(
                         None => frame_window(sample, d, options.crop),
                     };
                     let path = options.out.join(&name);
-                    let [x0, y0, x1, y1] = write_crop(crop, sample, d, clearance, &path, &set.image_path(*i))?;
+                    let [x0, y0, x1, y1] = write_crop(crop, sample, d, clearance, &path, set.image_path(*i))?;
                     manifest.push(serde_json::json!({"image": name, "box": [x0, y0, x1, y1], "score": d.score}));
                     mined.crops += 1;
                 }

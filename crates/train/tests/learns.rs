@@ -7,7 +7,7 @@
 //! so, without it. One test binary for both: each links Burn, about 100 s of
 //! CI's release build apiece.
 
-mod common;
+use crate::common;
 
 #[path = "../../features/tests/shared_data/mod.rs"]
 mod shared_data;

@@ -4,6 +4,9 @@
 //! 3 binaries that cost CI minutes of release build (issue 78). Each file
 //! is a module here and keeps its own name in the test paths.
 
+/// What the test files share, loaded once.
+#[path = "common/mod.rs"]
+mod common;
 #[path = "learns.rs"]
 mod learns;
 #[path = "store_balance.rs"]

@@ -10,7 +10,7 @@
 //! any wgpu adapter they say they skipped; under `CI=true` they fail.
 #![cfg(feature = "wgpu")]
 
-mod common;
+use crate::common;
 
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::{GradientsParams, Optimizer};
