@@ -1,21 +1,16 @@
 //! Bad input and interrupted work through the real `grin` binary: no panic,
 //! no silent loss. Each test names the issue item it covers.
 
+use crate::common;
+
+use common::{tiny_config, GRIN};
 use grin_train::checkpoint::{self, Checkpoint, LoopState};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const GRIN: &str = env!("CARGO_BIN_EXE_grin");
-
 fn write_config(dir: &Path, extra: &str) -> PathBuf {
-    let path = dir.join("tiny.toml");
-    let text = format!(
-        "name = \"tiny\"\n[features]\nwidth = 64\nheight = 64\nseed = 5\n[features.source]\nkind = \"synthetic\"\n\
-         max_faces = 2\nmin_face = 18\nmax_face = 40\n[model]\nwidth_mult = 0.5\n[train]\nsteps = 6\nbatch_size = 2\n\
-         log_every = 2\ncheckpoint_every = 2\neval_samples = 2\n{extra}"
-    );
-    std::fs::write(&path, text).unwrap();
-    path
+    let train = format!("steps = 6\nbatch_size = 2\nlog_every = 2\ncheckpoint_every = 2\neval_samples = 2\n{extra}");
+    tiny_config(dir, "tiny.toml", &train)
 }
 
 fn grin(args: &[&str], config: &Path, runs: &Path) -> Output {

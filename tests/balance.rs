@@ -3,33 +3,13 @@
 
 use crate::common;
 
-use common::{train_command, GRIN};
+use common::{tiny_config, train_command, GRIN};
 use std::path::Path;
 use std::process::Command;
 
-fn tiny_config(dir: &Path) -> std::path::PathBuf {
-    let path = dir.join("tiny.toml");
-    std::fs::write(
-        &path,
-        r#"name = "tiny"
-[features]
-width = 64
-height = 64
-seed = 5
-[features.source]
-kind = "synthetic"
-max_faces = 2
-[model]
-width_mult = 0.5
-[train]
-steps = 6
-batch_size = 4
-log_every = 3
-eval_samples = 4
-"#,
-    )
-    .unwrap();
-    path
+/// The tiny run, 6 steps of 4.
+fn tiny(dir: &Path) -> std::path::PathBuf {
+    tiny_config(dir, "tiny.toml", "steps = 6\nbatch_size = 4\nlog_every = 3\neval_samples = 4\n")
 }
 
 fn train(config: &Path, runs: &Path, name: &str, extra: &[&str]) -> (String, serde_json::Value) {
@@ -43,7 +23,7 @@ fn train(config: &Path, runs: &Path, name: &str, extra: &[&str]) -> (String, ser
 #[test]
 fn an_explicit_mode_is_checked_and_the_prediction_is_kept_beside_the_measurement() {
     let dir = tempfile::tempdir().unwrap();
-    let config = tiny_config(dir.path());
+    let config = tiny(dir.path());
     let (stderr, summary) = train(&config, dir.path(), "checked", &[]);
     assert!(stderr.contains("balance check on cpu"), "{stderr}");
     assert!(stderr.contains("T_g/C*B = "), "{stderr}");
@@ -65,7 +45,7 @@ fn an_explicit_mode_is_checked_and_the_prediction_is_kept_beside_the_measurement
 #[test]
 fn no_balance_skips_the_check_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let config = tiny_config(dir.path());
+    let config = tiny(dir.path());
     let (stderr, summary) = train(&config, dir.path(), "unchecked", &["--no-balance"]);
     assert!(stderr.contains("balance check skipped (--no-balance)"), "{stderr}");
     assert!(!stderr.contains("balance check on"), "{stderr}");
@@ -75,7 +55,7 @@ fn no_balance_skips_the_check_and_says_so() {
 #[test]
 fn the_check_says_it_is_measuring_unless_quiet() {
     let dir = tempfile::tempdir().unwrap();
-    let config = tiny_config(dir.path());
+    let config = tiny(dir.path());
     let (quiet, _) = train(&config, dir.path(), "quiet", &[]);
     assert!(!quiet.contains("balance check: timing"), "--quiet: {quiet}");
     assert!(quiet.contains("balance check on cpu"), "--quiet silences progress, not results: {quiet}");

@@ -6,39 +6,17 @@
 
 use crate::common;
 
-use common::{missing, train_command, GRIN};
+use common::{missing, tiny_config, train_command, GRIN};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn write_config(dir: &Path, steps: usize, patience: usize) -> PathBuf {
-    let path = dir.join(format!("tiny-{steps}-{patience}.toml"));
-    let text = format!(
-        r#"name = "tiny"
-[features]
-width = 64
-height = 64
-seed = 5
-[features.source]
-kind = "synthetic"
-max_faces = 2
-min_face = 18
-max_face = 40
-[model]
-width_mult = 0.5
-[train]
-steps = {steps}
-batch_size = 4
-lr = 0.003
-log_every = 10
-checkpoint_every = 0
-eval_samples = 16
-eval_every = 10
-patience = {patience}
-"#
+    let train = format!(
+        "steps = {steps}\nbatch_size = 4\nlr = 0.003\nlog_every = 10\ncheckpoint_every = 0\neval_samples = 16\n\
+         eval_every = 10\npatience = {patience}\n"
     );
-    std::fs::write(&path, text).unwrap();
-    path
+    tiny_config(dir, &format!("tiny-{steps}-{patience}.toml"), &train)
 }
 
 fn train(config: &Path, runs: &Path, name: &str, extra: &[&str]) -> std::process::Child {

@@ -91,3 +91,45 @@ fn bad_keys_are_named_and_nothing_is_written() {
     assert!(String::from_utf8_lossy(&none.stderr).contains("nothing to set"));
     assert_eq!(std::fs::read(&model).unwrap(), original, "a refused change leaves the file as it was");
 }
+
+#[test]
+fn level_thresholds_fold_into_the_face_biases_and_bad_lists_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("levels.grin");
+    let shipped = shipped();
+    let run =
+        grin(&["model-set", "--model", &shipped, "--out", out.to_str().unwrap(), "--level-thresholds", "0.6,0.5,0.4"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let ((before, weights_before), (after, weights_after)) = (read(Path::new(&shipped)), read(&out));
+    assert_eq!(after.score_threshold, 0.5);
+    assert_eq!(grin_model::ModelConfig { score_threshold: before.score_threshold, ..after }, before);
+    // Each head's last conv: the face logit's bias moves by logit(0.5) - logit(T), the rest stays.
+    for ((head_before, head_after), t) in weights_before.heads.iter().zip(&weights_after.heads).zip([0.6f32, 0.5, 0.4])
+    {
+        let (b0, b1) = (&head_before.convs.last().unwrap().bias, &head_after.convs.last().unwrap().bias);
+        let face = grin_terms::output::FACE;
+        let want = (1.0 - t).ln() - t.ln();
+        assert!((b1[face] - b0[face] - want).abs() < 1e-5, "{t}: {} -> {}", b0[face], b1[face]);
+        assert!(b0.iter().zip(b1).enumerate().all(|(i, (x, y))| i == face || x == y));
+    }
+    for (list, want) in
+        [("0.5,0.4", "one threshold per level"), ("0.5,1.2,0.4", "`1.2` in `0.5,1.2,0.4` is not a face score")]
+    {
+        let bad = grin(&["model-set", "--model", &shipped, "--out", out.to_str().unwrap(), "--level-thresholds", list]);
+        let stderr = String::from_utf8_lossy(&bad.stderr);
+        assert_eq!(bad.status.code(), Some(2), "{list}: {stderr}");
+        assert!(stderr.contains("--level-thresholds") && stderr.contains(want), "{list}: {stderr}");
+    }
+    let both = grin(&[
+        "model-set",
+        "--model",
+        &shipped,
+        "--out",
+        out.to_str().unwrap(),
+        "--level-thresholds",
+        "0.5,0.5,0.5",
+        "--set",
+        "model.score_threshold=0.4",
+    ]);
+    assert!(String::from_utf8_lossy(&both.stderr).contains("leave model.score_threshold out"));
+}

@@ -11,39 +11,16 @@
 
 use crate::common;
 
-use common::{train_command, GRIN};
+use common::{tiny_config, train_command, GRIN};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn write_config(dir: &Path, steps: usize, checkpoint_every: usize) -> std::path::PathBuf {
-    let path = dir.join(format!("tiny-{steps}-{checkpoint_every}.toml"));
-    std::fs::write(
-        &path,
-        format!(
-            r#"name = "tiny"
-[features]
-width = 64
-height = 64
-seed = 5
-[features.source]
-kind = "synthetic"
-max_faces = 2
-min_face = 18
-max_face = 40
-[model]
-width_mult = 0.5
-[train]
-steps = {steps}
-batch_size = 4
-log_every = 10
-checkpoint_every = {checkpoint_every}
-eval_samples = 8
-"#
-        ),
-    )
-    .unwrap();
-    path
+    let train = format!(
+        "steps = {steps}\nbatch_size = 4\nlog_every = 10\ncheckpoint_every = {checkpoint_every}\neval_samples = 8\n"
+    );
+    tiny_config(dir, &format!("tiny-{steps}-{checkpoint_every}.toml"), &train)
 }
 
 fn train(config: &Path, runs: &Path, name: &str, resume: bool) -> std::process::Child {

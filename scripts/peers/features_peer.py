@@ -23,10 +23,13 @@ import argparse
 import json
 import math
 import os
+import statistics
 import sys
 import time
 
 import numpy as np
+
+from scoring import area, intersection, percentile
 
 FEATHER = 0.2
 MAX_OVERLAP = 0.25
@@ -48,10 +51,7 @@ def feathered_mask(w, h):
 
 
 def overlap_share(a, b):
-    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    area = lambda f: (f[2] - f[0]) * (f[3] - f[1])
-    return iw * ih / max(min(area(a), area(b)), 1e-6)
+    return intersection(a, b) / max(min(area(a), area(b)), 1e-6)
 
 
 class Scenes:
@@ -271,16 +271,14 @@ def main():
             times.append(time.perf_counter() - t)
         best = max(best, args.samples / (time.perf_counter() - start))
     assert pixels.shape == (args.height, args.width) and pixels.dtype == np.uint8
-    times.sort()
-    at = lambda q: times[min(len(times) - 1, round(q * (len(times) - 1)))]
     json.dump(
         {
             "peer": {"pil": "PIL+NumPy", "cv2": "OpenCV"}[args.backend],
             "samples": args.samples,
             "samples_per_s": best,
             "rounds": args.rounds,
-            "median_s": at(0.5),
-            "p95_s": at(0.95),
+            "median_s": statistics.median(times),
+            "p95_s": percentile(times, 0.95),
             "load_s": load_s,
             "crops": len(crops[True]) + len(crops[False]),
         },

@@ -62,7 +62,7 @@ import cv2
 import numpy as np
 
 # One copy of the matching and the photo figures, shared with the YuNet peer.
-from scoring import MATCH_IOU, SIZE_BUCKETS, Evaluation, covers, fmt, grin_detections, iou, photo_figures  # noqa: F401
+from scoring import MATCH_IOU, SIZE_BUCKETS, Evaluation, covers, fmt, grin_detections, iou, percentile, photo_figures  # noqa: F401
 
 FACE_CASCADE = "haarcascade_frontalface_default.xml"
 SMILE_CASCADE = "haarcascade_smile.xml"
@@ -109,8 +109,7 @@ def time_ms(detect, images, iterations, warmup):
         detect(img)
         times.append((time.perf_counter() - start) * 1e3)
     times.sort()
-    p95 = times[min(max(int(np.ceil(0.95 * len(times))), 1), len(times)) - 1]
-    return statistics.median(times), p95, len(times) * 1e3 / sum(times)
+    return statistics.median(times), percentile(times, 0.95), len(times) * 1e3 / sum(times)
 
 
 def measure(args):

@@ -47,7 +47,6 @@ Modes:
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
@@ -56,7 +55,8 @@ import cv2
 import numpy as np
 import onnxruntime as ort
 
-from haar_peer import grin_detections, iou, load_images, read_grin_bench, time_ms
+from haar_peer import load_images, read_grin_bench, time_ms
+from scoring import grin_detections, iou, nms
 
 # Agreement required with grin-detect's JSON (boxes rounded to 0.1 px,
 # probabilities to 3 decimals).
@@ -79,44 +79,6 @@ def settings(path):
         "pyramid_seam": float(meta["pyramid_seam"]),
         "channels": int(meta["channels"]),
     }
-
-
-def logit(p):
-    p = min(max(p, 1e-6), 1 - 1e-6)
-    return math.log(p / (1 - p))
-
-
-def nested_in(inner, outer, s):
-    """decode.rs's nested_in: `inner` lies mostly inside the better `outer`
-    (their intersection covers nested_cover of it, and it is at most
-    nested_area of `outer`'s area); nested_cover 0 turns it off."""
-    if s["nested_cover"] == 0:
-        return False
-    own = (inner[2] - inner[0]) * (inner[3] - inner[1])
-    theirs = (outer[2] - outer[0]) * (outer[3] - outer[1])
-    iw = max(min(inner[2], outer[2]) - max(inner[0], outer[0]), 0.0)
-    ih = max(min(inner[3], outer[3]) - max(inner[1], outer[1]), 0.0)
-    return own > 0 and iw * ih >= s["nested_cover"] * own and own <= s["nested_area"] * theirs
-
-
-def nms(found, s):
-    """found: [x0, y0, x1, y1, score, smile] lists; decode.rs's nms. Not the
-    example's (NumPy, float32): on a few boxes plain Python is the faster,
-    and this one is inside the peer's timed section (measured: onnxruntime's
-    320x240 median 2.7 ms with this, 3.4-3.5 ms with the example's)."""
-    found = sorted(found, key=lambda d: -d[4])
-    kept = []
-    for d in found:
-        if len(kept) == s["max_detections"]:
-            break
-        if all(iou(k, d) <= s["nms_iou"] and not nested_in(d, k, s) for k in kept):
-            kept.append(list(d))
-    for k in kept:
-        votes = [d for d in found if d[4] >= s["smile_vote_floor"] and iou(k, d) > s["nms_iou"]]
-        weight = sum(d[4] for d in votes)
-        if weight > 0:
-            k[5] = 1 / (1 + math.exp(-sum(d[4] * logit(d[5]) for d in votes) / weight))
-    return kept
 
 
 def decode(rows, width, height, s):

@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from haar_peer import grin_detections, iou
+from scoring import grin_detections, iou
 
 
 def grin_smiles(folder):

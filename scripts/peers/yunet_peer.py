@@ -33,7 +33,7 @@ import os
 import statistics
 import sys
 
-from scoring import fmt, grin_detections, photo_figures
+from scoring import fmt, grin_detections, percentile, photo_figures
 
 DETECTORS = ("grin", "yunet")
 
@@ -70,7 +70,7 @@ def photo_latency(runs):
         row[detector] = {
             "photos": len(per_photo),
             "median_ms": statistics.median(medians[detector].values()),
-            "p95_ms": sorted(medians[detector].values())[int(0.95 * (len(per_photo) - 1))],
+            "p95_ms": percentile(medians[detector].values(), 0.95),
             "rounds": max(len(v[detector]) for v in per_photo.values()),
         }
     ratios = {p: medians["grin"][p] / medians["yunet"][p] for p in per_photo}

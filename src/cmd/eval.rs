@@ -18,10 +18,9 @@ pub(crate) struct EvalArgs {
     /// A model file; needs --config for the held-out data.
     #[arg(long, requires = "config")]
     pub model: Option<PathBuf>,
-    #[arg(long)]
-    pub config: Option<PathBuf>,
+    /// `--config` goes with `--model`; a `--run` brings its own.
     #[command(flatten)]
-    pub set: super::SetArgs,
+    pub config: super::OptionalConfigArgs,
     /// Held-out scenes to score (default: `train.eval_samples`; 0 skips them).
     #[arg(long)]
     pub samples: Option<usize>,
@@ -33,36 +32,14 @@ pub(crate) struct EvalArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Score photos at this size instead of the model's run size (e.g. `480x360`).
-    #[arg(long, value_name = "WxH", value_parser = parse_size)]
+    #[arg(long, value_name = "WxH", value_parser = grin_terms::parse_frame_size)]
     pub run_size: Option<(usize, usize)>,
     /// Score each photo at grin-detect's default for an image file instead:
     /// its own size at twice its pixels, at most 1920x1080 (one photo a pass).
     #[arg(long, conflicts_with = "run_size")]
     pub own_size: bool,
-    /// Longest face (px) one pass keeps before the frame is halved for larger
-    /// ones (default: the model's own; 0: one pass).
-    #[arg(long, value_name = "PX")]
-    pub pyramid_above: Option<f32>,
-    /// Suppress a detection with at least this share of its area inside a
-    /// better one (default: the model's own `nested_cover`; 0: off).
-    #[arg(long, value_name = "SHARE")]
-    pub nested_cover: Option<f32>,
-    /// Look again at each detection scoring below this, on a close cut
-    /// around it (default: the model's own `second_look.below`; 0: off).
-    #[arg(long, value_name = "SCORE")]
-    pub second_look_below: Option<f32>,
-    /// The score a face found on that cut needs to keep the detection
-    /// (default: the model's own `second_look.confirm`; 0: the threshold).
-    #[arg(long, value_name = "SCORE")]
-    pub second_look_confirm: Option<f32>,
-    /// Search each cut's mirror image too and confirm on the mean of the two
-    /// views' scores (default: the model's own `second_look.mirror`).
-    #[arg(long)]
-    pub second_look_mirror: bool,
-    /// Face score a detection needs to count as shown (default: the model's
-    /// own, from `grin calibrate`): detections per image, recall by size.
-    #[arg(long)]
-    pub threshold: Option<f32>,
+    #[command(flatten)]
+    pub decode: grin_model::DecodeFlags,
     /// Which held-out scenes and photos: `test` (what is reported) or `val`
     /// (what settings are chosen on, so the test split stays unseen).
     #[arg(long, value_enum, default_value = "test")]
@@ -70,17 +47,6 @@ pub(crate) struct EvalArgs {
 }
 
 /// `WxH` as two pixel counts (the bounds `train.run_size` has).
-pub(crate) fn parse_size(text: &str) -> Result<(usize, usize), String> {
-    let bad = || format!("`{text}`: expected WxH, for example 320x240");
-    let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
-    let (w, h): (usize, usize) = (w.trim().parse().map_err(|_| bad())?, h.trim().parse().map_err(|_| bad())?);
-    let (lo, hi) = (grin_terms::MIN_SIDE, grin_terms::MAX_SIDE);
-    if !(lo..=hi).contains(&w) || !(lo..=hi).contains(&h) {
-        return Err(format!("`{text}`: each side must be between {lo} and {hi} pixels"));
-    }
-    Ok((w, h))
-}
-
 /// The photos are read with the config's channels, which the model must take.
 fn check_channels(model_path: &Path, spec: &DetectorSpec, features: &grin_features::FeatureConfig) -> Result<()> {
     if spec.channels != features.channels as usize {
@@ -95,7 +61,7 @@ fn check_channels(model_path: &Path, spec: &DetectorSpec, features: &grin_featur
 }
 
 pub(crate) fn eval(args: EvalArgs) -> Result<()> {
-    let (model_path, config_path) = match (&args.run, &args.model, &args.config) {
+    let (model_path, config_path) = match (&args.run, &args.model, &args.config.config) {
         (Some(run), _, _) => (grin_train::run_model(run, args.best), run.join("config.toml")),
         (None, Some(m), Some(c)) => (m.clone(), c.clone()),
         _ => anyhow::bail!("give --run runs/<name>, or --model FILE --config FILE"),
@@ -104,7 +70,7 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     if split == grin_features::Split::Train {
         anyhow::bail!("--split train: training scenes and photos are not held out; give val or test");
     }
-    let loaded = grin_train::load_config(&config_path, &args.set.sets)?;
+    let loaded = grin_train::load_config(&config_path, &args.config.set.sets)?;
     let c = &loaded.config;
     let photos = args.photos.unwrap_or(c.train.eval_photos);
     if let (0, Some(out)) = (photos, &args.out) {
@@ -115,31 +81,10 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     if let Some((w, h)) = args.run_size {
         (run_spec.width, run_spec.height) = (w, h);
     }
-    if let Some(above) = args.pyramid_above {
-        grin_model::config::check_pyramid_above(above).map_err(|e| anyhow::anyhow!("--pyramid-above {e}"))?;
-        run_spec.model.pyramid_above = above;
-    }
-    if let Some(cover) = args.nested_cover {
-        if !(0.0..=1.0).contains(&cover) {
-            anyhow::bail!("--nested-cover {cover}: must be a share in [0, 1] (0: off)");
-        }
-        run_spec.model.nested_cover = cover;
-    }
-    run_spec.model.second_look = run_spec
-        .model
-        .second_look
-        .with_flags(args.second_look_below, args.second_look_confirm, args.second_look_mirror)
-        .map_err(anyhow::Error::msg)?;
-    if let Some(t) = args.threshold {
-        if !(0.0..=1.0).contains(&t) {
-            anyhow::bail!("--threshold {t}: must be a score in [0, 1]");
-        }
-        run_spec.model.score_threshold = t;
-    }
+    run_spec.model = args.decode.apply(&run_spec.model).map_err(anyhow::Error::msg)?;
     check_channels(&model_path, &run_spec, &c.features)?;
     // Scenes are scored at the features' size, photos at the size the model runs at.
-    let scene_spec =
-        DetectorSpec { width: c.features.width as usize, height: c.features.height as usize, ..run_spec.clone() };
+    let scene_spec = grin_train::detector_spec(&run_spec.model, &c.features);
     let samples = args.samples.unwrap_or(c.train.eval_samples);
     if samples > 0 {
         let r = grin_train::eval::evaluate_split(&model, &scene_spec, &c.features, split, samples, &device)?;

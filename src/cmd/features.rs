@@ -3,7 +3,8 @@
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use grin_features::bench::{self, StageTiming, TgReport, Throughput};
-use grin_features::{FeatureConfig, Pipeline, SceneClass, SkipCounts, Split};
+use grin_features::{FeatureConfig, Pipeline, SceneClass, Split};
+use grin_image::SkipCounts;
 use std::path::PathBuf;
 
 #[derive(Subcommand)]
@@ -161,7 +162,7 @@ const ROUNDS: usize = 3;
 
 fn best_of(
     rounds: usize,
-    mut measure: impl FnMut() -> Result<Throughput, grin_features::FeatureError>,
+    mut measure: impl FnMut() -> Result<Throughput, grin_image::InputError>,
 ) -> Result<Throughput> {
     let mut best: Option<Throughput> = None;
     for _ in 0..rounds {
@@ -266,8 +267,8 @@ fn run_preview(args: PreviewArgs) -> Result<()> {
 }
 
 fn export_crops(args: ExportCropsArgs) -> Result<()> {
-    use grin_features::{resample_region, Raster};
     use grin_features::{Smile, SyntheticParams, SyntheticSource};
+    use grin_image::{resample_region, Raster};
     const SIDE: u32 = 64;
     let params = SyntheticParams {
         max_faces: 3,

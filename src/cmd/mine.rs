@@ -2,7 +2,6 @@
 //! photos, written with their context as hard negatives
 //! (`grin_train::mine`), for a `kind = "negatives"` source to mix in.
 
-use super::eval::parse_size;
 use super::ConfigArgs;
 use anyhow::{bail, Result};
 use clap::Args;
@@ -33,7 +32,7 @@ pub(crate) struct MineArgs {
     pub photos: usize,
     /// Run the model at this size instead of its own (e.g. `640x480`: where
     /// small false detections appear).
-    #[arg(long, value_name = "WxH", value_parser = parse_size)]
+    #[arg(long, value_name = "WxH", value_parser = grin_terms::parse_frame_size)]
     pub run_size: Option<(usize, usize)>,
     /// Run the model on each photo at grin-detect's photo default (twice its
     /// pixels, at most PHOTO_MAX_PIXELS), one photo at a time: the false

@@ -77,6 +77,28 @@ impl ConfigArgs {
     }
 }
 
+/// [`ConfigArgs`] for the commands that can do without a config (their
+/// built-in defaults, a run folder's own config, or another input): the
+/// same two flags, `--config` optional.
+#[derive(Args, Clone)]
+pub(crate) struct OptionalConfigArgs {
+    /// A grin config (TOML); the command's help says what it uses without one.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub set: SetArgs,
+}
+
+impl OptionalConfigArgs {
+    /// The config at `--config` with the `--set`s applied, if one is given.
+    pub(crate) fn load(&self) -> Result<Option<LoadedConfig>> {
+        match &self.config {
+            Some(path) => grin_train::load_config(path, &self.set.sets).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
 /// The value parser of every count option (`--batches`, `--repeats`,
 /// `--steps`, ...): 1 or more, so a 0 is refused naming the option before
 /// anything runs, never blamed on another figure downstream.

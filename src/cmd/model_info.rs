@@ -5,15 +5,13 @@ use anyhow::Result;
 use clap::Args;
 use grin_model::budget;
 use grin_train::GrinConfig;
-use std::path::PathBuf;
 
+/// `[model]` and the input size come from `--config`, or without one from
+/// the built-in defaults (320x240x1).
 #[derive(Args)]
 pub(crate) struct ModelInfoArgs {
-    /// Config to read `[model]` and the input size from (default: the built-in defaults, 320x240x1).
-    #[arg(long)]
-    pub config: Option<PathBuf>,
     #[command(flatten)]
-    pub set: super::SetArgs,
+    pub config: super::OptionalConfigArgs,
 }
 
 /// The default model's budget (issue: at most 100k parameters, 150 MFLOPs at 320x240).
@@ -21,10 +19,7 @@ pub(crate) const PARAM_BUDGET: usize = 100_000;
 pub(crate) const MFLOP_BUDGET: f64 = 150.0;
 
 pub(crate) fn model_info(args: ModelInfoArgs) -> Result<()> {
-    let c = match &args.config {
-        Some(path) => grin_train::load_config(path, &args.set.sets)?.config,
-        None => GrinConfig::default(),
-    };
+    let c = args.config.load()?.map(|loaded| loaded.config).unwrap_or_else(GrinConfig::default);
     let spec = c.detector_spec();
     let model = spec.init::<burn_ndarray::NdArray<f32>>(&Default::default());
     let b = budget(&spec, &model);

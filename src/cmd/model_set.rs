@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use grin_model::file;
+use grin_model::{file, shift_for_thresholds};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -15,19 +15,42 @@ pub(crate) struct ModelSetArgs {
     /// Where to write the changed model (default: MODEL, rewritten in place).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// A decision setting, e.g. `--set model.second_look.below=0.65` (repeatable).
-    #[arg(long = "set", value_name = "model.KEY=VALUE")]
-    pub sets: Vec<String>,
+    /// The decision settings to change: `--set` as every command takes it,
+    /// here only `model.` keys (e.g. `--set model.second_look.below=0.65`).
+    #[command(flatten)]
+    pub set: super::SetArgs,
+    /// Face-score thresholds per output level, finest first (strides 8, 16,
+    /// 32), e.g. `0.47,0.40,0.35`: folded into each head's face bias, with
+    /// the file's own threshold set to 0.5, so every tool that reads the
+    /// file (grin eval, grin-detect, the ONNX export) applies them.
+    #[arg(long, value_name = "T8,T16,T32")]
+    pub level_thresholds: Option<String>,
 }
 
 pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
-    if args.sets.is_empty() {
-        bail!("nothing to set: give --set model.KEY=VALUE (e.g. model.second_look.below=0.65)");
+    if args.set.sets.is_empty() && args.level_thresholds.is_none() {
+        bail!(
+            "nothing to set: give --set model.KEY=VALUE (e.g. model.second_look.below=0.65) or --level-thresholds \
+             T8,T16,T32"
+        );
     }
+    // Checked before the model is read: a bad list is the flag's error, not the file's.
+    let shift = match &args.level_thresholds {
+        Some(text) => Some(shift_for_thresholds(text).map_err(|e| anyhow::anyhow!("--level-thresholds {e}"))?),
+        None => None,
+    };
     let device = Default::default();
-    let (mut spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&args.model, &device)?;
-    let changed = grin_train::set_model_keys(&spec.model, &args.sets)
+    let (mut spec, mut model) = file::load_model::<burn_ndarray::NdArray<f32>>(&args.model, &device)?;
+    let mut changed = grin_train::set_model_keys(&spec.model, &args.set.sets)
         .map_err(|e| anyhow::anyhow!("{}: not changed: {e:#}", args.model.display()))?;
+    if let Some(shift) = shift {
+        if changed.score_threshold != spec.model.score_threshold {
+            bail!("--level-thresholds sets the file's own threshold to 0.5; leave model.score_threshold out");
+        }
+        // The folded shifts are relative to 0.5: a logit of 0 is the threshold at every level.
+        changed.score_threshold = 0.5;
+        model = model.shift_face_logits(shift);
+    }
     let before = toml::to_string(&spec.model)?;
     spec.model = changed;
     let out = args.out.as_ref().unwrap_or(&args.model);

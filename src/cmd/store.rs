@@ -10,11 +10,10 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub(crate) struct PrecomputeArgs {
-    /// A grin config (TOML); its `[features]` table decides every sample.
-    #[arg(long, required_unless_present = "merge")]
-    pub config: Option<PathBuf>,
+    /// The config's `[features]` table decides every sample (`--config` is
+    /// required unless `--merge` is given).
     #[command(flatten)]
-    pub set: super::SetArgs,
+    pub config: super::OptionalConfigArgs,
     /// Dataset folder [default: `train.store` of the config, else data/<name>].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -90,8 +89,7 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let config_path = args.config.as_ref().context("--config is required")?;
-    let loaded = grin_train::load_config(config_path, &args.set.sets)?;
+    let loaded = args.config.load()?.context("--config is required (or --merge DIR)")?;
     let config = &loaded.config;
     let samples = args.samples.unwrap_or(config.train.store_samples as u64);
     let out = args.out.clone().unwrap_or_else(|| config.store_dir());

@@ -2,10 +2,22 @@
 //! part of it.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub(crate) const GRIN: &str = env!("CARGO_BIN_EXE_grin");
+
+/// The tiny run the tests train, but for its `[train]` table: 64x64
+/// synthetic scenes of at most two faces 18-40 px, a half-width network.
+const TINY: &str = "name = \"tiny\"\n[features]\nwidth = 64\nheight = 64\nseed = 5\n[features.source]\n\
+                    kind = \"synthetic\"\nmax_faces = 2\nmin_face = 18\nmax_face = 40\n[model]\nwidth_mult = 0.5\n";
+
+/// Writes `dir/file`: the tiny run with `train` as its `[train]` table.
+pub(crate) fn tiny_config(dir: &Path, file: &str, train: &str) -> PathBuf {
+    let path = dir.join(file);
+    std::fs::write(&path, format!("{TINY}[train]\n{train}")).unwrap();
+    path
+}
 
 /// `grin train` of `config` on the CPU, quiet, as run `name` under `runs`.
 pub(crate) fn train_command(config: &Path, runs: &Path, name: &str) -> Command {

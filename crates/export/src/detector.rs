@@ -14,9 +14,10 @@
 
 use crate::graph::{int_attr, ints_attr, Dim, Graph};
 use crate::pb::{ModelProto, OperatorSetIdProto, StringStringEntryProto};
+use grin_image::LETTERBOX_FILL;
 use grin_model::{
-    DetectorSpec, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead, LOG_DISTANCE_RANGE, MIN_PASS_SIDE, MIRROR_FLOOR,
-    OUTPUTS, SEAM,
+    DetectorSpec, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead, CONFIRM_IOU, LOG_DISTANCE_RANGE, MIN_PASS_SIDE,
+    MIRROR_FLOOR, OUTPUTS, SEAM,
 };
 use grin_terms::output::{DISTANCE, FACE, SMILE};
 
@@ -97,25 +98,29 @@ pub(crate) fn model(spec: &DetectorSpec, folded: &FoldedDetector) -> ModelProto 
         opset_import: vec![OperatorSetIdProto { domain: Some(String::new()), version: Some(OPSET) }],
         producer_name: Some("grin".into()),
         producer_version: Some(env!("CARGO_PKG_VERSION").into()),
-        doc_string: Some(DOC.into()),
+        doc_string: Some(doc()),
         graph: Some(graph),
         metadata_props: metadata(spec, &level_strides(folded)),
         ..Default::default()
     }
 }
 
-const DOC: &str = "grin face + smile detector. Threshold `detections` on the face score (column 4), clip the \
+/// How to decode as grin does, in words: the settings are the metadata's
+/// keys, and the constants come from where grin defines them.
+fn doc() -> String {
+    format!("grin face + smile detector. Threshold `detections` on the face score (column 4), clip the \
 boxes to the frame, then greedy NMS at the metadata's nms_iou, also suppressing a box whose intersection with a \
 kept one covers at least nested_cover of its area when it is at most nested_area of that box's (0: off); grin also sets each kept face's smile to the \
 score-weighted mean, in logits, of its own and of the boxes it suppressed that score at least smile_vote_floor. \
 Faces larger than pyramid_above px are found by running the frame again at half size (2x2 means). \
 With second_look_below above 0, each kept box scoring below it is looked at again: a square of second_look_context \
-times its longer side around it, cut from the picture (grey 114 outside it), scaled to second_look_side px and \
+times its longer side around it, cut from the picture (grey {LETTERBOX_FILL} outside it), scaled to second_look_side px and \
 searched the same way (in one pass when second_look_side / second_look_context is at most pyramid_above) at \
 second_look_confirm (0: the threshold); the box stays only if a face found there overlaps \
-the cut's centre square of side / context at IoU 0.3. With second_look_mirror true, the cut and its mirror image are \
+the cut's centre square of side / context at IoU {CONFIRM_IOU}. With second_look_mirror true, the cut and its mirror image are \
 each searched down to second_look_mirror_floor, each scores its best face overlapping that square (0: none), and the \
-box stays when the mean of the two reaches second_look_confirm (0: the threshold).";
+box stays when the mean of the two reaches second_look_confirm (0: the threshold).")
+}
 
 fn names(tensors: &[String]) -> Vec<&str> {
     tensors.iter().map(String::as_str).collect()

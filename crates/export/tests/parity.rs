@@ -5,7 +5,7 @@
 //! dynamic). Also: the metadata a consumer decodes with, and a detector
 //! with a fourth, stride-4 level, decoded by grin's own decoder.
 
-use grin_features::{read_image, ImageBound, DEFAULT_MAX_PIXELS};
+use grin_image::{read_image, ImageBound, DEFAULT_MAX_PIXELS};
 use grin_infer::{CpuBackend, ModelSource, Runner, DEFAULT_MODEL};
 use grin_model::{DecodeParams, Detection, DetectorSpec, FoldedConv, FoldedDetector, FoldedHead, Points, OUTPUTS};
 use std::path::Path;

@@ -4,10 +4,10 @@
 
 use crate::augment::{self, AugmentStage};
 use crate::config::{AugmentConfig, FeatureConfig, Split};
-use crate::error::{FeatureError, SkipCounts};
 use crate::pipeline::Pipeline;
 use crate::sample::{HostBatch, SceneClass};
 use crate::source::{SampleRng, Source};
+use grin_image::{InputError, SkipCounts};
 use rand::SeedableRng;
 use std::time::Instant;
 
@@ -74,7 +74,7 @@ pub(crate) fn warmup_count(samples: usize) -> usize {
 }
 
 /// T_g over `samples` consecutive indices, after a warm-up that is not timed.
-pub fn measure_tg(pipeline: &Pipeline, samples: usize) -> Result<TgReport, FeatureError> {
+pub fn measure_tg(pipeline: &Pipeline, samples: usize) -> Result<TgReport, InputError> {
     let warmup = warmup_count(samples);
     for index in 0..warmup as u64 {
         pipeline.sample(index)?;
@@ -99,7 +99,7 @@ pub struct OpenedSource {
 
 /// The source `cfg.source` names, for timing it apart from augmentation and
 /// for [`Pipeline::from_source`].
-pub fn open_source(cfg: &FeatureConfig, split: Split) -> Result<OpenedSource, FeatureError> {
+pub fn open_source(cfg: &FeatureConfig, split: Split) -> Result<OpenedSource, InputError> {
     let source = crate::pipeline::build_source(cfg, split)?;
     let load_skips = SkipCounts::default();
     if let Some(skips) = source.load_skips() {
@@ -117,7 +117,7 @@ pub fn measure_stages(
     augment_cfg: &AugmentConfig,
     seed: u64,
     samples: usize,
-) -> Result<Vec<StageTiming>, FeatureError> {
+) -> Result<Vec<StageTiming>, InputError> {
     let warmup = warmup_count(samples);
     let forced: Vec<(AugmentStage, f32, AugmentConfig)> = AugmentStage::ALL
         .into_iter()
@@ -160,7 +160,7 @@ pub fn measure_stages(
 
 /// Throughput of [`Pipeline::fill_batch`] over `samples` consecutive indices
 /// in batches of `batch`, after one untimed warm-up batch.
-pub fn measure_throughput(pipeline: &Pipeline, samples: usize, batch: usize) -> Result<Throughput, FeatureError> {
+pub fn measure_throughput(pipeline: &Pipeline, samples: usize, batch: usize) -> Result<Throughput, InputError> {
     let shape = pipeline.sample(0)?;
     let (w, h, c) = (shape.width, shape.height, shape.channels);
     let batch = batch.max(1);

@@ -8,8 +8,8 @@
 //! depend on the order or the thread in which indices are generated.
 
 use crate::config::ClassBalanceConfig;
-use crate::error::FeatureError;
 use crate::sample::SceneClass;
+use grin_image::InputError;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Candidates tried per output index before settling for the last one.
@@ -29,17 +29,17 @@ pub struct ClassBalancer {
 }
 
 /// Each fraction finite and non-negative, at least one above 0 (they are normalised).
-pub(crate) fn check_balance(cfg: &ClassBalanceConfig) -> Result<(), FeatureError> {
+pub(crate) fn check_balance(cfg: &ClassBalanceConfig) -> Result<(), InputError> {
     let raw = [("smiling", cfg.smiling), ("non_smiling", cfg.non_smiling), ("face_free", cfg.face_free)];
     for (key, v) in raw {
         if !(v.is_finite() && v >= 0.0) {
-            return Err(FeatureError::Config(format!(
+            return Err(InputError::Config(format!(
                 "key `features.balance.{key}`: {v} must be a finite, non-negative fraction"
             )));
         }
     }
     if raw.iter().all(|(_, v)| *v == 0.0) {
-        return Err(FeatureError::Config(
+        return Err(InputError::Config(
             "key `features.balance`: at least one of smiling, non_smiling, face_free must be > 0".into(),
         ));
     }
@@ -47,7 +47,7 @@ pub(crate) fn check_balance(cfg: &ClassBalanceConfig) -> Result<(), FeatureError
 }
 
 impl ClassBalancer {
-    pub fn new(cfg: &ClassBalanceConfig, seed: u64) -> Result<ClassBalancer, FeatureError> {
+    pub fn new(cfg: &ClassBalanceConfig, seed: u64) -> Result<ClassBalancer, InputError> {
         check_balance(cfg)?;
         let raw = cfg.fractions();
         let sum: f64 = raw.iter().map(|v| *v as f64).sum();

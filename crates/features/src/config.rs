@@ -1,8 +1,8 @@
 //! The `[features]` table of a grin config: everything that changes what a
 //! sample looks like. The store fingerprints this whole struct.
 
-use crate::error::{FeatureError, OnBadSample};
 use crate::sample::MAX_BOXES;
+use grin_image::{InputError, OnBadSample};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -44,7 +44,7 @@ impl Default for FeatureConfig {
             seed: 0,
             workers: 0,
             on_bad_sample: OnBadSample::Error,
-            max_image_pixels: crate::io::DEFAULT_MAX_PIXELS,
+            max_image_pixels: grin_image::DEFAULT_MAX_PIXELS,
             source: SourceConfig::default(),
             augment: AugmentConfig::default(),
             balance: None,
@@ -56,10 +56,10 @@ impl Default for FeatureConfig {
 impl FeatureConfig {
     /// The bound every image file of this config is decoded within; an
     /// error names the key when `max_image_pixels` is out of range.
-    pub fn image_bound(&self) -> Result<crate::io::ImageBound, FeatureError> {
+    pub fn image_bound(&self) -> Result<grin_image::ImageBound, InputError> {
         const KEY: &str = "features.max_image_pixels";
-        crate::io::ImageBound::new(self.max_image_pixels, KEY)
-            .map_err(|e| FeatureError::Config(format!("key `{KEY}`: {e}")))
+        grin_image::ImageBound::new(self.max_image_pixels, KEY)
+            .map_err(|e| InputError::Config(format!("key `{KEY}`: {e}")))
     }
 }
 
@@ -342,14 +342,14 @@ impl SourceConfig {
 
 /// Faces a scene may hold and the range of their sides (synthetic and
 /// composited scenes). NaN fails every comparison, so it is refused too.
-pub(crate) fn check_faces(max_faces: usize, min_face: f32, max_face: f32) -> Result<(), FeatureError> {
+pub(crate) fn check_faces(max_faces: usize, min_face: f32, max_face: f32) -> Result<(), InputError> {
     if max_faces > MAX_BOXES {
-        return Err(FeatureError::Config(format!(
+        return Err(InputError::Config(format!(
             "key `features.source.max_faces`: {max_faces} must be at most {MAX_BOXES} (the boxes a record holds)"
         )));
     }
     if !(4.0 <= min_face && min_face <= max_face && max_face <= MAX_FACE_SIDE) {
-        return Err(FeatureError::Config(format!(
+        return Err(InputError::Config(format!(
             "key `features.source.min_face`/`max_face`: need 4 <= min_face <= max_face <= {MAX_FACE_SIDE}, got {min_face}..{max_face}"
         )));
     }
@@ -358,9 +358,9 @@ pub(crate) fn check_faces(max_faces: usize, min_face: f32, max_face: f32) -> Res
 
 /// A worker count past [`MAX_WORKERS`] is a typo. Below it, a count past
 /// the cores is clamped when a pool starts (`pipeline::worker_count`).
-pub(crate) fn check_workers(workers: usize) -> Result<(), FeatureError> {
+pub(crate) fn check_workers(workers: usize) -> Result<(), InputError> {
     if workers > MAX_WORKERS {
-        return Err(FeatureError::Config(format!(
+        return Err(InputError::Config(format!(
             "key `features.workers`: {workers} must be within 0..={MAX_WORKERS} (0 = all cores)"
         )));
     }
@@ -370,14 +370,14 @@ pub(crate) fn check_workers(workers: usize) -> Result<(), FeatureError> {
 /// Sizes every source accepts: 1 or 3 channels, and a side the network
 /// runs on (`grin_terms`' bounds, the one owner of them: this check once
 /// allowed 16..=8192 where the model refused anything outside 32..=4096).
-pub(crate) fn check_size(width: u32, height: u32, channels: u32) -> Result<(), FeatureError> {
+pub(crate) fn check_size(width: u32, height: u32, channels: u32) -> Result<(), InputError> {
     use grin_terms::{MAX_SIDE, MIN_SIDE};
     if channels != 1 && channels != 3 {
-        return Err(FeatureError::Config(format!("key `features.channels`: {channels} must be 1 or 3")));
+        return Err(InputError::Config(format!("key `features.channels`: {channels} must be 1 or 3")));
     }
     for (key, side) in [("width", width), ("height", height)] {
         if !(MIN_SIDE as u32..=MAX_SIDE as u32).contains(&side) {
-            return Err(FeatureError::Config(format!(
+            return Err(InputError::Config(format!(
                 "key `features.{key}`: {side} must be within {MIN_SIDE}..={MAX_SIDE}"
             )));
         }

@@ -7,7 +7,7 @@
 //! augments it on the train split (the stages of [`augment`]), optionally
 //! rejection-resamples it towards target scene classes ([`ClassBalancer`]), and
 //! packs samples into a fixed-layout [`HostBatch`] on a private thread pool.
-//! Files are listed and decoded once, by `io`, and assigned to a split by a
+//! Files are listed and decoded once, by grin-image, and assigned to a split by a
 //! hash of their name, so any worker count yields the same bytes.
 
 #![forbid(unsafe_code)]
@@ -24,14 +24,10 @@ mod annotations;
 mod class_balance;
 mod config;
 mod crops;
-mod error;
-mod io;
-mod letterbox;
 mod mix;
 mod negatives;
 mod noise;
 mod photos;
-mod raster;
 mod sample;
 mod source;
 mod split;
@@ -40,29 +36,18 @@ mod validate;
 
 // Public as modules because callers use them as such: the trainer and the
 // CLI name `pipeline::Pipeline`, `bench::*` and `preview::contact_sheet`,
-// and tests drive each augmentation stage on its own; `fixtures` writes the
-// hostile and EXIF-turned image files the tests of every crate need.
+// and tests drive each augmentation stage on its own.
 pub mod augment;
 pub mod bench;
-pub mod fixtures;
 pub mod pipeline;
 pub mod preview;
 
 pub use augment::AugmentStage;
 pub use class_balance::ClassBalancer;
 pub use config::{AugmentConfig, ClassBalanceConfig, FeatureConfig, PhotoCrops, SourceConfig, Split, SplitConfig};
-pub use error::{BadInputKind, FeatureError, OnBadSample, SkipCounts};
 pub use pipeline::Pipeline;
 pub use sample::{FaceBox, HostBatch, Sample, SceneClass, Smile, LABEL_IGNORE, LABEL_PADDING, MAX_BOXES};
 pub use source::{SampleRng, Source};
-
-// The one photo path: decoding within a size bound, EXIF orientation and
-// the letterbox, shared by the training sources, `grin eval`, `grin
-// calibrate` and `grin-detect`.
-pub use io::{decode_image, read_image, DecodeError, ImageBound, DEFAULT_MAX_PIXELS, MAX_IMAGE_SIDE};
-pub use letterbox::{
-    crop_square, letterbox, letterbox_image, letterbox_photo, Letterbox, LetterboxedPhoto, LETTERBOX_FILL,
-};
 
 // The sources, and the held-out photos that reports score whole images on.
 pub use annotations::AnnotatedSource;
@@ -76,5 +61,4 @@ pub use synthetic::{SyntheticParams, SyntheticSource};
 pub use annotations::{parse_celeba, parse_jsonl, parse_wider, Annotated, AnnotationText, BadLines, Entry};
 pub use crops::{paste_face, Placement};
 pub use photos::{celeba_aligned_box, crop_scene, landmarks_to_box, parse_caltech};
-pub use raster::{resample_region, Raster};
 pub use split::split_of_name;

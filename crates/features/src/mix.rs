@@ -1,9 +1,9 @@
 //! Several sources as one: each scene comes from one part, drawn with the
 //! config's weights (real multi-face scenes, portraits for smiles, ...).
 
-use crate::error::{FeatureError, SkipCounts};
 use crate::sample::Sample;
 use crate::source::{SampleRng, Source};
+use grin_image::{InputError, SkipCounts};
 use rand::Rng;
 
 pub struct MixSource {
@@ -21,7 +21,7 @@ impl std::fmt::Debug for MixSource {
 }
 
 impl MixSource {
-    pub fn new(parts: Vec<Box<dyn Source>>, weights: &[f32]) -> Result<MixSource, FeatureError> {
+    pub fn new(parts: Vec<Box<dyn Source>>, weights: &[f32]) -> Result<MixSource, InputError> {
         check_weights(weights, parts.len())?;
         let total: f32 = weights.iter().sum();
         let mut sum = 0.0;
@@ -47,18 +47,18 @@ impl MixSource {
 }
 
 /// One weight a part, each finite and non-negative, with a positive sum.
-pub(crate) fn check_weights(weights: &[f32], parts: usize) -> Result<(), FeatureError> {
+pub(crate) fn check_weights(weights: &[f32], parts: usize) -> Result<(), InputError> {
     if parts == 0 {
-        return Err(FeatureError::Config("key `features.source.parts`: a mix needs at least one part".into()));
+        return Err(InputError::Config("key `features.source.parts`: a mix needs at least one part".into()));
     }
     if weights.len() != parts {
-        return Err(FeatureError::Config(format!(
+        return Err(InputError::Config(format!(
             "key `features.source.weights`: {} weights for {parts} parts",
             weights.len()
         )));
     }
     if weights.iter().any(|w| !w.is_finite() || *w < 0.0) || weights.iter().sum::<f32>() <= 0.0 {
-        return Err(FeatureError::Config(format!(
+        return Err(InputError::Config(format!(
             "key `features.source.weights`: {weights:?} must be non-negative with a positive sum"
         )));
     }
@@ -74,7 +74,7 @@ impl Source for MixSource {
         None
     }
 
-    fn scene(&self, index: u64, rng: &mut SampleRng) -> Result<Sample, FeatureError> {
+    fn scene(&self, index: u64, rng: &mut SampleRng) -> Result<Sample, InputError> {
         let u: f32 = rng.random();
         let part = self.cumulative.iter().position(|&c| u < c).unwrap_or(self.parts.len() - 1);
         self.parts[part].scene(index, rng)

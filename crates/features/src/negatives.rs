@@ -14,12 +14,10 @@
 
 use crate::config::{FeatureConfig, SourceConfig, Split};
 use crate::crops::background::{procedural_background, random_region, region_of, usual_share};
-use crate::error::{skip_or_fail, FeatureError, SkipCounts};
-use crate::io::{list_images, load_all};
-use crate::raster::{resample_region, Raster};
 use crate::sample::Sample;
 use crate::source::{SampleRng, Source};
 use crate::split::split_of_path;
+use grin_image::{list_images, load_all, resample_region, skip_or_fail, InputError, Raster, SkipCounts};
 use rand::Rng;
 
 pub struct NegativesSource {
@@ -45,10 +43,10 @@ impl std::fmt::Debug for NegativesSource {
 }
 
 impl NegativesSource {
-    pub fn new(cfg: &FeatureConfig, split: Split) -> Result<NegativesSource, FeatureError> {
+    pub fn new(cfg: &FeatureConfig, split: Split) -> Result<NegativesSource, InputError> {
         cfg.source.validate()?;
         let SourceConfig::Negatives { images, mined, graphics, zoom_in } = &cfg.source else {
-            return Err(FeatureError::Config("NegativesSource needs `kind = \"negatives\"`".into()));
+            return Err(InputError::Config("NegativesSource needs `kind = \"negatives\"`".into()));
         };
         let load_skips = SkipCounts::default();
         let bound = cfg.image_bound()?;
@@ -132,7 +130,7 @@ impl Source for NegativesSource {
         None
     }
 
-    fn scene(&self, _index: u64, rng: &mut SampleRng) -> Result<Sample, FeatureError> {
+    fn scene(&self, _index: u64, rng: &mut SampleRng) -> Result<Sample, InputError> {
         let drawn = self.images.is_empty() && self.mined.is_empty() || rng.random::<f32>() < self.graphics;
         let pixels = if drawn {
             let mut pixels = self.background(rng);

@@ -10,19 +10,18 @@ use crate::augment;
 use crate::class_balance::ClassBalancer;
 use crate::config::{check_size, check_workers, FeatureConfig, SourceConfig, Split};
 use crate::crops::CropsSource;
-use crate::error::OnBadSample;
-use crate::error::{FeatureError, SkipCounts};
 use crate::mix::{check_weights, MixSource};
 use crate::photos::PhotoSource;
 use crate::sample::{HostBatch, Sample};
 use crate::source::{SampleRng, Source};
 use crate::synthetic::SyntheticSource;
+use grin_image::{InputError, OnBadSample, SkipCounts};
 use rand::SeedableRng;
 use rayon::prelude::*;
 
 /// The source `cfg.source` names, for `split`; a mix builds each part with
 /// the rest of `cfg` unchanged.
-pub fn build_source(cfg: &FeatureConfig, split: Split) -> Result<Box<dyn Source>, FeatureError> {
+pub fn build_source(cfg: &FeatureConfig, split: Split) -> Result<Box<dyn Source>, InputError> {
     Ok(match &cfg.source {
         SourceConfig::Synthetic { .. } => Box::new(SyntheticSource::new(cfg)?),
         SourceConfig::Crops { .. } => Box::new(CropsSource::new(cfg, split)?),
@@ -73,7 +72,7 @@ impl std::fmt::Debug for Pipeline {
 /// clamping changes no sample. It also keeps `grin balance`'s C the number
 /// of workers that really run at once. Clamping rather than refusing keeps
 /// a config that names 32 workers for a cluster node usable on a laptop.
-fn worker_count(requested: usize) -> Result<usize, FeatureError> {
+fn worker_count(requested: usize) -> Result<usize, InputError> {
     check_workers(requested)?;
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     if requested <= cores {
@@ -88,13 +87,13 @@ fn worker_count(requested: usize) -> Result<usize, FeatureError> {
 
 impl Pipeline {
     /// Builds the source named by `cfg.source` for `split`.
-    pub fn new(cfg: &FeatureConfig, split: Split) -> Result<Pipeline, FeatureError> {
+    pub fn new(cfg: &FeatureConfig, split: Split) -> Result<Pipeline, InputError> {
         check_size(cfg.width, cfg.height, cfg.channels)?;
         Self::from_source(cfg, split, build_source(cfg, split)?)
     }
 
     /// A pipeline over any source (tests, benches, custom sources).
-    pub fn from_source(cfg: &FeatureConfig, split: Split, source: Box<dyn Source>) -> Result<Pipeline, FeatureError> {
+    pub fn from_source(cfg: &FeatureConfig, split: Split, source: Box<dyn Source>) -> Result<Pipeline, InputError> {
         check_size(cfg.width, cfg.height, cfg.channels)?;
         augment::validate(&cfg.augment)?;
         let balancer = cfg.balance.as_ref().map(|b| ClassBalancer::new(b, cfg.seed)).transpose()?;
@@ -103,9 +102,7 @@ impl Pipeline {
             .num_threads(workers)
             .thread_name(|i| format!("grin-features-{i}"))
             .build()
-            .map_err(|e| {
-                FeatureError::Config(format!("key `features.workers`: cannot start {workers} threads: {e}"))
-            })?;
+            .map_err(|e| InputError::Config(format!("key `features.workers`: cannot start {workers} threads: {e}")))?;
         Ok(Pipeline { cfg: cfg.clone(), split, source, balancer, skips: SkipCounts::default(), pool })
     }
 
@@ -152,7 +149,7 @@ impl Pipeline {
 
     /// Sample `index` of this split: the finished, possibly augmented and
     /// balanced sample that training sees.
-    pub fn sample(&self, index: u64) -> Result<Sample, FeatureError> {
+    pub fn sample(&self, index: u64) -> Result<Sample, InputError> {
         let Some(balancer) = &self.balancer else {
             let (mut sample, mut rng) = self.scene(index)?;
             self.augment(&mut sample, &mut rng)?;
@@ -187,20 +184,20 @@ impl Pipeline {
     /// The raw scene of source index `index` and the rng that made it (to be
     /// continued by augmentation). Under `on_bad_sample = "skip"` a bad input
     /// is counted and replaced by a candidate derived from `index`.
-    pub fn scene(&self, index: u64) -> Result<(Sample, SampleRng), FeatureError> {
+    pub fn scene(&self, index: u64) -> Result<(Sample, SampleRng), InputError> {
         let mut candidate = index;
         let mut skipped = 0;
         loop {
             let mut rng = self.rng_for(candidate);
             match self.source.scene(candidate, &mut rng) {
                 Ok(sample) => return Ok((sample, rng)),
-                Err(FeatureError::BadInput { path, line, kind, message })
+                Err(InputError::BadInput { path, line, kind, message })
                     if self.cfg.on_bad_sample == OnBadSample::Skip =>
                 {
                     self.skips.record(kind);
                     skipped += 1;
                     if skipped >= MAX_SKIPS_PER_SAMPLE {
-                        return Err(FeatureError::BadInput {
+                        return Err(InputError::BadInput {
                             path,
                             line,
                             kind,
@@ -214,7 +211,7 @@ impl Pipeline {
         }
     }
 
-    fn augment(&self, sample: &mut Sample, rng: &mut SampleRng) -> Result<(), FeatureError> {
+    fn augment(&self, sample: &mut Sample, rng: &mut SampleRng) -> Result<(), InputError> {
         if self.split == Split::Train {
             augment::augment(sample, &self.cfg.augment, rng)?;
         }
@@ -224,8 +221,8 @@ impl Pipeline {
     /// Generates `indices` on the worker pool and replaces `out`'s contents
     /// with them, in index order. Identical bytes for any worker count. On
     /// error, returns the error of the first failing index in order.
-    pub fn fill_batch(&self, indices: &[u64], out: &mut HostBatch) -> Result<(), FeatureError> {
-        let samples: Vec<Result<Sample, FeatureError>> =
+    pub fn fill_batch(&self, indices: &[u64], out: &mut HostBatch) -> Result<(), InputError> {
+        let samples: Vec<Result<Sample, InputError>> =
             self.pool.install(|| indices.par_iter().map(|&i| self.sample(i)).collect());
         let (w, h, c) = (self.cfg.width, self.cfg.height, self.cfg.channels);
         if (out.width, out.height, out.channels) != (w, h, c) {
@@ -239,7 +236,7 @@ impl Pipeline {
     }
 
     /// A fresh batch of `indices`.
-    pub fn batch(&self, indices: &[u64]) -> Result<HostBatch, FeatureError> {
+    pub fn batch(&self, indices: &[u64]) -> Result<HostBatch, InputError> {
         let mut out = HostBatch::with_capacity(indices.len(), self.cfg.width, self.cfg.height, self.cfg.channels);
         self.fill_batch(indices, &mut out)?;
         Ok(out)

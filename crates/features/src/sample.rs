@@ -16,6 +16,13 @@ pub struct FaceBox {
     pub smile: Smile,
 }
 
+impl FaceBox {
+    /// Its corners `[x0, y0, x1, y1]`, as `grin_terms::boxes` takes a box.
+    pub fn corners(&self) -> [f32; 4] {
+        [self.x0, self.y0, self.x1, self.y1]
+    }
+}
+
 /// The three scene classes batch balancing works with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -1,7 +1,7 @@
 //! A source turns an index into an un-augmented scene.
 
-use crate::error::{FeatureError, SkipCounts};
 use crate::sample::Sample;
+use grin_image::{InputError, SkipCounts};
 use rand::Rng;
 
 /// All randomness of one sample comes from one of these, seeded by the
@@ -25,7 +25,7 @@ pub trait Source: Send + Sync {
     /// Distinct base items in this source's split, or `None` for a generative source.
     fn len(&self) -> Option<usize>;
     /// The scene for `index` at the configured output size.
-    fn scene(&self, index: u64, rng: &mut SampleRng) -> Result<Sample, FeatureError>;
+    fn scene(&self, index: u64, rng: &mut SampleRng) -> Result<Sample, InputError>;
     fn is_empty(&self) -> bool {
         self.len() == Some(0)
     }

@@ -2,7 +2,7 @@
 //! hash of its name, so every source that reads files splits the same way.
 
 use crate::config::{Split, SplitConfig};
-use crate::error::FeatureError;
+use grin_image::InputError;
 use std::path::Path;
 
 /// The split a file belongs to: xxh3 of its file name (not its folder, so a
@@ -35,10 +35,10 @@ pub(crate) fn keep_split<T>(
     items.into_iter().filter(|item| split_of_path(path_of(item), ratios) == split).collect()
 }
 
-pub(crate) fn check_split(split: &SplitConfig) -> Result<(), FeatureError> {
+pub(crate) fn check_split(split: &SplitConfig) -> Result<(), InputError> {
     let parts = [split.train, split.val, split.test];
     if parts.iter().any(|p| !p.is_finite() || *p < 0.0) || parts.iter().sum::<f32>() <= 0.0 {
-        return Err(FeatureError::Config(format!(
+        return Err(InputError::Config(format!(
             "key `features.split`: train/val/test = {}/{}/{} must be non-negative with a positive sum",
             split.train, split.val, split.test
         )));

@@ -2,9 +2,10 @@
 //! small fixtures the tests write.
 
 use grin_features::{
-    parse_celeba, parse_jsonl, parse_wider, AnnotatedSource, AnnotationText, BadLines, FeatureConfig, OnBadSample,
-    SampleRng, SkipCounts, Smile, Source, SourceConfig, Split, SplitConfig, LETTERBOX_FILL, MAX_BOXES,
+    parse_celeba, parse_jsonl, parse_wider, AnnotatedSource, AnnotationText, BadLines, FeatureConfig, SampleRng, Smile,
+    Source, SourceConfig, Split, SplitConfig, MAX_BOXES,
 };
+use grin_image::{OnBadSample, SkipCounts, LETTERBOX_FILL};
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
 

@@ -1,10 +1,8 @@
 //! Every kind of bad input is an error naming the file (and line), or a
 //! counted skip under `on_bad_sample = "skip"`. Fixtures are written here.
 
-use grin_features::{
-    fixtures, AnnotatedSource, BadInputKind, CropsSource, FeatureConfig, FeatureError, OnBadSample, SampleRng, Source,
-    SourceConfig, Split, SplitConfig,
-};
+use grin_features::{AnnotatedSource, CropsSource, FeatureConfig, SampleRng, Source, SourceConfig, Split, SplitConfig};
+use grin_image::{fixtures, BadInputKind, InputError, OnBadSample};
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
 
@@ -69,9 +67,9 @@ fn crops_with(bad_name: &str, bad: Option<&[u8]>) -> (tempfile::TempDir, PathBuf
     (dir, bad_path)
 }
 
-fn expect_bad(result: Result<impl std::fmt::Debug, FeatureError>, kind: BadInputKind, names: &[&str]) {
+fn expect_bad(result: Result<impl std::fmt::Debug, InputError>, kind: BadInputKind, names: &[&str]) {
     let error = result.expect_err("bad input must fail under on_bad_sample = error");
-    let FeatureError::BadInput { kind: got, .. } = &error else { panic!("not a bad-input error: {error}") };
+    let InputError::BadInput { kind: got, .. } = &error else { panic!("not a bad-input error: {error}") };
     assert_eq!(*got, kind, "{error}");
     let text = error.to_string();
     for name in names {

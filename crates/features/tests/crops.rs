@@ -1,9 +1,10 @@
 //! Compositing face crops into scenes, on crop folders the tests write.
 
 use grin_features::{
-    paste_face, split_of_name, CropsSource, FeatureConfig, Placement, Raster, SampleRng, Smile, Source, SourceConfig,
-    Split, SplitConfig,
+    paste_face, split_of_name, CropsSource, FeatureConfig, Placement, SampleRng, Smile, Source, SourceConfig, Split,
+    SplitConfig,
 };
+use grin_image::Raster;
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
 
@@ -187,9 +188,9 @@ fn background_folder_images_fill_the_scene() {
     std::fs::remove_file(backgrounds.join("wall.png")).unwrap();
     let error = CropsSource::new(&cfg, Split::Train).unwrap_err().to_string();
     assert!(error.contains(&backgrounds.display().to_string()), "{error}");
-    cfg.on_bad_sample = grin_features::OnBadSample::Skip;
+    cfg.on_bad_sample = grin_image::OnBadSample::Skip;
     let source = CropsSource::new(&cfg, Split::Train).unwrap();
-    assert_eq!(source.load_skips().get(grin_features::BadInputKind::EmptyFolder), 1);
+    assert_eq!(source.load_skips().get(grin_image::BadInputKind::EmptyFolder), 1);
     let s = source.scene(0, &mut SampleRng::seed_from_u64(3)).unwrap();
     assert!(s.pixels.iter().any(|p| *p != s.pixels[0]), "procedural texture instead");
 }

@@ -8,9 +8,9 @@ mod shared_data;
 use grin_features::pipeline::build_source;
 use grin_features::{
     celeba_aligned_box, crop_scene, held_out_photos, landmarks_to_box, parse_caltech, AnnotationText, BadLines,
-    FaceBox, FeatureConfig, FeatureError, OnBadSample, PhotoCrops, Sample, SampleRng, SkipCounts, Smile, SourceConfig,
-    Split, SplitConfig, MAX_BOXES,
+    FaceBox, FeatureConfig, PhotoCrops, Sample, SampleRng, Smile, SourceConfig, Split, SplitConfig, MAX_BOXES,
 };
+use grin_image::{InputError, OnBadSample, SkipCounts};
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
 
@@ -86,9 +86,9 @@ fn face(x0: f32, y0: f32, x1: f32, y1: f32) -> FaceBox {
     FaceBox { x0, y0, x1, y1, smile: Smile::Yes }
 }
 
-fn gradient(width: u32, height: u32) -> grin_features::Raster {
+fn gradient(width: u32, height: u32) -> grin_image::Raster {
     let pixels = (0..width * height).map(|i| ((i % width) * 255 / width) as u8).collect();
-    grin_features::Raster { width, height, channels: 1, pixels }
+    grin_image::Raster { width, height, channels: 1, pixels }
 }
 
 #[test]
@@ -112,7 +112,7 @@ fn crops_hold_the_chosen_face_at_a_drawn_size() {
 #[test]
 fn photos_shrink_no_further_than_filling_the_output() {
     // 400x300 into 160x120 fills at scale 0.4: the 60 px face is never under 24 px.
-    let image = grin_features::Raster { width: 400, height: 300, channels: 1, pixels: vec![0; 120_000] };
+    let image = grin_image::Raster { width: 400, height: 300, channels: 1, pixels: vec![0; 120_000] };
     let faces = [face(100.0, 100.0, 160.0, 160.0)];
     let crops = PhotoCrops { min_face: 8.0, max_face: 80.0, ..PhotoCrops::default() };
     let mut smallest = f32::MAX;
@@ -120,7 +120,7 @@ fn photos_shrink_no_further_than_filling_the_output() {
         let mut rng = SampleRng::seed_from_u64(seed);
         let s = crop_scene(&image, &faces, 160, 120, &crops, &mut rng);
         smallest = smallest.min(s.boxes[0].x1 - s.boxes[0].x0);
-        let fill = grin_features::LETTERBOX_FILL;
+        let fill = grin_image::LETTERBOX_FILL;
         assert!(s.pixels.iter().filter(|&&p| p == fill).count() < 160, "seed {seed}: no grey field around the photo");
     }
     assert!((23.9..30.0).contains(&smallest), "smallest face {smallest}");
@@ -154,13 +154,13 @@ fn cut_off_and_tiny_faces_become_ignore_regions() {
 fn letterbox_grey_fills_what_lies_outside_the_photo() {
     // A 40x30 photo with a face that must come out 60 px: the photo is
     // enlarged at most 3x (120x90), so grey bars surround it.
-    let image = grin_features::Raster { width: 40, height: 30, channels: 1, pixels: vec![0; 1200] };
+    let image = grin_image::Raster { width: 40, height: 30, channels: 1, pixels: vec![0; 1200] };
     let faces = [face(10.0, 5.0, 30.0, 25.0)];
     let crops =
         PhotoCrops { min_face: 100.0, max_face: 100.0, max_upscale: 3.0, max_zoom_out: 8.0, ..PhotoCrops::default() };
     let mut rng = SampleRng::seed_from_u64(1);
     let s = crop_scene(&image, &faces, 160, 120, &crops, &mut rng);
-    let fill = grin_features::LETTERBOX_FILL;
+    let fill = grin_image::LETTERBOX_FILL;
     assert_eq!(s.pixels.iter().filter(|&&p| p == 0).count(), 120 * 90, "the photo at 3x");
     assert_eq!(s.pixels.iter().filter(|&&p| p == fill).count(), 160 * 120 - 120 * 90);
     let side = s.boxes[0].x1 - s.boxes[0].x0;
@@ -277,7 +277,7 @@ fn found_faces_the_annotations_lack_are_ignore_regions_in_training_crops_only() 
     let photo = held[0].letterboxed_with_found(0, 320, 240, 1).unwrap();
     assert_eq!(photo.sample.boxes.len(), 1);
     assert_eq!((photo.source.width, photo.source.height), (400, 300), "the photo itself, for a second look");
-    let found: Vec<[f32; 4]> = photo.found.iter().map(|b| [b.x0, b.y0, b.x1, b.y1]).collect();
+    let found: Vec<[f32; 4]> = photo.found.iter().map(|b| b.corners()).collect();
     assert_eq!(found, [[240.0, 160.0, 264.0, 184.0], [240.0, 16.0, 264.0, 40.0]]);
     let plain = photo_config(SourceConfig::Caltech { root: dir.path().to_path_buf(), crops: PhotoCrops::default() });
     assert!(!held_out_photos(&plain, 1).unwrap()[0].has_found());
@@ -306,7 +306,7 @@ fn mix_draws_parts_by_weight_and_checks_its_weights() {
     {
         let bad = photo_config(SourceConfig::Mix { weights, parts: vec![caltech.clone(), synthetic.clone()] });
         let Err(e) = build_source(&bad, Split::Train) else { panic!("accepted {bad:?}") };
-        assert!(matches!(e, FeatureError::Config(_)) && e.to_string().contains(needle), "{e}");
+        assert!(matches!(e, InputError::Config(_)) && e.to_string().contains(needle), "{e}");
     }
 }
 

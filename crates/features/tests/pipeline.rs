@@ -1,9 +1,7 @@
 //! The pipeline: seeding, parallel determinism, skips.
 
-use grin_features::{
-    AugmentConfig, BadInputKind, FeatureConfig, FeatureError, HostBatch, OnBadSample, Pipeline, Sample, SampleRng,
-    Source, Split,
-};
+use grin_features::{AugmentConfig, FeatureConfig, HostBatch, Pipeline, Sample, SampleRng, Source, Split};
+use grin_image::{BadInputKind, InputError, OnBadSample};
 
 fn small(workers: usize) -> FeatureConfig {
     FeatureConfig { width: 96, height: 72, workers, seed: 11, ..FeatureConfig::default() }
@@ -109,9 +107,9 @@ impl Source for Flaky {
     fn len(&self) -> Option<usize> {
         Some(30)
     }
-    fn scene(&self, index: u64, _rng: &mut SampleRng) -> Result<Sample, FeatureError> {
+    fn scene(&self, index: u64, _rng: &mut SampleRng) -> Result<Sample, InputError> {
         if index.is_multiple_of(3) {
-            return Err(FeatureError::bad(
+            return Err(InputError::bad(
                 format!("faces/{}.jpg", index % 30),
                 None,
                 BadInputKind::CorruptImage,

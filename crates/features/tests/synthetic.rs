@@ -3,17 +3,11 @@
 use grin_features::{
     FeatureConfig, Pipeline, SampleRng, SceneClass, Smile, Source, Split, SyntheticParams, SyntheticSource,
 };
+use grin_terms::boxes::iou;
 use rand::SeedableRng;
 
 fn source(w: u32, h: u32, c: u32) -> SyntheticSource {
     SyntheticSource::with_params(w, h, c, SyntheticParams::default()).unwrap()
-}
-
-fn iou(a: &grin_features::FaceBox, b: &grin_features::FaceBox) -> f32 {
-    let iw = (a.x1.min(b.x1) - a.x0.max(b.x0)).max(0.0);
-    let ih = (a.y1.min(b.y1) - a.y0.max(b.y0)).max(0.0);
-    let inter = iw * ih;
-    inter / ((a.x1 - a.x0) * (a.y1 - a.y0) + (b.x1 - b.x0) * (b.y1 - b.y0) - inter)
 }
 
 #[test]
@@ -47,7 +41,7 @@ fn boxes_are_inside_the_image_large_enough_and_barely_overlapping() {
             }
             for (i, a) in s.boxes.iter().enumerate() {
                 for b in &s.boxes[i + 1..] {
-                    assert!(iou(a, b) <= 0.3 + 1e-4, "faces overlap: {a:?} {b:?}");
+                    assert!(iou(a.corners(), b.corners()) <= 0.3 + 1e-4, "faces overlap: {a:?} {b:?}");
                 }
             }
             faces += s.boxes.len();

@@ -6,7 +6,8 @@
 
 #![forbid(unsafe_code)]
 
-use grin_features::{decode_image, AnnotationText, BadLines, ImageBound, OnBadSample, SkipCounts};
+use grin_features::{AnnotationText, BadLines};
+use grin_image::{decode_image, ImageBound, OnBadSample, SkipCounts};
 use grin_infer::stream::{decode_frame, FrameReader, InputFormat};
 use std::path::Path;
 

@@ -198,9 +198,9 @@ fn scene(image: String, s: &Sample, min_face: f32, source: &str, portrait: bool)
     let scored = |b: &&grin_features::FaceBox| b.smile.is_face() && (b.x1 - b.x0).max(b.y1 - b.y0) >= min_face;
     Scene {
         image,
-        boxes: s.boxes.iter().filter(scored).map(|b| [b.x0, b.y0, b.x1, b.y1]).collect(),
+        boxes: s.boxes.iter().filter(scored).map(|b| b.corners()).collect(),
         smile: s.boxes.iter().filter(scored).map(|b| b.smile.smiling()).collect(),
-        ignore: s.boxes.iter().filter(|b| !scored(b)).map(|b| [b.x0, b.y0, b.x1, b.y1]).collect(),
+        ignore: s.boxes.iter().filter(|b| !scored(b)).map(|b| b.corners()).collect(),
         source: source.into(),
         portrait,
     }
@@ -233,9 +233,9 @@ fn export_photos(args: &Args) -> Result<()> {
         let source = if args.zoom == 1 { set.name.to_string() } else { format!("{}-x{}", set.name, args.zoom) };
         for i in 0..set.len() {
             let (width, height) = if args.original {
-                let bound = grin_features::ImageBound::new(grin_features::DEFAULT_MAX_PIXELS, "--original")
+                let bound = grin_image::ImageBound::new(grin_image::DEFAULT_MAX_PIXELS, "--original")
                     .map_err(anyhow::Error::msg)?;
-                let photo = grin_features::read_image(set.image_path(i), bound)?;
+                let photo = grin_image::read_image(set.image_path(i), bound)?;
                 (photo.width(), photo.height())
             } else {
                 (args.width * args.zoom, args.height * args.zoom)

@@ -6,8 +6,9 @@
 //! only becomes f32 planes, and boxes are mapped back through the same
 //! placement.
 
-use grin_features::{letterbox_image, Letterbox, Raster};
+use grin_image::{letterbox_image, Letterbox, Raster};
 use grin_model::Detection;
+use grin_terms::pixel;
 use image::DynamicImage;
 
 /// One network input, `[channels, height, width]` values in 0..1.
@@ -31,7 +32,7 @@ impl Mapping {
     /// The detection in source pixels, or `None` when it lies entirely in
     /// the letterbox bars.
     pub fn to_source(&self, d: Detection) -> Option<Detection> {
-        let [x0, y0, x1, y1] = self.0.to_source([d.x0, d.y0, d.x1, d.y1])?;
+        let [x0, y0, x1, y1] = self.0.to_source(d.corners())?;
         Some(Detection { x0, y0, x1, y1, ..d })
     }
 }
@@ -45,18 +46,18 @@ impl Frame {
     }
 
     /// A frame from the photo path's u8 pixels (interleaved), as planes of
-    /// values in 0..1: divided by 255 as training divides its batches.
+    /// values in 0..1 (`grin_terms::pixel`, as training's batches).
     pub(crate) fn from_letterboxed(frame: &Raster, placement: Letterbox, source: Option<Raster>) -> Frame {
         let (width, height, channels) = (frame.width as usize, frame.height as usize, frame.channels as usize);
         let plane = width * height;
         let pixels = if channels == 1 {
             // One plane is the pixels in order: a loop the compiler vectorises.
-            frame.pixels.iter().map(|&v| v as f32 / 255.0).collect()
+            frame.pixels.iter().map(|&v| pixel::to_unit(v)).collect()
         } else {
             let mut pixels = vec![0.0; channels * plane];
             for (i, px) in frame.pixels.chunks_exact(channels).enumerate() {
                 for (c, &v) in px.iter().enumerate() {
-                    pixels[c * plane + i] = v as f32 / 255.0;
+                    pixels[c * plane + i] = pixel::to_unit(v);
                 }
             }
             pixels

@@ -32,7 +32,7 @@ pub(crate) fn round_probability(v: f32) -> f64 {
 impl DetectionReport {
     pub(crate) fn new(d: &Detection) -> DetectionReport {
         DetectionReport {
-            bbox: [d.x0, d.y0, d.x1, d.y1].map(round_px),
+            bbox: d.corners().map(round_px),
             score: round_probability(d.score),
             smile: round_probability(d.smile),
         }

@@ -13,7 +13,7 @@ use crate::frame::Frame;
 use anyhow::{anyhow, bail, Result};
 use burn::tensor::{Tensor, TensorData};
 use burn_ndarray::{NdArray, NdArrayDevice};
-use grin_features::{FeatureError, ImageBound, Letterbox, Raster};
+use grin_image::{ImageBound, InputError, Letterbox, LookCuts};
 use grin_model::{
     merge_passes, pass_sizes, second_look, Budget, DecodeParams, Detection, DetectorSpec, Points, SecondLook,
 };
@@ -154,6 +154,12 @@ impl Runner {
         self.passes = pass_points(width, height, &self.params);
     }
 
+    /// The share of its area a box may have inside a better one before it
+    /// is suppressed (`grin_model::nested_in`; 0: off).
+    pub fn set_nested_cover(&mut self, cover: f32) {
+        self.params.nested_cover = cover;
+    }
+
     /// The second look at low-scoring boxes (`grin_model::second_look`);
     /// the model file's own until set.
     pub fn set_second_look(&mut self, look: SecondLook) -> Result<()> {
@@ -169,7 +175,7 @@ impl Runner {
     }
 
     /// Reads an image file within `bound` and makes its frame by the one
-    /// photo path training's evaluation takes (`grin_features::letterbox_photo`
+    /// photo path training's evaluation takes (`grin_image::letterbox_photo`
     /// is the same two calls, `read_image` then `letterbox_image`): the
     /// picture as decoded (EXIF orientation applied) and the frame. With
     /// [`PhotoSize::Own`] the run size becomes the photo's own first.
@@ -178,8 +184,8 @@ impl Runner {
         path: &Path,
         bound: ImageBound,
         size: PhotoSize,
-    ) -> Result<(image::DynamicImage, Frame), FeatureError> {
-        let image = grin_features::read_image(path, bound)?;
+    ) -> Result<(image::DynamicImage, Frame), InputError> {
+        let image = grin_image::read_image(path, bound)?;
         self.size_for(&image, size);
         let frame = self.frame(&image);
         Ok((image, frame))
@@ -257,26 +263,14 @@ impl Runner {
             // Made at the first cut: most frames have no box to look at.
             let passes = std::cell::OnceCell::new();
             let whole = Letterbox::fit(side as u32, side as u32, side as u32, side as u32);
-            // `second_look` asks for the plain view first: the mirrored view
-            // is those cuts' mirror images, not cut and scaled again (a
-            // quarter of a view's time at 640x480: docs/benchmarks.md).
-            let mut plain: Vec<Raster> = Vec::new();
+            let mut cuts = LookCuts::new(mapping.0, &source, side as u32);
             found = second_look(found, &look, &self.params, |windows, mirrored| {
                 let passes = passes.get_or_init(|| pass_points(side, side, &params));
-                let cuts: Vec<Raster> = if mirrored && plain.len() == windows.len() {
-                    std::mem::take(&mut plain).into_iter().map(Raster::mirrored).collect()
-                } else {
-                    windows.iter().map(|&w| mapping.0.cut(&source, w, side as u32, mirrored)).collect()
-                };
-                let found = cuts
+                cuts.view(windows, mirrored)
                     .iter()
                     .map(|cut| Frame::from_letterboxed(cut, whole, None))
                     .map(|frame| self.search(frame, passes, &params, &mut Phases::default()))
-                    .collect();
-                if !mirrored {
-                    plain = cuts;
-                }
-                found
+                    .collect()
             });
             phases.look += start.elapsed();
         }

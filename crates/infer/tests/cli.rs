@@ -1,7 +1,8 @@
 //! grin-detect end to end: the built binary on fixtures these tests write
 //! (plus the committed test scene), checking output, exit codes and errors.
 
-use grin_features::{fixtures, held_out_photos, FeatureConfig, ImageBound, SourceConfig, SplitConfig};
+use grin_features::{held_out_photos, FeatureConfig, SourceConfig, SplitConfig};
+use grin_image::{fixtures, ImageBound};
 use grin_infer::{ModelSource, PhotoSize, Runner, DEFAULT_MODEL};
 use image::{DynamicImage, GrayImage, ImageFormat, Luma, Rgb, RgbImage};
 use serde_json::Value;
@@ -445,7 +446,7 @@ fn eval_and_grin_detect_make_the_same_frame_byte_for_byte() {
     let held = held_out_photos(&cfg, 0).unwrap();
     let mut runner = Runner::load(ModelSource::Embedded).unwrap();
     runner.set_run_size(640, 480).unwrap();
-    let bound = ImageBound { max_pixels: grin_features::DEFAULT_MAX_PIXELS, knob: "--max-pixels" };
+    let bound = ImageBound { max_pixels: grin_image::DEFAULT_MAX_PIXELS, knob: "--max-pixels" };
     assert_eq!(held[0].len(), 2);
     for i in 0..2 {
         let path = held[0].image_path(i);
@@ -457,7 +458,7 @@ fn eval_and_grin_detect_make_the_same_frame_byte_for_byte() {
         assert_eq!(bytes, evaluated.pixels, "{}: grin-detect's frame is not eval's", path.display());
         assert!(frame.pixels.iter().zip(&evaluated.pixels).all(|(&f, &e)| f == e as f32 / 255.0));
         // 1280x720 in 640x480: 640x360, centred 60 rows down on grey.
-        assert!(evaluated.pixels[..640 * 60].iter().all(|&v| v == grin_features::LETTERBOX_FILL));
+        assert!(evaluated.pixels[..640 * 60].iter().all(|&v| v == grin_image::LETTERBOX_FILL));
         // Eval's boxes, mapped back by grin-detect's mapping, are the faces.
         assert_eq!(evaluated.boxes.len(), faces.len());
         for (b, face) in evaluated.boxes.iter().zip(&faces) {

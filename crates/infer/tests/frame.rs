@@ -1,6 +1,6 @@
 //! Letterboxing into the run size and mapping boxes back.
 
-use grin_features::LETTERBOX_FILL;
+use grin_image::LETTERBOX_FILL;
 use grin_infer::Frame;
 use grin_model::Detection;
 use image::{DynamicImage, GrayImage, Luma, Rgb, RgbImage};

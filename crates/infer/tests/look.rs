@@ -3,7 +3,7 @@
 //! confirmed; the same composition through the public parts gives the same
 //! boxes.
 
-use grin_features::{crop_square, Letterbox, Raster};
+use grin_image::{crop_square, Letterbox, Raster};
 use grin_infer::{ModelSource, Runner};
 use grin_model::{Detection, SecondLook};
 use image::DynamicImage;
@@ -38,7 +38,7 @@ fn expected(found: &[Detection], look: &SecondLook, picture: &DynamicImage) -> V
             if !look.wants(d) {
                 return true;
             }
-            let in_frame = frame.to_frame([d.x0, d.y0, d.x1, d.y1]);
+            let in_frame = frame.to_frame(d.corners());
             let [x0, y0, x1, y1] = frame.window_to_source(look.window(&Detection {
                 x0: in_frame[0],
                 y0: in_frame[1],

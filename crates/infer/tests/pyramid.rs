@@ -40,7 +40,7 @@ fn widened(image: &DynamicImage) -> DynamicImage {
 }
 
 fn iou(d: &Detection, b: [f32; 4]) -> f32 {
-    grin_model::iou([d.x0, d.y0, d.x1, d.y1], b)
+    grin_terms::boxes::iou(d.corners(), b)
 }
 
 #[test]
@@ -73,8 +73,7 @@ fn grin_detect_and_training_evaluation_make_the_same_pyramid() {
     for image in [scene(), close_up().0].map(|i| widened(&i)) {
         // Evaluation's input: the photo path's u8 frame, divided by 255 as
         // training's batch upload divides it.
-        let grin_features::LetterboxedPhoto { frame, placement, .. } =
-            grin_features::letterbox_image(&image, 1, 320, 240);
+        let grin_image::LetterboxedPhoto { frame, placement, .. } = grin_image::letterbox_image(&image, 1, 320, 240);
         let pixels: Vec<f32> = frame.pixels.iter().map(|&v| v as f32 / 255.0).collect();
         let input = Tensor::<CpuBackend, 4>::from_data(TensorData::new(pixels, [1, 1, 240, 320]), &device);
         let evaluated: Vec<Detection> = grin_model::detect(&model, input, &params)

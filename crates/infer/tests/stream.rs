@@ -411,7 +411,7 @@ fn mjpeg_read_as_raw_frames_is_warned_about_once() {
 fn an_mjpeg_frame_past_the_bound_is_counted_and_the_stream_goes_on() {
     let good = frames(2, 1);
     let jpeg = |f: &DynamicImage| encode_frame(f, InputFormat::Mjpeg);
-    let stream = [jpeg(&good[0]), grin_features::fixtures::jpeg_claiming(65500, 65500), jpeg(&good[1])].concat();
+    let stream = [jpeg(&good[0]), grin_image::fixtures::jpeg_claiming(65500, 65500), jpeg(&good[1])].concat();
     let (_dir, path) = write_temp(&stream);
     let started = std::time::Instant::now();
     let out = detect(&["--stream", path.to_str().unwrap(), "--no-clock"]);
@@ -426,7 +426,7 @@ fn an_mjpeg_frame_past_the_bound_is_counted_and_the_stream_goes_on() {
     assert_eq!((s["processed"].as_u64(), s["bad"]["too_large"].as_u64()), (Some(2), Some(1)), "{s}");
     assert!(s.get("hint").is_none(), "{s}");
     // Alone, it is still a JPEG: no hint about raw frames.
-    let (_dir, path) = write_temp(&grin_features::fixtures::jpeg_claiming(65500, 65500));
+    let (_dir, path) = write_temp(&grin_image::fixtures::jpeg_claiming(65500, 65500));
     let s = summary(&detect(&["--stream", path.to_str().unwrap(), "--no-clock"]));
     assert_eq!((s["bad"]["too_large"].as_u64(), s.get("hint")), (Some(1), None), "{s}");
 }

@@ -2,6 +2,7 @@
 //! Plain slices in, so the Pi binary and the trainer share one decoder.
 
 use crate::points::Points;
+use grin_terms::boxes::{area, intersection, iou};
 use grin_terms::output::{DISTANCE, FACE, LOG_DISTANCE_RANGE, OUTPUTS, SMILE};
 use serde::{Deserialize, Serialize};
 
@@ -18,20 +19,13 @@ pub struct Detection {
 }
 
 impl Detection {
-    pub fn iou(&self, other: &Detection) -> f32 {
-        iou([self.x0, self.y0, self.x1, self.y1], [other.x0, other.y0, other.x1, other.y1])
+    /// Its corners `[x0, y0, x1, y1]`, as [`grin_terms::boxes`] takes a box.
+    pub fn corners(&self) -> [f32; 4] {
+        [self.x0, self.y0, self.x1, self.y1]
     }
-}
 
-pub fn iou(a: [f32; 4], b: [f32; 4]) -> f32 {
-    let iw = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0);
-    let ih = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
-    let inter = iw * ih;
-    let union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
-    if union > 0.0 {
-        inter / union
-    } else {
-        0.0
+    pub fn iou(&self, other: &Detection) -> f32 {
+        iou(self.corners(), other.corners())
     }
 }
 
@@ -103,15 +97,12 @@ pub const NESTED_COVER: f32 = 0.7;
 pub const NESTED_AREA: f32 = 0.5;
 
 /// Whether `inner` lies mostly inside `outer`: their intersection covers at
-/// least `cover` of `inner`'s area, and `inner` is at most `area` of
+/// least `cover` of `inner`'s area, and `inner` is at most `share` of
 /// `outer`'s. A face's mouth or nose box (IoU 0.2-0.4 with the face, so
 /// greedy NMS keeps it) is the case it is for.
-pub fn nested_in(inner: &Detection, outer: &Detection, cover: f32, area: f32) -> bool {
-    let own = (inner.x1 - inner.x0) * (inner.y1 - inner.y0);
-    let theirs = (outer.x1 - outer.x0) * (outer.y1 - outer.y0);
-    let iw = (inner.x1.min(outer.x1) - inner.x0.max(outer.x0)).max(0.0);
-    let ih = (inner.y1.min(outer.y1) - inner.y0.max(outer.y0)).max(0.0);
-    own > 0.0 && iw * ih >= cover * own && own <= area * theirs
+pub fn nested_in(inner: &Detection, outer: &Detection, cover: f32, share: f32) -> bool {
+    let (own, theirs) = (area(inner.corners()), area(outer.corners()));
+    own > 0.0 && intersection(inner.corners(), outer.corners()) >= cover * own && own <= share * theirs
 }
 
 /// Greedy non-maximum suppression: best first, each kept unless it overlaps

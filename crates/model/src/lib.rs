@@ -18,6 +18,8 @@ mod detector;
 pub mod device;
 pub mod file;
 pub mod fixtures;
+#[cfg(feature = "cli")]
+mod flags;
 mod folded;
 mod graph;
 pub mod kernels;
@@ -33,11 +35,13 @@ mod targets;
 
 pub use backend::{values_of, DetectorBackend};
 pub use config::ModelConfig;
-pub use decode::{decode, iou, nested_in, nms, DecodeParams, Detection, NESTED_AREA, NESTED_COVER};
+pub use decode::{decode, nested_in, nms, DecodeParams, Detection, NESTED_AREA, NESTED_COVER};
 pub use detector::level_shift::{shift_for_thresholds, LevelShift};
 pub use detector::{budget, detect, Budget, Detector, DetectorOutput, DetectorSpec};
 pub use device::{StepKernels, TrainBackend};
 pub use file::{load_model, save_model};
+#[cfg(feature = "cli")]
+pub use flags::{score, DecodeFlags};
 pub use folded::{add_upsampled, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead};
 pub use grin_terms::output::{LOG_DISTANCE_RANGE, OUTPUTS};
 pub use look::{second_look, SecondLook, CONFIRM_IOU, MIRROR_FLOOR};

@@ -14,10 +14,11 @@
 //! every face-free box scored below 0.65, as did 14 of 354 true boxes.
 //!
 //! The rule lives here once; each engine (grin-detect's, `grin eval`'s)
-//! cuts with `grin_features::Letterbox::cut` and runs its own network on the
+//! cuts with `grin_image::Letterbox::cut` and runs its own network on the
 //! windows [`second_look`] asks for.
 
-use crate::decode::{iou, DecodeParams, Detection};
+use crate::decode::{DecodeParams, Detection};
+use grin_terms::boxes::iou;
 use serde::{Deserialize, Serialize};
 
 /// A box is confirmed when a detection in its cut overlaps its place at
@@ -166,7 +167,7 @@ impl SecondLook {
     pub fn score_at_place(&self, found: &[Detection]) -> f32 {
         let (mid, half) = (0.5 * self.side as f32, 0.5 * self.side as f32 / self.context);
         let place = [mid - half, mid - half, mid + half, mid + half];
-        let at_place = found.iter().filter(|d| iou([d.x0, d.y0, d.x1, d.y1], place) >= CONFIRM_IOU);
+        let at_place = found.iter().filter(|d| iou(d.corners(), place) >= CONFIRM_IOU);
         at_place.map(|d| d.score).fold(0.0, f32::max)
     }
 

@@ -1,6 +1,7 @@
 //! Face AP (at IoU 0.5, or another match IoU) and smile accuracy on matched faces.
 
-use crate::decode::{iou, Detection};
+use crate::decode::Detection;
+use grin_terms::boxes::iou;
 
 /// A labelled face; `smile` is `None` when unknown.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -72,7 +73,7 @@ impl Evaluation {
                 .iter()
                 .enumerate()
                 .filter(|(j, _)| matches[*j].detection.is_none())
-                .map(|(j, f)| (j, iou([d.x0, d.y0, d.x1, d.y1], f.bbox)))
+                .map(|(j, f)| (j, iou(d.corners(), f.bbox)))
                 .filter(|(_, o)| *o >= self.match_iou)
                 .max_by(|a, b| a.1.total_cmp(&b.1));
             match best {
@@ -169,7 +170,7 @@ pub struct PrPoint {
 fn covers(region: &[f32; 4], d: &Detection) -> bool {
     let (cx, cy) = ((d.x0 + d.x1) / 2.0, (d.y0 + d.y1) / 2.0);
     let inside = (region[0]..=region[2]).contains(&cx) && (region[1]..=region[3]).contains(&cy);
-    inside || iou([d.x0, d.y0, d.x1, d.y1], *region) >= MATCH_IOU
+    inside || iou(d.corners(), *region) >= MATCH_IOU
 }
 
 #[cfg(test)]

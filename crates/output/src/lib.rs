@@ -16,8 +16,13 @@
 //!   input that is a folder (a dataset, a photo source) stands for every
 //!   file under it, so nothing is written inside it.
 //!
-//! Errors name the path that failed, and the output it was for.
+//! Errors name the path that failed, and the output it was for. A folder
+//! written by one process at a time is locked through [`try_lock`].
 #![forbid(unsafe_code)]
+
+mod lock;
+
+pub use lock::{try_lock, LockMode, Locked, LOCK_FILE};
 
 use std::fmt;
 use std::fs::{File, Metadata, OpenOptions};
@@ -121,11 +126,15 @@ fn resolve_output(path: &Path) -> Option<PathBuf> {
     if let Ok(p) = std::fs::canonicalize(path) {
         return Some(p);
     }
-    let dir = match path.parent() {
+    Some(std::fs::canonicalize(folder_of(path)).ok()?.join(path.file_name()?))
+}
+
+/// The folder `path`'s file is in: its parent, or `.` for a bare name.
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
-    };
-    Some(std::fs::canonicalize(dir).ok()?.join(path.file_name()?))
+    }
 }
 
 #[cfg(unix)]
@@ -145,10 +154,7 @@ fn replace(
     existing: Option<&Metadata>,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), OutputError> {
-    let dir = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let dir = folder_of(target);
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let prefix = format!(".{name}.");
     let mut builder = tempfile::Builder::new();

@@ -30,7 +30,7 @@ pub enum StoreError {
     #[error("{}: cannot merge: {message}", dir.display())]
     Merge { dir: PathBuf, message: String },
     #[error("generating samples {first}..{end}: {error}")]
-    Generate { first: u64, end: u64, error: grin_features::FeatureError },
+    Generate { first: u64, end: u64, error: grin_image::InputError },
     /// A record whose labels or boxes no model may train on.
     #[error("{}: record {index}: {message} (run `grin verify`)", path.display())]
     BadRecord { path: PathBuf, index: u64, message: String },

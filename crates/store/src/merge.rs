@@ -2,11 +2,12 @@
 //! one dataset.
 
 use crate::error::{Result, StoreError};
-use crate::lock::{lock_for_writing, Mode};
+use crate::lock::lock_for_writing;
 use crate::manifest::{
     read_json, write_json_atomic, ClassCounts, Manifest, ShardEntry, MANIFEST_FILE, MANIFEST_FORMAT, PART_FORMAT,
 };
 use grin_features::SceneClass;
+use grin_output::LockMode;
 use std::ops::Range;
 use std::path::Path;
 
@@ -28,7 +29,7 @@ pub fn merge(dir: &Path) -> Result<Manifest> {
     if part_paths.is_empty() {
         return Err(fail("no part-*.json files: run `grin precompute --shards A..B` first".into()));
     }
-    let _lock = lock_for_writing(dir, Mode::Exclusive)?;
+    let _lock = lock_for_writing(dir, LockMode::Exclusive)?;
     let mut parts = Vec::new();
     for path in &part_paths {
         let part: Manifest = read_json(path, PART_FORMAT)?;

@@ -5,13 +5,15 @@
 use crate::error::{Result, StoreError};
 use crate::fingerprint::Fingerprint;
 use crate::layout::{class_letter, RecordLayout};
-use crate::lock::{create_locked, lock_for_writing, Mode};
+use crate::lock::{create_locked, lock_for_writing};
 use crate::manifest::{
     hash_file, part_file_name, read_json, shard_file_name, shard_records, sidecar_file_name, sync_parent, tmp_path,
     write_json_atomic, ClassCounts, Manifest, ShardEntry, Sidecar, MANIFEST_FILE, MANIFEST_FORMAT, PART_FORMAT,
     SIDECAR_FORMAT, VERSION,
 };
-use grin_features::{FeatureConfig, FeatureError, HostBatch, SceneClass};
+use grin_features::{FeatureConfig, HostBatch, SceneClass};
+use grin_image::InputError;
+use grin_output::LockMode;
 use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -26,7 +28,7 @@ const WRITE_BATCH: usize = 64;
 
 /// What fills a batch with the samples at the given indices,
 /// deterministically: the feature pipeline, or hand-built samples in tests.
-pub(crate) type Fill<'a> = dyn Fn(&[u64], &mut HostBatch) -> Result<(), FeatureError> + Sync + 'a;
+pub(crate) type Fill<'a> = dyn Fn(&[u64], &mut HostBatch) -> Result<(), InputError> + Sync + 'a;
 
 /// Writes every unfinished shard of `shards` of `plan` into `dir` (created if
 /// absent), then the manifest (every shard) or a part manifest (a sub-range).
@@ -184,7 +186,7 @@ impl Writer {
             )));
         }
         let whole = range == (0..self.plan.shard_count);
-        let _lock = lock_for_writing(&self.dir, if whole { Mode::Exclusive } else { Mode::Shared })?;
+        let _lock = lock_for_writing(&self.dir, if whole { LockMode::Exclusive } else { LockMode::Shared })?;
         // Again under the lock: another writer may have finished since `create`.
         self.check_existing()?;
         let mut entries: Vec<Option<ShardEntry>> = Vec::new();

@@ -5,7 +5,8 @@
 use crate::common;
 
 use common::*;
-use grin_features::{FeatureConfig, FeatureError, HostBatch};
+use grin_features::{FeatureConfig, HostBatch};
+use grin_image::InputError;
 use grin_store::{write_dataset, Event, Plan, Store, StoreError};
 use std::path::Path;
 use std::sync::Mutex;
@@ -26,7 +27,7 @@ fn while_writing<T: Send>(
 ) -> (T, Result<grin_store::Summary, StoreError>) {
     let during = Mutex::new(Some(during));
     let seen = Mutex::new(None);
-    let source = |indices: &[u64], out: &mut HostBatch| -> Result<(), FeatureError> {
+    let source = |indices: &[u64], out: &mut HostBatch| -> Result<(), InputError> {
         if let Some(f) = during.lock().unwrap().take() {
             *seen.lock().unwrap() = Some(f());
         }

@@ -4,13 +4,14 @@
 use crate::common;
 
 use common::*;
-use grin_features::{BadInputKind, FeatureError, HostBatch};
+use grin_features::HostBatch;
+use grin_image::{BadInputKind, InputError};
 use grin_store::{write_dataset, Event, StoreError};
 
-fn failing_at(limit: u64) -> impl Fn(&[u64], &mut HostBatch) -> Result<(), FeatureError> + Sync {
+fn failing_at(limit: u64) -> impl Fn(&[u64], &mut HostBatch) -> Result<(), InputError> + Sync {
     move |indices: &[u64], out: &mut HostBatch| {
         if indices.iter().any(|&i| i >= limit) {
-            return Err(FeatureError::bad("interrupted.jpg", None, BadInputKind::UnreadableFile, "simulated crash"));
+            return Err(InputError::bad("interrupted.jpg", None, BadInputKind::UnreadableFile, "simulated crash"));
         }
         fill(indices, out)
     }
@@ -80,7 +81,7 @@ fn a_folder_of_another_config_is_refused() {
     features.seed = 9;
     let other = grin_store::Plan::for_features(&features, 30, 10 * RECORD_BYTES).unwrap();
     // Refused before a record is made: `nothing` would fail the write.
-    let nothing = |_: &[u64], _: &mut HostBatch| -> Result<(), FeatureError> { panic!("no record is made") };
+    let nothing = |_: &[u64], _: &mut HostBatch| -> Result<(), InputError> { panic!("no record is made") };
     let err = write_dataset(dir.path(), other, 0..3, &nothing, &mut |_| {}).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, StoreError::Conflict { .. }), "{text}");

@@ -15,12 +15,17 @@
 //!   reader.
 //! - [`MIN_SIDE`] and [`MAX_SIDE`]: the sides a frame the network runs on
 //!   may have (`train.run_size`, the features' size, `--size`,
-//!   `--run-size`, a model file's header).
+//!   `--run-size`, a model file's header), and [`parse_wxh`], how a size
+//!   flag is read.
 //! - [`photo`]: the size a still photo is searched at (`grin-detect`'s
 //!   photo default, `grin mine --own-size`).
+//! - [`boxes`]: box overlap (IoU), which matching, NMS, tracking and scene
+//!   layout all use.
+//! - [`pixel`]: how a stored u8 pixel becomes the network's 0..1 input.
 
 #![forbid(unsafe_code)]
 
+pub mod boxes;
 mod mode;
 pub mod photo;
 pub mod summary;
@@ -33,6 +38,24 @@ pub const MIN_SIDE: usize = 32;
 /// Largest side of a frame the network runs on: beyond it one frame's
 /// activations stop being a Pi-sized amount of memory.
 pub const MAX_SIDE: usize = 4096;
+
+/// `WxH` (`320x240`; `x` or `X`) as (width, height): how every size flag is
+/// read.
+pub fn parse_wxh(text: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("`{text}` is not WxH (e.g. 320x240)");
+    let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
+    Ok((w.trim().parse().map_err(|_| bad())?, h.trim().parse().map_err(|_| bad())?))
+}
+
+/// [`parse_wxh`] for a frame the network runs on (`--size`, `--run-size`):
+/// each side in [`MIN_SIDE`]..=[`MAX_SIDE`].
+pub fn parse_frame_size(text: &str) -> Result<(usize, usize), String> {
+    let (w, h) = parse_wxh(text)?;
+    if !(MIN_SIDE..=MAX_SIDE).contains(&w) || !(MIN_SIDE..=MAX_SIDE).contains(&h) {
+        return Err(format!("`{text}`: each side must be between {MIN_SIDE} and {MAX_SIDE} pixels"));
+    }
+    Ok((w, h))
+}
 
 pub mod label {
     //! A box's label as the batches carry it: one `i8` per box slot.
@@ -92,6 +115,21 @@ pub mod label {
                 _ => None,
             }
         }
+    }
+}
+
+pub mod pixel {
+    //! A pixel as the network sees it: every u8 (a store's record, a
+    //! decoded photo, a camera frame) divided by 255, on the host and on
+    //! the device alike, so training and inference see the same values.
+
+    /// The divisor: a u8 pixel's largest value.
+    pub const MAX: f32 = 255.0;
+
+    /// `v` as a value in 0..=1.
+    #[inline]
+    pub fn to_unit(v: u8) -> f32 {
+        v as f32 / MAX
     }
 }
 

@@ -5,11 +5,12 @@
 //! than the step T_s. Queues only absorb jitter; the slower side sets the pace.
 
 use crate::backend::BackendChoice;
+use crate::config::DeviceAugment;
 use crate::config::GrinConfig;
 use crate::config::Mode;
 use crate::config::TrainConfig;
 use crate::device_batch::upload;
-use crate::feed::in_vram::{fits_in_device, DeviceAugment, DeviceDataset};
+use crate::feed::in_vram::{fits_in_device, DeviceDataset};
 use crate::feed::precomputed::open_store;
 use crate::step::Stepper;
 use anyhow::Result;

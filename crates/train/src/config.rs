@@ -1,13 +1,15 @@
 //! A run's config (`GrinConfig`: name, `[features]`, `[model]`, `[train]`)
 //! and the `[train]` table: how a run feeds and optimises the detector.
 
-use crate::feed::in_vram::DeviceAugment;
 use anyhow::{bail, Context, Result};
 use grin_features::FeatureConfig;
 use grin_model::{DetectorSpec, LossWeights, ModelConfig};
 use grin_terms::{MAX_SIDE, MIN_SIDE};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+
+mod device_augment;
+pub use device_augment::DeviceAugment;
 
 pub use grin_terms::Mode;
 
@@ -124,8 +126,9 @@ impl Default for GrinConfig {
     }
 }
 
-/// `model` at the size and channels of the samples `features` makes.
-pub(crate) fn detector_spec(model: &ModelConfig, features: &FeatureConfig) -> DetectorSpec {
+/// `model` at the size and channels of the samples `features` makes: the
+/// one place a config becomes a [`DetectorSpec`].
+pub fn detector_spec(model: &ModelConfig, features: &FeatureConfig) -> DetectorSpec {
     DetectorSpec {
         model: model.clone(),
         width: features.width as usize,

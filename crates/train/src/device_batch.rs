@@ -4,6 +4,7 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{DType, ElementConversion, Int, IntDType, Tensor, TensorData};
 use grin_features::{HostBatch, MAX_BOXES};
+use grin_terms::pixel;
 use rayon::prelude::*;
 
 /// What one training step consumes.
@@ -73,7 +74,7 @@ impl<B: Backend> DevicePixels<B> {
         } else {
             self.rows
         };
-        bytes.reshape([n, h, w, c]).float().permute([0, 3, 1, 2]) / 255.0
+        bytes.reshape([n, h, w, c]).float().permute([0, 3, 1, 2]) / pixel::MAX
     }
 
     /// Bytes on the device.
@@ -103,7 +104,7 @@ pub(crate) fn upload_boxes<B: Backend>(batch: &HostBatch, device: &B::Device) ->
 }
 
 /// Samples `indices` of `bytes` (`[N, height, width, channels]` u8, as
-/// stored) as [`DevicePixels::images`] makes them (`u8 as f32 / 255`,
+/// stored) as [`DevicePixels::images`] makes them (`pixel::to_unit`,
 /// `[B, C, H, W]`), sample `i` mirrored left to right where `flips[i]`: in
 /// one pass, for a backend whose tensors live in host memory.
 pub(crate) fn host_images<B: Backend>(
@@ -126,7 +127,7 @@ pub(crate) fn host_images<B: Backend>(
             for (src, dst) in sample.chunks_exact(w * c).zip(plane.chunks_exact_mut(w)) {
                 for (x, v) in dst.iter_mut().enumerate() {
                     let from = if flip { w - 1 - x } else { x };
-                    *v = src[from * c + ch] as f32 / 255.0;
+                    *v = pixel::to_unit(src[from * c + ch]);
                 }
             }
         }

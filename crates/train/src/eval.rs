@@ -26,9 +26,8 @@ pub(crate) const AP_SCORE_FLOOR: f32 = 0.05;
 pub(crate) fn truth(boxes: &[FaceBox], min_face: f32) -> (Vec<&FaceBox>, Vec<GroundTruth>, Vec<[f32; 4]>) {
     let (faces, ignore): (Vec<&FaceBox>, Vec<&FaceBox>) =
         boxes.iter().partition(|b| b.smile.is_face() && (b.x1 - b.x0).max(b.y1 - b.y0) >= min_face);
-    let truth =
-        faces.iter().map(|b| GroundTruth { bbox: [b.x0, b.y0, b.x1, b.y1], smile: b.smile.smiling() }).collect();
-    let regions = ignore.iter().map(|b| [b.x0, b.y0, b.x1, b.y1]).collect();
+    let truth = faces.iter().map(|b| GroundTruth { bbox: b.corners(), smile: b.smile.smiling() }).collect();
+    let regions = ignore.iter().map(|b| b.corners()).collect();
     (faces, truth, regions)
 }
 

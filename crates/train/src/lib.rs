@@ -44,9 +44,11 @@ pub mod trainer;
 mod validation;
 
 pub use best::Best;
-pub use config::{load_config, parse_config, set_model_keys, GrinConfig, LoadedConfig, Mode, TrainConfig};
+pub use config::{
+    detector_spec, load_config, parse_config, set_model_keys, DeviceAugment, GrinConfig, LoadedConfig, Mode,
+    TrainConfig,
+};
 pub use device_batch::{upload, DeviceBatch};
-pub use feed::in_vram::DeviceAugment;
 pub use feed::{build_feed, Feed, FeedPlan};
 pub use plan::{plan, PlanRequest, RunPlan};
 pub use run::{Interrupt, RunSpec};

@@ -1,10 +1,11 @@
 //! `grin eval`'s and `grin calibrate`'s second look at low-scoring boxes:
-//! the rule is `grin_model::second_look`, the cut `Letterbox::cut`
+//! the rule is `grin_model::second_look`, the cuts `grin_image::LookCuts`
 //! (as in grin-detect); here the cuts of one photo run as one batch through
 //! the model being scored.
 
 use crate::device_batch::upload;
 use grin_features::{HeldOutPhoto, HostBatch, Sample};
+use grin_image::LookCuts;
 use grin_model::{detect, second_look, DecodeParams, Detection, Detector, DetectorBackend, SecondLook};
 
 /// `found` (one photo's detections in its frame's pixels, best first)
@@ -27,15 +28,15 @@ pub(crate) fn look_again<B: DetectorBackend>(
     let (shown, under): (Vec<Detection>, Vec<Detection>) =
         found.into_iter().partition(|d| d.score >= deploy.score_threshold);
     let side = look.side as u32;
+    let mut cuts = LookCuts::new(photo.placement, &photo.source, side);
     let mut kept = second_look(shown, look, deploy, |windows, mirrored| {
         let mut batch = HostBatch::with_capacity(windows.len(), side, side, photo.source.channels);
-        for &w in windows {
-            let cut = photo.placement.cut(&photo.source, w, side, mirrored);
+        for cut in cuts.view(windows, mirrored) {
             batch.push(&Sample {
                 width: side,
                 height: side,
                 channels: cut.channels,
-                pixels: cut.pixels,
+                pixels: cut.pixels.clone(),
                 boxes: Vec::new(),
             });
         }
@@ -48,7 +49,7 @@ pub(crate) fn look_again<B: DetectorBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use grin_features::{letterbox, Raster};
+    use grin_image::{letterbox, Raster};
     use grin_model::nms;
 
     type B = burn_ndarray::NdArray<f32>;

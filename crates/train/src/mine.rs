@@ -14,9 +14,8 @@
 
 use crate::device_batch::upload;
 use anyhow::{Context, Result};
-use grin_features::{
-    photos_of_split, FaceBox, FeatureConfig, HeldOutPhoto, HostBatch, OnBadSample, Sample, Split, LETTERBOX_FILL,
-};
+use grin_features::{photos_of_split, FaceBox, FeatureConfig, HeldOutPhoto, HostBatch, Sample, Split};
+use grin_image::{OnBadSample, LETTERBOX_FILL};
 use grin_model::{detect, DecodeParams, Detection, Detector, DetectorBackend, DetectorSpec, SecondLook};
 use std::path::{Path, PathBuf};
 
@@ -260,7 +259,7 @@ fn write_crop(
     image::write_buffer_with_format(&mut png, &crop.pixels, crop.width, crop.height, color, image::ImageFormat::Png)
         .with_context(|| format!("{}: cannot encode", path.display()))?;
     grin_output::write_file(path, &[photo], png.get_ref())?;
-    Ok(crop.to_crop([d.x0, d.y0, d.x1, d.y1]))
+    Ok(crop.to_crop(d.corners()))
 }
 
 #[cfg(test)]

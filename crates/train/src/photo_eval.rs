@@ -13,9 +13,8 @@ use crate::device_batch::upload;
 use crate::eval::{truth, AP_SCORE_FLOOR};
 use crate::look::look_again;
 use anyhow::{Context, Result};
-use grin_features::{
-    photos_of_split, FaceBox, FeatureConfig, HeldOutPhoto, HeldOutPhotos, HostBatch, OnBadSample, Split,
-};
+use grin_features::{photos_of_split, FaceBox, FeatureConfig, HeldOutPhoto, HeldOutPhotos, HostBatch, Split};
+use grin_image::OnBadSample;
 use grin_model::{detect, nested_in, DecodeParams, Detection, Detector, DetectorBackend, DetectorSpec, Evaluation};
 use grin_model::{PrPoint, LOOSE_MATCH_IOU, NESTED_COVER};
 use serde::{Deserialize, Serialize};
@@ -206,7 +205,8 @@ fn score_set<B: DetectorBackend>(
             ignored += regions.len();
             let matches = evaluation.add_ignoring(found, &ground, &regions);
             loose.add_ignoring(found, &ground, &regions);
-            let all_regions: Vec<[f32; 4]> = regions.iter().copied().chain(second.iter().map(corners)).collect();
+            let all_regions: Vec<[f32; 4]> =
+                regions.iter().copied().chain(second.iter().map(FaceBox::corners)).collect();
             unconfirmed.add_ignoring(found, &ground, &all_regions);
             let deployed: Vec<&Detection> = found.iter().filter(|d| d.score >= deploy.score_threshold).collect();
             shown += deployed.len();
@@ -253,10 +253,6 @@ fn score_set<B: DetectorBackend>(
     };
     report.recall_by_size = report.recall_by_size_at(deploy.score_threshold);
     Ok(report)
-}
-
-fn corners(b: &FaceBox) -> [f32; 4] {
-    [b.x0, b.y0, b.x1, b.y1]
 }
 
 fn side(b: &FaceBox) -> f32 {

@@ -115,7 +115,8 @@ pub fn parse_shard_bytes(text: &str) -> std::result::Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::{parse_shard_bytes, parse_shard_range};
-    use grin_features::{FeatureConfig, OnBadSample, SourceConfig};
+    use grin_features::{FeatureConfig, SourceConfig};
+    use grin_image::OnBadSample;
 
     /// Issue 80, cause 8: precompute skipped corrupt photos without a word
     /// where `grin train` on the same config said "skipped 2 inputs".

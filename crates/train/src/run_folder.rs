@@ -8,17 +8,15 @@
 
 use crate::checkpoint;
 use anyhow::{bail, Context, Result};
-use std::fs::{File, OpenOptions, TryLockError};
+use grin_output::{try_lock, LockMode, Locked, LOCK_FILE};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The lock file in a run folder, beside the run's results.
-pub(crate) const LOCK_FILE: &str = "grin.lock";
-
 /// A run folder held for a run's life: a second run into it, `--overwrite`
 /// included, is refused while this lives. The OS's advisory lock on
-/// `grin.lock` (as datasets take theirs), so a killed run leaves no stale
+/// `grin.lock` (`grin_output::try_lock`, as datasets take theirs), so a killed run leaves no stale
 /// lock; the file holds the holder's PID for the refusal to name.
 #[derive(Debug)]
 pub struct RunLock {
@@ -39,16 +37,11 @@ pub(crate) fn held(run_dir: &Path, lock: Option<&Arc<RunLock>>) -> Result<Arc<Ru
 pub(crate) fn lock(run_dir: &Path) -> Result<RunLock> {
     std::fs::create_dir_all(run_dir).with_context(|| format!("{}: cannot create run folder", run_dir.display()))?;
     let path = run_dir.join(LOCK_FILE);
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .with_context(|| format!("{}: cannot open the run folder's lock", path.display()))?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
+    let locked = try_lock(&path, LockMode::Exclusive)
+        .with_context(|| format!("{}: cannot lock the run folder", path.display()))?;
+    let mut file = match locked {
+        Locked::Held(file) => file,
+        Locked::Busy(mut file) => {
             let mut pid = String::new();
             let _ = file.read_to_string(&mut pid);
             let holder = match pid.trim() {
@@ -60,13 +53,8 @@ pub(crate) fn lock(run_dir: &Path) -> Result<RunLock> {
                 run_dir.display()
             );
         }
-        Err(TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
-            return Ok(RunLock { _file: None })
-        }
-        Err(TryLockError::Error(e)) => {
-            return Err(e).with_context(|| format!("{}: cannot lock the run folder", path.display()))
-        }
-    }
+        Locked::Unsupported(_) => return Ok(RunLock { _file: None }),
+    };
     let written = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| write!(file, "{}", std::process::id()));
     written.with_context(|| format!("{}: cannot write the holder's PID", path.display()))?;
     Ok(RunLock { _file: Some(file) })

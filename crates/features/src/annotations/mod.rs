@@ -12,13 +12,10 @@ pub(crate) use parse::{bad_box, malformed, numbered, parse_celeba_attr};
 pub use parse::{parse_celeba, parse_jsonl, parse_wider, AnnotationText, BadLines};
 
 use crate::config::{FeatureConfig, SourceConfig, Split};
-use crate::error::{BadInputKind, FeatureError, SkipCounts};
-use crate::io::{read_text, ImageBound};
-use crate::letterbox::{letterbox_photo, Letterbox};
-use crate::raster::Raster;
 use crate::sample::{FaceBox, Sample, MAX_BOXES};
 use crate::source::{SampleRng, Source};
 use crate::split::{check_split, keep_split};
+use grin_image::{letterbox_photo, read_text, BadInputKind, ImageBound, InputError, Letterbox, Raster, SkipCounts};
 use std::path::{Path, PathBuf};
 
 /// Boxes may overhang their image by this many pixels (annotators round outwards).
@@ -53,7 +50,7 @@ pub struct AnnotatedSource {
 }
 
 impl AnnotatedSource {
-    pub fn wider(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, FeatureError> {
+    pub fn wider(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, InputError> {
         let SourceConfig::Wider { images, annotations } = &cfg.source else {
             return Err(wrong_kind("wider"));
         };
@@ -64,7 +61,7 @@ impl AnnotatedSource {
         Self::build("wider", annotations, entries, cfg, split, skips)
     }
 
-    pub fn celeba(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, FeatureError> {
+    pub fn celeba(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, InputError> {
         let SourceConfig::Celeba { images, bbox, attr } = &cfg.source else {
             return Err(wrong_kind("celeba"));
         };
@@ -78,7 +75,7 @@ impl AnnotatedSource {
         Self::build("celeba", bbox, entries, cfg, split, skips)
     }
 
-    pub fn jsonl(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, FeatureError> {
+    pub fn jsonl(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, InputError> {
         let SourceConfig::Jsonl { manifest } = &cfg.source else {
             return Err(wrong_kind("jsonl"));
         };
@@ -98,7 +95,7 @@ impl AnnotatedSource {
         cfg: &FeatureConfig,
         split: Split,
         load_skips: SkipCounts,
-    ) -> Result<AnnotatedSource, FeatureError> {
+    ) -> Result<AnnotatedSource, InputError> {
         let entries = entries_of_split(entries, cfg, split, annotations, "images")?;
         Ok(AnnotatedSource {
             name,
@@ -135,7 +132,7 @@ impl Source for AnnotatedSource {
         Some(self.entries.len())
     }
 
-    fn scene(&self, index: u64, _rng: &mut SampleRng) -> Result<Sample, FeatureError> {
+    fn scene(&self, index: u64, _rng: &mut SampleRng) -> Result<Sample, InputError> {
         let entry = &self.entries[(index % self.entries.len() as u64) as usize];
         let photo = letterbox_photo(&entry.image, self.channels, self.width, self.height, self.bound)?;
         check_inside(entry, &photo.placement, &self.annotations)?;
@@ -152,11 +149,11 @@ pub(crate) fn entries_of_split(
     split: Split,
     annotations: &Path,
     what: &str,
-) -> Result<Vec<Entry>, FeatureError> {
+) -> Result<Vec<Entry>, InputError> {
     check_split(&cfg.split)?;
     let entries = keep_split(entries, |e: &Entry| e.image.as_path(), &cfg.split, split);
     if entries.is_empty() {
-        return Err(FeatureError::Config(format!(
+        return Err(InputError::Config(format!(
             "{}: no annotated {what} fall in the {split:?} split",
             annotations.display()
         )));
@@ -164,17 +161,17 @@ pub(crate) fn entries_of_split(
     Ok(entries)
 }
 
-fn wrong_kind(kind: &str) -> FeatureError {
-    FeatureError::Config(format!("this source needs `features.source.kind = \"{kind}\"`"))
+fn wrong_kind(kind: &str) -> InputError {
+    InputError::Config(format!("this source needs `features.source.kind = \"{kind}\"`"))
 }
 
 /// A box outside its decoded image names the annotation line it came from.
-fn check_inside(entry: &Entry, image: &Letterbox, annotations: &Path) -> Result<(), FeatureError> {
+fn check_inside(entry: &Entry, image: &Letterbox, annotations: &Path) -> Result<(), InputError> {
     let (w, h) = (image.source_width as f32, image.source_height as f32);
     for a in &entry.faces {
         let f = &a.face;
         if f.x0 < -EDGE_TOLERANCE || f.y0 < -EDGE_TOLERANCE || f.x1 > w + EDGE_TOLERANCE || f.y1 > h + EDGE_TOLERANCE {
-            return Err(FeatureError::bad(
+            return Err(InputError::bad(
                 annotations,
                 Some(a.line),
                 BadInputKind::BadBox,
@@ -200,7 +197,7 @@ pub(crate) fn letterboxed_sample(frame: Raster, placement: &Letterbox, faces: &[
     let mut boxes: Vec<FaceBox> = faces
         .iter()
         .map(|f| {
-            let [x0, y0, x1, y1] = placement.to_frame([f.x0, f.y0, f.x1, f.y1]);
+            let [x0, y0, x1, y1] = placement.to_frame(f.corners());
             FaceBox { x0, y0, x1, y1, smile: f.smile }
         })
         // Faces below a pixel after scaling carry no signal and break box losses.

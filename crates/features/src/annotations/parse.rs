@@ -3,10 +3,8 @@
 //! error naming `file:line`, or under `skip` a counted skip of its image.
 
 use super::{Annotated, Entry};
-use crate::error::OnBadSample;
-use crate::error::{skip_or_fail, BadInputKind, FeatureError, SkipCounts};
-use crate::io::is_image_path;
 use crate::sample::{FaceBox, Smile};
+use grin_image::{is_image_path, skip_or_fail, BadInputKind, InputError, OnBadSample, SkipCounts};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -26,21 +24,21 @@ pub struct BadLines<'a> {
 }
 
 impl BadLines<'_> {
-    pub(crate) fn report(&self, error: FeatureError) -> Result<(), FeatureError> {
+    pub(crate) fn report(&self, error: InputError) -> Result<(), InputError> {
         skip_or_fail(self.on_bad, self.skips, error)
     }
 }
 
-pub(crate) fn malformed(path: &Path, line: usize, message: impl Into<String>) -> FeatureError {
-    FeatureError::bad(path, Some(line), BadInputKind::MalformedAnnotation, message)
+pub(crate) fn malformed(path: &Path, line: usize, message: impl Into<String>) -> InputError {
+    InputError::bad(path, Some(line), BadInputKind::MalformedAnnotation, message)
 }
 
-pub(crate) fn bad_box(path: &Path, line: usize, message: impl Into<String>) -> FeatureError {
-    FeatureError::bad(path, Some(line), BadInputKind::BadBox, message)
+pub(crate) fn bad_box(path: &Path, line: usize, message: impl Into<String>) -> InputError {
+    InputError::bad(path, Some(line), BadInputKind::BadBox, message)
 }
 
 /// `[x0, y0, x1, y1]` must be finite with positive width and height.
-fn checked_box(path: &Path, line: usize, b: [f32; 4], smile: Smile) -> Result<FaceBox, FeatureError> {
+fn checked_box(path: &Path, line: usize, b: [f32; 4], smile: Smile) -> Result<FaceBox, InputError> {
     let [x0, y0, x1, y1] = b;
     if !b.iter().all(|v| v.is_finite()) {
         return Err(bad_box(path, line, format!("box {b:?} has a non-finite coordinate")));
@@ -54,7 +52,7 @@ fn checked_box(path: &Path, line: usize, b: [f32; 4], smile: Smile) -> Result<Fa
 /// WIDER FACE `wider_face_*_bbx_gt.txt`: blocks of
 /// `image/path.jpg`, `N`, then N lines `x y w h blur expression illumination invalid occlusion pose`
 /// (N = 0 is followed by one line of zeros). WIDER has no smile labels.
-pub fn parse_wider(file: AnnotationText, images: &Path, problems: BadLines) -> Result<Vec<Entry>, FeatureError> {
+pub fn parse_wider(file: AnnotationText, images: &Path, problems: BadLines) -> Result<Vec<Entry>, InputError> {
     let AnnotationText { text, path } = file;
     let lines: Vec<(usize, &str)> = numbered(text).collect();
     let mut entries = Vec::new();
@@ -147,7 +145,7 @@ pub fn parse_celeba(
     attr: AnnotationText,
     images: &Path,
     problems: BadLines,
-) -> Result<Vec<Entry>, FeatureError> {
+) -> Result<Vec<Entry>, InputError> {
     let (AnnotationText { text: bbox_text, path: bbox_path }, attr_path) = (bbox, attr.path);
     let smiles = parse_celeba_attr(attr.text, attr_path, &problems)?;
     let mut lines = numbered(bbox_text);
@@ -204,7 +202,7 @@ pub(crate) fn parse_celeba_attr(
     text: &str,
     path: &Path,
     problems: &BadLines,
-) -> Result<HashMap<String, Smile>, FeatureError> {
+) -> Result<HashMap<String, Smile>, InputError> {
     let mut lines = numbered(text);
     let declared = header_count(&mut lines, path)?;
     let (header_line, header) = lines.next().ok_or_else(|| malformed(path, 2, "missing attribute names line"))?;
@@ -250,7 +248,7 @@ pub(crate) fn numbered(text: &str) -> impl Iterator<Item = (usize, &str)> {
 pub(crate) fn header_count<'a>(
     lines: &mut impl Iterator<Item = (usize, &'a str)>,
     path: &Path,
-) -> Result<usize, FeatureError> {
+) -> Result<usize, InputError> {
     let (line, text) = lines.next().ok_or_else(|| malformed(path, 1, "empty file"))?;
     text.parse().map_err(|_| malformed(path, line, format!("expected the row count, found {text:?}")))
 }
@@ -267,7 +265,7 @@ struct ManifestLine {
 /// One JSON object a line: `{"image": "a.jpg", "boxes": [[x0,y0,x1,y1]], "smile": [true|false|null]}`.
 /// Image paths are relative to the manifest's folder; a missing `smile`
 /// means every face's smile is unknown.
-pub fn parse_jsonl(file: AnnotationText, problems: BadLines) -> Result<Vec<Entry>, FeatureError> {
+pub fn parse_jsonl(file: AnnotationText, problems: BadLines) -> Result<Vec<Entry>, InputError> {
     let AnnotationText { text, path } = file;
     let folder = path.parent().unwrap_or(Path::new(""));
     let mut entries = Vec::new();
@@ -280,7 +278,7 @@ pub fn parse_jsonl(file: AnnotationText, problems: BadLines) -> Result<Vec<Entry
     Ok(entries)
 }
 
-fn parse_manifest_line(text: &str, path: &Path, line: usize, folder: &Path) -> Result<Entry, FeatureError> {
+fn parse_manifest_line(text: &str, path: &Path, line: usize, folder: &Path) -> Result<Entry, InputError> {
     let m: ManifestLine = serde_json::from_str(text).map_err(|e| malformed(path, line, e.to_string()))?;
     let smiles = m.smile.unwrap_or_else(|| vec![None; m.boxes.len()]);
     if smiles.len() != m.boxes.len() {

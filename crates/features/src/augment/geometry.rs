@@ -1,7 +1,7 @@
 //! Geometric stages: the pixels move and the boxes move with them.
 
-use crate::raster::{taps, to_u8, Tap};
 use crate::sample::{FaceBox, Sample};
+use grin_image::{taps, to_u8, Tap};
 use std::cell::RefCell;
 
 /// Boxes narrower or shorter than this (px) after a geometric stage are dropped:

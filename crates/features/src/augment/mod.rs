@@ -14,13 +14,13 @@ pub use photometric::{blur, brightness, contrast, gamma, jpeg, noise};
 pub use stage::AugmentStage;
 
 use crate::config::AugmentConfig;
-use crate::error::FeatureError;
 use crate::sample::Sample;
 use crate::source::{uniform, SampleRng};
+use grin_image::InputError;
 use rand::Rng;
 
 /// Checks ranges, naming the offending key.
-pub fn validate(cfg: &AugmentConfig) -> Result<(), FeatureError> {
+pub fn validate(cfg: &AugmentConfig) -> Result<(), InputError> {
     for stage in AugmentStage::ALL {
         let p = stage.probability(cfg);
         if !(0.0..=1.0).contains(&p) {
@@ -56,15 +56,15 @@ pub fn validate(cfg: &AugmentConfig) -> Result<(), FeatureError> {
     Ok(())
 }
 
-fn bad_key(key: &str, message: String) -> FeatureError {
-    FeatureError::Config(format!("key `features.augment.{key}`: {message}"))
+fn bad_key(key: &str, message: String) -> InputError {
+    InputError::Config(format!("key `features.augment.{key}`: {message}"))
 }
 
 /// Applies every stage with its probability, in [`AugmentStage::ALL`] order.
 ///
 /// One coin is drawn per stage whether or not it fires, so that changing one
 /// probability does not reshuffle the other stages' randomness.
-pub fn augment(sample: &mut Sample, cfg: &AugmentConfig, rng: &mut SampleRng) -> Result<(), FeatureError> {
+pub fn augment(sample: &mut Sample, cfg: &AugmentConfig, rng: &mut SampleRng) -> Result<(), InputError> {
     for stage in AugmentStage::ALL {
         let coin: f32 = rng.random();
         if coin < stage.probability(cfg) {
@@ -81,7 +81,7 @@ pub fn apply_stage(
     sample: &mut Sample,
     cfg: &AugmentConfig,
     rng: &mut SampleRng,
-) -> Result<(), FeatureError> {
+) -> Result<(), InputError> {
     match stage {
         AugmentStage::Crop => {
             let s = uniform(rng, cfg.crop_scale.0, cfg.crop_scale.1);

@@ -1,10 +1,9 @@
 //! Photometric stages: pixel values change, boxes stay. Tone changes go
 //! through 256-entry lookup tables.
 
-use crate::error::FeatureError;
-use crate::raster::to_u8;
 use crate::sample::Sample;
 use crate::source::SampleRng;
+use grin_image::{to_u8, InputError};
 use rand::Rng;
 use std::cell::RefCell;
 
@@ -121,18 +120,18 @@ pub fn noise(sample: &mut Sample, sigma: f32, rng: &mut SampleRng) {
 }
 
 /// Re-compresses the image as a JPEG of `quality` (1..=100) and decodes it back.
-pub fn jpeg(sample: &mut Sample, quality: u8) -> Result<(), FeatureError> {
+pub fn jpeg(sample: &mut Sample, quality: u8) -> Result<(), InputError> {
     use image::codecs::jpeg::{JpegDecoder, JpegEncoder};
     use image::{ExtendedColorType, ImageDecoder};
     let colour = if sample.channels == 1 { ExtendedColorType::L8 } else { ExtendedColorType::Rgb8 };
-    let fail = |e: image::ImageError| FeatureError::Config(format!("jpeg augmentation failed: {e}"));
+    let fail = |e: image::ImageError| InputError::Config(format!("jpeg augmentation failed: {e}"));
     let mut encoded = Vec::with_capacity(sample.pixels.len() / 4);
     JpegEncoder::new_with_quality(&mut encoded, quality.clamp(1, 100))
         .encode(&sample.pixels, sample.width, sample.height, colour)
         .map_err(fail)?;
     let decoder = JpegDecoder::new(std::io::Cursor::new(&encoded)).map_err(fail)?;
     if decoder.total_bytes() != sample.pixels.len() as u64 {
-        return Err(FeatureError::Config(format!(
+        return Err(InputError::Config(format!(
             "jpeg augmentation decoded {} bytes for a {}-byte image",
             decoder.total_bytes(),
             sample.pixels.len()

@@ -4,7 +4,7 @@
 //! misspelt into a silent probability of 0.
 
 use crate::config::AugmentConfig;
-use crate::error::FeatureError;
+use grin_image::InputError;
 use std::fmt;
 use std::str::FromStr;
 
@@ -80,12 +80,12 @@ impl fmt::Display for AugmentStage {
 }
 
 impl FromStr for AugmentStage {
-    type Err = FeatureError;
+    type Err = InputError;
 
-    fn from_str(name: &str) -> Result<Self, FeatureError> {
+    fn from_str(name: &str) -> Result<Self, InputError> {
         AugmentStage::ALL.into_iter().find(|s| s.name() == name).ok_or_else(|| {
             let known: Vec<&str> = AugmentStage::ALL.iter().map(|s| s.name()).collect();
-            FeatureError::Config(format!("unknown augmentation stage '{name}' (known: {})", known.join(", ")))
+            InputError::Config(format!("unknown augmentation stage '{name}' (known: {})", known.join(", ")))
         })
     }
 }

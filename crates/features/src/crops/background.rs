@@ -2,8 +2,8 @@
 //! photo, or procedural value noise when there are none.
 
 use crate::noise::NoiseGrid;
-use crate::raster::{resample_region, Raster};
 use crate::source::SampleRng;
+use grin_image::{resample_region, Raster};
 use rand::Rng;
 
 /// Two octaves of value noise (a coarse and a finer grid) around a random

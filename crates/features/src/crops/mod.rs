@@ -15,14 +15,11 @@ mod paste;
 pub use paste::{paste_face, Placement};
 
 use crate::config::{FeatureConfig, SourceConfig, Split};
-use crate::error::OnBadSample;
-use crate::error::{skip_or_fail, BadInputKind, FeatureError, SkipCounts};
-use crate::io::{list_images, load_all};
-use crate::raster::Raster;
 use crate::sample::{FaceBox, Sample, Smile};
 use crate::source::{log_uniform, SampleRng, Source};
 use crate::split::{check_split, keep_split};
 use background::{has_colour, procedural_background, random_region};
+use grin_image::{list_images, load_all, skip_or_fail, BadInputKind, InputError, OnBadSample, Raster, SkipCounts};
 use rand::Rng;
 
 /// Largest share of a face that another face may cover; more is rejected.
@@ -57,9 +54,9 @@ pub struct CropsSource {
 }
 
 impl CropsSource {
-    pub fn new(cfg: &FeatureConfig, split: Split) -> Result<CropsSource, FeatureError> {
+    pub fn new(cfg: &FeatureConfig, split: Split) -> Result<CropsSource, InputError> {
         let SourceConfig::Crops { root, max_faces, min_face, max_face, rotation_deg, backgrounds } = &cfg.source else {
-            return Err(FeatureError::Config("CropsSource needs `features.source.kind = \"crops\"`".into()));
+            return Err(InputError::Config("CropsSource needs `features.source.kind = \"crops\"`".into()));
         };
         check_split(&cfg.split)?;
         cfg.source.validate()?;
@@ -83,7 +80,7 @@ impl CropsSource {
             target.extend(crops.into_iter().map(|image| Crop { image, smile }));
         }
         if smiling.is_empty() && non_smiling.is_empty() {
-            return Err(FeatureError::bad(
+            return Err(InputError::bad(
                 root,
                 None,
                 BadInputKind::EmptyFolder,
@@ -102,12 +99,7 @@ impl CropsSource {
                     }
                 };
                 if images.is_empty() && cfg.on_bad_sample == OnBadSample::Error {
-                    return Err(FeatureError::bad(
-                        dir,
-                        None,
-                        BadInputKind::EmptyFolder,
-                        "no readable background images",
-                    ));
+                    return Err(InputError::bad(dir, None, BadInputKind::EmptyFolder, "no readable background images"));
                 }
                 images
             }
@@ -177,7 +169,7 @@ impl Source for CropsSource {
         Some(self.smiling.len() + self.non_smiling.len())
     }
 
-    fn scene(&self, _index: u64, rng: &mut SampleRng) -> Result<Sample, FeatureError> {
+    fn scene(&self, _index: u64, rng: &mut SampleRng) -> Result<Sample, InputError> {
         let (w, h) = (self.width as f32, self.height as f32);
         let mut pixels = self.background(rng);
         let faces = rng.random_range(0..=self.max_faces);

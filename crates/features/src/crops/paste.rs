@@ -1,8 +1,8 @@
 //! Pasting one face crop into a scene: its scale and rotation, its face box,
 //! and the feathered elliptical blend.
 
-use crate::raster::Raster;
 use crate::sample::{FaceBox, Smile};
+use grin_image::Raster;
 
 /// Fraction of the ellipse radius over which the mask fades to zero.
 const FEATHER: f32 = 0.2;

@@ -5,13 +5,10 @@ use super::unannotated::add_unannotated;
 use super::{faces_in, parse_source, BoxRule};
 use crate::annotations::{letterboxed_sample, AnnotatedSource, BadLines, Entry};
 use crate::config::{FeatureConfig, SourceConfig, Split};
-use crate::error::{BadInputKind, FeatureError, SkipCounts};
-use crate::io::ImageBound;
-use crate::letterbox::{letterbox_photo, Letterbox};
-use crate::raster::Raster;
 use crate::sample::{FaceBox, Sample, Smile};
 use crate::source::Source;
 use crate::split::keep_split;
+use grin_image::{letterbox_photo, BadInputKind, ImageBound, InputError, Letterbox, Raster, SkipCounts};
 use std::path::{Path, PathBuf};
 
 /// One source's held-out (test split) photos, for scoring a model on whole
@@ -55,11 +52,11 @@ impl HeldOutPhotos {
     /// or with `own_size` the one `grin-detect` takes for an image file, its
     /// own size at [`grin_terms::photo::own_size`] (twice its pixels, at most
     /// that many), read from the image's header.
-    pub fn frame(&self, index: usize, size: (u32, u32), own_size: Option<u64>) -> Result<(u32, u32), FeatureError> {
+    pub fn frame(&self, index: usize, size: (u32, u32), own_size: Option<u64>) -> Result<(u32, u32), InputError> {
         let Some(max_pixels) = own_size else { return Ok(size) };
         let path = self.image_path(index);
         let (w, h) = image::image_dimensions(path).map_err(|e| {
-            FeatureError::bad(path, None, BadInputKind::CorruptImage, format!("cannot read its size: {e}"))
+            InputError::bad(path, None, BadInputKind::CorruptImage, format!("cannot read its size: {e}"))
         })?;
         let (w, h) = grin_terms::photo::own_size(w, h, max_pixels);
         Ok((w as u32, h as u32))
@@ -69,7 +66,7 @@ impl HeldOutPhotos {
     /// one photo path `grin-detect` takes ([`letterbox_photo`]), with its
     /// annotated faces in the letterboxed pixels (ignore regions included;
     /// faces a second detector found are not: see `letterboxed_with_found`).
-    pub fn letterboxed(&self, index: usize, width: u32, height: u32, channels: u32) -> Result<Sample, FeatureError> {
+    pub fn letterboxed(&self, index: usize, width: u32, height: u32, channels: u32) -> Result<Sample, InputError> {
         self.letterboxed_with_found(index, width, height, channels).map(|photo| photo.sample)
     }
 
@@ -83,7 +80,7 @@ impl HeldOutPhotos {
         width: u32,
         height: u32,
         channels: u32,
-    ) -> Result<HeldOutPhoto, FeatureError> {
+    ) -> Result<HeldOutPhoto, InputError> {
         let entry = &self.entries[index];
         let photo = letterbox_photo(&entry.image, channels, width, height, self.bound)?;
         let placement = photo.placement;
@@ -95,7 +92,7 @@ impl HeldOutPhotos {
         let found = found
             .iter()
             .map(|f| {
-                let [x0, y0, x1, y1] = placement.to_frame([f.x0, f.y0, f.x1, f.y1]);
+                let [x0, y0, x1, y1] = placement.to_frame(f.corners());
                 FaceBox { x0, y0, x1, y1, ..*f }
             })
             .collect();
@@ -124,13 +121,13 @@ pub struct HeldOutPhoto {
 /// The held-out photos of every real-photo source in `cfg.source` (looking
 /// inside a mix), at most `limit` per source (0 = all), in a fixed order:
 /// the test split, which reports are made on.
-pub fn held_out_photos(cfg: &FeatureConfig, limit: usize) -> Result<Vec<HeldOutPhotos>, FeatureError> {
+pub fn held_out_photos(cfg: &FeatureConfig, limit: usize) -> Result<Vec<HeldOutPhotos>, InputError> {
     photos_of_split(cfg, Split::Test, limit)
 }
 
 /// As [`held_out_photos`], for any split (the validation split is where a
 /// deployment threshold is chosen, so the test split stays unseen).
-pub fn photos_of_split(cfg: &FeatureConfig, split: Split, limit: usize) -> Result<Vec<HeldOutPhotos>, FeatureError> {
+pub fn photos_of_split(cfg: &FeatureConfig, split: Split, limit: usize) -> Result<Vec<HeldOutPhotos>, InputError> {
     let mut out = Vec::new();
     collect_held_out(&cfg.source, cfg, split, limit, &mut out)?;
     Ok(out)
@@ -142,7 +139,7 @@ fn collect_held_out(
     split: Split,
     limit: usize,
     out: &mut Vec<HeldOutPhotos>,
-) -> Result<(), FeatureError> {
+) -> Result<(), InputError> {
     let skips = SkipCounts::default();
     let (name, annotations, entries, rule, portraits, found) = match source {
         SourceConfig::Mix { parts, .. } => {
@@ -175,7 +172,7 @@ fn collect_held_out(
         }
         // Face-free images: every detection on them is false.
         SourceConfig::Negatives { images: Some(dir), .. } => {
-            let files = crate::io::list_images(dir)?;
+            let files = grin_image::list_images(dir)?;
             let entries = files.into_iter().map(|image| Entry { image, faces: vec![] }).collect();
             let entries = keep_split(entries, |e: &Entry| e.image.as_path(), &cfg.split, split);
             ("face-free", dir.clone(), entries, BoxRule::Annotated, false, None)

@@ -3,8 +3,8 @@
 //! teach one box convention.
 
 use crate::annotations::{bad_box, malformed, numbered, parse_celeba_attr, Annotated, AnnotationText, BadLines, Entry};
-use crate::error::FeatureError;
 use crate::sample::{FaceBox, Smile};
+use grin_image::InputError;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -41,7 +41,7 @@ pub fn celeba_aligned_box(width: u32, height: u32) -> [f32; 4] {
 /// `image Leye-x Leye-y Reye-x Reye-y nose-x nose-y mouth-x mouth-y`.
 /// Faces of one image are gathered in file order; an image with a bad line
 /// is left out whole under `skip` (dropping one face would make it background).
-pub fn parse_caltech(file: AnnotationText, images: &Path, problems: BadLines) -> Result<Vec<Entry>, FeatureError> {
+pub fn parse_caltech(file: AnnotationText, images: &Path, problems: BadLines) -> Result<Vec<Entry>, InputError> {
     let AnnotationText { text, path } = file;
     let mut order: Vec<String> = Vec::new();
     let mut faces: HashMap<String, Vec<Annotated>> = HashMap::new();
@@ -75,7 +75,7 @@ pub fn parse_caltech(file: AnnotationText, images: &Path, problems: BadLines) ->
 /// grin reads, and small enough that f32 keeps a box's side to 1/16 px.
 const MAX_LANDMARK: f32 = 1.0e6;
 
-fn caltech_face(fields: &[&str], path: &Path, line: usize) -> Result<FaceBox, FeatureError> {
+fn caltech_face(fields: &[&str], path: &Path, line: usize) -> Result<FaceBox, InputError> {
     if fields.len() != 9 {
         return Err(malformed(
             path,
@@ -109,7 +109,7 @@ pub(super) fn parse_celeba_aligned(
     path: &Path,
     images: &Path,
     problems: &BadLines,
-) -> Result<Vec<Entry>, FeatureError> {
+) -> Result<Vec<Entry>, InputError> {
     let smiles = parse_celeba_attr(text, path, problems)?;
     let mut names: Vec<(&String, &Smile)> = smiles.iter().collect();
     names.sort_by(|a, b| a.0.cmp(b.0));

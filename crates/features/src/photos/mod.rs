@@ -28,11 +28,9 @@ pub use window::crop_scene;
 
 use crate::annotations::{bad_box, entries_of_split, AnnotationText, BadLines, Entry};
 use crate::config::{FeatureConfig, PhotoCrops, SourceConfig, Split};
-use crate::error::{FeatureError, SkipCounts};
-use crate::io::{decode, read_text, ImageBound};
-use crate::raster::{resize, Raster};
 use crate::sample::{FaceBox, Sample, Smile};
 use crate::source::{SampleRng, Source};
+use grin_image::{decode, read_text, resize, ImageBound, InputError, Raster, SkipCounts};
 use landmarks::parse_celeba_aligned;
 use rand::Rng;
 use std::path::{Path, PathBuf};
@@ -78,7 +76,7 @@ impl std::fmt::Debug for PhotoSource {
 }
 
 impl PhotoSource {
-    pub fn new(cfg: &FeatureConfig, split: Split) -> Result<PhotoSource, FeatureError> {
+    pub fn new(cfg: &FeatureConfig, split: Split) -> Result<PhotoSource, InputError> {
         let skips = SkipCounts::default();
         let (name, annotations, mut entries, rule, crops) = parse_source(&cfg.source, cfg, &skips)?;
         check_crops(&crops)?;
@@ -103,7 +101,7 @@ impl PhotoSource {
         })
     }
 
-    fn photo(&self, index: usize) -> Result<Arc<Photo>, FeatureError> {
+    fn photo(&self, index: usize) -> Result<Arc<Photo>, InputError> {
         if let Some(photo) = self.cache[index].get() {
             return Ok(photo.clone());
         }
@@ -122,7 +120,7 @@ impl Source for PhotoSource {
         Some(self.entries.len())
     }
 
-    fn scene(&self, _index: u64, rng: &mut SampleRng) -> Result<Sample, FeatureError> {
+    fn scene(&self, _index: u64, rng: &mut SampleRng) -> Result<Sample, InputError> {
         // Photos are drawn at random, not by index, so that every worker sees
         // every photo early (the cache fills evenly) and a run of steps is
         // not one photo's.
@@ -142,7 +140,7 @@ pub(super) fn parse_source(
     source: &SourceConfig,
     cfg: &FeatureConfig,
     skips: &SkipCounts,
-) -> Result<Parsed, FeatureError> {
+) -> Result<Parsed, InputError> {
     let problems = BadLines { on_bad: cfg.on_bad_sample, skips };
     match source {
         SourceConfig::Caltech { root, crops } => {
@@ -155,14 +153,14 @@ pub(super) fn parse_source(
             let entries = parse_celeba_aligned(&read_text(attr)?, attr, images, &problems)?;
             Ok(("celeba-aligned", attr.clone(), entries, BoxRule::CelebaAligned, crops.clone()))
         }
-        _ => Err(FeatureError::Config(
+        _ => Err(InputError::Config(
             "PhotoSource needs `features.source.kind = \"caltech\"` or `\"celeba_aligned\"`".into(),
         )),
     }
 }
 
-pub(crate) fn check_crops(c: &PhotoCrops) -> Result<(), FeatureError> {
-    let bad = |key: &str, why: String| FeatureError::Config(format!("key `features.source.crops.{key}`: {why}"));
+pub(crate) fn check_crops(c: &PhotoCrops) -> Result<(), InputError> {
+    let bad = |key: &str, why: String| InputError::Config(format!("key `features.source.crops.{key}`: {why}"));
     if !(c.min_face >= 2.0 && c.min_face <= c.max_face && c.max_face <= 4096.0) {
         return Err(bad(
             "min_face",
@@ -205,7 +203,7 @@ fn load_photo(
     bound: ImageBound,
     crops: &PhotoCrops,
     annotations: &Path,
-) -> Result<Photo, FeatureError> {
+) -> Result<Photo, InputError> {
     let image = decode(&entry.image, channels, bound)?;
     let faces = faces_in(entry, rule, (image.width, image.height), annotations, crops.unannotated.as_deref())?;
     let longest = image.width.max(image.height);
@@ -231,7 +229,7 @@ pub(super) fn faces_in(
     (width, height): (u32, u32),
     annotations: &Path,
     found: Option<&Path>,
-) -> Result<Vec<FaceBox>, FeatureError> {
+) -> Result<Vec<FaceBox>, InputError> {
     let (w, h) = (width as f32, height as f32);
     entry
         .faces

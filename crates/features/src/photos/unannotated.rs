@@ -19,9 +19,8 @@
 use super::landmarks::celeba_aligned_box;
 use super::BoxRule;
 use crate::annotations::{bad_box, malformed, numbered, Annotated, BadLines, Entry};
-use crate::error::FeatureError;
-use crate::io::read_text;
 use crate::sample::{FaceBox, Smile};
+use grin_image::{read_text, InputError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -48,7 +47,7 @@ pub(super) fn add_unannotated(
     file: &Path,
     rule: BoxRule,
     problems: BadLines,
-) -> Result<usize, FeatureError> {
+) -> Result<usize, InputError> {
     let text = read_text(file)?;
     let by_name: HashMap<&std::ffi::OsStr, usize> =
         entries.iter().enumerate().filter_map(|(i, e)| e.image.file_name().map(|name| (name, i))).collect();
@@ -78,7 +77,7 @@ pub(super) fn add_unannotated(
         found.extend(new.map(|face| (index, Annotated { face, line })));
     }
     if named == 0 && !entries.is_empty() {
-        return Err(FeatureError::Config(format!(
+        return Err(InputError::Config(format!(
             "{}: names none of the source's {} photos (by file name): is it the detections of another set?",
             file.display(),
             entries.len()
@@ -133,7 +132,7 @@ fn same_face(a: &FaceBox, b: &FaceBox) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::{BadInputKind, OnBadSample, SkipCounts};
+    use grin_image::{BadInputKind, OnBadSample, SkipCounts};
 
     fn entry(name: &str, faces: &[[f32; 4]]) -> Entry {
         let faces = faces
@@ -147,7 +146,7 @@ mod tests {
         Entry { image: PathBuf::from("images").join(name), faces }
     }
 
-    fn run(text: &str, entries: &mut [Entry], on_bad: OnBadSample) -> (Result<usize, FeatureError>, SkipCounts) {
+    fn run(text: &str, entries: &mut [Entry], on_bad: OnBadSample) -> (Result<usize, InputError>, SkipCounts) {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("found.jsonl");
         std::fs::write(&file, text).unwrap();

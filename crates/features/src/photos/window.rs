@@ -2,10 +2,9 @@
 //! clear of every face), its pixels, and the faces moved into it.
 
 use crate::config::PhotoCrops;
-use crate::letterbox::LETTERBOX_FILL;
-use crate::raster::{resize, sub_raster, Raster};
 use crate::sample::{FaceBox, Sample, Smile, MAX_BOXES};
 use crate::source::{log_uniform, SampleRng};
+use grin_image::{resize, sub_raster, Raster, LETTERBOX_FILL};
 use rand::Rng;
 
 /// One random crop of `image` around one of `faces`, at `width` x `height`.

@@ -1,8 +1,8 @@
 //! The drawing surface and the shapes faces are built from: colours,
 //! anti-aliased coverage, rotated ellipses.
 
-use crate::raster::to_u8;
 use crate::source::{uniform as uni, SampleRng};
+use grin_image::to_u8;
 
 pub(super) type Rgb = [f32; 3];
 
@@ -83,9 +83,9 @@ impl Ellipse {
         ((a2 * c2 + b2 * s2).sqrt(), (a2 * s2 + b2 * c2).sqrt())
     }
 
-    pub(super) fn bbox(&self) -> (f32, f32, f32, f32) {
+    pub(super) fn bbox(&self) -> [f32; 4] {
         let (ex, ey) = self.half_extent();
-        (self.cx - ex, self.cy - ey, self.cx + ex, self.cy + ey)
+        [self.cx - ex, self.cy - ey, self.cx + ex, self.cy + ey]
     }
 
     /// Pixel centre (x, y) in the ellipse's own frame, px.

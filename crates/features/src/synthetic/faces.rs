@@ -103,7 +103,7 @@ impl FaceSpec {
 
 /// A textured rectangle over one side or the top of the face, at most ~30% of its box.
 fn random_occluder(ell: &Ellipse, rng: &mut SampleRng) -> Occluder {
-    let (x0, y0, x1, y1) = ell.bbox();
+    let [x0, y0, x1, y1] = ell.bbox();
     let (bw, bh) = (x1 - x0, y1 - y0);
     let frac = uni(rng, 0.15, 0.3);
     let (ox0, oy0, ox1, oy1) = match rng.random_range(0..3) {
@@ -157,7 +157,7 @@ fn curve_distance(x: f32, y: f32, hw: f32, depth: f32) -> f32 {
 
 pub(super) fn draw_face(canvas: &mut Canvas, f: &FaceSpec) {
     let e = &f.ell;
-    let (bx0, by0, bx1, by1) = e.bbox();
+    let [bx0, by0, bx1, by1] = e.bbox();
     let (x0, y0, x1, y1) = canvas.clip(bx0 - 1.0, by0 - 1.0, bx1 + 1.0, by1 + 1.0);
     let (a, b) = (e.a, e.b);
     let minab = a.min(b);
@@ -250,7 +250,7 @@ pub(super) fn draw_negative(canvas: &mut Canvas, e: &Ellipse, rng: &mut SampleRn
         *m = (uni(rng, -0.6, 0.6), uni(rng, -0.6, 0.6), uni(rng, 0.06, 0.18));
     }
     let mark_col = scale(base, uni(rng, 0.2, 0.5));
-    let (bx0, by0, bx1, by1) = e.bbox();
+    let [bx0, by0, bx1, by1] = e.bbox();
     let (x0, y0, x1, y1) = canvas.clip(bx0 - 1.0, by0 - 1.0, bx1 + 1.0, by1 + 1.0);
     let minab = e.a.min(e.b);
     for y in y0..y1 {

@@ -12,11 +12,12 @@ mod faces;
 mod textures;
 
 use crate::config::{check_size, FeatureConfig, SourceConfig};
-use crate::error::FeatureError;
 use crate::sample::{FaceBox, Sample, Smile};
 use crate::source::{log_uniform, uniform as uni, SampleRng, Source};
 use canvas::{Canvas, Ellipse};
 use faces::{draw_face, draw_negative, draw_occluder, FaceSpec};
+use grin_image::InputError;
+use grin_terms::boxes::{area, intersection, iou};
 use rand::Rng;
 use textures::render_background;
 
@@ -59,7 +60,7 @@ pub struct SyntheticSource {
 impl SyntheticSource {
     /// Builds the source from `cfg.source` when it is `synthetic`, else from
     /// the default parameters (so that other sources can borrow its scenes).
-    pub fn new(cfg: &FeatureConfig) -> Result<Self, FeatureError> {
+    pub fn new(cfg: &FeatureConfig) -> Result<Self, InputError> {
         let params = match &cfg.source {
             SourceConfig::Synthetic { max_faces, min_face, max_face, hard_negatives } => SyntheticParams {
                 max_faces: *max_faces,
@@ -73,7 +74,7 @@ impl SyntheticSource {
         Self::with_params(cfg.width, cfg.height, cfg.channels, params)
     }
 
-    pub fn with_params(width: u32, height: u32, channels: u32, params: SyntheticParams) -> Result<Self, FeatureError> {
+    pub fn with_params(width: u32, height: u32, channels: u32, params: SyntheticParams) -> Result<Self, InputError> {
         check_size(width, height, channels)?;
         let p = &params;
         SourceConfig::Synthetic {
@@ -111,7 +112,7 @@ impl SyntheticSource {
         let boxes = faces
             .iter()
             .map(|f| {
-                let (x0, y0, x1, y1) = f.ell.bbox();
+                let [x0, y0, x1, y1] = f.ell.bbox();
                 FaceBox {
                     x0: x0.max(0.0),
                     y0: y0.max(0.0),
@@ -194,7 +195,7 @@ impl Source for SyntheticSource {
         None
     }
 
-    fn scene(&self, _index: u64, rng: &mut SampleRng) -> Result<Sample, FeatureError> {
+    fn scene(&self, _index: u64, rng: &mut SampleRng) -> Result<Sample, InputError> {
         Ok(self.generate(rng))
     }
 }
@@ -211,26 +212,12 @@ fn poisson(rng: &mut SampleRng, mean: f32) -> usize {
     k
 }
 
-fn iou(a: (f32, f32, f32, f32), b: (f32, f32, f32, f32)) -> f32 {
-    let iw = (a.2.min(b.2) - a.0.max(b.0)).max(0.0);
-    let ih = (a.3.min(b.3) - a.1.max(b.1)).max(0.0);
-    let inter = iw * ih;
-    let union = (a.2 - a.0) * (a.3 - a.1) + (b.2 - b.0) * (b.3 - b.1) - inter;
-    if union <= 0.0 {
-        0.0
-    } else {
-        inter / union
-    }
-}
-
 /// Intersection over the smaller box's area.
-fn cover_fraction(a: (f32, f32, f32, f32), b: (f32, f32, f32, f32)) -> f32 {
-    let iw = (a.2.min(b.2) - a.0.max(b.0)).max(0.0);
-    let ih = (a.3.min(b.3) - a.1.max(b.1)).max(0.0);
-    let smaller = ((a.2 - a.0) * (a.3 - a.1)).min((b.2 - b.0) * (b.3 - b.1));
+fn cover_fraction(a: [f32; 4], b: [f32; 4]) -> f32 {
+    let smaller = area(a).min(area(b));
     if smaller <= 0.0 {
         0.0
     } else {
-        iw * ih / smaller
+        intersection(a, b) / smaller
     }
 }

@@ -5,7 +5,7 @@ use super::{one_line, say, Cli};
 use crate::bench::{self, Latency};
 use crate::Runner;
 use anyhow::Result;
-use grin_features::read_image;
+use grin_image::read_image;
 use image::DynamicImage;
 use serde::Serialize;
 use std::time::Instant;

@@ -19,7 +19,8 @@ use crate::stream::{self, InputFormat, StreamOptions, TrackerConfig};
 use crate::{Engine, ModelSource, PhotoSize, Runner, MAX_SIDE, MIN_SIDE, PHOTO_MAX_PIXELS};
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
-use grin_features::{ImageBound, DEFAULT_MAX_PIXELS};
+use grin_image::{ImageBound, DEFAULT_MAX_PIXELS};
+use grin_model::{score, DecodeFlags};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,7 +42,7 @@ struct Cli {
     input_format: InputFormat,
     /// Frame size on the stream, e.g. 320x240: required for raw formats; with
     /// mjpeg, frames of another size are counted as bad.
-    #[arg(long, value_name = "WxH", value_parser = parse_size, requires = "stream")]
+    #[arg(long, value_name = "WxH", value_parser = grin_terms::parse_wxh, requires = "stream")]
     input_size: Option<(usize, usize)>,
     /// Process every frame in order instead of dropping stale ones. The default
     /// for a regular file; a pipe, FIFO or device drops stale frames unless this is given.
@@ -54,10 +55,10 @@ struct Cli {
     #[arg(long, requires = "stream")]
     no_clock: bool,
     /// Smile probability that counts toward smiling.
-    #[arg(long, default_value_t = 0.6, value_parser = parse_threshold, requires = "stream")]
+    #[arg(long, default_value_t = 0.6, value_parser = score, requires = "stream")]
     smile_on: f32,
     /// Smile probability that counts toward not smiling (below --smile-on).
-    #[arg(long, default_value_t = 0.4, value_parser = parse_threshold, requires = "stream")]
+    #[arg(long, default_value_t = 0.4, value_parser = score, requires = "stream")]
     smile_off: f32,
     /// Frames in a row a smile change must last before it is reported.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000), requires = "stream")]
@@ -82,31 +83,14 @@ struct Cli {
     /// (twice its pixels, at most --photo-pixels), as a photo's small faces need the
     /// pixels; a stream at the model's run size (320x240), for frame rate. Boxes come
     /// back in image pixels.
-    #[arg(long, value_name = "WxH", value_parser = parse_size)]
+    #[arg(long, value_name = "WxH", value_parser = grin_terms::parse_frame_size)]
     size: Option<(usize, usize)>,
     /// Most pixels an image file is searched at when --size is not given: a larger
     /// photo is shrunk by one factor to this many (default 1920x1080).
     #[arg(long, value_name = "N", default_value_t = PHOTO_MAX_PIXELS, value_parser = parse_photo_pixels, conflicts_with = "size")]
     photo_pixels: u64,
-    /// Face score a detection needs (default: the model's own, from training).
-    /// Lower it to see the whole precision-recall trade-off, e.g. for AP.
-    #[arg(long, value_parser = parse_threshold)]
-    threshold: Option<f32>,
-    /// Longest face (px at the run size) the first pass keeps; larger faces
-    /// are found on the frame at half size, then a quarter. 0: one pass.
-    /// Default: the model's own.
-    #[arg(long, value_name = "PX", value_parser = parse_pyramid)]
-    pyramid_above: Option<f32>,
-    /// Look again at each detection scoring below this, on a close cut
-    /// around it, and keep it only if a face is found there. 0: off.
-    /// Default: the model's own.
-    #[arg(long, value_name = "SCORE", value_parser = parse_threshold)]
-    second_look_below: Option<f32>,
-    /// Search each second-look cut's mirror image too, and keep the box when
-    /// the mean of the two views' scores at its place reaches the threshold.
-    /// Default: the model's own.
-    #[arg(long)]
-    second_look_mirror: bool,
+    #[command(flatten)]
+    decode: DecodeFlags,
     /// Forward pass: the hand-written CPU path, or Burn's ndarray backend (the training code).
     #[arg(long, value_enum, default_value = "fast")]
     engine: Engine,
@@ -126,13 +110,6 @@ struct Cli {
     warmup: u32,
 }
 
-fn parse_threshold(s: &str) -> Result<f32, String> {
-    match s.trim().parse::<f32>() {
-        Ok(t) if (0.0..=1.0).contains(&t) => Ok(t),
-        _ => Err(format!("`{s}` is not a score in 0..=1")),
-    }
-}
-
 fn parse_photo_pixels(s: &str) -> Result<u64, String> {
     let least = (MIN_SIDE * MIN_SIDE) as u64;
     let most = (MAX_SIDE * MAX_SIDE) as u64;
@@ -140,11 +117,6 @@ fn parse_photo_pixels(s: &str) -> Result<u64, String> {
         Ok(n) if (least..=most).contains(&n) => Ok(n),
         _ => Err(format!("`{s}` is not a pixel count in {least}..={most}")),
     }
-}
-
-fn parse_pyramid(s: &str) -> Result<f32, String> {
-    let above = s.trim().parse::<f32>().map_err(|_| format!("`{s}` is not a number"))?;
-    grin_model::config::check_pyramid_above(above).map(|_| above)
 }
 
 fn parse_max_pixels(s: &str) -> Result<u64, String> {
@@ -169,12 +141,6 @@ impl Cli {
             None => PhotoSize::Own { max_pixels: self.photo_pixels },
         }
     }
-}
-
-fn parse_size(s: &str) -> Result<(usize, usize), String> {
-    let (w, h) = s.split_once(['x', 'X']).ok_or_else(|| format!("`{s}` is not WxH (e.g. 320x240)"))?;
-    let side = |v: &str| v.trim().parse::<usize>().map_err(|_| format!("`{s}` is not WxH (e.g. 320x240)"));
-    Ok((side(w)?, side(h)?))
 }
 
 /// Parses the command line, runs it, and gives the exit status above.
@@ -226,14 +192,18 @@ fn run(cli: &Cli) -> Result<bool> {
     if let Some((w, h)) = cli.size {
         detector.set_run_size(w, h)?;
     }
-    if let Some(t) = cli.threshold {
+    let flags = &cli.decode;
+    if let Some(t) = flags.threshold {
         detector.set_score_threshold(t);
     }
-    if let Some(above) = cli.pyramid_above {
+    if let Some(above) = flags.pyramid_above {
         detector.set_pyramid_above(above);
     }
-    let look = detector.spec().model.second_look.with_flags(cli.second_look_below, None, cli.second_look_mirror);
-    detector.set_second_look(look.map_err(|e| anyhow::anyhow!(e))?)?;
+    if let Some(cover) = flags.nested_cover {
+        detector.set_nested_cover(cover);
+    }
+    let look = flags.apply(&detector.spec().model).map_err(|e| anyhow::anyhow!(e))?.second_look;
+    detector.set_second_look(look)?;
     if let Some(source) = &cli.stream {
         run_stream(cli, &detector, source)
     } else if cli.bench {

@@ -10,7 +10,7 @@
 mod codec;
 
 pub use codec::{decode, encode_frame};
-use grin_features::ImageBound;
+use grin_image::ImageBound;
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 
 /// Layout of the frames on the stream.

@@ -18,7 +18,7 @@ mod track;
 use crate::bench::{self, Latency};
 use crate::runner::Runner;
 use anyhow::Result;
-use grin_features::ImageBound;
+use grin_image::ImageBound;
 use lines::{event_lines, frame_line};
 use output::{Delivery, Output};
 use serde::Serialize;

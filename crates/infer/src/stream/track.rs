@@ -10,8 +10,8 @@
 //! does not either. A track unseen for more than `patience` frames ends;
 //! if it was smiling, its smile ends with it.
 
-use grin_model::iou;
 use grin_model::Detection;
+use grin_terms::boxes::iou;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -88,10 +88,6 @@ pub(crate) struct Tracker {
     next_id: u64,
 }
 
-fn corners(d: &Detection) -> [f32; 4] {
-    [d.x0, d.y0, d.x1, d.y1]
-}
-
 impl Tracker {
     pub(super) fn new(config: TrackerConfig) -> Tracker {
         Tracker { config, tracks: Vec::new(), next_id: 1 }
@@ -115,7 +111,7 @@ impl Tracker {
         let mut pairs: Vec<(f32, usize, usize)> = Vec::new();
         for (t, track) in self.tracks.iter().enumerate() {
             for (d, det) in detections.iter().enumerate() {
-                let overlap = iou(track.bbox, corners(det));
+                let overlap = iou(track.bbox, det.corners());
                 if overlap >= c.min_iou {
                     pairs.push((overlap, t, d));
                 }
@@ -139,7 +135,7 @@ impl Tracker {
                 None => {
                     self.tracks.push(Track {
                         id: self.next_id,
-                        bbox: corners(det),
+                        bbox: det.corners(),
                         missed: 0,
                         smiling: false,
                         streak: 0,
@@ -149,7 +145,7 @@ impl Tracker {
                 }
             };
             let track = &mut self.tracks[t];
-            track.bbox = corners(det);
+            track.bbox = det.corners();
             track.missed = 0;
             let argues_for_change = if track.smiling { det.smile <= c.off } else { det.smile >= c.on };
             track.streak = if argues_for_change { track.streak + 1 } else { 0 };

@@ -1,7 +1,8 @@
 //! Hand-built samples and small datasets shared by the store tests.
 #![allow(dead_code)]
 
-use grin_features::{FaceBox, FeatureConfig, FeatureError, HostBatch, Sample, Smile};
+use grin_features::{FaceBox, FeatureConfig, HostBatch, Sample, Smile};
+use grin_image::InputError;
 use grin_store::{write_dataset, Event, Plan, Summary};
 use std::path::Path;
 
@@ -26,7 +27,7 @@ pub(crate) fn sample(index: u64) -> Sample {
     Sample { width: W, height: H, channels: 1, pixels, boxes }
 }
 
-pub(crate) fn fill(indices: &[u64], out: &mut HostBatch) -> Result<(), FeatureError> {
+pub(crate) fn fill(indices: &[u64], out: &mut HostBatch) -> Result<(), InputError> {
     for &i in indices {
         out.push(&sample(i));
     }

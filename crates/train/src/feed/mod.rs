@@ -13,6 +13,7 @@ pub mod on_the_fly;
 pub mod precomputed;
 pub(crate) mod producer;
 
+use crate::config::DeviceAugment;
 use crate::config::{Mode, TrainConfig};
 use crate::device_batch::{upload, DeviceBatch};
 use anyhow::{bail, Context, Result};
@@ -20,7 +21,7 @@ use burn::tensor::backend::Backend;
 use grin_features::{FeatureConfig, Pipeline, Split};
 use grin_model::DetectorBackend;
 use grin_store::{BatchOrder, Store};
-use in_vram::{DeviceAugment, InVram};
+use in_vram::InVram;
 use on_the_fly::OnTheFly;
 use precomputed::Precomputed;
 use producer::{BatchSource, Produced, Producer};

@@ -1,7 +1,8 @@
 use super::*;
 use crate::test_photos::face_free;
 use burn_ndarray::NdArray;
-use grin_features::{Raster, Smile};
+use grin_features::Smile;
+use grin_image::Raster;
 use grin_terms::photo::{self, PHOTO_MAX_PIXELS};
 
 fn face(x0: f32, y0: f32, x1: f32, y1: f32) -> FaceBox {
@@ -65,7 +66,7 @@ fn as_looked_a_crop_is_the_looks_cut_at_its_scale_with_faces_painted_over() {
     // A 200x100 picture of columns (x as its grey), letterboxed 2x into 400x200.
     let source =
         Raster { width: 200, height: 100, channels: 1, pixels: (0..200 * 100).map(|i| (i % 200) as u8).collect() };
-    let (frame, placement) = grin_features::letterbox(&source, 400, 200);
+    let (frame, placement) = grin_image::letterbox(&source, 400, 200);
     // A face just left of the detection (frame pixels).
     let sample = Sample {
         width: 400,

@@ -1,7 +1,7 @@
 //! Frame bytes to an image and back: the raw layouts and MJPEG.
 
 use super::{BadFrame, InputFormat};
-use grin_features::{decode_image, BadInputKind, ImageBound};
+use grin_image::{decode_image, BadInputKind, ImageBound};
 use image::{DynamicImage, GrayImage, RgbImage};
 
 /// Decodes one frame's bytes into an image, checking its size. Raw frames

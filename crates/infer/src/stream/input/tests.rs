@@ -1,7 +1,7 @@
 use super::*;
 use image::{DynamicImage, GrayImage};
 
-const BOUND: ImageBound = ImageBound { max_pixels: grin_features::DEFAULT_MAX_PIXELS, knob: "--max-pixels" };
+const BOUND: ImageBound = ImageBound { max_pixels: grin_image::DEFAULT_MAX_PIXELS, knob: "--max-pixels" };
 
 /// A busy picture, so most of the file is scan data (where the tests cut).
 fn jpeg(w: u32, h: u32, value: u8) -> Vec<u8> {

@@ -30,7 +30,7 @@ fn a_folder_without_images_is_an_empty_folder_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("readme.txt"), b"x").unwrap();
     let err = list_images(dir.path()).unwrap_err();
-    assert!(matches!(err, FeatureError::BadInput { kind: BadInputKind::EmptyFolder, .. }), "{err}");
+    assert!(matches!(err, InputError::BadInput { kind: BadInputKind::EmptyFolder, .. }), "{err}");
     let message = err.to_string();
     assert!(message.contains(&dir.path().display().to_string()), "{message}");
     assert!(message.contains(".jpg/.jpeg/.png"), "{message}");
@@ -61,7 +61,7 @@ fn a_truncated_jpeg_is_corrupt() {
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
     assert_eq!(decode(&ok, 1, bound).unwrap().pixels.len(), 256);
     let err = decode(&cut, 1, bound).unwrap_err();
-    assert!(matches!(err, FeatureError::BadInput { kind: BadInputKind::CorruptImage, .. }), "{err}");
+    assert!(matches!(err, InputError::BadInput { kind: BadInputKind::CorruptImage, .. }), "{err}");
     assert!(err.to_string().starts_with(&format!("{}:", cut.display())), "{err}");
 }
 
@@ -131,6 +131,6 @@ fn a_file_past_the_bound_is_not_read_whole() {
     // /dev/zero never ends: it is refused after the bound's bytes.
     let bound = ImageBound { max_pixels: 1, knob: "--max-pixels" };
     let err = read_image(Path::new("/dev/zero"), bound).unwrap_err();
-    assert!(matches!(err, FeatureError::BadInput { kind: BadInputKind::ImageTooLarge, .. }), "{err}");
+    assert!(matches!(err, InputError::BadInput { kind: BadInputKind::ImageTooLarge, .. }), "{err}");
     assert!(err.to_string().starts_with("/dev/zero: file is over 64 MiB"), "{err}");
 }

@@ -147,21 +147,21 @@ fn luma_into(rgb: &[u8], out: &mut [u8]) {
 /// Rounds to the nearest byte. `as u8` saturates (and maps NaN to 0), so no
 /// clamp is needed, and it avoids `f32::round`, a libm call on baseline x86-64.
 #[inline]
-pub(crate) fn to_u8(v: f32) -> u8 {
+pub fn to_u8(v: f32) -> u8 {
     (v + 0.5) as u8
 }
 
 /// One output coordinate's two source neighbours and the weight of the second.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Tap {
-    pub(crate) i0: usize,
-    pub(crate) i1: usize,
-    pub(crate) t: f32,
+pub struct Tap {
+    pub i0: usize,
+    pub i1: usize,
+    pub t: f32,
 }
 
 /// Bilinear taps along one axis: output coordinate `o` reads source position
 /// `start + (o + 0.5) * step - 0.5`, clamped to the `n_src` samples there are.
-pub(crate) fn taps(n_src: usize, n_out: usize, start: f32, step: f32) -> impl Iterator<Item = Tap> {
+pub fn taps(n_src: usize, n_out: usize, start: f32, step: f32) -> impl Iterator<Item = Tap> {
     let max = (n_src - 1) as f32;
     (0..n_out).map(move |o| {
         let s = (start + (o as f32 + 0.5) * step - 0.5).clamp(0.0, max);
@@ -192,7 +192,7 @@ pub fn resample_region(src: &Raster, region: [f32; 4], out_w: u32, out_h: u32) -
 }
 
 /// Area-aware (triangle filter) resize, so big photos do not alias when shrunk.
-pub(crate) fn resize(image: &Raster, width: u32, height: u32) -> Vec<u8> {
+pub fn resize(image: &Raster, width: u32, height: u32) -> Vec<u8> {
     use fast_image_resize::{
         images::Image, images::ImageRef, FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer,
     };
@@ -290,7 +290,7 @@ impl pulp::WithSimd for Halve<'_> {
 }
 
 /// The `w` x `h` block of `image` at `(x, y)`.
-pub(crate) fn sub_raster(image: &Raster, x: u32, y: u32, w: u32, h: u32) -> Raster {
+pub fn sub_raster(image: &Raster, x: u32, y: u32, w: u32, h: u32) -> Raster {
     if (x, y, w, h) == (0, 0, image.width, image.height) {
         return image.clone();
     }

@@ -11,7 +11,7 @@
 //! leaves the photo, and place the photo anywhere in the window, centred on
 //! average.
 
-use crate::error::FeatureError;
+use crate::error::InputError;
 use crate::io::{read_image, ImageBound};
 use crate::raster::{resize, Raster};
 use image::DynamicImage;
@@ -102,6 +102,37 @@ impl Letterbox {
         } else {
             cut
         }
+    }
+}
+
+/// One frame's second-look cuts, view by view, for every engine that looks
+/// again (grin-detect's, `grin eval`'s): `grin_model::second_look` asks for
+/// the plain view first, and the mirrored view is then those cuts' mirror
+/// images, not cut and scaled again (a quarter of a view's time at 640x480:
+/// docs/benchmarks.md). The same pixels as [`Letterbox::cut`] either way.
+pub struct LookCuts<'a> {
+    placement: Letterbox,
+    source: &'a Raster,
+    side: u32,
+    cuts: Vec<Raster>,
+    plain: bool,
+}
+
+impl<'a> LookCuts<'a> {
+    /// Cuts of `source` (the picture `placement` letterboxed), `side` px square.
+    pub fn new(placement: Letterbox, source: &'a Raster, side: u32) -> LookCuts<'a> {
+        LookCuts { placement, source, side, cuts: Vec::new(), plain: false }
+    }
+
+    /// The cuts at `windows` (frame pixels), mirrored when `mirrored`.
+    pub fn view(&mut self, windows: &[[f32; 4]], mirrored: bool) -> &[Raster] {
+        if mirrored && self.plain && self.cuts.len() == windows.len() {
+            self.cuts = std::mem::take(&mut self.cuts).into_iter().map(Raster::mirrored).collect();
+        } else {
+            self.cuts = windows.iter().map(|&w| self.placement.cut(self.source, w, self.side, mirrored)).collect();
+        }
+        self.plain = !mirrored;
+        &self.cuts
     }
 }
 
@@ -210,7 +241,7 @@ pub fn letterbox_photo(
     width: u32,
     height: u32,
     bound: ImageBound,
-) -> Result<LetterboxedPhoto, FeatureError> {
+) -> Result<LetterboxedPhoto, InputError> {
     Ok(letterbox_image(&read_image(path, bound)?, channels, width, height))
 }
 

@@ -1,7 +1,7 @@
 //! Reading inputs from disk: listing image folders, reading annotation
 //! text, and decoding images. Every failure names the file at fault.
 
-use crate::error::{skip_or_fail, BadInputKind, FeatureError, OnBadSample, SkipCounts};
+use crate::error::{skip_or_fail, BadInputKind, InputError, OnBadSample, SkipCounts};
 use crate::raster::Raster;
 use image::metadata::Orientation;
 use image::{DynamicImage, ImageDecoder, ImageReader};
@@ -9,19 +9,19 @@ use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
 /// The image file types every source reads, lower case, without the dot.
-pub(crate) const IMAGE_EXTENSIONS: [&str; 3] = ["jpg", "jpeg", "png"];
+pub const IMAGE_EXTENSIONS: [&str; 3] = ["jpg", "jpeg", "png"];
 
 /// Whether `path` names an image by its extension (any case).
-pub(crate) fn is_image_path(path: &Path) -> bool {
+pub fn is_image_path(path: &Path) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
 }
 
 /// Image files directly in `dir`, sorted so that every machine sees the same order.
-pub(crate) fn list_images(dir: &Path) -> Result<Vec<PathBuf>, FeatureError> {
+pub fn list_images(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     let unreadable = |e: std::io::Error| {
-        FeatureError::bad(dir, None, BadInputKind::UnreadableFile, format!("cannot list folder: {e}"))
+        InputError::bad(dir, None, BadInputKind::UnreadableFile, format!("cannot list folder: {e}"))
     };
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(unreadable)? {
@@ -34,7 +34,7 @@ pub(crate) fn list_images(dir: &Path) -> Result<Vec<PathBuf>, FeatureError> {
         // Followed through links, as the read that comes later would be.
         // (A folder named like a photo fails its read at once: counted there.)
         if std::fs::metadata(&path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-            return Err(FeatureError::bad(
+            return Err(InputError::bad(
                 &path,
                 None,
                 BadInputKind::UnreadableFile,
@@ -45,7 +45,7 @@ pub(crate) fn list_images(dir: &Path) -> Result<Vec<PathBuf>, FeatureError> {
     }
     if files.is_empty() {
         let listed: Vec<String> = IMAGE_EXTENSIONS.iter().map(|e| format!(".{e}")).collect();
-        return Err(FeatureError::bad(
+        return Err(InputError::bad(
             dir,
             None,
             BadInputKind::EmptyFolder,
@@ -57,21 +57,21 @@ pub(crate) fn list_images(dir: &Path) -> Result<Vec<PathBuf>, FeatureError> {
 }
 
 /// A whole annotation file as text.
-pub(crate) fn read_text(path: &Path) -> Result<String, FeatureError> {
+pub fn read_text(path: &Path) -> Result<String, InputError> {
     std::fs::read_to_string(path)
-        .map_err(|e| FeatureError::bad(path, None, BadInputKind::UnreadableFile, format!("cannot read: {e}")))
+        .map_err(|e| InputError::bad(path, None, BadInputKind::UnreadableFile, format!("cannot read: {e}")))
 }
 
 /// Decodes every file in parallel; bad files are counted and left out under
 /// `Skip`, and the first bad file (in file order) is the error under `Error`.
-pub(crate) fn load_all(
+pub fn load_all(
     files: &[PathBuf],
     channels: u32,
     bound: ImageBound,
     on_bad: OnBadSample,
     skips: &SkipCounts,
-) -> Result<Vec<Raster>, FeatureError> {
-    let decoded: Vec<Result<Raster, FeatureError>> = files.par_iter().map(|p| decode(p, channels, bound)).collect();
+) -> Result<Vec<Raster>, InputError> {
+    let decoded: Vec<Result<Raster, InputError>> = files.par_iter().map(|p| decode(p, channels, bound)).collect();
     let mut images = Vec::with_capacity(decoded.len());
     for result in decoded {
         match result {
@@ -83,7 +83,7 @@ pub(crate) fn load_all(
 }
 
 /// Reads and decodes one image into `channels` (1 = luma, 3 = RGB).
-pub(crate) fn decode(path: &Path, channels: u32, bound: ImageBound) -> Result<Raster, FeatureError> {
+pub fn decode(path: &Path, channels: u32, bound: ImageBound) -> Result<Raster, InputError> {
     Ok(Raster::from_image(&read_image(path, bound)?, channels))
 }
 
@@ -163,17 +163,17 @@ pub struct DecodeError {
 /// Reads and decodes an image file within `bound`: the one way every part
 /// of grin (training sources, `grin eval`, `grin calibrate`, `grin-detect`)
 /// opens an image. Errors name the file.
-pub fn read_image(path: &Path, bound: ImageBound) -> Result<DynamicImage, FeatureError> {
+pub fn read_image(path: &Path, bound: ImageBound) -> Result<DynamicImage, InputError> {
     use std::io::Read;
     let unreadable =
-        |e: std::io::Error| FeatureError::bad(path, None, BadInputKind::UnreadableFile, format!("cannot read: {e}"));
+        |e: std::io::Error| InputError::bad(path, None, BadInputKind::UnreadableFile, format!("cannot read: {e}"));
     let file = std::fs::File::open(path).map_err(unreadable)?;
     // Read at most one byte past the bound: `/dev/zero` or a 10 GB file is
     // refused after a bounded read, never loaded whole.
     let mut bytes = Vec::new();
     file.take(bound.max_bytes() + 1).read_to_end(&mut bytes).map_err(unreadable)?;
     if bytes.len() as u64 > bound.max_bytes() {
-        return Err(FeatureError::bad(
+        return Err(InputError::bad(
             path,
             None,
             BadInputKind::ImageTooLarge,
@@ -185,7 +185,7 @@ pub fn read_image(path: &Path, bound: ImageBound) -> Result<DynamicImage, Featur
             ),
         ));
     }
-    decode_image(&bytes, bound).map_err(|e| FeatureError::bad(path, None, e.kind, e.message))
+    decode_image(&bytes, bound).map_err(|e| InputError::bad(path, None, e.kind, e.message))
 }
 
 /// Decodes an image held in memory (a file's bytes, an MJPEG frame), turned

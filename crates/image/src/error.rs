@@ -14,7 +14,7 @@ pub enum OnBadSample {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum FeatureError {
+pub enum InputError {
     /// `path:line: message` (line 0 = the whole file).
     #[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
     BadInput { path: PathBuf, line: Option<usize>, kind: BadInputKind, message: String },
@@ -56,9 +56,9 @@ impl BadInputKind {
     }
 }
 
-impl FeatureError {
+impl InputError {
     pub fn bad(path: impl Into<PathBuf>, line: Option<usize>, kind: BadInputKind, message: impl Into<String>) -> Self {
-        FeatureError::BadInput { path: path.into(), line, kind, message: message.into() }
+        InputError::BadInput { path: path.into(), line, kind, message: message.into() }
     }
 }
 
@@ -106,9 +106,9 @@ impl SkipCounts {
 }
 
 /// Under `Skip`, counts a bad input and carries on; otherwise it is the error.
-pub(crate) fn skip_or_fail(on_bad: OnBadSample, skips: &SkipCounts, error: FeatureError) -> Result<(), FeatureError> {
+pub fn skip_or_fail(on_bad: OnBadSample, skips: &SkipCounts, error: InputError) -> Result<(), InputError> {
     match (&error, on_bad) {
-        (FeatureError::BadInput { kind, .. }, OnBadSample::Skip) => {
+        (InputError::BadInput { kind, .. }, OnBadSample::Skip) => {
             skips.record(*kind);
             Ok(())
         }

@@ -1,0 +1,25 @@
+//! grin-image: the one photo path, shared by the training sources, `grin
+//! eval`, `grin calibrate` and `grin-detect` (which needs nothing else from
+//! the feature pipeline): listing and decoding images within a size bound,
+//! EXIF orientation, resampling, the letterbox, and errors that name the
+//! file (and line) at fault, or count it as a skip.
+
+#![forbid(unsafe_code)]
+
+mod error;
+mod io;
+mod letterbox;
+mod raster;
+
+// Hostile and EXIF-turned image files, written by the tests of every crate.
+pub mod fixtures;
+
+pub use error::{skip_or_fail, BadInputKind, InputError, OnBadSample, SkipCounts};
+pub use io::{
+    decode, decode_image, is_image_path, list_images, load_all, read_image, read_text, DecodeError, ImageBound,
+    DEFAULT_MAX_PIXELS, IMAGE_EXTENSIONS, MAX_IMAGE_SIDE,
+};
+pub use letterbox::{
+    crop_square, letterbox, letterbox_image, letterbox_photo, Letterbox, LetterboxedPhoto, LookCuts, LETTERBOX_FILL,
+};
+pub use raster::{resample_region, resize, sub_raster, taps, to_u8, Raster, Tap};
