@@ -147,6 +147,8 @@ pub struct DeviceBatch<'a, B: Backend> {
 /// device), for whichever runtime runs it.
 #[derive(Default)]
 pub struct DeviceStep {
+    // Read by the CubeCL step only: a CPU-only build (the Pi's, the main job's) never runs it.
+    #[cfg_attr(not(any(feature = "cuda", feature = "wgpu")), allow(dead_code))]
     pub(crate) state: Option<Box<dyn std::any::Any + Send>>,
     /// This step's flat layout and each trained parameter's start in it,
     /// read from the autodiff model (whose parameters say which are
