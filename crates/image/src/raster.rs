@@ -193,18 +193,31 @@ pub fn resample_region(src: &Raster, region: [f32; 4], out_w: u32, out_h: u32) -
 
 /// Area-aware (triangle filter) resize, so big photos do not alias when shrunk.
 pub fn resize(image: &Raster, width: u32, height: u32) -> Vec<u8> {
-    use fast_image_resize::{
-        images::Image, images::ImageRef, FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer,
-    };
+    use fast_image_resize::pixels::{U8x3, U8};
     if (image.width, image.height) == (width, height) {
         return image.pixels.clone();
     }
     if image.channels == 1 && (2 * width, 2 * height) == (image.width, image.height) {
         return halve_grey(&image.pixels, image.width as usize, image.height as usize);
     }
-    let kind = if image.channels == 1 { PixelType::U8 } else { PixelType::U8x3 };
-    let src = ImageRef::new(image.width, image.height, &image.pixels, kind).expect("raster size matches");
-    let mut dst = Image::new(width, height, kind);
+    let mut out = vec![0u8; (width * height * image.channels) as usize];
+    if image.channels == 1 {
+        resize_as::<U8>(image, width, height, &mut out);
+    } else {
+        resize_as::<U8x3>(image, width, height, &mut out);
+    }
+    out
+}
+
+/// [`resize`] through `fast_image_resize` for one pixel type: its typed
+/// entry point, because the untyped one (a pixel type chosen at run time)
+/// compiles the resizer for all thirteen of its pixel types, and that was
+/// most of this crate's build time.
+fn resize_as<P: fast_image_resize::PixelTrait>(image: &Raster, width: u32, height: u32, out: &mut [u8]) {
+    use fast_image_resize::images::{TypedImage, TypedImageRef};
+    use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
+    let src = TypedImageRef::<P>::from_buffer(image.width, image.height, &image.pixels).expect("raster size matches");
+    let mut dst = TypedImage::<P>::from_buffer(width, height, out).expect("buffer size matches");
     // The triangle (bilinear) filter, widened with the downscale factor, in
     // integer SIMD (AVX2, SSE4.1, NEON) on whatever the host has; one
     // resizer per thread keeps its buffers between frames.
@@ -212,8 +225,7 @@ pub fn resize(image: &Raster, width: u32, height: u32) -> Vec<u8> {
         static RESIZER: std::cell::RefCell<Resizer> = std::cell::RefCell::new(Resizer::new());
     }
     let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Bilinear));
-    RESIZER.with(|r| r.borrow_mut().resize(&src, &mut dst, &options)).expect("same pixel type, non-empty sizes");
-    dst.into_vec()
+    RESIZER.with(|r| r.borrow_mut().resize_typed(&src, &mut dst, &options)).expect("non-empty sizes");
 }
 
 /// The triangle filter at exactly half size, for one grey plane: a camera
@@ -304,92 +316,4 @@ pub fn sub_raster(image: &Raster, x: u32, y: u32, w: u32, h: u32) -> Raster {
 }
 
 #[cfg(test)]
-mod resize_tests {
-    use super::*;
-
-    /// `image`'s triangle filter, the resizer grin used before: the reference.
-    fn reference(image: &Raster, width: u32, height: u32) -> Vec<u8> {
-        use image::imageops::{resize, FilterType};
-        let (w, h) = (image.width, image.height);
-        if image.channels == 1 {
-            let buf = image::GrayImage::from_raw(w, h, image.pixels.clone()).unwrap();
-            resize(&buf, width, height, FilterType::Triangle).into_raw()
-        } else {
-            let buf = image::RgbImage::from_raw(w, h, image.pixels.clone()).unwrap();
-            resize(&buf, width, height, FilterType::Triangle).into_raw()
-        }
-    }
-
-    /// A textured test picture: gradients, a checkerboard and hashed noise.
-    fn picture(width: u32, height: u32, channels: u32) -> Raster {
-        let mut pixels = Vec::with_capacity((width * height * channels) as usize);
-        for y in 0..height {
-            for x in 0..width {
-                for k in 0..channels {
-                    let noise =
-                        (x.wrapping_mul(73_856_093) ^ y.wrapping_mul(19_349_663) ^ k.wrapping_mul(83_492_791)) % 64;
-                    let check = if (x / 7 + y / 5) % 2 == 0 { 60 } else { 0 };
-                    pixels.push(((x * 255 / width + y * 97 / height) / 2 + check + noise).min(255) as u8);
-                }
-            }
-        }
-        Raster { width, height, channels, pixels }
-    }
-
-    #[test]
-    fn rgb_luma_is_within_a_level_of_image_crates_own() {
-        // A lattice over the colour cube, corners included.
-        let levels: Vec<u8> = (0..=255).step_by(5).chain([254, 255]).collect();
-        let mut pixels = Vec::new();
-        for &r in &levels {
-            for &g in &levels {
-                for &b in &levels {
-                    pixels.extend([r, g, b]);
-                }
-            }
-        }
-        let n = pixels.len() / 3;
-        let image = image::DynamicImage::ImageRgb8(image::RgbImage::from_raw(n as u32, 1, pixels).unwrap());
-        let (ours, theirs) = (Raster::from_image(&image, 1).pixels, image.to_luma8().into_raw());
-        let apart: Vec<i32> = ours.iter().zip(&theirs).map(|(a, b)| (*a as i32 - *b as i32).abs()).collect();
-        assert!(apart.iter().all(|d| *d <= 1), "more than one level apart");
-        let equal = apart.iter().filter(|d| **d == 0).count() as f64 / n as f64;
-        assert!(equal > 0.99, "equal for {equal:.4} of colours");
-    }
-
-    #[test]
-    fn the_simd_luma_is_the_plain_loops_at_every_length() {
-        for n in (0..70).chain([640 * 480 + 5]) {
-            let rgb: Vec<u8> = (0..3 * n as u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-            let mut plain = vec![0u8; n];
-            luma_into(&rgb, &mut plain);
-            assert_eq!(luma_of_rgb(&rgb), plain, "{n} pixels");
-        }
-    }
-
-    #[test]
-    fn the_simd_resizer_matches_the_triangle_filter_within_a_level() {
-        for (w, h, c, ow, oh) in [
-            (640, 480, 1, 320, 240),
-            (640, 480, 3, 320, 240),
-            // Exact halves of one plane take `halve_grey`, edges and all.
-            (64, 48, 1, 32, 24),
-            (6, 4, 1, 3, 2),
-            (4, 2, 1, 2, 1),
-            (2, 2, 1, 1, 1),
-            (600, 440, 1, 320, 235),
-            (89, 109, 1, 196, 240),
-            (1024, 768, 1, 160, 120),
-            (320, 240, 3, 640, 480),
-        ] {
-            let image = picture(w, h, c);
-            let (new, old) = (resize(&image, ow, oh), reference(&image, ow, oh));
-            assert_eq!(new.len(), old.len());
-            let diffs: Vec<i32> = new.iter().zip(&old).map(|(a, b)| (*a as i32 - *b as i32).abs()).collect();
-            let max = diffs.iter().max().copied().unwrap_or(0);
-            let mean = diffs.iter().sum::<i32>() as f64 / diffs.len() as f64;
-            // Integer coefficients against image's f32 ones: at most one grey level apart.
-            assert!(max <= 1 && mean <= 0.35, "{w}x{h}x{c} -> {ow}x{oh}: max {max}, mean {mean:.3}");
-        }
-    }
-}
+mod tests;
