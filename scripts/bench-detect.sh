@@ -42,16 +42,12 @@ PHOTOS_ONLY=${PHOTOS_ONLY:-0}
 CALTECH=${CALTECH:-../shared/data/caltech-webfaces}
 CELEBA=${CELEBA:-../shared/data/celeba-smile-10k}
 TARGET=${CARGO_TARGET_DIR:-target}
-VENV=.venv-detect
 MODEL_FLAGS=("$@")
 MODEL_LABEL=${MODEL_FLAGS[*]:-embedded}
 
-# OpenCV 5 moved the Haar cascades out of the main package: pin 4.x.
-if ! "$VENV/bin/python" -c 'import cv2; cv2.CascadeClassifier' 2>/dev/null; then
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --upgrade pip
-    "$VENV/bin/pip" install --quiet "opencv-python-headless>=4.8,<5" numpy
-fi
+# The Haar peer's packages, in .venv-detect (the list and its OpenCV pin: scripts/venvs.sh).
+. scripts/venvs.sh
+PY=$(venv_python detect)
 
 cargo build --locked --release -p grin-infer --bin grin-detect --example export_scenes
 DETECT=$TARGET/release/grin-detect
@@ -87,7 +83,7 @@ for size in 320x240 160x120; do
     "$DETECT" "${MODEL_FLAGS[@]}" --json --size "$size" "$dir"/scene-*.png >"$dir/grin.jsonl"
     "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --size "$size" --iterations "$ITERATIONS" \
         "$dir"/scene-*.png >"$dir/grin-bench.json"
-    "$VENV/bin/python" scripts/peers/haar_peer.py --size "$size" --scenes "$dir" \
+    "$PY" scripts/peers/haar_peer.py --size "$size" --scenes "$dir" \
         --grin-detections "$dir/grin.jsonl" --grin-bench "$dir/grin-bench.json" \
         --iterations "$ITERATIONS" --results "$RESULTS" --kind "$kind"
 done
@@ -119,7 +115,7 @@ measure_photos() {
     "$DETECT" "${MODEL_FLAGS[@]}" --json --size "$size" "${images[@]}" >"$dir/$source-grin.jsonl"
     "$DETECT" "${MODEL_FLAGS[@]}" --bench --json --threads 1 --size "$size" --iterations "$iterations" \
         "${images[@]}" >"$dir/$source-grin-bench.json"
-    "$VENV/bin/python" scripts/peers/haar_peer.py --photos "$dir" --source "$source" \
+    "$PY" scripts/peers/haar_peer.py --photos "$dir" --source "$source" \
         --grin-detections "$dir/$source-grin-ap.jsonl" --grin-deployed "$dir/$source-grin.jsonl" \
         --grin-bench "$dir/$source-grin-bench.json" --grin-model "$MODEL_LABEL" \
         --iterations "$iterations" --results "$PHOTO_RESULTS"
@@ -149,5 +145,5 @@ else
     echo "bench-detect: no held-out real photos (set CALTECH / CELEBA): photo comparison skipped" >&2
 fi
 
-[ ! -s "$RESULTS" ] || "$VENV/bin/python" scripts/peers/haar_peer.py --table "$RESULTS"
-[ ! -s "$PHOTO_RESULTS" ] || "$VENV/bin/python" scripts/peers/haar_peer.py --photo-table "$PHOTO_RESULTS"
+[ ! -s "$RESULTS" ] || "$PY" scripts/peers/haar_peer.py --table "$RESULTS"
+[ ! -s "$PHOTO_RESULTS" ] || "$PY" scripts/peers/haar_peer.py --photo-table "$PHOTO_RESULTS"

@@ -104,12 +104,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2
 fi
-VENV=.venv-latency
-if ! "$VENV/bin/python" -c 'import numpy, PIL' 2>/dev/null; then
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --upgrade pip
-    "$VENV/bin/pip" install --quiet numpy Pillow
-fi
+# numpy and Pillow for age_photos.py, in .venv-latency (the list: scripts/venvs.sh).
+. scripts/venvs.sh
+PY=$(venv_python latency)
 YUNET=$YUNET_BUILD/yunet-detect
 [ -x "$YUNET" ] || "$PEER/build.sh" "$YUNET_BUILD"
 
@@ -144,7 +141,7 @@ done
 "$EXPORT" --out "$WORK/photo" "${SPLIT_FLAGS[@]}" --channels 3 --count "$PHOTOS" --original --min-face 10 \
     --caltech "$CALTECH" --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR" "${FACE_FREE_FLAGS[@]}"
 detect_all "$WORK/photo"
-"$VENV/bin/python" scripts/peers/age_photos.py "$WORK/photo" "$WORK/aged"
+"$PY" scripts/peers/age_photos.py "$WORK/photo" "$WORK/aged"
 detect_all "$WORK/aged"
 
 # Timed photos: the first TIMED of each source (group photos and portraits).

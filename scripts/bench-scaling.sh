@@ -13,44 +13,30 @@
 #   scripts/bench-scaling.sh            env: ROUNDS (default 5), ITERATIONS (default 300)
 #
 # Python peer in .venv-features (numpy, pillow, opencv-python-headless from
-# PyPI), as scripts/bench-features.sh builds it. Prints one line per size and
+# PyPI), the venv scripts/bench-features.sh shares (its list: scripts/venvs.sh),
+# built by scripts/grin_venv.py on first use. Prints one line per size and
 # `grin/opencv <R>x ...` last. Report figures from a quiet machine only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 ITERATIONS=${ITERATIONS:-300}
-VENV=.venv-features
 TARGET=${CARGO_TARGET_DIR:-target}
 WORK=$TARGET/bench-scaling
 mkdir -p "$WORK"
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import numpy, PIL, cv2" 2>/dev/null; then
-    echo "building $VENV (numpy, pillow, opencv-python-headless)" >&2
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet numpy pillow opencv-python-headless
-fi
+. scripts/venvs.sh
+PY=$(venv_python features)
 cargo build --release -p grin-infer >&2
 DETECT=${GRIN_DETECT:-$TARGET/release/grin-detect}
 PHOTO=$(ls ../shared/data/caltech-webfaces/images/*.jpg 2>/dev/null | head -1 || true)
-"$VENV/bin/python" scripts/peers/scaling_peer.py frames "$WORK" "${PHOTO:-}"
+"$PY" scripts/peers/scaling_peer.py frames "$WORK" "${PHOTO:-}"
 
 for spec in 640x480:320x240 1280x720:320x240 1280x720:640x480; do
     src=${spec%%:*}; dst=${spec##*:}
     for round in $(seq 1 "$ROUNDS"); do
         "$DETECT" --bench --json --threads 1 --iterations "$ITERATIONS" --size "$dst" "$WORK/frame-$src.png" |
             python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"who":"grin","src":sys.argv[1],"dst":sys.argv[2],"ms":d["scaling"]["median_ms"]}))' "$src" "$dst"
-        "$VENV/bin/python" scripts/peers/scaling_peer.py time "$WORK/frame-$src.png" "$dst" "$ITERATIONS" |
+        "$PY" scripts/peers/scaling_peer.py time "$WORK/frame-$src.png" "$dst" "$ITERATIONS" |
             python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"who":"opencv","src":sys.argv[1],"dst":sys.argv[2],"ms":d["median_ms"]}))' "$src" "$dst"
     done
 done > "$WORK/rounds.jsonl"
-python3 - "$WORK/rounds.jsonl" <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-ratios = []
-for key in dict.fromkeys((r["src"], r["dst"]) for r in rows):
-    med = {who: statistics.median(r["ms"] for r in rows if (r["src"], r["dst"]) == key and r["who"] == who)
-           for who in ("grin", "opencv")}
-    ratio = med["grin"] / med["opencv"]
-    ratios.append(f"{ratio:.2f}x at {key[0]}->{key[1]}")
-    print(f"{key[0]} colour -> {key[1]} grey: grin {med['grin']:.3f} ms, OpenCV {med['opencv']:.3f} ms (median of round medians, 1 thread)")
-print("grin/opencv " + ", ".join(ratios))
-PY
+python3 scripts/py/scaling_summary.py "$WORK/rounds.jsonl"

@@ -14,15 +14,12 @@ SAMPLES=${SAMPLES:-10000}
 BATCH=${BATCH:-256}
 WIDTH=${WIDTH:-320}
 HEIGHT=${HEIGHT:-240}
-VENV=.venv-store
 TARGET=${CARGO_TARGET_DIR:-target}
 GRIN=$TARGET/release/grin
 
-if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --upgrade pip
-    "$VENV/bin/pip" install --quiet numpy h5py
-fi
+# numpy and h5py, in .venv-store (the list: scripts/venvs.sh).
+. scripts/venvs.sh
+PY=$(venv_python store)
 
 cargo build --release --bin grin
 
@@ -36,5 +33,5 @@ fi
 
 mkdir -p "$WORK"
 "$GRIN" store bench --dir "$DIR" --batch "$BATCH" --order-out "$WORK/order.bin" --json "$WORK/grin.json"
-"$VENV/bin/python" scripts/peers/store_peer.py --dir "$DIR" --work "$WORK" \
+"$PY" scripts/peers/store_peer.py --dir "$DIR" --work "$WORK" \
     --order "$WORK/order.bin" --batch "$BATCH" --grin-json "$WORK/grin.json"

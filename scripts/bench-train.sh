@@ -31,18 +31,14 @@ BATCHES=${BATCHES:-"16 64"}
 THREADS=${THREADS:-"1 2"}
 WORK=${WORK:-target/bench-train}
 TARGET=${CARGO_TARGET_DIR:-target}
-VENV=.venv-train
 CONFIG=configs/gpu-bench.toml
 STORE=$WORK/store
 
 [ -d ../shared/data/smilesmiled ] || { echo "bench-train: ../shared/data/smilesmiled is missing (the store is built from it)" >&2; exit 1; }
 
-# torch from PyPI: the CPU wheel is what a laptop user gets.
-if ! "$VENV/bin/python" -c 'import torch, numpy' 2>/dev/null; then
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --upgrade pip
-    "$VENV/bin/pip" install --quiet torch numpy
-fi
+# torch from PyPI, in .venv-train: the CPU wheel is what a laptop user gets (scripts/venvs.sh).
+. scripts/venvs.sh
+PY=$(venv_python train)
 
 if [ -z "${GRIN:-}" ]; then
     cargo build --locked --release -p grin
@@ -68,46 +64,13 @@ for round in $(seq 1 "$ROUNDS"); do
                 RAYON_NUM_THREADS=$threads "$GRIN" bench step --config "$CONFIG" --backend cpu --store "$STORE" \
                     --set "model.width_mult=$width" --set "train.batch_size=$batch" "${SAME_AUGMENT[@]}" \
                     --steps "$STEPS" --repeats "$REPEATS" --json "$WORK/grin.json" >&2
-                OMP_NUM_THREADS=$threads "$VENV/bin/python" scripts/peers/torch_detector.py --store "$STORE" \
+                OMP_NUM_THREADS=$threads "$PY" scripts/peers/torch_detector.py --store "$STORE" \
                     --device cpu --threads "$threads" --batch "$batch" --width-mult "$width" \
                     --steps "$STEPS" --repeats "$REPEATS" --warmup 10 >"$WORK/torch.json"
-                "$VENV/bin/python" - "$WORK/grin.json" "$WORK/torch.json" "$round" "$threads" >>"$RESULTS" <<'EOF'
-import json, sys
-g, t = (json.load(open(p)) for p in sys.argv[1:3])
-print(json.dumps({"round": int(sys.argv[3]), "threads": int(sys.argv[4]), "width_mult": t["width_mult"],
-                  "batch": t["batch"], "grin": g, "torch": t}))
-EOF
+                "$PY" scripts/py/train_row.py "$WORK/grin.json" "$WORK/torch.json" "$round" "$threads" >>"$RESULTS"
             done
         done
     done
 done
 
-"$VENV/bin/python" - "$RESULTS" <<'EOF'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-phases = ("batch", "forward", "loss", "backward", "optimizer")
-keys = sorted({(r["width_mult"], r["batch"], r["threads"]) for r in rows}, key=lambda k: (-k[0], k[1], k[2]))
-med = statistics.median
-print(f"{'width':>5} {'batch':>5} {'thr':>3} | {'grin st/s':>9} {'torch st/s':>10} {'ratio':>6} | "
-      + " ".join(f"{p:>15}" for p in phases) + "   (ms per step, grin / torch)")
-ratio = {}
-for k in keys:
-    rs = [r for r in rows if (r["width_mult"], r["batch"], r["threads"]) == k]
-    g = med(r["grin"]["median"]["steps_per_s"] for r in rs)
-    t = med(r["torch"]["steps_per_s"] for r in rs)
-    ratio[k] = med(r["grin"]["median"]["steps_per_s"] / r["torch"]["steps_per_s"] for r in rs)
-    cells = []
-    for p in phases:
-        gp = med(r["grin"]["median"][f"{p}_ms"] for r in rs)
-        tp = med(r["torch"]["phases_ms"][p] for r in rs)
-        cells.append(f"{gp:6.2f} / {tp:6.2f}")
-    print(f"{k[0]:>5} {k[1]:>5} {k[2]:>3} | {g:9.2f} {t:10.2f} {ratio[k]:5.2f}x | " + " ".join(f"{c:>15}" for c in cells))
-first = rows[0]
-print(f"grin engine {first['grin']['engine']}, torch {first['torch']['torch']}; {len({r['round'] for r in rows})} rounds, "
-      "ratio = median over rounds of each round's grin/torch")
-top = max(r["width_mult"] for r in rows)
-def at(batch):
-    k = (top, batch, max(r["threads"] for r in rows))
-    return f"{ratio[k]:.2f}x at batch {batch}" if k in ratio else f"n/a at batch {batch}"
-print(f"grin/pytorch {at(16)}, {at(64)} ({max(r['threads'] for r in rows)} threads)")
-EOF
+"$PY" scripts/py/train_table.py "$RESULTS"

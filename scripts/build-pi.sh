@@ -4,10 +4,12 @@
 # panic = abort, stripped) and prints the binary's path and size.
 #
 # Toolchain (PI_TOOLCHAIN=auto, the default, takes the first that works):
-#   rustup: rustup's aarch64-unknown-linux-gnu target, when installed;
+#   rustup: rustup's aarch64-unknown-linux-gnu target, added here when
+#           missing (`rustup target add`: the target's std, seconds);
 #   debian: Debian's own Rust (rustc-web/cargo-web + libstd-rust-web-dev:arm64,
-#           installed here), when its rustc is new enough for burn 0.21;
-#   rustup-add: `rustup target add` as a last resort (needs the network).
+#           installed here), when there is no rustup and its rustc is new
+#           enough for burn 0.21 (bookworm's 1.85 is not: trying it first
+#           cost CI the arm64 package lists and a compiler it then dropped).
 # Every route links with Debian's aarch64 gcc. Only the grin-infer package is
 # built: no CUDA crate is needed.
 #
@@ -91,10 +93,10 @@ debian)
 auto)
     if rustup_has_target; then
         use_rustup
-    elif use_debian; then
-        :
     elif command -v rustup >/dev/null 2>&1 && rustup target add "$TARGET" >&2; then
         use_rustup
+    elif use_debian; then
+        :
     else
         echo "build-pi: error: no aarch64 Rust toolchain; run: rustup target add $TARGET" >&2
         exit 1

@@ -68,12 +68,7 @@ min_face = 8
 max_face = 16
 TOML
 target/release/grin precompute --config "$work/tiny.toml" --out "$work/store" --samples 2 >/dev/null 2>&1
-python3 - "$work/store" "$SEEDS/store/tiny" <<'PY'
-import struct, sys
-d, out = sys.argv[1], sys.argv[2]
-m = open(f"{d}/manifest.json", "rb").read()
-open(out, "wb").write(struct.pack("<H", len(m)) + m + open(f"{d}/shard-00000.bin", "rb").read())
-PY
+python3 scripts/py/store_seed.py "$work/store" "$SEEDS/store/tiny"
 
 # Every target built once, before any runs (the sanitized build is the slow part).
 (cd fuzz && cargo +nightly fuzz build -O) >&2

@@ -54,16 +54,11 @@ CALTECH=${CALTECH:-../shared/data/caltech-webfaces}
 CELEBA=${CELEBA:-../shared/data/celeba-smile-10k}
 WORK=${WORK:-target/onnx-check}
 TARGET=${CARGO_TARGET_DIR:-target}
-VENV=.venv-onnx
 
-# OpenCV 4.x: the DNN module most installs (and Raspberry Pi OS) have.
-# Pillow: the example's decoder.
-if ! "$VENV/bin/python" -c 'import cv2, onnxruntime, onnx, numpy, PIL' 2>/dev/null; then
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --upgrade pip
-    "$VENV/bin/pip" install --quiet "opencv-python-headless>=4.8,<5" onnxruntime onnx numpy pillow
-fi
-PY=$VENV/bin/python
+# OpenCV 4.x (its DNN module), onnxruntime, onnx and Pillow (the example's decoder), in
+# .venv-onnx (the list and why the pin: scripts/venvs.sh).
+. scripts/venvs.sh
+PY=$(venv_python onnx)
 
 if [ "${NO_BUILD:-0}" != 1 ]; then
     cargo build --locked --release -p grin --bin grin -p grin-infer --bin grin-detect --example export_scenes

@@ -27,19 +27,16 @@ EPOCHS=${EPOCHS:-15}
 SEEDS=${SEEDS:-0}
 WORK=${WORK:-target/smile-ceiling}
 TARGET=${CARGO_TARGET_DIR:-target}
-VENV=.venv-ceiling
 ATTR=$CELEBA/list_attr_celeba_000001-010000.txt
 
 if [ ! -d "$CELEBA/images" ] || [ ! -f "$ATTR" ]; then
     echo "smile-ceiling: $CELEBA/images or $ATTR is absent; this measurement needs CelebA's portraits" >&2
     exit 1
 fi
-# OpenCV only for haar_peer.py's helpers, which smile_agreement.py shares.
-if ! "$VENV/bin/python" -c 'import torch, xxhash, PIL, numpy, cv2' 2>/dev/null; then
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --upgrade pip
-    "$VENV/bin/pip" install --quiet torch numpy pillow xxhash "opencv-python-headless>=4.8,<5"
-fi
+# torch, xxhash, Pillow, numpy and OpenCV (only for haar_peer.py's helpers, which
+# smile_agreement.py shares), in .venv-ceiling (the list: scripts/venvs.sh).
+. scripts/venvs.sh
+PY=$(venv_python ceiling)
 
 cargo build --locked --release --bin grin
 cargo build --locked --release -p grin-infer --bin grin-detect --example export_scenes
@@ -51,7 +48,7 @@ done
 for seed in $SEEDS; do
     for channels in 3 1; do
         echo "== CNN peer, $channels channel(s), seed $seed"
-        "$VENV/bin/python" scripts/peers/smile_ceiling.py "$CELEBA" --epochs "$EPOCHS" --channels "$channels" \
+        "$PY" scripts/peers/smile_ceiling.py "$CELEBA" --epochs "$EPOCHS" --channels "$channels" \
             --seed "$seed" --out "$WORK"
     done
 done
@@ -66,5 +63,5 @@ for split in val test; do
     "$TARGET/release/grin-detect" --model "$MODEL" --json --size 320x240 "$folder"/celeba-aligned-*.png >"$folder/grin.jsonl"
     tsvs=()
     for seed in $SEEDS; do tsvs+=("$WORK/$split-c3-s$seed.tsv" "$WORK/$split-c1-s$seed.tsv"); done
-    "$VENV/bin/python" scripts/peers/smile_agreement.py "$folder" "${tsvs[@]}"
+    "$PY" scripts/peers/smile_agreement.py "$folder" "${tsvs[@]}"
 done

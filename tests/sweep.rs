@@ -927,21 +927,22 @@ metric = "best_val_face_ap"
     assert_refused(dir.path(), &out, "metric `best_val_face_ap` needs train.eval_every > 0");
 }
 
-/// The figures a sweep may optimise (`SUMMARY_METRICS` in the script) are
+/// The figures a sweep may optimise (`SUMMARY_METRICS` in its sweep_file.py) are
 /// keys `grin_train::Summary` writes, so a rename in Rust fails here, not
 /// after a sweep's first trial. `best_val_face_ap` is the summary's
 /// `best.val_face_ap`.
 #[test]
 fn the_sweeps_metrics_are_keys_of_the_summary() {
-    let script = read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/sweep"));
+    let file = "scripts/grin_sweep/sweep_file.py";
+    let script = read(&Path::new(env!("CARGO_MANIFEST_DIR")).join(file));
     // The quoted names from `NAME = ` to the tuple's closing parenthesis.
     let names = |name: &str| -> Vec<String> {
-        let at = script.find(&format!("\n{name} = ")).unwrap_or_else(|| panic!("{name} in scripts/sweep"));
+        let at = script.find(&format!("\n{name} = ")).unwrap_or_else(|| panic!("{name} in {file}"));
         let tuple = &script[at..at + script[at..].find(')').unwrap()];
         tuple.split('"').skip(1).step_by(2).map(String::from).collect()
     };
     let (metrics, more) = (names("METRICS"), names("SUMMARY_METRICS"));
-    assert!(metrics.len() >= 5 && more.len() >= 3, "read {metrics:?} and {more:?} from scripts/sweep");
+    assert!(metrics.len() >= 5 && more.len() >= 3, "read {metrics:?} and {more:?} from {file}");
     // Every optional figure set, as a run that scored its scenes has them.
     let run = grin_terms::summary::RunFigures {
         face_ap: Some(0.5),
