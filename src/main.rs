@@ -55,7 +55,7 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    grin_train::progress::set_quiet(cli.quiet);
+    grin_train::set_quiet(cli.quiet);
     let result = match cli.command {
         Command::Train(args) => cmd::train::train(args),
         Command::Eval(args) => cmd::eval::eval(args),
@@ -81,7 +81,7 @@ fn main() {
         // One line, outermost context first: "file: key: problem".
         eprintln!("error: {error:#}");
         // 130, as a shell reports a Ctrl-C: scripts can tell "stopped, resumable" from "failed".
-        let interrupted = error.downcast_ref::<grin_train::trainer::Interrupted>().is_some();
+        let interrupted = error.downcast_ref::<grin_train::Interrupted>().is_some();
         std::process::exit(if interrupted { 130 } else { 2 });
     }
 }

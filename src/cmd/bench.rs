@@ -6,11 +6,11 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use grin_model::TrainBackend;
 use grin_train::backend::{self, BackendChoice};
-use grin_train::step::OptimizerImpl;
-use grin_train::step_bench::Windows;
+use grin_train::bench::Windows;
 use grin_train::LoadedConfig;
+use grin_train::OptimizerImpl;
 use grin_train::{build_feed, FeedPlan, Mode};
-use grin_train::{trainer, RunSpec};
+use grin_train::{train, RunSpec};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -30,7 +30,7 @@ pub(crate) fn balance(args: BalanceArgs) -> Result<()> {
 }
 
 fn balance_on<B: TrainBackend>(loaded: &LoadedConfig, choice: BackendChoice, device: &B::Device) -> Result<()> {
-    let check = grin_train::balance::check::<B>(&loaded.config, choice, 0, true, true, device)?;
+    let check = grin_train::bench::check::<B>(&loaded.config, choice, 0, true, true, device)?;
     outln!("{}", check.figures.report(choice.name(), check.fits_in_device));
     Ok(())
 }
@@ -129,12 +129,12 @@ pub(crate) fn bench(command: BenchCommand) -> Result<()> {
 fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Result<()> {
     let c = args.config.load()?.config;
     if !args.store.join("manifest.json").exists() {
-        grin_train::precompute::write_whole_store(&c.features, args.samples, &args.store)?;
+        grin_train::write_whole_store(&c.features, args.samples, &args.store)?;
     }
-    let store = grin_train::feed::precomputed::open_store(&args.store, &c.features, false)?;
+    let store = grin_train::bench::open_store(&args.store, &c.features, false)?;
     let windows =
         Windows { warmup: args.warmup, steps: args.steps, repeats: args.repeats, count_launches: args.launches };
-    let b = grin_train::step_bench::bench_step::<B>(&c, store, windows, args.optimizer, device)?;
+    let b = grin_train::bench::bench_step::<B>(&c, store, windows, args.optimizer, device)?;
     let m = &b.median;
     outln!(
         "bench step: {} ({} threads), {}, batch {} at {}x{}, width {} ({} parameters)",
@@ -178,7 +178,7 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
 /// Turns CubeCL's launch log on, before any device starts.
 fn install_launch_counter() -> Result<()> {
     #[cfg(any(feature = "cuda", feature = "wgpu"))]
-    return grin_train::launches::install();
+    return grin_train::bench::count_launches();
     #[cfg(not(any(feature = "cuda", feature = "wgpu")))]
     anyhow::bail!("--launches counts CUDA and wgpu kernels: this grin was built without either")
 }
@@ -210,10 +210,10 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
     c.train.checkpoint_every = 0;
     let dir = args.runs_dir.join("data");
     if !dir.join("manifest.json").exists() {
-        grin_train::precompute::write_whole_store(&c.features, args.samples, &dir)?;
+        grin_train::write_whole_store(&c.features, args.samples, &dir)?;
     }
-    let store = grin_train::feed::precomputed::open_store(&dir, &c.features, false)?;
-    let figures = grin_train::balance::measure::<B>(
+    let store = grin_train::bench::open_store(&dir, &c.features, false)?;
+    let figures = grin_train::bench::measure::<B>(
         &c.features,
         &c.detector_spec(),
         &c.train,
@@ -237,7 +237,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
         run.show_progress = false;
         run.evaluate = false;
         eprintln!("bench: {} for {} steps", mode.name(), args.steps);
-        let s = trainer::train::<B>(&run, device, &mut |start| build_feed::<B>(&plan, device, start))?;
+        let s = train::<B>(&run, device, &mut |start| build_feed::<B>(&plan, device, start))?;
         let s = s.run;
         let simulated = if s.loaders == 0 {
             100.0 * s.step_ms / (s.step_ms + s.load_ms_per_batch).max(1e-9)

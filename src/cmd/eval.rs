@@ -87,7 +87,7 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     let scene_spec = grin_train::detector_spec(&run_spec.model, &c.features);
     let samples = args.samples.unwrap_or(c.train.eval_samples);
     if samples > 0 {
-        let r = grin_train::eval::evaluate_split(&model, &scene_spec, &c.features, split, samples, &device)?;
+        let r = grin_train::scenes::evaluate_split(&model, &scene_spec, &c.features, split, samples, &device)?;
         let ap = r.face_ap.map(|a| format!("{a:.3}")).unwrap_or_else(|| "undefined (no faces in the split)".into());
         let smile =
             r.smile_accuracy.map(|a| format!("{a:.3}")).unwrap_or_else(|| "n/a (no labelled smiles matched)".into());
@@ -96,18 +96,18 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     if photos > 0 {
         let own_size = args.own_size.then_some(grin_terms::photo::PHOTO_MAX_PIXELS);
         let scoring =
-            grin_train::photo_eval::PhotoScoring { split, limit: photos, min_face: c.train.eval_min_face, own_size };
-        let reports = grin_train::photo_eval::evaluate_split(&model, &run_spec, &c.features, scoring, &device)?;
+            grin_train::photos::PhotoScoring { split, limit: photos, min_face: c.train.eval_min_face, own_size };
+        let reports = grin_train::photos::evaluate_split(&model, &run_spec, &c.features, scoring, &device)?;
         let frame = scoring.frame(&run_spec);
         if reports.is_empty() {
             outln!("held-out photos: none (the config's source has no real photos)");
         }
         for r in &reports {
-            outln!("held-out photos at {frame}: {}", grin_train::photo_eval::describe(r));
+            outln!("held-out photos at {frame}: {}", grin_train::photos::describe(r));
         }
         if let Some(out) = &args.out {
             let threshold = run_spec.model.score_threshold;
-            outln!("{}", grin_train::photo_plots::write_photo_report(out, &reports, threshold)?);
+            outln!("{}", grin_train::photos::write_photo_report(out, &reports, threshold)?);
         }
     }
     Ok(())
@@ -125,7 +125,7 @@ pub(crate) struct CalibrateArgs {
     #[arg(long, default_value_t = 0)]
     pub photos: usize,
     /// How many times recall counts as much as precision (F-beta; 1 is F1).
-    #[arg(long, default_value_t = grin_train::photo_eval::CALIBRATION_BETA, value_parser = parse_beta)]
+    #[arg(long, default_value_t = grin_train::photos::CALIBRATION_BETA, value_parser = parse_beta)]
     pub beta: f32,
 }
 
@@ -141,7 +141,7 @@ fn parse_beta(text: &str) -> Result<f32, String> {
 /// reported figures are not tuned on), and writes it into the run's model
 /// file (model.grin, or best.grin with --best).
 pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
-    use grin_train::photo_eval::{best_threshold, evaluate_split, PhotoScoring};
+    use grin_train::photos::{best_threshold, evaluate_split, PhotoScoring};
     let model_path = grin_train::run_model(&args.run, args.best);
     let loaded = grin_train::load_config(&args.run.join("config.toml"), &[])?;
     let c = &loaded.config;
@@ -160,9 +160,9 @@ pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
         .map_err(|why| anyhow::anyhow!("{}: not calibrated, left unchanged: {why}", model_path.display()))?;
     outln!("validation photos at {}x{}:", spec.width, spec.height);
     for r in &reports {
-        outln!("  {}", grin_train::photo_eval::describe(r));
+        outln!("  {}", grin_train::photos::describe(r));
     }
-    outln!("{}", grin_train::photo_eval::calibration_table(&reports, args.beta, threshold));
+    outln!("{}", grin_train::photos::calibration_table(&reports, args.beta, threshold));
     let before = spec.model.score_threshold;
     spec.model.score_threshold = threshold;
     file::save_model(&model_path, &spec, &model)?;

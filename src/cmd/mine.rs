@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use grin_model::file;
 use grin_terms::photo::PHOTO_MAX_PIXELS;
-use grin_train::mine::{mine, MineOptions, MOST_FACES};
+use grin_train::{mine, MineOptions, MOST_FACES};
 use std::path::PathBuf;
 
 #[derive(Args)]

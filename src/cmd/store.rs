@@ -25,7 +25,7 @@ pub(crate) struct PrecomputeArgs {
     #[arg(long, value_name = "A..B")]
     pub shards: Option<String>,
     /// Shard file size: bytes, or with a K/M/G suffix.
-    #[arg(long, default_value = "128M", value_parser = grin_train::precompute::parse_shard_bytes)]
+    #[arg(long, default_value = "128M", value_parser = grin_train::parse_shard_bytes)]
     pub shard_size: u64,
     /// Print the shard count for these settings and exit (to size a job array).
     #[arg(long)]
@@ -110,13 +110,13 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
         return Ok(());
     }
     let range = match &args.shards {
-        Some(text) => grin_train::precompute::parse_shard_range(text, plan.shard_count)?,
+        Some(text) => grin_train::parse_shard_range(text, plan.shard_count)?,
         None => 0..plan.shard_count,
     };
     eprintln!("precompute: {describe} -> {} (shards {}..{})", out.display(), range.start, range.end);
     // Its errors name the dataset folder or the data file at fault; the
     // config's name in front would blame the config for a locked folder.
-    let summary = grin_train::precompute::write_store(&config.features, plan, range, &out)?;
+    let summary = grin_train::write_store(&config.features, plan, range, &out)?;
     let c = summary.class_counts;
     outln!(
         "wrote {} shards, reused {}: {} (smiling {}, non-smiling {}, face-free {})",
@@ -203,19 +203,19 @@ fn bench(args: BenchArgs) -> Result<()> {
     let store = Store::open(&args.dir)?;
     let batches = args.batches.unwrap_or_else(|| (store.len() as usize).div_ceil(args.batch));
     // The order lives in memory (8 bytes an index): bounded before it is drawn.
-    if batches.saturating_mul(args.batch) > grin_train::store_bench::MAX_ORDER {
+    if batches.saturating_mul(args.batch) > grin_train::bench::MAX_ORDER {
         anyhow::bail!(
             "--batches {batches} of --batch {}: more than the {} record indices a benchmark holds in memory",
             args.batch,
-            grin_train::store_bench::MAX_ORDER
+            grin_train::bench::MAX_ORDER
         );
     }
-    let order = grin_train::store_bench::batch_order(&store, args.batch, batches, args.seed)?;
+    let order = grin_train::bench::batch_order(&store, args.batch, batches, args.seed)?;
     if let Some(path) = &args.order_out {
-        grin_train::store_bench::write_order(path, &args.dir, &order)?;
+        grin_train::bench::write_order(path, &args.dir, &order)?;
     }
-    grin_train::store_bench::warm(&store)?;
-    let results = grin_train::store_bench::run(&store, &order, args.repeats, args.seed)?;
+    grin_train::bench::warm(&store)?;
+    let results = grin_train::bench::read_store(&store, &order, args.repeats, args.seed)?;
     outln!(
         "{}: {} records of {} bytes, {} shuffled batches of {} (data in page cache, best of {})",
         args.dir.display(),

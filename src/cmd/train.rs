@@ -7,7 +7,7 @@ use grin_model::TrainBackend;
 use grin_train::backend::{self, BackendChoice};
 use grin_train::LoadedConfig;
 use grin_train::{build_feed, PlanRequest, RunPlan};
-use grin_train::{trainer, Interrupt, Summary};
+use grin_train::{train_parallel, Interrupt, Summary};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -111,7 +111,7 @@ fn train_on<B: TrainBackend>(
         c.train.steps,
         c.train.batch_size
     );
-    trainer::train_parallel::<B>(&run, &devices, &mut |start| build_feed::<B>(&feed, &device, start))
+    train_parallel::<B>(&run, &devices, &mut |start| build_feed::<B>(&feed, &device, start))
 }
 
 /// Signals closer together than this are one interrupt: a parent-death
@@ -175,7 +175,7 @@ fn print_summary(summary: &Summary) -> Result<()> {
     }
     outln!("held-out scenes: face AP@0.5 {}  smile accuracy {}", pct(s.face_ap), pct(s.smile_accuracy));
     for report in &summary.photos {
-        outln!("held-out photos: {}", grin_train::photo_eval::describe(report));
+        outln!("held-out photos: {}", grin_train::photos::describe(report));
     }
     Ok(())
 }

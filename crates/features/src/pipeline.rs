@@ -133,7 +133,7 @@ impl Pipeline {
     }
 
     /// The rng of source index `index`: distinct streams per seed and split.
-    pub fn rng_for(&self, index: u64) -> SampleRng {
+    pub(crate) fn rng_for(&self, index: u64) -> SampleRng {
         let split = match self.split {
             Split::Train => 0u8,
             Split::Val => 1,

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
 /// The image file types every source reads, lower case, without the dot.
-pub const IMAGE_EXTENSIONS: [&str; 3] = ["jpg", "jpeg", "png"];
+pub(crate) const IMAGE_EXTENSIONS: [&str; 3] = ["jpg", "jpeg", "png"];
 
 /// Whether `path` names an image by its extension (any case).
 pub fn is_image_path(path: &Path) -> bool {
@@ -94,7 +94,7 @@ pub const DEFAULT_MAX_PIXELS: u64 = 64_000_000;
 
 /// The largest side an image may have: the most a JPEG header can state (a
 /// PNG header may state two billion).
-pub const MAX_IMAGE_SIDE: u32 = 65_535;
+pub(crate) const MAX_IMAGE_SIDE: u32 = 65_535;
 
 /// How large an image may be decoded. A header is read before anything is
 /// allocated for the pixels, so an image whose header claims 65500x65500 is
@@ -124,7 +124,7 @@ impl ImageBound {
     /// Bytes the decoders may allocate: the pixels at 8 bytes each (16-bit
     /// RGBA, the widest pixel PNG decodes to) plus room for their buffers.
     /// Also the largest file read: no image within the bound is larger.
-    pub fn max_bytes(&self) -> u64 {
+    pub(crate) fn max_bytes(&self) -> u64 {
         self.max_pixels.saturating_mul(8).saturating_add(64 << 20)
     }
 

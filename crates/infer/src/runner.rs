@@ -15,7 +15,7 @@ use burn::tensor::{Tensor, TensorData};
 use burn_ndarray::{NdArray, NdArrayDevice};
 use grin_image::{ImageBound, InputError, Letterbox, LookCuts};
 use grin_model::{
-    merge_passes, pass_sizes, second_look, Budget, DecodeParams, Detection, DetectorSpec, Points, SecondLook,
+    merge_passes, pass_sizes, second_look, Budget, DecodeParams, Detection, DetectorSpec, ModelConfig, Points,
 };
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -140,31 +140,18 @@ impl Runner {
         self.passes.iter().map(|p| (p.width, p.height)).collect()
     }
 
-    /// The threshold of what is reported; the smile votes follow it, as
-    /// they follow the model's own threshold (`DecodeParams::smile_vote_floor`).
-    pub fn set_score_threshold(&mut self, threshold: f32) {
-        self.params.score_threshold = threshold;
-        self.params.smile_vote_floor = threshold;
-    }
-
-    /// Longest face (px) one pass keeps (0: one pass, no pyramid).
-    pub fn set_pyramid_above(&mut self, above: f32) {
-        self.params.pyramid_above = above;
+    /// The model's decision settings (threshold, pyramid, nested cover, the
+    /// second look; `grin_model::DecodeFlags::apply` sets a command's flags
+    /// over the file's own): everything derived from them follows, as at
+    /// [`Runner::load`] — the smile votes follow the threshold
+    /// (`DecodeParams::smile_vote_floor`), the passes the pyramid. A second
+    /// look out of range is refused, naming the model.
+    pub fn set_model(&mut self, model: ModelConfig) -> Result<()> {
+        model.second_look.validate().map_err(|e| anyhow!("{}: {e}", self.source))?;
+        self.params = model.decode_params();
         let (width, height) = self.run_size();
         self.passes = pass_points(width, height, &self.params);
-    }
-
-    /// The share of its area a box may have inside a better one before it
-    /// is suppressed (`grin_model::nested_in`; 0: off).
-    pub fn set_nested_cover(&mut self, cover: f32) {
-        self.params.nested_cover = cover;
-    }
-
-    /// The second look at low-scoring boxes (`grin_model::second_look`);
-    /// the model file's own until set.
-    pub fn set_second_look(&mut self, look: SecondLook) -> Result<()> {
-        look.validate().map_err(|e| anyhow!("{}: {e}", self.source))?;
-        self.spec.model.second_look = look;
+        self.spec.model = model;
         Ok(())
     }
 

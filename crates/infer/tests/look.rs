@@ -5,7 +5,7 @@
 
 use grin_image::{crop_square, Letterbox, Raster};
 use grin_infer::{ModelSource, Runner};
-use grin_model::{Detection, SecondLook};
+use grin_model::{Detection, ModelConfig, SecondLook};
 use image::DynamicImage;
 use std::path::Path;
 
@@ -18,18 +18,28 @@ fn picture() -> DynamicImage {
     DynamicImage::ImageLuma8(canvas)
 }
 
+/// `runner` with the second look `look` over the model's own settings.
+fn set_look(runner: &mut Runner, look: SecondLook) -> anyhow::Result<()> {
+    runner.set_model(ModelConfig { second_look: look, ..runner.spec().model.clone() })
+}
+
 /// What the look keeps of `found` (in picture pixels), composed from the
 /// public parts: the window around each box, cut from the picture (and
 /// mirrored, with a mirror), each view searched by a runner at the cut's size.
 fn expected(found: &[Detection], look: &SecondLook, picture: &DynamicImage) -> Vec<Detection> {
     let mut at_cut = Runner::load(ModelSource::Embedded).unwrap();
     // A cut is searched once: the look does not look again inside it.
-    at_cut.set_second_look(SecondLook::default()).unwrap();
     at_cut.set_run_size(look.side, look.side).unwrap();
-    let params = at_cut.spec().model.decode_params();
+    let model = at_cut.spec().model.clone();
+    let params = model.decode_params();
     let cut_params = look.cut_params(&params);
-    at_cut.set_score_threshold(cut_params.score_threshold);
-    at_cut.set_pyramid_above(cut_params.pyramid_above);
+    let at_cut_model = ModelConfig {
+        second_look: SecondLook::default(),
+        score_threshold: cut_params.score_threshold,
+        pyramid_above: cut_params.pyramid_above,
+        ..model
+    };
+    at_cut.set_model(at_cut_model).unwrap();
     let source = Raster::from_image(picture, 1);
     let frame = Letterbox::fit(source.width, source.height, 320, 240);
     found
@@ -66,12 +76,12 @@ fn a_box_stays_only_if_its_close_cut_finds_a_face_in_its_place() {
     let picture = picture();
     let mut runner = Runner::load(ModelSource::Embedded).unwrap();
     // The boxes as the network and decoding give them, before any look.
-    runner.set_second_look(SecondLook::default()).unwrap();
+    set_look(&mut runner, SecondLook::default()).unwrap();
     let before = runner.detect(runner.frame(&picture));
     assert!(before.len() >= 3, "the scene's faces: {before:?}");
     // Every box is looked at.
     let look = SecondLook { below: 1.0, ..SecondLook::default() };
-    runner.set_second_look(look).unwrap();
+    set_look(&mut runner, look).unwrap();
     let after = runner.detect(runner.frame(&picture));
     assert!(!after.is_empty(), "the scene's faces are found again close up: {before:?}");
     let close = |a: &[Detection], b: &[Detection]| {
@@ -82,15 +92,15 @@ fn a_box_stays_only_if_its_close_cut_finds_a_face_in_its_place() {
     assert!(close(&after, &want), "runner {after:?}\nparts  {want:?}");
     // With a mirror: the mean of the cut's and its mirror's scores decides.
     let mirror = SecondLook { mirror: true, ..look };
-    runner.set_second_look(mirror).unwrap();
+    set_look(&mut runner, mirror).unwrap();
     let mirrored = runner.detect(runner.frame(&picture));
     let want = expected(&before, &mirror, &picture);
     assert!(close(&mirrored, &want), "runner {mirrored:?}\nparts  {want:?}");
     assert!(mirrored.contains(&before[0]), "the scene's best face holds both ways round: {mirrored:?}");
-    runner.set_second_look(look).unwrap();
+    set_look(&mut runner, look).unwrap();
     // A face in the cut must score what the box would be reported at: asking
     // a near-certain score drops the doubtful ones.
-    runner.set_second_look(SecondLook { confirm: 0.999, ..look }).unwrap();
+    set_look(&mut runner, SecondLook { confirm: 0.999, ..look }).unwrap();
     let strict = runner.detect(runner.frame(&picture));
     assert!(strict.len() < after.len() && strict.iter().all(|d| after.contains(d)), "{strict:?} of {after:?}");
 }
@@ -98,6 +108,6 @@ fn a_box_stays_only_if_its_close_cut_finds_a_face_in_its_place() {
 #[test]
 fn a_second_look_out_of_range_is_refused_naming_the_key() {
     let mut runner = Runner::load(ModelSource::Embedded).unwrap();
-    let e = runner.set_second_look(SecondLook { below: 0.5, side: 8, ..SecondLook::default() }).unwrap_err();
+    let e = set_look(&mut runner, SecondLook { below: 0.5, side: 8, ..SecondLook::default() }).unwrap_err();
     assert!(e.to_string().contains("model.second_look.side"), "{e}");
 }

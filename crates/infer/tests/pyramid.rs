@@ -7,7 +7,7 @@
 
 use burn::tensor::{Tensor, TensorData};
 use grin_infer::{CpuBackend, Engine, Mapping, ModelSource, Runner, DEFAULT_MODEL};
-use grin_model::Detection;
+use grin_model::{Detection, ModelConfig};
 use image::imageops::FilterType;
 use image::DynamicImage;
 use std::path::Path;
@@ -52,7 +52,7 @@ fn a_face_too_close_for_one_pass_is_found_by_the_half_size_pass() {
     assert_eq!(found.len(), 1, "one face, one detection: {found:?}");
     assert!(iou(&found[0], face) >= 0.5, "the pyramid misses the close face: {found:?}");
 
-    runner.set_pyramid_above(0.0);
+    runner.set_model(ModelConfig { pyramid_above: 0.0, ..runner.spec().model.clone() }).unwrap();
     assert_eq!(runner.pass_sizes(), [(320, 240)]);
     let one_pass = runner.detect(runner.frame(&image));
     assert!(!one_pass.iter().any(|d| iou(d, face) >= 0.5), "one pass finds it after all: {one_pass:?}");
@@ -63,12 +63,13 @@ fn grin_detect_and_training_evaluation_make_the_same_pyramid() {
     let device = Default::default();
     let (spec, model) = grin_model::file::from_bytes::<CpuBackend>(DEFAULT_MODEL, &device).unwrap();
     let mut runner = Runner::load(ModelSource::Embedded).unwrap();
-    // The pyramid alone, look off: tests/look.rs covers the look.
-    runner.set_second_look(grin_model::SecondLook::default()).unwrap();
-    // As `set_score_threshold` does: the smile votes follow a threshold set by hand.
-    let params =
-        grin_model::DecodeParams { score_threshold: 0.05, smile_vote_floor: 0.05, ..spec.model.decode_params() };
-    runner.set_score_threshold(params.score_threshold);
+    // The pyramid alone, look off (tests/look.rs covers the look), at a low
+    // threshold, which the smile votes follow as they follow the file's own.
+    let decisions =
+        ModelConfig { second_look: grin_model::SecondLook::default(), score_threshold: 0.05, ..spec.model.clone() };
+    runner.set_model(decisions.clone()).unwrap();
+    let params = decisions.decode_params();
+    assert_eq!(params.smile_vote_floor, 0.05);
     let mut compared = 0;
     for image in [scene(), close_up().0].map(|i| widened(&i)) {
         // Evaluation's input: the photo path's u8 frame, divided by 255 as

@@ -50,7 +50,7 @@ pub struct ModelConfig {
 
 /// Widest network a config or model file may ask for: 4x the default is
 /// already ~1.2M parameters, far past what this detector is for.
-pub const MAX_WIDTH_MULT: f32 = 4.0;
+pub(crate) const MAX_WIDTH_MULT: f32 = 4.0;
 
 impl Default for ModelConfig {
     fn default() -> Self {
@@ -71,7 +71,7 @@ impl Default for ModelConfig {
 
 /// `pyramid_above` is 0 (one pass) or a face side a pass can hold; the
 /// message says which, for callers to prefix with the key or flag.
-pub fn check_pyramid_above(above: f32) -> Result<(), String> {
+pub(crate) fn check_pyramid_above(above: f32) -> Result<(), String> {
     if above == 0.0 || (8.0..=4096.0).contains(&above) {
         Ok(())
     } else {

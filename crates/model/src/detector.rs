@@ -89,7 +89,7 @@ pub struct DetectorOutput<B: Backend> {
 }
 
 impl<B: Backend> DetectorOutput<B> {
-    pub fn face_logits(&self) -> Tensor<B, 2> {
+    pub(crate) fn face_logits(&self) -> Tensor<B, 2> {
         self.raw.clone().narrow(1, FACE, 1).squeeze_dim(1)
     }
 
@@ -102,7 +102,7 @@ impl<B: Backend> DetectorOutput<B> {
         self.raw.clone().narrow(1, DISTANCE, 4).clamp(lo, hi).exp() * strides
     }
 
-    pub fn smile_logits(&self) -> Tensor<B, 2> {
+    pub(crate) fn smile_logits(&self) -> Tensor<B, 2> {
         self.raw.clone().narrow(1, SMILE, 1).squeeze_dim(1)
     }
 }
@@ -141,7 +141,7 @@ impl<B: DetectorBackend> Detector<B> {
 
 impl<B: Backend> Detector<B> {
     /// Whether the finest head reads the stride-16 features too (`model.top_down`).
-    pub fn has_top_down(&self) -> bool {
+    pub(crate) fn has_top_down(&self) -> bool {
         self.top_down.is_some()
     }
 
@@ -257,7 +257,7 @@ impl<B: Backend> Detector<B> {
     }
 
     /// Multiply-adds of one forward pass at `h x w`, from the real layers.
-    pub fn macs(&self, h: usize, w: usize) -> u64 {
+    pub(crate) fn macs(&self, h: usize, w: usize) -> u64 {
         let mut trunk = 0;
         let trunk_layer = |layer: &ConvBn<B>, (h, w)| {
             let (macs, h, w) = layer.macs(h, w);

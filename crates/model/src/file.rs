@@ -26,7 +26,7 @@ const MAGIC_V1: &[u8; 8] = b"GRINMDL1";
 /// Largest model file read: the widest detector a config may ask for
 /// stays far below it, and `--model /dev/zero` stops here instead of at
 /// the end of memory.
-pub const MAX_MODEL_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_MODEL_BYTES: u64 = 256 << 20;
 const ARCHITECTURE: &str = "grin-detector-v1";
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -74,7 +74,7 @@ pub const U: f64 = f32::EPSILON as f64 / 2.0;
 /// 2(1−Φ(q)) ≤ exp(−q²/2)), and the smaller one above σ·√(π/2)·p^(1/n)
 /// (erf(x) ≤ 2x/√π), each but with probability p; p = 1e-6. 25 for n = 8,
 /// 5.5 for n = 1000.
-pub fn error_ratio(n: usize) -> f64 {
+pub(crate) fn error_ratio(n: usize) -> f64 {
     const P: f64 = 1e-6;
     (2.0 * (n as f64 / P).ln()).sqrt() / ((std::f64::consts::PI / 2.0).sqrt() * P.powf(1.0 / n as f64))
 }

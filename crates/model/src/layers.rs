@@ -47,7 +47,7 @@ impl<B: Backend> FeatureMap<B> {
 
 /// Conv + BatchNorm + optional ReLU.
 #[derive(Module, Debug)]
-pub struct ConvBn<B: Backend> {
+pub(crate) struct ConvBn<B: Backend> {
     pub(crate) conv: Conv2d<B>,
     pub(crate) norm: BatchNorm<B>,
     pub(crate) relu: bool,
@@ -204,7 +204,7 @@ pub fn batch_norm<B: DetectorBackend>(norm: &BatchNorm<B>, x: Tensor<B, 3>, relu
 /// Depthwise 3x3 then pointwise 1x1: the MobileNet block that keeps the
 /// model under 100k parameters.
 #[derive(Module, Debug)]
-pub struct DwSep<B: Backend> {
+pub(crate) struct DwSep<B: Backend> {
     depthwise: ConvBn<B>,
     pointwise: ConvBn<B>,
 }

@@ -11,7 +11,7 @@
 // Modules named by path (by other crates, or this one's tests and
 // examples); the rest is re-exported below.
 pub mod backend;
-pub mod config;
+mod config;
 pub mod cpu;
 mod decode;
 mod detector;
@@ -23,7 +23,7 @@ mod flags;
 mod folded;
 mod graph;
 pub mod kernels;
-pub mod layers;
+mod layers;
 mod look;
 mod loss;
 mod metrics;
@@ -44,9 +44,10 @@ pub use file::{load_model, save_model};
 pub use flags::{score, DecodeFlags};
 pub use folded::{add_upsampled, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead};
 pub use grin_terms::output::{LOG_DISTANCE_RANGE, OUTPUTS};
+pub use layers::{batch_norm, depthwise3x3};
 pub use look::{second_look, SecondLook, CONFIRM_IOU, MIRROR_FLOOR};
 pub use loss::{loss, LossParts, LossWeights};
-pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint, LOOSE_MATCH_IOU, MATCH_IOU};
+pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint, LOOSE_MATCH_IOU};
 pub use points::Points;
 pub use pyramid::{halve, merge as merge_passes, pass_sizes, MIN_PASS_SIDE, SEAM};
 pub use seeded::seeded;

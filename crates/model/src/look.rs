@@ -99,7 +99,12 @@ impl SecondLook {
     /// `--second-look-mirror`), as grin-detect and `grin eval` both take
     /// them. A mirror asked for where no look runs is refused: it changed
     /// nothing, silently (issue 80).
-    pub fn with_flags(mut self, below: Option<f32>, confirm: Option<f32>, mirror: bool) -> Result<SecondLook, String> {
+    pub(crate) fn with_flags(
+        mut self,
+        below: Option<f32>,
+        confirm: Option<f32>,
+        mirror: bool,
+    ) -> Result<SecondLook, String> {
         self.below = below.unwrap_or(self.below);
         self.confirm = confirm.unwrap_or(self.confirm);
         self.mirror |= mirror;
@@ -116,7 +121,7 @@ impl SecondLook {
 
     /// The score a box's views must reach on average: `confirm`, or the
     /// threshold of `params` (the box's own) when it is 0.
-    pub fn confirm_at(&self, params: &DecodeParams) -> f32 {
+    pub(crate) fn confirm_at(&self, params: &DecodeParams) -> f32 {
         match self.confirm {
             0.0 => params.score_threshold,
             confirm => confirm,
@@ -164,7 +169,7 @@ impl SecondLook {
     /// (its pixels, `side` square) that overlap the box's place, the centre
     /// square of `side / context`, at [`CONFIRM_IOU`]; 0 when none does.
     /// The place is its own mirror image, so a mirrored view scores the same way.
-    pub fn score_at_place(&self, found: &[Detection]) -> f32 {
+    pub(crate) fn score_at_place(&self, found: &[Detection]) -> f32 {
         let (mid, half) = (0.5 * self.side as f32, 0.5 * self.side as f32 / self.context);
         let place = [mid - half, mid - half, mid + half, mid + half];
         let at_place = found.iter().filter(|d| iou(d.corners(), place) >= CONFIRM_IOU);

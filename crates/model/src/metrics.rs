@@ -24,7 +24,7 @@ pub struct Evaluation {
 }
 
 /// The match IoU of AP@0.5, what grin reports unless it says otherwise.
-pub const MATCH_IOU: f32 = 0.5;
+pub(crate) const MATCH_IOU: f32 = 0.5;
 
 /// The looser match of AP@0.3: boxes drawn by another convention (YuNet's
 /// around the whole head, the landmark rule's around the features) still

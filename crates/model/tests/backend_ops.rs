@@ -13,7 +13,7 @@ use burn::tensor::ops::ConvOptions;
 use burn::tensor::TensorPrimitive;
 use burn::tensor::{Distribution, Tensor};
 use grin_model::backend::{burn_ops, DetectorBackend, Geometry};
-use grin_model::layers::{batch_norm, depthwise3x3};
+use grin_model::{batch_norm, depthwise3x3};
 
 type B = Autodiff<NdArray<f32>>;
 

@@ -81,7 +81,7 @@ pub fn install() -> Result<()> {
 /// written by a thread of CubeCL's: call after the device has synced, and
 /// the lines still in flight are waited for (until none arrives for
 /// `QUIET`).
-pub fn take() -> BTreeMap<String, u64> {
+pub(crate) fn take() -> BTreeMap<String, u64> {
     const QUIET: Duration = Duration::from_millis(100);
     const LIMIT: Duration = Duration::from_secs(10);
     let started = Instant::now();

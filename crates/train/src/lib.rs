@@ -10,39 +10,43 @@
 #![forbid(unsafe_code)]
 
 mod adamw;
-pub mod backend;
-pub mod balance;
+mod balance;
 mod best;
-pub mod checkpoint;
 mod config;
 mod device_batch;
 mod ema;
-pub mod eval;
-pub mod feed;
+mod eval;
+mod feed;
 mod finish;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
-pub mod launches;
+mod launches;
 mod look;
 mod metrics;
-pub mod mine;
-pub mod parallel;
-pub mod photo_eval;
-pub mod photo_plots;
+mod mine;
+mod parallel;
+mod photo_eval;
+mod photo_plots;
 mod plan;
-pub mod precompute;
-pub mod progress;
+mod precompute;
+mod progress;
 mod resume;
 mod run;
 mod run_folder;
-pub mod step;
-pub mod step_bench;
-pub mod store_bench;
+mod step;
+mod step_bench;
+mod store_bench;
 mod summary;
 #[cfg(test)]
 mod test_photos;
-pub mod trainer;
+mod trainer;
 mod validation;
 
+// Modules that are the API as a whole: the backends with their devices,
+// and the checkpoint file (`grin train --resume` reads it back).
+pub mod backend;
+pub mod checkpoint;
+
+// A run: its config, its plan, its feed and the loop.
 pub use best::Best;
 pub use config::{
     detector_spec, load_config, parse_config, set_model_keys, DeviceAugment, GrinConfig, LoadedConfig, Mode,
@@ -50,8 +54,39 @@ pub use config::{
 };
 pub use device_batch::{upload, DeviceBatch};
 pub use feed::{build_feed, Feed, FeedPlan};
+pub use mine::{mine, MineOptions, Mined, MOST_FACES};
+pub use parallel::{host_copies_on_this_thread, move_to};
 pub use plan::{plan, PlanRequest, RunPlan};
+pub use precompute::{parse_shard_bytes, parse_shard_range, write_store, write_whole_store};
+pub use progress::set_quiet;
 pub use run::{Interrupt, RunSpec};
 pub use run_folder::{run_model, RunLock};
+pub use step::{optimizer, OptimizerImpl, Stepper};
 pub use summary::Summary;
-pub use trainer::train;
+pub use trainer::{train, train_parallel, Interrupted};
+
+/// Held-out scoring on synthetic scenes.
+pub mod scenes {
+    pub use crate::eval::{evaluate, evaluate_split, EvalReport};
+}
+
+/// Scoring on real photos: detection, smiles, the threshold's calibration
+/// and the report's plots.
+pub mod photos {
+    pub use crate::photo_eval::{
+        best_threshold, calibration_table, describe, evaluate_split, PhotoReport, PhotoScoring, SizeRecall,
+        CALIBRATION_BETA,
+    };
+    pub use crate::photo_plots::write_photo_report;
+}
+
+/// What `grin bench` measures: the balance check, the step alone, the
+/// store's reads.
+pub mod bench {
+    pub use crate::balance::{check, measure, Check, Figures, Prediction};
+    pub use crate::feed::precomputed::open_store;
+    #[cfg(any(feature = "cuda", feature = "wgpu"))]
+    pub use crate::launches::install as count_launches;
+    pub use crate::step_bench::{bench_step, Launches, StepBench, StepTimes, Windows};
+    pub use crate::store_bench::{batch_order, run as read_store, warm, write_order, Throughput, MAX_ORDER};
+}

@@ -71,7 +71,7 @@ impl OptimizerImpl {
 
 /// The run's optimizer as Burn's adaptor steps it, parameter by parameter:
 /// `grin bench step --optimizer burn` times it beside [`optimizer`].
-pub fn burn_optimizer<B: TrainBackend>(cfg: &TrainConfig) -> OptimizerAdaptor<AdamW, Detector<B>, B> {
+pub(crate) fn burn_optimizer<B: TrainBackend>(cfg: &TrainConfig) -> OptimizerAdaptor<AdamW, Detector<B>, B> {
     settings(cfg).burn_config().init()
 }
 

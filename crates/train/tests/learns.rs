@@ -14,7 +14,7 @@ mod shared_data;
 
 use grin_features::{FeatureConfig, PhotoCrops, SourceConfig, SplitConfig};
 use grin_model::file;
-use grin_train::eval::evaluate;
+use grin_train::scenes::evaluate;
 use grin_train::TrainConfig;
 
 #[test]
@@ -107,7 +107,7 @@ fn short_run_on_real_crops_learns_and_scores_whole_photos() {
     let last = losses[losses.len() - 4..].iter().sum::<f32>() / 4.0;
     eprintln!("loss first {first:.3}, last {last:.3}");
     for r in &summary.photos {
-        eprintln!("{}", grin_train::photo_eval::describe(r));
+        eprintln!("{}", grin_train::photos::describe(r));
     }
     assert!(last < 0.8 * first, "loss should fall on real crops: first {first}, last {last}");
 

@@ -5,7 +5,7 @@
 
 use grin_features::{ClassBalanceConfig, FeatureConfig};
 use grin_store::{Plan, DEFAULT_SHARD_BYTES};
-use grin_train::precompute::write_whole_store;
+use grin_train::write_whole_store;
 use std::path::Path;
 
 fn shards(dir: &Path) -> Vec<(String, Vec<u8>)> {

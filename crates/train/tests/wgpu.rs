@@ -21,7 +21,7 @@ use grin_model::fixtures::{allowed_error, max_abs, max_diff, U};
 use grin_model::TrainBackend;
 use grin_model::{file, Detector, DetectorSpec, LossParts, ModelConfig};
 use grin_train::backend::{adapters, wgpu_devices, BackendChoice, Cpu, Wgpu};
-use grin_train::step::{optimizer, Stepper};
+use grin_train::{optimizer, Stepper};
 use grin_train::{upload, TrainConfig};
 
 /// The reference both are measured against: Burn's autodiff over ndarray's
@@ -281,11 +281,11 @@ fn a_step_on_two_wgpu_devices_equals_its_shards_on_one() {
     let one = vec![two[0].clone(), two[0].clone()];
 
     let initial = floats(&file::from_bytes::<Wgpu>(&bytes, &two[0]).unwrap().1);
-    let copies = grin_train::parallel::host_copies_on_this_thread();
+    let copies = grin_train::host_copies_on_this_thread();
     let (on_one, loss_one) = step_on(&one, &bytes, &host);
-    assert_eq!(grin_train::parallel::host_copies_on_this_thread(), copies, "one device: nothing to copy");
+    assert_eq!(grin_train::host_copies_on_this_thread(), copies, "one device: nothing to copy");
     let (on_two, loss_two) = step_on(&two, &bytes, &host);
-    let copied = grin_train::parallel::host_copies_on_this_thread() - copies;
+    let copied = grin_train::host_copies_on_this_thread() - copies;
     // wgpu cannot copy between devices: the second shard's batch and every
     // gradient crossed through the host.
     assert!(copied > on_two.iter().filter(|f| f.trained).count(), "{copied} host copies");
@@ -339,7 +339,7 @@ fn burns_to_device_between_two_wgpu_devices_still_panics() {
         ),
     }
     // The host path moves it.
-    let host = grin_train::parallel::move_to(Tensor::<Inner, 1>::from_floats([1.0, 2.0], &devices[0]), &devices[1]);
+    let host = grin_train::move_to(Tensor::<Inner, 1>::from_floats([1.0, 2.0], &devices[0]), &devices[1]);
     assert_eq!(host.into_data().to_vec::<f32>().unwrap(), [1.0, 2.0]);
 }
 

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 
 /// Boxes narrower or shorter than this (px) after a geometric stage are dropped:
 /// nothing below it is a learnable face.
-pub const MIN_BOX_SIDE: f32 = 2.0;
+pub(crate) const MIN_BOX_SIDE: f32 = 2.0;
 
 thread_local! {
     /// A pixel buffer per worker thread, swapped with the sample's so that

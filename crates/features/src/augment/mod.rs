@@ -9,7 +9,7 @@ mod geometry;
 mod photometric;
 mod stage;
 
-pub use geometry::{crop, flip, rotate, MIN_BOX_SIDE};
+pub use geometry::{crop, flip, rotate};
 pub use photometric::{blur, brightness, contrast, gamma, jpeg, noise};
 pub use stage::AugmentStage;
 

@@ -58,7 +58,7 @@ impl AugmentStage {
     }
 
     /// The config field holding this stage's probability.
-    pub fn probability_mut(self, cfg: &mut AugmentConfig) -> &mut f32 {
+    pub(crate) fn probability_mut(self, cfg: &mut AugmentConfig) -> &mut f32 {
         match self {
             AugmentStage::Crop => &mut cfg.crop,
             AugmentStage::Rotate => &mut cfg.rotate,

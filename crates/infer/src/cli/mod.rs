@@ -192,18 +192,8 @@ fn run(cli: &Cli) -> Result<bool> {
     if let Some((w, h)) = cli.size {
         detector.set_run_size(w, h)?;
     }
-    let flags = &cli.decode;
-    if let Some(t) = flags.threshold {
-        detector.set_score_threshold(t);
-    }
-    if let Some(above) = flags.pyramid_above {
-        detector.set_pyramid_above(above);
-    }
-    if let Some(cover) = flags.nested_cover {
-        detector.set_nested_cover(cover);
-    }
-    let look = flags.apply(&detector.spec().model).map_err(|e| anyhow::anyhow!(e))?.second_look;
-    detector.set_second_look(look)?;
+    let model = cli.decode.apply(&detector.spec().model).map_err(|e| anyhow!(e))?;
+    detector.set_model(model)?;
     if let Some(source) = &cli.stream {
         run_stream(cli, &detector, source)
     } else if cli.bench {

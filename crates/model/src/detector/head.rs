@@ -17,7 +17,7 @@ const PRIOR_PROBABILITY: f32 = 0.01;
 /// Top-down fusion: the stride-16 features through a 1x1 conv, upsampled
 /// 2x (nearest) and added to the stride-8 features the finest head reads.
 #[derive(Module, Debug)]
-pub struct TopDown<B: Backend> {
+pub(crate) struct TopDown<B: Backend> {
     pub(super) lateral: Conv2d<B>,
 }
 

@@ -25,7 +25,7 @@ pub struct Shape {
 }
 
 impl Shape {
-    pub fn out_height(&self) -> usize {
+    pub(crate) fn out_height(&self) -> usize {
         self.height.div_ceil(self.stride)
     }
 
@@ -111,7 +111,7 @@ fn check(shape: Shape, x: usize, weight: usize, out: usize) {
 /// saves a pass over the activations per layer.
 #[derive(Debug, Clone, Copy)]
 pub struct Epilogue<'a> {
-    /// `[channels]` (output channels, for [`dense_forward`]).
+    /// `[channels]`.
     pub bias: &'a [f32],
     pub relu: bool,
 }
@@ -228,35 +228,6 @@ pub fn forward(x: &[f32], weight: &[f32], shape: Shape, epilogue: Option<Epilogu
     out
 }
 
-/// The dense 3x3 convolution (padding 1) the stem is, on the same row walk:
-/// every one of `out_channels` reads all `shape.channels` inputs; `weight`
-/// is `[out_channels, channels, 3, 3]`. Output `[batch, out_channels,
-/// out_height, out_width]` flattened, with `epilogue` (if any) applied.
-pub fn dense_forward(
-    x: &[f32],
-    weight: &[f32],
-    shape: Shape,
-    out_channels: usize,
-    epilogue: Option<Epilogue>,
-) -> Vec<f32> {
-    let cin = shape.channels;
-    assert_eq!(x.len(), shape.batch * cin * shape.plane(), "conv input size");
-    assert_eq!(weight.len(), out_channels * cin * 9, "conv weight size");
-    let mut out = vec![0.0f32; shape.batch * out_channels * shape.out_plane()];
-    let conv = PlaneConv::new(shape.height, shape.width, shape.stride);
-    out.par_chunks_mut(shape.out_plane()).enumerate().for_each(|(plane, y)| {
-        let (b, oc) = (plane / out_channels, plane % out_channels);
-        for ic in 0..cin {
-            let xp = &x[(b * cin + ic) * shape.plane()..][..shape.plane()];
-            conv.forward(y, xp, &weight[(oc * cin + ic) * 9..][..9]);
-        }
-        if let Some(e) = &epilogue {
-            e.apply(y, oc);
-        }
-    });
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,7 +282,7 @@ mod tests {
     }
 
     #[test]
-    fn the_epilogue_adds_the_bias_then_clamps_and_dense_sums_over_inputs() {
+    fn the_epilogue_adds_the_bias_then_clamps() {
         // One 1x1 plane: only the centre tap reads inside the image.
         let s = Shape { batch: 1, channels: 2, height: 1, width: 1, stride: 1 };
         let mut w = [0.0; 18];
@@ -321,29 +292,5 @@ mod tests {
         // 2 * 1.5 + 1 = 4; -3 * 2 + 1 = -5, clamped to 0.
         assert_eq!(forward(&x, &w, s, Some(relu)), [4.0, 0.0]);
         assert_eq!(forward(&x, &w, s, Some(Epilogue { relu: false, ..relu })), [4.0, -5.0]);
-        // Dense, 2 inputs -> 1 output: 2 * 1.5 - 3 * 2 + 0.5.
-        assert_eq!(dense_forward(&x, &w, s, 1, Some(Epilogue { bias: &[0.5], relu: false })), [-2.5]);
-    }
-
-    #[test]
-    fn dense_forward_is_the_sum_of_per_input_depthwise_convs() {
-        for stride in [1, 2] {
-            let (cin, cout) = (3, 2);
-            let s = Shape { batch: 2, channels: cin, height: 5, width: 7, stride };
-            let x = values(2 * cin * 35, 4);
-            let w = values(cout * cin * 9, 5);
-            let dense = dense_forward(&x, &w, s, cout, None);
-            let plane = s.out_height() * s.out_width();
-            for oc in 0..cout {
-                // Output channel oc is a depthwise conv with its row of weights, summed over channels.
-                let per_input = forward(&x, &w[oc * cin * 9..][..cin * 9], s, None);
-                for b in 0..2 {
-                    for i in 0..plane {
-                        let sum: f32 = (0..cin).map(|c| per_input[(b * cin + c) * plane + i]).sum();
-                        assert!((dense[(b * cout + oc) * plane + i] - sum).abs() < 1e-5, "stride {stride}");
-                    }
-                }
-            }
-        }
     }
 }

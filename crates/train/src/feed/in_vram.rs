@@ -166,7 +166,7 @@ pub(crate) fn upload_store<B: Backend>(
 /// indices come from the store's [`BatchOrder`], the one the precomputed
 /// mode reads by (same seed, class draws and resume point), then
 /// `[train.device_augment]` runs on the device.
-pub struct InVram<B: Backend> {
+pub(crate) struct InVram<B: Backend> {
     data: DeviceDataset<B>,
     order: BatchOrder,
     indices: Vec<u64>,

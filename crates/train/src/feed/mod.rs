@@ -8,9 +8,9 @@
 //! bounded queue ahead of the trainer, buffers recycled), then one upload
 //! per batch.
 
-pub mod in_vram;
-pub mod on_the_fly;
-pub mod precomputed;
+pub(crate) mod in_vram;
+pub(crate) mod on_the_fly;
+pub(crate) mod precomputed;
 pub(crate) mod producer;
 
 use crate::config::DeviceAugment;

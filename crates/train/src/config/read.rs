@@ -1,0 +1,139 @@
+//! From text to a [`GrinConfig`]: a config file read within its bound,
+//! `--set key=value` overrides applied to its TOML, strict keys, every
+//! error one line naming the file and the line or the dotted key. Also
+//! `grin model-set`'s `[model]` overrides, by the same rules.
+
+use super::GrinConfig;
+use anyhow::{bail, Context, Result};
+use grin_model::ModelConfig;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// A config from its TOML `text` with `--set key=value` overrides applied,
+/// deserialized with strict keys and checked ([`GrinConfig::validate`]):
+/// what `grin` makes of a config file. Every error is one line naming
+/// `origin` (the file) and the line or the dotted key.
+pub fn parse_config(text: &str, origin: &str, sets: &[String]) -> Result<GrinConfig> {
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let line = e.span().map(|s| text[..s.start].lines().count().max(1)).unwrap_or(0);
+        anyhow::anyhow!("{origin}:{line}: {}", e.message())
+    })?;
+    for set in sets {
+        apply_set(&mut table, set).with_context(|| format!("--set {set}"))?;
+    }
+    let config: GrinConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
+        .map_err(|e| anyhow::anyhow!("{origin}: {}", key_error(e)))?;
+    config.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    Ok(config)
+}
+
+/// A model file's `[model]` table with `--set model.KEY=VALUE` applied, as
+/// `grin model-set` writes it: each key named as in a config, read and
+/// range-checked as a config's, and refused when it would change what the
+/// weights are shaped by.
+pub fn set_model_keys(model: &ModelConfig, sets: &[String]) -> Result<ModelConfig> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Only {
+        model: ModelConfig,
+    }
+    let mut table = toml::Table::new();
+    table.insert("model".into(), toml::Value::try_from(model).context("model settings as TOML")?);
+    let keys: Vec<&str> = sets.iter().map(|set| set.split_once('=').map_or(set.as_str(), |(k, _)| k).trim()).collect();
+    for (set, key) in sets.iter().zip(&keys) {
+        if !key.starts_with("model.") {
+            bail!("--set {set}: a model file holds only `model.*` keys");
+        }
+        apply_set(&mut table, set).with_context(|| format!("--set {set}"))?;
+    }
+    let changed: ModelConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
+        .map(|only: Only| only.model)
+        .map_err(|e| anyhow::anyhow!(key_error(e)))?;
+    changed.validate().map_err(|e| anyhow::anyhow!(e))?;
+    if let Some(key) = model.architecture_change(&changed) {
+        bail!("key `{key}`: shapes the weights, so it is set by training, not in a model file");
+    }
+    // An off look is not written, so its other keys would be lost unseen.
+    let look_key = keys.iter().find(|k| k.starts_with("model.second_look.") && **k != "model.second_look.below");
+    if let (true, Some(key)) = (changed.second_look.is_off(), look_key) {
+        bail!("key `{key}`: the second look is off (`model.second_look.below` is 0), so it would not be kept; set below too");
+    }
+    Ok(changed)
+}
+
+/// "key `a.b`: problem", the dotted key at fault (an array's entry as
+/// `parts[0]`, which `--set` spells `parts.0`).
+fn key_error(e: serde_path_to_error::Error<toml::de::Error>) -> String {
+    let key = e.path().to_string();
+    format!("key `{key}`: {}", e.into_inner().message())
+}
+
+/// `a.b.c=value`: the value is read as TOML (`0.01`, `true`, `"x"`,
+/// `[1, 2]`), falling back to a bare string (`mode=in-vram`). A number
+/// after an array of tables picks one entry: `features.source.parts.0.crops.min_face`
+/// is the first mix part's.
+fn apply_set(table: &mut toml::Table, set: &str) -> Result<()> {
+    let Some((key, raw)) = set.split_once('=') else { bail!("expected key=value") };
+    let value: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
+        Ok(mut t) => t.remove("v").expect("parsed key"),
+        Err(_) => toml::Value::String(raw.to_string()),
+    };
+    let parts: Vec<&str> = key.trim().split('.').collect();
+    let (last, parents) = parts.split_last().expect("split yields one part");
+    let mut node = table;
+    let mut rest = parents.iter();
+    while let Some(part) = rest.next() {
+        let child = node.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let child = match child {
+            toml::Value::Array(items) => {
+                let n = items.len();
+                let index = match rest.next() {
+                    Some(i) => i.parse::<usize>().ok().filter(|&i| i < n),
+                    // The last part names the entry: `parts.0=...` is not a field.
+                    None => None,
+                }
+                .with_context(|| format!("`{part}` holds {n} entries: name one by its index, 0 to {}", n.max(1) - 1))?;
+                &mut items[index]
+            }
+            other => other,
+        };
+        node = child.as_table_mut().with_context(|| format!("`{part}` is not a table"))?;
+    }
+    node.insert(last.to_string(), value);
+    Ok(())
+}
+
+/// A loaded config and where it came from. Relative data paths inside it
+/// are taken as they are, relative to the working directory (grin runs from
+/// the repository root): a run's saved `config.toml` then names the same
+/// files as the config it was trained from.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    pub path: PathBuf,
+    pub config: GrinConfig,
+}
+
+/// Largest config file read: a config is a page of TOML, and a path like
+/// `/dev/zero` must not be read forever.
+pub(crate) const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The config file at `path` (at most [`MAX_CONFIG_BYTES`], UTF-8) with
+/// `--set` overrides applied, as [`parse_config`] makes it.
+pub fn load_config(path: &Path, sets: &[String]) -> Result<LoadedConfig> {
+    let text = read_capped(path)?;
+    let config = parse_config(&text, &path.display().to_string(), sets)?;
+    Ok(LoadedConfig { path: path.to_path_buf(), config })
+}
+
+fn read_capped(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).with_context(|| format!("{}: cannot read config", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{}: cannot read config", path.display()))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        bail!("{}: config is larger than {} KiB; is it the right file?", path.display(), MAX_CONFIG_BYTES / 1024);
+    }
+    String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{}: config is not UTF-8 text: {e}", path.display()))
+}
