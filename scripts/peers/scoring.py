@@ -6,10 +6,10 @@ decoder's suppression, box matching, AP, timing percentiles, and the figures
 on held-out photos, as grin scores itself: the one Python copy of rules
 whose owners are in Rust (named at each). Standard library only.
 
-Matching follows grin_model::metrics (greedy, highest score first, each
-face matched once at IoU >= 0.5 unless asked otherwise; all-point
-interpolated precision-recall area) and grin_train::photo_eval (ignore
-regions, size buckets, found). Faces export_scenes marks `ignore` (too
+Matching follows crates/model/src/metrics.rs (greedy, highest score first,
+each face matched once at IoU >= 0.5 unless asked otherwise; all-point
+interpolated precision-recall area) and crates/train/src/photo_eval.rs
+(ignore regions, size buckets, found). Faces export_scenes marks `ignore` (too
 small, cut off) are not faces: a detection that matches no face but covers
 one (IoU >= 0.5, or its centre inside) is neither a true nor a false
 positive.

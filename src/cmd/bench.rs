@@ -178,7 +178,7 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
 /// Turns CubeCL's launch log on, before any device starts.
 fn install_launch_counter() -> Result<()> {
     #[cfg(any(feature = "cuda", feature = "wgpu"))]
-    return grin_train::bench::count_launches();
+    return grin_train::bench::install_launch_counter();
     #[cfg(not(any(feature = "cuda", feature = "wgpu")))]
     anyhow::bail!("--launches counts CUDA and wgpu kernels: this grin was built without either")
 }

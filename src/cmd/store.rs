@@ -214,8 +214,8 @@ fn bench(args: BenchArgs) -> Result<()> {
     if let Some(path) = &args.order_out {
         grin_train::bench::write_order(path, &args.dir, &order)?;
     }
-    grin_train::bench::warm(&store)?;
-    let results = grin_train::bench::read_store(&store, &order, args.repeats, args.seed)?;
+    grin_train::bench::warm_page_cache(&store)?;
+    let results = grin_train::bench::time_reads(&store, &order, args.repeats, args.seed)?;
     outln!(
         "{}: {} records of {} bytes, {} shuffled batches of {} (data in page cache, best of {})",
         args.dir.display(),

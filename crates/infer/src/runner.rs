@@ -144,10 +144,14 @@ impl Runner {
     /// second look; `grin_model::DecodeFlags::apply` sets a command's flags
     /// over the file's own): everything derived from them follows, as at
     /// [`Runner::load`] — the smile votes follow the threshold
-    /// (`DecodeParams::smile_vote_floor`), the passes the pyramid. A second
-    /// look out of range is refused, naming the model.
+    /// (`DecodeParams::smile_vote_floor`), the passes the pyramid. Settings
+    /// out of range, or keys that shape the loaded weights, are refused,
+    /// naming the model and the key.
     pub fn set_model(&mut self, model: ModelConfig) -> Result<()> {
-        model.second_look.validate().map_err(|e| anyhow!("{}: {e}", self.source))?;
+        model.validate().map_err(|e| anyhow!("{}: {e}", self.source))?;
+        if let Some(key) = self.spec.model.architecture_change(&model) {
+            bail!("{}: key `{key}` shapes the loaded weights; it cannot be set over them", self.source);
+        }
         self.params = model.decode_params();
         let (width, height) = self.run_size();
         self.passes = pass_points(width, height, &self.params);

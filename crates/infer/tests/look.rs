@@ -28,12 +28,12 @@ fn set_look(runner: &mut Runner, look: SecondLook) -> anyhow::Result<()> {
 /// mirrored, with a mirror), each view searched by a runner at the cut's size.
 fn expected(found: &[Detection], look: &SecondLook, picture: &DynamicImage) -> Vec<Detection> {
     let mut at_cut = Runner::load(ModelSource::Embedded).unwrap();
-    // A cut is searched once: the look does not look again inside it.
     at_cut.set_run_size(look.side, look.side).unwrap();
     let model = at_cut.spec().model.clone();
     let params = model.decode_params();
     let cut_params = look.cut_params(&params);
     let at_cut_model = ModelConfig {
+        // A cut is searched once: the look does not look again inside it.
         second_look: SecondLook::default(),
         score_threshold: cut_params.score_threshold,
         pyramid_above: cut_params.pyramid_above,
@@ -106,8 +106,12 @@ fn a_box_stays_only_if_its_close_cut_finds_a_face_in_its_place() {
 }
 
 #[test]
-fn a_second_look_out_of_range_is_refused_naming_the_key() {
+fn a_setting_out_of_range_or_shaping_the_weights_is_refused_naming_the_key() {
     let mut runner = Runner::load(ModelSource::Embedded).unwrap();
     let e = set_look(&mut runner, SecondLook { below: 0.5, side: 8, ..SecondLook::default() }).unwrap_err();
     assert!(e.to_string().contains("model.second_look.side"), "{e}");
+    // Decision settings only: a key that shapes the weights is not the runner's to change.
+    let wider = ModelConfig { width_mult: runner.spec().model.width_mult * 2.0, ..runner.spec().model.clone() };
+    let e = runner.set_model(wider).unwrap_err();
+    assert!(e.to_string().contains("model.width_mult"), "{e}");
 }

@@ -10,7 +10,7 @@
 //! checksum) still load, with the same size checks. A checksum does not
 //! stop a crafted file: once decoded, every tensor's shape is checked
 //! against the header's detector and every value for being finite, and no
-//! more than [`MAX_MODEL_BYTES`] is ever read.
+//! more than `MAX_MODEL_BYTES` is ever read.
 
 use crate::detector::{Detector, DetectorSpec};
 use burn::module::{Module, ModuleVisitor, Param};

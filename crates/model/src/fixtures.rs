@@ -80,7 +80,7 @@ pub(crate) fn error_ratio(n: usize) -> f64 {
 }
 
 /// The error one path may have against the values `reference`, given
-/// another path's error `other_error` on them: [`error_ratio`] times it,
+/// another path's error `other_error` on them: `error_ratio` times it,
 /// plus one rounding of the largest value.
 pub fn allowed_error(reference: &[f64], other_error: f64) -> f64 {
     error_ratio(reference.len()) * other_error + 2.0 * U * max_abs(reference)

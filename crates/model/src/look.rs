@@ -128,7 +128,7 @@ impl SecondLook {
         }
     }
 
-    /// `params` for searching a cut: down to [`SecondLook::confirm_at`], or
+    /// `params` for searching a cut: down to `SecondLook::confirm_at`, or
     /// to [`MIRROR_FLOOR`] with a mirror; in one pass when one pass holds
     /// the box, which sits at `side / context` px in its cut (48 by
     /// default). A halved pass then finds only faces about twice the box,
@@ -178,7 +178,7 @@ impl SecondLook {
 
     /// Whether a cut's views (each searched with [`SecondLook::cut_params`])
     /// confirm the box reported with `params`: the mean of their
-    /// [`SecondLook::score_at_place`] reaches [`SecondLook::confirm_at`].
+    /// `SecondLook::score_at_place` reaches `SecondLook::confirm_at`.
     pub fn confirms(&self, views: &[&[Detection]], params: &DecodeParams) -> bool {
         let sum: f32 = views.iter().map(|v| self.score_at_place(v)).sum();
         sum / views.len() as f32 >= self.confirm_at(params)

@@ -45,7 +45,7 @@ pub struct FaceMatch {
 }
 
 impl Evaluation {
-    /// Matches faces at `match_iou` instead of [`MATCH_IOU`].
+    /// Matches faces at `match_iou` instead of `MATCH_IOU` (0.5).
     pub fn at_iou(match_iou: f32) -> Evaluation {
         Evaluation { scored: Vec::new(), faces: 0, smile: [[0; 2]; 2], match_iou }
     }

@@ -5,10 +5,10 @@
 //! down, and it needs no GPU to take.
 //!
 //! CubeCL logs each launch as `Executing <kernel>` when its profiling
-//! logger runs at level `minimal`. [`install`] turns that logger on, routed
+//! logger runs at level `minimal`. [`install_launch_counter`] turns that logger on, routed
 //! to the `log` crate, and counts the lines there, in this process: no log
 //! file, whose appends outlive a run. CubeCL reads its configuration once,
-//! when the first device starts, so `install` must run before that.
+//! when the first device starts, so it must run before that.
 
 use anyhow::{anyhow, Result};
 use burn_cubecl::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
@@ -58,7 +58,7 @@ fn short_name(name: &str) -> String {
 /// device is used; the rest of CubeCL's configuration (a `cubecl.toml` in
 /// this folder or above it, as gpu-bench writes for its kernel cache) is
 /// kept. Counting costs the host a message per launch.
-pub fn install() -> Result<()> {
+pub fn install_launch_counter() -> Result<()> {
     let config = CubeClRuntimeConfig::from_current_dir().override_from_env();
     let mut value = toml::Value::try_from(&config).map_err(|e| anyhow!("CubeCL's configuration: {e}"))?;
     let logger = value

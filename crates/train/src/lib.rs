@@ -2,7 +2,7 @@
 //! whether the device is starving.
 //!
 //! One batch's way: [`plan`] resolves a [`GrinConfig`] into a [`RunPlan`]
-//! (mode, store, run spec); [`feed::build_feed`] turns its [`FeedPlan`] into
+//! (mode, store, run spec); [`build_feed`] turns its [`FeedPlan`] into
 //! a [`Feed`] (on-the-fly, precomputed or in-VRAM, one file each under
 //! `feed/`); [`train`] pulls a [`DeviceBatch`] from it every
 //! step, runs forward + loss + backward, and accounts for the wait.
@@ -46,7 +46,10 @@ mod validation;
 pub mod backend;
 pub mod checkpoint;
 
-// A run: its config, its plan, its feed and the loop.
+// A run: its config, its plan, its feed, the step and the loop, and what
+// it leaves behind (the best model, the summary with the balance check's
+// prediction).
+pub use balance::Prediction;
 pub use best::Best;
 pub use config::{
     detector_spec, load_config, parse_config, set_model_keys, DeviceAugment, GrinConfig, LoadedConfig, Mode,
@@ -54,16 +57,21 @@ pub use config::{
 };
 pub use device_batch::{upload, DeviceBatch};
 pub use feed::{build_feed, Feed, FeedPlan};
-pub use mine::{mine, MineOptions, Mined, MOST_FACES};
-pub use parallel::{host_copies_on_this_thread, move_to};
 pub use plan::{plan, PlanRequest, RunPlan};
-pub use precompute::{parse_shard_bytes, parse_shard_range, write_store, write_whole_store};
-pub use progress::set_quiet;
 pub use run::{Interrupt, RunSpec};
 pub use run_folder::{run_model, RunLock};
-pub use step::{optimizer, OptimizerImpl, Stepper};
+pub use step::{optimizer, OptimizerImpl, PhaseTimes, Stepper};
 pub use summary::Summary;
 pub use trainer::{train, train_parallel, Interrupted};
+
+// Around a run: writing a store, mining a model's false detections, the
+// progress bars' switch.
+pub use mine::{mine, MineOptions, Mined, MOST_FACES};
+pub use precompute::{parse_shard_bytes, parse_shard_range, write_store, write_whole_store};
+pub use progress::set_quiet;
+
+// Data-parallel training's host path, which the wgpu tests count and check.
+pub use parallel::{host_copies_on_this_thread, move_to};
 
 /// Held-out scoring on synthetic scenes.
 pub mod scenes {
@@ -83,10 +91,10 @@ pub mod photos {
 /// What `grin bench` measures: the balance check, the step alone, the
 /// store's reads.
 pub mod bench {
-    pub use crate::balance::{check, measure, Check, Figures, Prediction};
+    pub use crate::balance::{check, measure, Check, Figures};
     pub use crate::feed::precomputed::open_store;
     #[cfg(any(feature = "cuda", feature = "wgpu"))]
-    pub use crate::launches::install as count_launches;
+    pub use crate::launches::install_launch_counter;
     pub use crate::step_bench::{bench_step, Launches, StepBench, StepTimes, Windows};
-    pub use crate::store_bench::{batch_order, run as read_store, warm, write_order, Throughput, MAX_ORDER};
+    pub use crate::store_bench::{batch_order, time_reads, warm_page_cache, write_order, Throughput, MAX_ORDER};
 }

@@ -69,7 +69,7 @@ pub struct Windows {
     /// Timed windows.
     pub repeats: usize,
     /// Then one more window of `steps` steps whose kernel launches are
-    /// counted (the launch counter must be installed: `crate::launches`).
+    /// counted (the launch counter must be installed first: `bench::install_launch_counter`).
     pub count_launches: bool,
 }
 

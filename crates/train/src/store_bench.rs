@@ -66,7 +66,7 @@ pub fn write_order(path: &Path, store: &Path, order: &[Vec<u64>]) -> Result<()> 
 
 /// Reads every record once so the timed passes find it in page cache and
 /// mapped into this process.
-pub fn warm(store: &Store) -> Result<u64> {
+pub fn warm_page_cache(store: &Store) -> Result<u64> {
     let mut sum = 0u64;
     for index in 0..store.len() {
         let record = store.record(index)?;
@@ -95,7 +95,7 @@ fn best(
 /// (a) memcpy of the same records in record order and in the shuffled
 /// order, then grin's `read_into`, then training's precomputed feed (its
 /// reader on its producer thread) on the same shuffled batches.
-pub fn run(store: &Store, order: &[Vec<u64>], repeats: usize, seed: u64) -> Result<Vec<Throughput>> {
+pub fn time_reads(store: &Store, order: &[Vec<u64>], repeats: usize, seed: u64) -> Result<Vec<Throughput>> {
     let record_bytes = store.layout().record_bytes as usize;
     let batch_size = order.first().map_or(0, |b| b.len());
     let samples: u64 = order.iter().map(|b| b.len() as u64).sum();
@@ -170,8 +170,8 @@ mod tests {
         let written = std::fs::read(&path).unwrap();
         assert_eq!(written.len(), 56 * 8, "u64 per index");
         assert_eq!(u64::from_le_bytes(written[..8].try_into().unwrap()), order[0][0]);
-        warm(&store).unwrap();
-        let rows = run(&store, &order, 2, 1).unwrap();
+        warm_page_cache(&store).unwrap();
+        let rows = time_reads(&store, &order, 2, 1).unwrap();
         let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(
             names,

@@ -1,8 +1,7 @@
 //! The depthwise 3x3 (padding 1) convolution over NCHW slices as plain
-//! loops over one plane ([`PlaneConv`]), with a fused bias + ReLU and a
-//! dense variant for the stem: what the NdArray backend's
-//! `DetectorBackend::depthwise3x3` runs for Burn-graph inference and
-//! evaluation. The CPU training step runs the SIMD kernels of
+//! loops over one plane ([`PlaneConv`]), with a fused bias + ReLU: what
+//! the NdArray backend's `DetectorBackend::depthwise3x3` runs for
+//! Burn-graph inference and evaluation. The CPU training step runs the SIMD kernels of
 //! [`super::plane3x3`] instead.
 //!
 //! Output `(i, j)` of a plane reads input `(s*i + ky - 1, s*j + kx - 1)` for
@@ -29,7 +28,7 @@ impl Shape {
         self.height.div_ceil(self.stride)
     }
 
-    pub fn out_width(&self) -> usize {
+    pub(crate) fn out_width(&self) -> usize {
         self.width.div_ceil(self.stride)
     }
 
@@ -128,7 +127,7 @@ impl Epilogue<'_> {
 }
 
 /// One plane's convolution walk for a (height, width, stride), built once
-/// per call: the NCHW functions below run every plane through it.
+/// per call: [`forward`] runs every plane through it.
 ///
 /// At stride 2 the taps read every other column, which no loop over the
 /// input vectorises; so the input is first split into its even and odd

@@ -5,7 +5,7 @@
 use anyhow::{bail, Result};
 
 /// Safety valve: a run asking for billions of events is a typo (say `--step-ms 0.0001`), not a plan.
-pub(crate) const MAX_EVENTS: u64 = 200_000_000;
+const MAX_EVENTS: u64 = 200_000_000;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimParams {

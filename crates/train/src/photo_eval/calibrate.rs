@@ -12,7 +12,7 @@ pub(crate) fn at_threshold(curve: &[PrPoint], threshold: f32) -> (f32, f32, f32)
     (p, r, f_beta(p, r, 1.0))
 }
 
-pub(crate) fn precision_recall_at(curve: &[PrPoint], threshold: f32) -> (f32, f32) {
+fn precision_recall_at(curve: &[PrPoint], threshold: f32) -> (f32, f32) {
     match curve.iter().take_while(|p| p.score >= threshold).last() {
         Some(p) => (p.precision, p.recall),
         None => (1.0, 0.0),
@@ -20,7 +20,7 @@ pub(crate) fn precision_recall_at(curve: &[PrPoint], threshold: f32) -> (f32, f3
 }
 
 /// F-beta: recall counts `beta` times as much as precision (F1 at 1).
-pub(crate) fn f_beta(precision: f32, recall: f32, beta: f32) -> f32 {
+fn f_beta(precision: f32, recall: f32, beta: f32) -> f32 {
     let b2 = beta * beta;
     if precision + recall > 0.0 {
         (1.0 + b2) * precision * recall / (b2 * precision + recall)
