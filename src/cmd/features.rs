@@ -243,7 +243,7 @@ fn run_preview(args: PreviewArgs) -> Result<()> {
     let indices: Vec<u64> = (0..args.count.max(1) as u64).collect();
     let batch = pipeline.batch(&indices)?;
     let samples: Vec<_> = (0..batch.len).map(|i| batch.sample(i)).collect();
-    let sheet = grin_features::preview::contact_sheet(&samples, args.cols);
+    let sheet = grin_features::contact_sheet(&samples, args.cols);
     let format = image::ImageFormat::from_path(&args.out)
         .map_err(|_| anyhow::anyhow!("{}: unknown image format: name the sheet .png or .jpg", args.out.display()))?;
     let mut png = std::io::Cursor::new(Vec::new());

@@ -34,18 +34,20 @@ mod split;
 mod synthetic;
 mod validate;
 
-// Public as modules because callers use them as such: the trainer and the
-// CLI name `pipeline::Pipeline`, `bench::*` and `preview::contact_sheet`,
-// and tests drive each augmentation stage on its own.
+mod pipeline;
+mod preview;
+
+// Modules that are the API as a whole: `grin features bench` and the
+// balance check time the stages through `bench`, and tests drive each
+// augmentation stage on its own through `augment`.
 pub mod augment;
 pub mod bench;
-pub mod pipeline;
-pub mod preview;
 
 pub use augment::AugmentStage;
 pub use class_balance::ClassBalancer;
 pub use config::{AugmentConfig, ClassBalanceConfig, FeatureConfig, PhotoCrops, SourceConfig, Split, SplitConfig};
-pub use pipeline::Pipeline;
+pub use pipeline::{build_source, Pipeline};
+pub use preview::{colour, contact_sheet};
 pub use sample::{FaceBox, HostBatch, Sample, SceneClass, Smile, LABEL_IGNORE, LABEL_PADDING, MAX_BOXES};
 pub use source::{SampleRng, Source};
 

@@ -2,7 +2,7 @@
 //! balance check), and the preview contact sheet.
 
 use grin_features::bench::{measure_stages, measure_tg, measure_throughput, open_source, Timing};
-use grin_features::preview::{colour, contact_sheet};
+use grin_features::{colour, contact_sheet};
 use grin_features::{AugmentStage, FaceBox, FeatureConfig, Pipeline, Sample, Smile, SourceConfig, Split, SplitConfig};
 
 fn small_config(workers: usize) -> FeatureConfig {

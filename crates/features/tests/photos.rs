@@ -5,7 +5,7 @@
 
 mod shared_data;
 
-use grin_features::pipeline::build_source;
+use grin_features::build_source;
 use grin_features::{
     celeba_aligned_box, crop_scene, held_out_photos, landmarks_to_box, parse_caltech, AnnotationText, BadLines,
     FaceBox, FeatureConfig, PhotoCrops, Sample, SampleRng, Smile, SourceConfig, Split, SplitConfig, MAX_BOXES,
