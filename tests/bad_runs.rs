@@ -109,7 +109,7 @@ fn a_damaged_checkpoint_part_is_refused_by_name() {
         damaged[at] ^= 0x40;
         std::fs::write(&path, &damaged).unwrap();
         let e = checkpoint::load(&path).err().expect("a flipped byte is caught").to_string();
-        assert!(e.contains(&format!("{part} is damaged")), "{e}");
+        assert!(e.contains(&format!("checkpoint {part}: damaged (checksum mismatch)")), "{e}");
     }
     // A checkpoint from before `train.ema` (three parts) still loads.
     bytes.truncate(bytes.len() - 8 - 2 - 8);

@@ -22,7 +22,7 @@ pub struct Timing {
 }
 
 impl Timing {
-    pub fn from_durations(seconds: Vec<f64>) -> Timing {
+    pub(crate) fn from_durations(seconds: Vec<f64>) -> Timing {
         if seconds.is_empty() {
             return Timing { median_s: 0.0, p95_s: 0.0, mean_s: 0.0, min_s: 0.0, samples: 0 };
         }
@@ -207,3 +207,6 @@ fn batch_class(batch: &HostBatch, index: usize) -> SceneClass {
         SceneClass::FaceFree
     }
 }
+
+#[cfg(test)]
+mod tests;

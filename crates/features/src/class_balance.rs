@@ -47,7 +47,7 @@ pub(crate) fn check_balance(cfg: &ClassBalanceConfig) -> Result<(), InputError> 
 }
 
 impl ClassBalancer {
-    pub fn new(cfg: &ClassBalanceConfig, seed: u64) -> Result<ClassBalancer, InputError> {
+    pub(crate) fn new(cfg: &ClassBalanceConfig, seed: u64) -> Result<ClassBalancer, InputError> {
         check_balance(cfg)?;
         let raw = cfg.fractions();
         let sum: f64 = raw.iter().map(|v| *v as f64).sum();
@@ -61,7 +61,7 @@ impl ClassBalancer {
     }
 
     /// The class output `index` asks for, drawn from the targets.
-    pub fn wanted(&self, index: u64) -> SceneClass {
+    pub(crate) fn wanted(&self, index: u64) -> SceneClass {
         let h = splitmix64(splitmix64(self.seed ^ CLASS_SALT) ^ index);
         // 53 random bits as a uniform in [0, 1).
         let u = (h >> 11) as f64 / (1u64 << 53) as f64;
@@ -78,25 +78,29 @@ impl ClassBalancer {
 
     /// The source index of candidate `attempt` for output `index`; disjoint
     /// ranges per output index, so no scene is shared between outputs.
-    pub fn candidate(index: u64, attempt: u64) -> u64 {
+    pub(crate) fn candidate(index: u64, attempt: u64) -> u64 {
         index.wrapping_mul(MAX_ATTEMPTS).wrapping_add(attempt)
     }
 
     /// Counts one produced sample; `found` is false when the cap was hit.
-    pub fn record(&self, class: SceneClass, found: bool) {
+    pub(crate) fn record(&self, class: SceneClass, found: bool) {
         self.achieved[class.index()].fetch_add(1, Ordering::Relaxed);
         if !found {
             self.misses.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    pub fn counts(&self) -> [u64; 3] {
+    // The counters are read by the tests, which check them against the
+    // output; `grin features bench` counts the classes it was handed.
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> [u64; 3] {
         [0, 1, 2].map(|i| self.achieved[i].load(Ordering::Relaxed))
     }
 
     /// Achieved fractions so far, in [`SceneClass::ALL`] order (zeros before any sample).
     /// Every produced sample counts, so generating an index twice counts it twice.
-    pub fn achieved(&self) -> [f64; 3] {
+    #[cfg(test)]
+    pub(crate) fn achieved(&self) -> [f64; 3] {
         let counts = self.counts();
         let total: u64 = counts.iter().sum();
         if total == 0 {
@@ -105,12 +109,14 @@ impl ClassBalancer {
         counts.map(|c| c as f64 / total as f64)
     }
 
-    pub fn misses(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn misses(&self) -> u64 {
         self.misses.load(Ordering::Relaxed)
     }
 
     /// `balance over N samples: smiling 33.4% (target 33.3%), ...`.
-    pub fn report(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn report(&self) -> String {
         let counts = self.counts();
         let total: u64 = counts.iter().sum();
         let achieved = self.achieved();
@@ -134,3 +140,6 @@ pub(crate) fn splitmix64(x: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
+
+#[cfg(test)]
+mod tests;

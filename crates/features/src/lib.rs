@@ -36,6 +36,8 @@ mod validate;
 
 mod pipeline;
 mod preview;
+#[cfg(test)]
+mod shared_data;
 
 // Modules that are the API as a whole: `grin features bench` and the
 // balance check time the stages through `bench`, and tests drive each
@@ -43,24 +45,19 @@ mod preview;
 pub mod augment;
 pub mod bench;
 
-pub use augment::AugmentStage;
 pub use class_balance::ClassBalancer;
 pub use config::{AugmentConfig, ClassBalanceConfig, FeatureConfig, PhotoCrops, SourceConfig, Split, SplitConfig};
-pub use pipeline::{build_source, Pipeline};
+pub use pipeline::Pipeline;
 pub use preview::{colour, contact_sheet};
 pub use sample::{FaceBox, HostBatch, Sample, SceneClass, Smile, LABEL_IGNORE, LABEL_PADDING, MAX_BOXES};
-pub use source::{SampleRng, Source};
+pub use source::Source;
 
-// The sources, and the held-out photos that reports score whole images on.
-pub use annotations::AnnotatedSource;
-pub use crops::CropsSource;
-pub use mix::MixSource;
-pub use negatives::NegativesSource;
-pub use photos::{held_out_photos, photos_of_split, HeldOutPhoto, HeldOutPhotos, PhotoSource};
+// The procedural scenes (which `grin features` draws on their own), and the
+// held-out photos that reports score whole images on. The other sources are
+// built from a config by `build_source`.
+pub use photos::{held_out_photos, photos_of_split, HeldOutPhoto, HeldOutPhotos};
 pub use synthetic::{SyntheticParams, SyntheticSource};
 
-// Building blocks that tests and tools check or reuse on their own.
-pub use annotations::{parse_celeba, parse_jsonl, parse_wider, Annotated, AnnotationText, BadLines, Entry};
-pub use crops::{paste_face, Placement};
-pub use photos::{celeba_aligned_box, crop_scene, landmarks_to_box, parse_caltech};
-pub use split::split_of_name;
+// The annotation parsers, which the fuzz targets drive on their own.
+pub use annotations::{parse_celeba, parse_jsonl, parse_wider, AnnotationText, BadLines, Entry};
+pub use photos::parse_caltech;

@@ -6,7 +6,7 @@ use crate::source::{SampleRng, Source};
 use grin_image::{InputError, SkipCounts};
 use rand::Rng;
 
-pub struct MixSource {
+pub(crate) struct MixSource {
     parts: Vec<Box<dyn Source>>,
     /// Running sums of the normalised weights; the last is 1.
     cumulative: Vec<f32>,
@@ -21,7 +21,7 @@ impl std::fmt::Debug for MixSource {
 }
 
 impl MixSource {
-    pub fn new(parts: Vec<Box<dyn Source>>, weights: &[f32]) -> Result<MixSource, InputError> {
+    pub(crate) fn new(parts: Vec<Box<dyn Source>>, weights: &[f32]) -> Result<MixSource, InputError> {
         check_weights(weights, parts.len())?;
         let total: f32 = weights.iter().sum();
         let mut sum = 0.0;
@@ -39,10 +39,6 @@ impl MixSource {
             }
         }
         Ok(MixSource { parts, cumulative, load_skips })
-    }
-
-    pub fn parts(&self) -> &[Box<dyn Source>] {
-        &self.parts
     }
 }
 

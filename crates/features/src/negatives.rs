@@ -20,7 +20,7 @@ use crate::split::split_of_path;
 use grin_image::{list_images, load_all, resample_region, skip_or_fail, InputError, Raster, SkipCounts};
 use rand::Rng;
 
-pub struct NegativesSource {
+pub(crate) struct NegativesSource {
     width: u32,
     height: u32,
     channels: u32,
@@ -43,7 +43,7 @@ impl std::fmt::Debug for NegativesSource {
 }
 
 impl NegativesSource {
-    pub fn new(cfg: &FeatureConfig, split: Split) -> Result<NegativesSource, InputError> {
+    pub(crate) fn new(cfg: &FeatureConfig, split: Split) -> Result<NegativesSource, InputError> {
         cfg.source.validate()?;
         let SourceConfig::Negatives { images, mined, graphics, zoom_in } = &cfg.source else {
             return Err(InputError::Config("NegativesSource needs `kind = \"negatives\"`".into()));

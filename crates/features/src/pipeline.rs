@@ -21,7 +21,7 @@ use rayon::prelude::*;
 
 /// The source `cfg.source` names, for `split`; a mix builds each part with
 /// the rest of `cfg` unchanged.
-pub fn build_source(cfg: &FeatureConfig, split: Split) -> Result<Box<dyn Source>, InputError> {
+pub(crate) fn build_source(cfg: &FeatureConfig, split: Split) -> Result<Box<dyn Source>, InputError> {
     Ok(match &cfg.source {
         SourceConfig::Synthetic { .. } => Box::new(SyntheticSource::new(cfg)?),
         SourceConfig::Crops { .. } => Box::new(CropsSource::new(cfg, split)?),
@@ -108,10 +108,6 @@ impl Pipeline {
 
     pub fn config(&self) -> &FeatureConfig {
         &self.cfg
-    }
-
-    pub fn split(&self) -> Split {
-        self.split
     }
 
     /// Worker threads actually running (all cores when the config says 0).
@@ -242,3 +238,6 @@ impl Pipeline {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -7,7 +7,7 @@ use rand::Rng;
 /// All randomness of one sample comes from one of these, seeded by the
 /// pipeline from (seed, split, index): that is what makes output identical
 /// whatever the worker count.
-pub type SampleRng = rand_pcg::Pcg64Mcg;
+pub(crate) type SampleRng = rand_pcg::Pcg64Mcg;
 
 /// A uniform draw in `lo..hi` (one rng call).
 pub(crate) fn uniform(rng: &mut SampleRng, lo: f32, hi: f32) -> f32 {
@@ -34,3 +34,6 @@ pub trait Source: Send + Sync {
         None
     }
 }
+
+#[cfg(test)]
+mod tests;

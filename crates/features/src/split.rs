@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// The split a file belongs to: xxh3 of its file name (not its folder, so a
 /// moved dataset keeps its split) mapped onto the configured ratios.
-pub fn split_of_name(name: &str, split: &SplitConfig) -> Split {
+pub(crate) fn split_of_name(name: &str, split: &SplitConfig) -> Split {
     let hash = xxhash_rust::xxh3::xxh3_64(name.as_bytes());
     let u = (hash >> 11) as f64 / (1u64 << 53) as f64;
     let total = (split.train + split.val + split.test) as f64;

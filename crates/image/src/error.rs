@@ -35,7 +35,7 @@ pub enum BadInputKind {
 }
 
 impl BadInputKind {
-    pub const ALL: [BadInputKind; 6] = [
+    pub(crate) const ALL: [BadInputKind; 6] = [
         BadInputKind::CorruptImage,
         BadInputKind::UnreadableFile,
         BadInputKind::MalformedAnnotation,
@@ -44,7 +44,7 @@ impl BadInputKind {
         BadInputKind::ImageTooLarge,
     ];
 
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             BadInputKind::CorruptImage => "corrupt or truncated image",
             BadInputKind::UnreadableFile => "unreadable file",

@@ -1,28 +1,32 @@
 //! The `.grin` model file: a JSON header that says what the weights are,
 //! then Burn's binary record.
 //!
-//! Layout: `GRINMDL2` magic, u32 LE header length, header JSON, u64 LE xxh3
-//! of the header JSON, record bytes. The header carries the detector spec,
-//! every parameter's shape and an xxh3 checksum of the record, so a file
-//! from another architecture or a damaged file is refused with a message
-//! before Burn ever decodes it; its sizes are checked against
-//! [`MAX_SIDE`] before anything is allocated. `GRINMDL1` files (no header
-//! checksum) still load, with the same size checks. A checksum does not
-//! stop a crafted file: once decoded, every tensor's shape is checked
-//! against the header's detector and every value for being finite, and no
-//! more than `MAX_MODEL_BYTES` is ever read.
+//! Layout: `GRINMDL3` magic, then two parts framed as every grin binary
+//! file is ([`grin_output::parts`]: length, bytes, xxh3 each): the header
+//! JSON and the record. The header carries the detector spec and every
+//! parameter's shape, so a file from another architecture or a damaged
+//! file is refused with a message before Burn ever decodes it; its sizes
+//! are checked against [`MAX_SIDE`] before anything is allocated. Files
+//! written before the one framing still load ([`legacy`]: `GRINMDL2`, and
+//! `GRINMDL1` without a header checksum), with the same checks. A checksum
+//! does not stop a crafted file: once decoded, every tensor's shape is
+//! checked against the header's detector and every value for being finite,
+//! and no more than `MAX_MODEL_BYTES` is ever read.
 
 use crate::detector::{Detector, DetectorSpec};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::record::{FullPrecisionSettings, Recorder, RecorderError};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
+use grin_output::parts;
 use grin_terms::{MAX_SIDE, MIN_SIDE};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8; 8] = b"GRINMDL2";
-const MAGIC_V1: &[u8; 8] = b"GRINMDL1";
+mod legacy;
+
+const MAGIC: &[u8; 8] = b"GRINMDL3";
+const PARTS: [&str; 2] = ["header", "weights"];
 /// Largest model file read: the widest detector a config may ask for
 /// stays far below it, and `--model /dev/zero` stops here instead of at
 /// the end of memory.
@@ -34,8 +38,6 @@ struct Header {
     architecture: String,
     spec: DetectorSpec,
     shapes: Vec<Vec<usize>>,
-    record_bytes: u64,
-    record_xxh3: u64,
     /// [`RECORD_LAYOUT`] when written; files from before it have none.
     #[serde(default = "first_layout")]
     record_layout: u32,
@@ -143,23 +145,10 @@ pub fn to_bytes<B: Backend>(spec: &DetectorSpec, model: &Detector<B>) -> Vec<u8>
         architecture: ARCHITECTURE.into(),
         spec: spec.clone(),
         shapes: shapes(model),
-        record_bytes: record.len() as u64,
-        record_xxh3: xxhash_rust::xxh3::xxh3_64(&record),
         record_layout: RECORD_LAYOUT,
     };
     let json = serde_json::to_vec(&header).expect("header serialises");
-    framed(&json, &record)
-}
-
-/// The file's layout: magic, header length, header, its checksum, record.
-fn framed(json: &[u8], record: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(20 + json.len() + record.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
-    out.extend_from_slice(json);
-    out.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(json).to_le_bytes());
-    out.extend_from_slice(record);
-    out
+    parts::frame(MAGIC, &[&json, &record])
 }
 
 /// Writes through `grin_output`: a crash mid-write leaves the previous file
@@ -172,22 +161,22 @@ pub fn save_model<B: Backend>(
     grin_output::write_file(path, &[], &to_bytes(spec, model))
 }
 
-/// `bytes` (a version-2 file) with the record length and both checksums
-/// recomputed over what it holds: what a crafted file looks like to the
-/// loader. For tests and the fuzzer, which must reach the checks behind
-/// the checksums. None when there is no header object to sign.
+/// The header and weights `bytes` hold (in any version's layout), framed
+/// anew with their checksums recomputed: what a crafted file looks like to
+/// the loader. For tests and the fuzzer, which must reach the checks behind
+/// the checksums. None when no header can be cut from the bytes.
 pub fn resigned(bytes: &[u8]) -> Option<Vec<u8>> {
-    if bytes.get(..8)? != MAGIC {
-        return None;
-    }
-    let header_end = 12usize.checked_add(u32::from_le_bytes(bytes.get(8..12)?.try_into().ok()?) as usize)?;
-    let mut header: serde_json::Value = serde_json::from_slice(bytes.get(12..header_end)?).ok()?;
-    let record = bytes.get(header_end + 8..).unwrap_or_default();
-    let fields = header.as_object_mut()?;
-    fields.insert("record_bytes".into(), record.len().into());
-    fields.insert("record_xxh3".into(), xxhash_rust::xxh3::xxh3_64(record).into());
-    let json = serde_json::to_vec(&header).ok()?;
-    Some(framed(&json, record))
+    let (header, record) = match bytes.get(..8)? {
+        m if m == MAGIC => {
+            let len = usize::try_from(u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?)).ok()?;
+            let header = bytes.get(16..16usize.checked_add(len)?)?;
+            // The weights: what follows their length word, less their checksum.
+            let record = bytes.get(16 + len + 16..).unwrap_or_default();
+            (header, &record[..record.len().saturating_sub(8)])
+        }
+        _ => legacy::cut(bytes)?,
+    };
+    Some(parts::frame(MAGIC, &[header, record]))
 }
 
 pub fn load_model<B: Backend>(path: &Path, device: &B::Device) -> Result<(DetectorSpec, Detector<B>), ModelFileError> {
@@ -204,45 +193,19 @@ pub fn load_model<B: Backend>(path: &Path, device: &B::Device) -> Result<(Detect
 }
 
 pub fn from_bytes<B: Backend>(bytes: &[u8], device: &B::Device) -> Result<(DetectorSpec, Detector<B>), String> {
-    let checked = match bytes.get(..8) {
-        Some(m) if m == MAGIC => true,
-        Some(m) if m == MAGIC_V1 => false,
-        _ => return Err("not a grin model file (bad magic)".into()),
+    let (json, record) = match bytes.get(..8) {
+        Some(m) if m == MAGIC => match parts::unframe(bytes, &PARTS) {
+            Ok(got) => (got[0], got[1]),
+            Err(e) => return Err(e.to_string()),
+        },
+        Some(m) => legacy::parts(m, bytes)?,
+        None => return Err("not a grin model file (bad magic)".into()),
     };
-    let header_len = bytes.get(8..12).ok_or("truncated model header")?;
-    let header_len = u32::from_le_bytes(header_len.try_into().expect("4 bytes")) as usize;
-    let header_end = 12usize.checked_add(header_len).filter(|&e| e <= bytes.len()).ok_or("truncated model header")?;
-    let json = &bytes[12..header_end];
-    let record_start = if checked {
-        let sum = bytes.get(header_end..header_end + 8).ok_or("truncated model header")?;
-        if u64::from_le_bytes(sum.try_into().expect("8 bytes")) != xxhash_rust::xxh3::xxh3_64(json) {
-            return Err("header checksum mismatch (file damaged)".into());
-        }
-        header_end + 8
-    } else {
-        header_end
-    };
-    // The path names the key at fault (NaN is written as `null`, which no f32 reads back as).
-    let header: Header = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(json))
-        .map_err(|e| format!("malformed model header: key `{}`: {}", e.path(), e.inner()))?;
+    let header: Header = parse_header(json)?;
     if header.architecture != ARCHITECTURE {
         return Err(format!("model architecture `{}`, this build runs `{ARCHITECTURE}`", header.architecture));
     }
     check_spec(&header.spec)?;
-    let record = &bytes[record_start..];
-    let (have, want) = (record.len() as u64, header.record_bytes);
-    if have < want {
-        return Err(format!("truncated weights: {have} of {want} bytes"));
-    }
-    if have > want {
-        return Err(format!(
-            "{} bytes after the {want} bytes of weights the header gives (damaged or appended to)",
-            have - want
-        ));
-    }
-    if xxhash_rust::xxh3::xxh3_64(record) != header.record_xxh3 {
-        return Err("weights checksum mismatch (file damaged)".into());
-    }
     let model = header.spec.init::<B>(device);
     if shapes(&model) != header.shapes {
         return Err("weights do not fit the detector the header describes".into());
@@ -288,6 +251,13 @@ impl<B: Backend> ModuleVisitor<B> for Finite {
         }
         self.seen += 1;
     }
+}
+
+/// The header's fields; the path names the key at fault (NaN is written as
+/// `null`, which no f32 reads back as).
+fn parse_header<T: serde::de::DeserializeOwned>(json: &[u8]) -> Result<T, String> {
+    serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(json))
+        .map_err(|e| format!("malformed model header: key `{}`: {}", e.path(), e.inner()))
 }
 
 /// Sizes and settings a header may name: anything else would panic or

@@ -17,10 +17,14 @@
 //!   file under it, so nothing is written inside it.
 //!
 //! Errors name the path that failed, and the output it was for. A folder
-//! written by one process at a time is locked through [`try_lock`].
+//! written by one process at a time is locked through [`try_lock`]. A
+//! binary file's bytes are laid out by [`parts`], whose checksums catch
+//! what a crash cannot: a file damaged after it was written.
 #![forbid(unsafe_code)]
 
 mod lock;
+/// The module is the API: `parts::frame`, `parts::unframe`.
+pub mod parts;
 
 pub use lock::{try_lock, LockMode, Locked, LOCK_FILE};
 

@@ -24,7 +24,7 @@ pub const PHOTO_MAX_PIXELS: u64 = 1920 * 1080;
 /// of faces under 24 px 0.68, 0.88, 0.90), and twice the pixels at grin's
 /// 0.36-0.42x of YuNet's time per pixel still costs less than YuNet at the
 /// photo's own size.
-pub const PHOTO_UPSCALE: f64 = std::f64::consts::SQRT_2;
+pub(crate) const PHOTO_UPSCALE: f64 = std::f64::consts::SQRT_2;
 
 /// The photo's own `(width, height)` times [`PHOTO_UPSCALE`], or scaled by
 /// one smaller factor to hold at most `max_pixels` pixels, and kept within

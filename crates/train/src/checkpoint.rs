@@ -2,12 +2,13 @@
 //! file, written to a temporary name, synced, then renamed over the old one.
 //!
 //! Layout: `GRINCKP3`, then four parts (state JSON, model file, optimizer
-//! record, the weights' moving average as a model file or nothing), each
-//! as u64 LE length, bytes, u64 LE xxh3 of the bytes: a damaged part is
+//! record, the weights' moving average as a model file or nothing) framed
+//! as every grin binary file is ([`grin_output::parts`]): a damaged part is
 //! refused by name instead of resuming from it. A `GRINCKP2` file (the
 //! first three parts, from before `train.ema`) still resumes.
 
 use anyhow::{bail, Context, Result};
+use grin_output::parts;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -42,45 +43,26 @@ pub struct Checkpoint {
 /// names the file and the partial temporary file is removed.
 pub fn save(path: &Path, checkpoint: &Checkpoint) -> Result<()> {
     let state = serde_json::to_vec(&checkpoint.state)?;
-    let parts = [&state, &checkpoint.model, &checkpoint.optimizer, &checkpoint.average];
-    grin_output::write_with(path, &[], |f| {
-        f.write_all(MAGIC)?;
-        for part in parts {
-            f.write_all(&(part.len() as u64).to_le_bytes())?;
-            f.write_all(part)?;
-            f.write_all(&xxhash_rust::xxh3::xxh3_64(part).to_le_bytes())?;
-        }
-        Ok(())
-    })
-    .context("cannot write checkpoint")
+    let bytes = parts::frame(MAGIC, &[&state, &checkpoint.model, &checkpoint.optimizer, &checkpoint.average]);
+    grin_output::write_file(path, &[], &bytes).context("cannot write checkpoint")
 }
 
 pub fn load(path: &Path) -> Result<Checkpoint> {
     let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read checkpoint", path.display()))?;
-    let names = match bytes.get(..8) {
+    let names = match bytes.get(..parts::MAGIC_LEN) {
         Some(m) if m == MAGIC => &PARTS[..],
         Some(m) if m == MAGIC_BEFORE_EMA => &PARTS[..3],
         _ => bail!("{}: not a grin checkpoint (or one from an older grin)", path.display()),
     };
-    let mut parts = Vec::with_capacity(PARTS.len());
-    let mut at = 8usize;
-    let word = |at: usize| bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
-    for name in names {
-        let truncated = || format!("{}: truncated checkpoint ({name})", path.display());
-        let len = word(at).with_context(truncated)? as usize;
-        let end = (at + 8).checked_add(len).with_context(truncated)?;
-        let part = bytes.get(at + 8..end).with_context(truncated)?;
-        let sum = word(end).with_context(truncated)?;
-        if sum != xxhash_rust::xxh3::xxh3_64(part) {
-            bail!("{}: checkpoint {name} is damaged (checksum mismatch); it cannot be resumed", path.display());
-        }
-        parts.push(part.to_vec());
-        at = end + 8;
-    }
-    let average = if parts.len() == PARTS.len() { parts.pop().expect("four parts") } else { vec![] };
-    let optimizer = parts.pop().expect("three parts");
-    let model = parts.pop().expect("three parts");
+    let got = parts::unframe(&bytes, names)
+        .map_err(|e| anyhow::anyhow!("{}: checkpoint {e}; it cannot be resumed", path.display()))?;
     let state =
-        serde_json::from_slice(&parts[0]).with_context(|| format!("{}: malformed checkpoint state", path.display()))?;
-    Ok(Checkpoint { state, model, optimizer, average })
+        serde_json::from_slice(got[0]).with_context(|| format!("{}: malformed checkpoint state", path.display()))?;
+    Ok(Checkpoint {
+        state,
+        model: got[1].to_vec(),
+        optimizer: got[2].to_vec(),
+        // A `GRINCKP2` file has no average.
+        average: got.get(3).map_or_else(Vec::new, |a| a.to_vec()),
+    })
 }

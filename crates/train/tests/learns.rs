@@ -9,7 +9,7 @@
 
 use crate::common;
 
-#[path = "../../features/tests/shared_data/mod.rs"]
+#[path = "../../features/src/shared_data.rs"]
 mod shared_data;
 
 use grin_features::{FeatureConfig, PhotoCrops, SourceConfig, SplitConfig};

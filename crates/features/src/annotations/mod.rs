@@ -37,7 +37,7 @@ pub struct Entry {
 
 /// Scenes from annotated images, letterboxed to the output size.
 #[derive(Debug)]
-pub struct AnnotatedSource {
+pub(crate) struct AnnotatedSource {
     name: &'static str,
     /// The file the box line numbers refer to.
     annotations: PathBuf,
@@ -50,7 +50,7 @@ pub struct AnnotatedSource {
 }
 
 impl AnnotatedSource {
-    pub fn wider(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, InputError> {
+    pub(crate) fn wider(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, InputError> {
         let SourceConfig::Wider { images, annotations } = &cfg.source else {
             return Err(wrong_kind("wider"));
         };
@@ -61,7 +61,7 @@ impl AnnotatedSource {
         Self::build("wider", annotations, entries, cfg, split, skips)
     }
 
-    pub fn celeba(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, InputError> {
+    pub(crate) fn celeba(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, InputError> {
         let SourceConfig::Celeba { images, bbox, attr } = &cfg.source else {
             return Err(wrong_kind("celeba"));
         };
@@ -75,7 +75,7 @@ impl AnnotatedSource {
         Self::build("celeba", bbox, entries, cfg, split, skips)
     }
 
-    pub fn jsonl(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, InputError> {
+    pub(crate) fn jsonl(cfg: &FeatureConfig, split: Split) -> Result<AnnotatedSource, InputError> {
         let SourceConfig::Jsonl { manifest } = &cfg.source else {
             return Err(wrong_kind("jsonl"));
         };
@@ -109,12 +109,7 @@ impl AnnotatedSource {
         })
     }
 
-    /// Annotation lines skipped while parsing (under `on_bad_sample = "skip"`).
-    pub fn load_skips(&self) -> &SkipCounts {
-        &self.load_skips
-    }
-
-    pub fn entries(&self) -> &[Entry] {
+    pub(crate) fn entries(&self) -> &[Entry] {
         &self.entries
     }
 }
@@ -210,3 +205,6 @@ pub(crate) fn letterboxed_sample(frame: Raster, placement: &Letterbox, faces: &[
     }
     Sample { width: frame.width, height: frame.height, channels: frame.channels, pixels: frame.pixels, boxes }
 }
+
+#[cfg(test)]
+mod tests;

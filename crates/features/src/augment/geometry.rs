@@ -63,7 +63,7 @@ pub fn crop(sample: &mut Sample, window: [f32; 4], drop_fraction: f32) {
 /// Face boxes are tight boxes of roughly elliptical faces, so the new box is
 /// the bounding box of the rotated inscribed ellipse: rotating the corners
 /// would inflate every box by up to `sin(angle)` of the other side.
-pub fn rotate(sample: &mut Sample, degrees: f32, drop_fraction: f32) {
+pub(crate) fn rotate(sample: &mut Sample, degrees: f32, drop_fraction: f32) {
     let (w, h) = (sample.width as f32, sample.height as f32);
     let (cx, cy) = (w / 2.0, h / 2.0);
     let (sin, cos) = degrees.to_radians().sin_cos();

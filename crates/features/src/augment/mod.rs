@@ -9,9 +9,11 @@ mod geometry;
 mod photometric;
 mod stage;
 
-pub use geometry::{crop, flip, rotate};
-pub use photometric::{blur, brightness, contrast, gamma, jpeg, noise};
-pub use stage::AugmentStage;
+pub(crate) use geometry::rotate;
+pub use geometry::{crop, flip};
+pub(crate) use photometric::blur;
+pub use photometric::{brightness, contrast, gamma, jpeg, noise};
+pub(crate) use stage::AugmentStage;
 
 use crate::config::AugmentConfig;
 use crate::sample::Sample;
@@ -20,7 +22,7 @@ use grin_image::InputError;
 use rand::Rng;
 
 /// Checks ranges, naming the offending key.
-pub fn validate(cfg: &AugmentConfig) -> Result<(), InputError> {
+pub(crate) fn validate(cfg: &AugmentConfig) -> Result<(), InputError> {
     for stage in AugmentStage::ALL {
         let p = stage.probability(cfg);
         if !(0.0..=1.0).contains(&p) {
@@ -64,7 +66,7 @@ fn bad_key(key: &str, message: String) -> InputError {
 ///
 /// One coin is drawn per stage whether or not it fires, so that changing one
 /// probability does not reshuffle the other stages' randomness.
-pub fn augment(sample: &mut Sample, cfg: &AugmentConfig, rng: &mut SampleRng) -> Result<(), InputError> {
+pub(crate) fn augment(sample: &mut Sample, cfg: &AugmentConfig, rng: &mut SampleRng) -> Result<(), InputError> {
     for stage in AugmentStage::ALL {
         let coin: f32 = rng.random();
         if coin < stage.probability(cfg) {
@@ -76,7 +78,7 @@ pub fn augment(sample: &mut Sample, cfg: &AugmentConfig, rng: &mut SampleRng) ->
 
 /// Runs one stage unconditionally (its probability is not consulted), so a
 /// bench can time each stage's real cost.
-pub fn apply_stage(
+pub(crate) fn apply_stage(
     stage: AugmentStage,
     sample: &mut Sample,
     cfg: &AugmentConfig,
@@ -116,3 +118,6 @@ pub fn apply_stage(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -48,7 +48,7 @@ pub fn gamma(sample: &mut Sample, gamma: f32) {
 ///
 /// Both passes are written as "add one shifted row times one tap" over whole
 /// rows (edges padded by repetition), which the compiler vectorises.
-pub fn blur(sample: &mut Sample, sigma: f32) {
+pub(crate) fn blur(sample: &mut Sample, sigma: f32) {
     if sigma < 0.05 {
         return;
     }

@@ -9,7 +9,7 @@ use std::fmt;
 use std::str::FromStr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AugmentStage {
+pub(crate) enum AugmentStage {
     Crop,
     Rotate,
     Flip,
@@ -24,7 +24,7 @@ pub enum AugmentStage {
 impl AugmentStage {
     /// Every stage, in the order [`super::augment`] applies them: geometry
     /// before tone, and the JPEG round trip last, as a camera would.
-    pub const ALL: [AugmentStage; 9] = [
+    pub(crate) const ALL: [AugmentStage; 9] = [
         AugmentStage::Crop,
         AugmentStage::Rotate,
         AugmentStage::Flip,
@@ -37,7 +37,7 @@ impl AugmentStage {
     ];
 
     /// The stage's probability key in `[features.augment]`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             AugmentStage::Crop => "crop",
             AugmentStage::Rotate => "rotate",
@@ -52,7 +52,7 @@ impl AugmentStage {
     }
 
     /// The configured probability of this stage.
-    pub fn probability(self, cfg: &AugmentConfig) -> f32 {
+    pub(crate) fn probability(self, cfg: &AugmentConfig) -> f32 {
         let mut cfg = cfg.clone();
         *self.probability_mut(&mut cfg)
     }

@@ -12,7 +12,7 @@
 pub(crate) mod background;
 mod paste;
 
-pub use paste::{paste_face, Placement};
+pub(crate) use paste::{paste_face, Placement};
 
 use crate::config::{FeatureConfig, SourceConfig, Split};
 use crate::sample::{FaceBox, Sample, Smile};
@@ -36,7 +36,7 @@ struct Crop {
 
 /// Scenes composited from face-crop folders.
 #[derive(Debug)]
-pub struct CropsSource {
+pub(crate) struct CropsSource {
     width: u32,
     height: u32,
     channels: u32,
@@ -54,7 +54,7 @@ pub struct CropsSource {
 }
 
 impl CropsSource {
-    pub fn new(cfg: &FeatureConfig, split: Split) -> Result<CropsSource, InputError> {
+    pub(crate) fn new(cfg: &FeatureConfig, split: Split) -> Result<CropsSource, InputError> {
         let SourceConfig::Crops { root, max_faces, min_face, max_face, rotation_deg, backgrounds } = &cfg.source else {
             return Err(InputError::Config("CropsSource needs `features.source.kind = \"crops\"`".into()));
         };
@@ -122,13 +122,9 @@ impl CropsSource {
         })
     }
 
-    /// Inputs skipped while loading (under `on_bad_sample = "skip"`).
-    pub fn load_skips(&self) -> &SkipCounts {
-        &self.load_skips
-    }
-
     /// (smiling, non-smiling) crops in this split.
-    pub fn counts(&self) -> (usize, usize) {
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> (usize, usize) {
         (self.smiling.len(), self.non_smiling.len())
     }
 
@@ -204,3 +200,6 @@ fn overlap_share(a: &FaceBox, b: &FaceBox) -> f32 {
     let area = |f: &FaceBox| (f.x1 - f.x0) * (f.y1 - f.y0);
     iw * ih / area(a).min(area(b)).max(1e-6)
 }
+
+#[cfg(test)]
+mod tests;

@@ -9,7 +9,7 @@ const FEATHER: f32 = 0.2;
 
 /// Scale and rotation of one pasted crop, and the half extents of its face box.
 #[derive(Debug, Clone, Copy)]
-pub struct Placement {
+pub(crate) struct Placement {
     /// Output pixels per crop pixel.
     pub scale: f32,
     pub cos: f32,
@@ -23,7 +23,7 @@ pub struct Placement {
 
 impl Placement {
     /// `side` is the face's width in output pixels before rotation.
-    pub fn new(crop: &Raster, side: f32, angle: f32) -> Placement {
+    pub(crate) fn new(crop: &Raster, side: f32, angle: f32) -> Placement {
         let scale = side / crop.width as f32;
         let axis_x = side / 2.0;
         let axis_y = crop.height as f32 * scale / 2.0;
@@ -34,14 +34,14 @@ impl Placement {
         Placement { scale, cos, sin, axis_x, axis_y, half_w, half_h }
     }
 
-    pub fn face_box(&self, cx: f32, cy: f32, smile: Smile) -> FaceBox {
+    pub(crate) fn face_box(&self, cx: f32, cy: f32, smile: Smile) -> FaceBox {
         FaceBox { x0: cx - self.half_w, y0: cy - self.half_h, x1: cx + self.half_w, y1: cy + self.half_h, smile }
     }
 }
 
 /// Blends `crop` into `dst` centred at (cx, cy) through a feathered ellipse.
 #[allow(clippy::too_many_arguments)]
-pub fn paste_face(
+pub(crate) fn paste_face(
     dst: &mut [u8],
     width: u32,
     height: u32,

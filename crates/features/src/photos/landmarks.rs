@@ -14,7 +14,7 @@ pub(crate) const SIDE_PER_EYE_DISTANCE: f32 = 2.2;
 /// Caltech's rule: a square centred at x = the eyes' midpoint and y = the
 /// mean of the eye level and the mouth's y, with a side of 2.2 eye distances.
 /// Returns `[x0, y0, x1, y1]`.
-pub fn landmarks_to_box(left_eye: [f32; 2], right_eye: [f32; 2], mouth: [f32; 2]) -> [f32; 4] {
+pub(crate) fn landmarks_to_box(left_eye: [f32; 2], right_eye: [f32; 2], mouth: [f32; 2]) -> [f32; 4] {
     let cx = (left_eye[0] + right_eye[0]) / 2.0;
     let eye_y = (left_eye[1] + right_eye[1]) / 2.0;
     let cy = (eye_y + mouth[1]) / 2.0;
@@ -32,7 +32,7 @@ pub(crate) const CELEBA_ALIGNED_RIGHT_EYE: [f32; 2] = [108.0 / 178.0, 111.0 / 21
 pub(crate) const CELEBA_ALIGNED_MOUTH: [f32; 2] = [88.5 / 178.0, 152.0 / 218.0];
 
 /// The face box of an aligned CelebA image of `width` x `height`.
-pub fn celeba_aligned_box(width: u32, height: u32) -> [f32; 4] {
+pub(crate) fn celeba_aligned_box(width: u32, height: u32) -> [f32; 4] {
     let at = |p: [f32; 2]| [p[0] * width as f32, p[1] * height as f32];
     landmarks_to_box(at(CELEBA_ALIGNED_LEFT_EYE), at(CELEBA_ALIGNED_RIGHT_EYE), at(CELEBA_ALIGNED_MOUTH))
 }

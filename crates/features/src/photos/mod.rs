@@ -23,8 +23,9 @@ mod unannotated;
 mod window;
 
 pub use held_out::{held_out_photos, photos_of_split, HeldOutPhoto, HeldOutPhotos};
-pub use landmarks::{celeba_aligned_box, landmarks_to_box, parse_caltech};
-pub use window::crop_scene;
+pub(crate) use landmarks::celeba_aligned_box;
+pub use landmarks::parse_caltech;
+pub(crate) use window::crop_scene;
 
 use crate::annotations::{bad_box, entries_of_split, AnnotationText, BadLines, Entry};
 use crate::config::{FeatureConfig, PhotoCrops, SourceConfig, Split};
@@ -54,7 +55,7 @@ struct Photo {
 }
 
 /// Random crops of real photos.
-pub struct PhotoSource {
+pub(crate) struct PhotoSource {
     name: &'static str,
     annotations: PathBuf,
     entries: Vec<Entry>,
@@ -76,7 +77,7 @@ impl std::fmt::Debug for PhotoSource {
 }
 
 impl PhotoSource {
-    pub fn new(cfg: &FeatureConfig, split: Split) -> Result<PhotoSource, InputError> {
+    pub(crate) fn new(cfg: &FeatureConfig, split: Split) -> Result<PhotoSource, InputError> {
         let skips = SkipCounts::default();
         let (name, annotations, mut entries, rule, crops) = parse_source(&cfg.source, cfg, &skips)?;
         check_crops(&crops)?;
@@ -260,3 +261,6 @@ pub(super) fn faces_in(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

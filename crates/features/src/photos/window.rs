@@ -8,7 +8,7 @@ use grin_image::{resize, sub_raster, Raster, LETTERBOX_FILL};
 use rand::Rng;
 
 /// One random crop of `image` around one of `faces`, at `width` x `height`.
-pub fn crop_scene(
+pub(crate) fn crop_scene(
     image: &Raster,
     faces: &[FaceBox],
     width: u32,

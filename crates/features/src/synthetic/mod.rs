@@ -60,7 +60,7 @@ pub struct SyntheticSource {
 impl SyntheticSource {
     /// Builds the source from `cfg.source` when it is `synthetic`, else from
     /// the default parameters (so that other sources can borrow its scenes).
-    pub fn new(cfg: &FeatureConfig) -> Result<Self, InputError> {
+    pub(crate) fn new(cfg: &FeatureConfig) -> Result<Self, InputError> {
         let params = match &cfg.source {
             SourceConfig::Synthetic { max_faces, min_face, max_face, hard_negatives } => SyntheticParams {
                 max_faces: *max_faces,
@@ -87,12 +87,8 @@ impl SyntheticSource {
         Ok(SyntheticSource { width, height, channels, params })
     }
 
-    pub fn params(&self) -> &SyntheticParams {
-        &self.params
-    }
-
     /// One scene drawn from `rng` alone.
-    pub fn generate(&self, rng: &mut SampleRng) -> Sample {
+    pub(crate) fn generate(&self, rng: &mut SampleRng) -> Sample {
         let (w, h, c) = (self.width as usize, self.height as usize, self.channels as usize);
         let mut pixels = vec![0u8; w * h * c];
         let mut canvas = Canvas { px: &mut pixels, w, h, c };
@@ -221,3 +217,6 @@ fn cover_fraction(a: [f32; 4], b: [f32; 4]) -> f32 {
         intersection(a, b) / smaller
     }
 }
+
+#[cfg(test)]
+mod tests;

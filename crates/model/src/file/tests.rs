@@ -28,9 +28,34 @@ fn load(bytes: &[u8]) -> Result<(DetectorSpec, Detector<B>), String> {
     from_bytes::<B>(bytes, &Default::default())
 }
 
-/// Where the record starts: magic, length, header, header checksum.
+/// Where the record starts: magic, then the header's length, bytes and
+/// checksum, then the record's length.
 fn record_start(bytes: &[u8]) -> usize {
-    12 + u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize + 8
+    16 + u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize + 8 + 8
+}
+
+/// A current file's header JSON and record.
+fn cut(bytes: &[u8]) -> (serde_json::Value, Vec<u8>) {
+    let got = parts::unframe(bytes, &PARTS).unwrap();
+    (serde_json::from_slice(got[0]).unwrap(), got[1].to_vec())
+}
+
+/// `header` and `record` as a `GRINMDL2` file (`checked`) or a `GRINMDL1`
+/// file: the record's length and checksum in the header.
+fn older(header: &serde_json::Value, record: &[u8], checked: bool) -> Vec<u8> {
+    let mut header = header.clone();
+    header["record_bytes"] = record.len().into();
+    header["record_xxh3"] = xxhash_rust::xxh3::xxh3_64(record).into();
+    let json = serde_json::to_vec(&header).unwrap();
+    let sum = xxhash_rust::xxh3::xxh3_64(&json).to_le_bytes();
+    let magic = if checked { b"GRINMDL2" } else { b"GRINMDL1" };
+    [&magic[..], &(json.len() as u32).to_le_bytes(), &json, if checked { &sum[..] } else { &[] }, record].concat()
+}
+
+/// A current file rewritten as a `GRINMDL2` file.
+fn as_v2(bytes: &[u8]) -> Vec<u8> {
+    let (header, record) = cut(bytes);
+    older(&header, &record, true)
 }
 
 #[test]
@@ -102,33 +127,60 @@ fn a_model_file_past_the_size_bound_is_refused_without_reading_it_all() {
 }
 
 #[test]
-fn a_version_1_file_without_the_header_checksum_still_loads() {
+fn files_written_before_the_one_framing_still_load() {
     let (model, bytes) = saved();
-    let start = record_start(&bytes);
-    let mut v1 = [MAGIC_V1.as_slice(), &bytes[8..start - 8], &bytes[start..]].concat();
-    assert!(same_weights(&load(&v1).unwrap().1, &model));
-    v1[0] = b'X';
-    assert_eq!(load(&v1).err().unwrap(), "not a grin model file (bad magic)");
+    let (header, record) = cut(&bytes);
+    for checked in [true, false] {
+        let mut file = older(&header, &record, checked);
+        assert!(same_weights(&load(&file).unwrap().1, &model));
+        // And resigned, they are current files with the same weights.
+        assert!(same_weights(&load(&resigned(&file).unwrap()).unwrap().1, &model));
+        file[0] = b'X';
+        assert_eq!(load(&file).err().unwrap(), "not a grin model file (bad magic)");
+    }
+}
+
+#[test]
+fn an_older_file_cut_damaged_or_appended_to_is_refused_by_its_own_checks() {
+    let (_, bytes) = saved();
+    let v2 = as_v2(&bytes);
+    let start = 12 + u32::from_le_bytes(v2[8..12].try_into().unwrap()) as usize + 8;
+    for cut in [11, 12, 40, start - 9, start - 8, start - 1, start, start + 1, v2.len() - 1] {
+        assert!(load(&v2[..cut]).is_err(), "loaded a version-2 file cut at {cut} of {}", v2.len());
+    }
+    let short = load(&v2[..v2.len() - 1]).err().unwrap();
+    assert_eq!(short, format!("truncated weights: {} of {} bytes", v2.len() - 1 - start, v2.len() - start));
+    // Issue 42: extra bytes at the end are not "truncated".
+    let long = [&v2[..], &[0; 4]].concat();
+    assert_eq!(
+        load(&long).err().unwrap(),
+        format!("4 bytes after the {} bytes of weights the header gives (damaged or appended to)", v2.len() - start)
+    );
+    let flipped = |at: usize| {
+        let mut b = v2.clone();
+        b[at] ^= 0x20;
+        load(&b).expect_err("damaged file refused")
+    };
+    assert_eq!(flipped(20), "header checksum mismatch (file damaged)");
+    assert_eq!(flipped(start + 100), "weights checksum mismatch (file damaged)");
+    let mut b = v2.clone();
+    b[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert_eq!(load(&b).err().unwrap(), "truncated model header");
 }
 
 #[test]
 fn every_truncation_is_an_error_not_a_panic() {
     let (_, bytes) = saved();
     let start = record_start(&bytes);
-    let cuts = [0, 7, 8, 11, 12, 40, start - 9, start - 8, start - 1, start, start + 1, bytes.len() - 1];
+    let cuts = [0, 7, 8, 15, 16, 40, start - 17, start - 16, start - 9, start - 1, start, start + 1, bytes.len() - 1];
     for cut in cuts {
         assert!(load(&bytes[..cut]).is_err(), "loaded a file cut at {cut} of {}", bytes.len());
     }
-    let short = load(&bytes[..bytes.len() - 1]).err().unwrap();
-    assert_eq!(short, format!("truncated weights: {} of {} bytes", bytes.len() - 1 - start, bytes.len() - start));
+    assert_eq!(load(&bytes[..40]).err().unwrap(), "header: truncated");
+    assert_eq!(load(&bytes[..bytes.len() - 1]).err().unwrap(), "weights: truncated");
     // Issue 42: extra bytes at the end are not "truncated".
-    let mut long = bytes.clone();
-    long.extend_from_slice(&[0; 4]);
-    let e = load(&long).err().unwrap();
-    assert_eq!(
-        e,
-        format!("4 bytes after the {} bytes of weights the header gives (damaged or appended to)", bytes.len() - start)
-    );
+    let long = [&bytes[..], &[0; 4]].concat();
+    assert_eq!(load(&long).err().unwrap(), "4 bytes after the last part (damaged or appended to)");
 }
 
 #[test]
@@ -140,32 +192,22 @@ fn damage_anywhere_is_named() {
         b[at] ^= 0x20;
         load(&b).expect_err("damaged file refused")
     };
-    assert_eq!(flipped(20), "header checksum mismatch (file damaged)");
-    assert_eq!(flipped(start + 100), "weights checksum mismatch (file damaged)");
+    assert_eq!(flipped(20), "header: damaged (checksum mismatch)");
+    assert_eq!(flipped(start + 100), "weights: damaged (checksum mismatch)");
     // A header length past the end of the file.
     let mut b = bytes.clone();
-    b[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
-    assert_eq!(load(&b).err().unwrap(), "truncated model header");
+    b[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert_eq!(load(&b).err().unwrap(), "header: truncated");
 }
 
 #[test]
 fn a_header_naming_another_architecture_or_size_is_refused_before_the_weights() {
     let (model, _) = saved();
     let with_header = |edit: &dyn Fn(&mut serde_json::Value)| {
-        let bytes = to_bytes(&spec(), &model);
-        let start = record_start(&bytes);
-        let mut header: serde_json::Value = serde_json::from_slice(&bytes[12..start - 8]).unwrap();
+        let (mut header, record) = cut(&to_bytes(&spec(), &model));
         edit(&mut header);
         let json = serde_json::to_vec(&header).unwrap();
-        let file = [
-            MAGIC.as_slice(),
-            &(json.len() as u32).to_le_bytes(),
-            &json,
-            &xxhash_rust::xxh3::xxh3_64(&json).to_le_bytes(),
-            &bytes[start..],
-        ]
-        .concat();
-        load(&file).err().unwrap()
+        load(&parts::frame(MAGIC, &[&json[..], &record[..]])).err().unwrap()
     };
     let other = with_header(&|h| h["architecture"] = "yolo".into());
     assert_eq!(other, "model architecture `yolo`, this build runs `grin-detector-v1`");
@@ -198,12 +240,9 @@ fn a_header_naming_another_architecture_or_size_is_refused_before_the_weights() 
 #[test]
 fn a_header_written_before_the_pyramid_gets_the_default() {
     let model = spec().init::<B>(&Default::default());
-    let bytes = to_bytes(&spec(), &model);
-    let header_len = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
-    let mut header: serde_json::Value = serde_json::from_slice(&bytes[12..12 + header_len]).unwrap();
+    let (mut header, record) = cut(&to_bytes(&spec(), &model));
     header["spec"]["model"].as_object_mut().unwrap().remove("pyramid_above");
-    let json = serde_json::to_vec(&header).unwrap();
-    let file = [&b"GRINMDL1"[..], &(json.len() as u32).to_le_bytes(), &json, &bytes[12 + header_len + 8..]].concat();
+    let file = older(&header, &record, false);
     let (loaded, _) = from_bytes::<B>(&file, &Default::default()).unwrap();
     assert_eq!(loaded.model.pyramid_above, ModelConfig::default().pyramid_above);
 }

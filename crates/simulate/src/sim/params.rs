@@ -29,7 +29,7 @@ pub struct SimParams {
 
 impl SimParams {
     /// The defaults the CLI uses for everything but the measured figures.
-    pub fn new(load_ms: f64, load_jitter_ms: f64, loaders: usize, step_ms: f64, seconds: f64) -> SimParams {
+    pub(crate) fn new(load_ms: f64, load_jitter_ms: f64, loaders: usize, step_ms: f64, seconds: f64) -> SimParams {
         SimParams {
             load_ms,
             load_jitter_ms,
@@ -43,7 +43,7 @@ impl SimParams {
         }
     }
 
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         let finite_non_negative = |v: f64| v.is_finite() && v >= 0.0;
         if !finite_non_negative(self.load_ms) {
             bail!("load time {} ms must be a finite number >= 0", self.load_ms);
@@ -80,7 +80,7 @@ impl SimParams {
 
     /// Steady-state GPU-busy fraction when loads are exactly `load_ms`: the
     /// loaders deliver N/L batches per ms, the consumer takes 1/S.
-    pub fn predicted_busy(&self) -> f64 {
+    pub(crate) fn predicted_busy(&self) -> f64 {
         if self.load_ms <= 0.0 {
             return 1.0;
         }

@@ -1,9 +1,10 @@
 //! The measurement code behind `grin features bench` (and the trainer's
 //! balance check), and the preview contact sheet.
 
-use grin_features::bench::{measure_stages, measure_tg, measure_throughput, open_source, Timing};
-use grin_features::{colour, contact_sheet};
-use grin_features::{AugmentStage, FaceBox, FeatureConfig, Pipeline, Sample, Smile, SourceConfig, Split, SplitConfig};
+use crate::augment::AugmentStage;
+use crate::bench::{measure_stages, measure_tg, measure_throughput, open_source, Timing};
+use crate::{colour, contact_sheet};
+use crate::{FaceBox, FeatureConfig, Pipeline, Sample, Smile, SourceConfig, Split, SplitConfig};
 
 fn small_config(workers: usize) -> FeatureConfig {
     FeatureConfig { width: 96, height: 64, workers, ..FeatureConfig::default() }

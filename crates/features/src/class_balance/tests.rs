@@ -1,6 +1,6 @@
 //! Rejection-resampled class balance.
 
-use grin_features::{ClassBalanceConfig, ClassBalancer, FeatureConfig, Pipeline, SceneClass, Split};
+use crate::{ClassBalanceConfig, ClassBalancer, FeatureConfig, Pipeline, SceneClass, Split};
 
 fn pipeline(targets: [f32; 3], workers: usize) -> Pipeline {
     let cfg = FeatureConfig {

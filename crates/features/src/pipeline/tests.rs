@@ -1,6 +1,7 @@
 //! The pipeline: seeding, parallel determinism, skips.
 
-use grin_features::{AugmentConfig, FeatureConfig, HostBatch, Pipeline, Sample, SampleRng, Source, Split};
+use crate::source::SampleRng;
+use crate::{AugmentConfig, FeatureConfig, HostBatch, Pipeline, Sample, Source, Split};
 use grin_image::{BadInputKind, InputError, OnBadSample};
 
 fn small(workers: usize) -> FeatureConfig {
@@ -46,7 +47,7 @@ fn fill_batch_is_bit_identical_for_any_worker_count() {
         let cfg = |workers| FeatureConfig {
             channels,
             augment: every_augmentation(),
-            balance: Some(grin_features::ClassBalanceConfig { smiling: 1.0, non_smiling: 1.0, face_free: 1.0 }),
+            balance: Some(crate::ClassBalanceConfig { smiling: 1.0, non_smiling: 1.0, face_free: 1.0 }),
             ..small(workers)
         };
         let one = Pipeline::new(&cfg(1), Split::Train).unwrap();

@@ -1,9 +1,11 @@
 //! Compositing face crops into scenes, on crop folders the tests write.
 
-use grin_features::{
-    paste_face, split_of_name, CropsSource, FeatureConfig, Placement, SampleRng, Smile, Source, SourceConfig, Split,
-    SplitConfig,
-};
+use crate::crops::paste_face;
+use crate::crops::CropsSource;
+use crate::crops::Placement;
+use crate::source::SampleRng;
+use crate::split::split_of_name;
+use crate::{FeatureConfig, Smile, Source, SourceConfig, Split, SplitConfig};
 use grin_image::Raster;
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
@@ -190,7 +192,7 @@ fn background_folder_images_fill_the_scene() {
     assert!(error.contains(&backgrounds.display().to_string()), "{error}");
     cfg.on_bad_sample = grin_image::OnBadSample::Skip;
     let source = CropsSource::new(&cfg, Split::Train).unwrap();
-    assert_eq!(source.load_skips().get(grin_image::BadInputKind::EmptyFolder), 1);
+    assert_eq!(source.load_skips().unwrap().get(grin_image::BadInputKind::EmptyFolder), 1);
     let s = source.scene(0, &mut SampleRng::seed_from_u64(3)).unwrap();
     assert!(s.pixels.iter().any(|p| *p != s.pixels[0]), "procedural texture instead");
 }

@@ -1,7 +1,10 @@
 //! Every kind of bad input is an error naming the file (and line), or a
 //! counted skip under `on_bad_sample = "skip"`. Fixtures are written here.
 
-use grin_features::{AnnotatedSource, CropsSource, FeatureConfig, SampleRng, Source, SourceConfig, Split, SplitConfig};
+use crate::annotations::AnnotatedSource;
+use crate::crops::CropsSource;
+use crate::source::SampleRng;
+use crate::{FeatureConfig, Source, SourceConfig, Split, SplitConfig};
 use grin_image::{fixtures, BadInputKind, InputError, OnBadSample};
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
@@ -83,10 +86,10 @@ fn assert_crops_case(bad_name: &str, bad: Option<&[u8]>, kind: BadInputKind, wor
     let error = CropsSource::new(&crops_config(dir.path().into(), OnBadSample::Error), Split::Train);
     expect_bad(error, kind, &[&[bad_path.display().to_string().as_str()][..], words].concat());
     let source = CropsSource::new(&crops_config(dir.path().into(), OnBadSample::Skip), Split::Train).unwrap();
-    assert_eq!(source.load_skips().get(kind), 1);
-    assert_eq!(source.load_skips().total(), 1);
+    assert_eq!(source.load_skips().unwrap().get(kind), 1);
+    assert_eq!(source.load_skips().unwrap().total(), 1);
     assert_eq!(source.counts(), (3, 3), "the good crops are all kept");
-    assert!(source.load_skips().summary().unwrap().contains("skipped 1 inputs"));
+    assert!(source.load_skips().unwrap().summary().unwrap().contains("skipped 1 inputs"));
 }
 
 #[test]
@@ -164,7 +167,7 @@ fn empty_folder_is_named_or_skipped() {
         &[&smile_dir],
     );
     let source = CropsSource::new(&crops_config(dir.path().into(), OnBadSample::Skip), Split::Train).unwrap();
-    assert_eq!(source.load_skips().get(BadInputKind::EmptyFolder), 1);
+    assert_eq!(source.load_skips().unwrap().get(BadInputKind::EmptyFolder), 1);
     assert_eq!(source.counts(), (0, 2));
     // With nothing left at all even skipping cannot help: the root is named.
     std::fs::remove_file(dir.path().join("no_smile/0.jpg")).unwrap();
@@ -214,7 +217,7 @@ fn malformed_jsonl_line_is_named_or_skipped() {
         &["m.jsonl:2"],
     );
     let source = AnnotatedSource::jsonl(&cfg(OnBadSample::Skip), Split::Train).unwrap();
-    assert_eq!(source.load_skips().get(BadInputKind::MalformedAnnotation), 1);
+    assert_eq!(source.load_skips().unwrap().get(BadInputKind::MalformedAnnotation), 1);
     assert_eq!(source.len(), Some(2));
     // A wrong key is malformed too, and named.
     let manifest = write(dir.path(), "k.jsonl", r#"{"image": "a.jpg", "bxoes": []}"#);
@@ -237,7 +240,7 @@ fn malformed_wider_line_is_named_or_skipped() {
         &["wider_gt.txt:5"],
     );
     let source = AnnotatedSource::wider(&cfg(OnBadSample::Skip), Split::Train).unwrap();
-    assert_eq!(source.load_skips().get(BadInputKind::MalformedAnnotation), 2, "count line and box line");
+    assert_eq!(source.load_skips().unwrap().get(BadInputKind::MalformedAnnotation), 2, "count line and box line");
     assert_eq!(source.len(), Some(1));
 }
 
@@ -263,7 +266,7 @@ fn malformed_and_truncated_celeba_files_are_named() {
     );
     // Skipping counts the bad row and the row count that no longer matches (a truncated file).
     let source = AnnotatedSource::celeba(&cfg(OnBadSample::Skip), Split::Train).unwrap();
-    assert_eq!(source.load_skips().get(BadInputKind::MalformedAnnotation), 2);
+    assert_eq!(source.load_skips().unwrap().get(BadInputKind::MalformedAnnotation), 2);
     assert_eq!(source.len(), Some(1));
     let no_smiling: Vec<String> = (0..40).map(|i| format!("A{i}")).collect();
     let attr_text = format!("1\n{}\n{}\n", no_smiling.join(" "), row("1.jpg", "1"));
@@ -285,7 +288,7 @@ fn zero_size_box_is_named_or_skipped() {
     let cfg = |on_bad| annotated_config(SourceConfig::Jsonl { manifest: manifest.clone() }, on_bad);
     expect_bad(AnnotatedSource::jsonl(&cfg(OnBadSample::Error), Split::Train), BadInputKind::BadBox, &["m.jsonl:2"]);
     let source = AnnotatedSource::jsonl(&cfg(OnBadSample::Skip), Split::Train).unwrap();
-    assert_eq!(source.load_skips().get(BadInputKind::BadBox), 1);
+    assert_eq!(source.load_skips().unwrap().get(BadInputKind::BadBox), 1);
     let wider = write(dir.path(), "gt.txt", "a.jpg\n1\n3 3 0 9 0 0 0 0 0 0\n");
     let cfg =
         annotated_config(SourceConfig::Wider { images: dir.path().into(), annotations: wider }, OnBadSample::Error);
@@ -337,7 +340,7 @@ fn scene_time_bad_inputs_are_counted_skips_in_the_pipeline() {
     .join("\n");
     let manifest = write(dir.path(), "m.jsonl", &text);
     let cfg = annotated_config(SourceConfig::Jsonl { manifest: manifest.clone() }, OnBadSample::Skip);
-    let pipeline = grin_features::Pipeline::new(&cfg, Split::Train).unwrap();
+    let pipeline = crate::Pipeline::new(&cfg, Split::Train).unwrap();
     for index in 0..20 {
         let s = pipeline.sample(index).unwrap();
         assert_eq!((s.width, s.height), (128, 96));
@@ -349,7 +352,7 @@ fn scene_time_bad_inputs_are_counted_skips_in_the_pipeline() {
     assert!(summary.contains("corrupt or truncated image") && summary.contains("box outside"), "{summary}");
     // The same inputs under Error stop at the first bad one, named.
     let cfg = annotated_config(SourceConfig::Jsonl { manifest }, OnBadSample::Error);
-    let pipeline = grin_features::Pipeline::new(&cfg, Split::Train).unwrap();
+    let pipeline = crate::Pipeline::new(&cfg, Split::Train).unwrap();
     expect_bad(pipeline.sample(1), BadInputKind::CorruptImage, &["cut.jpg"]);
     expect_bad(pipeline.sample(2), BadInputKind::BadBox, &["m.jsonl:3"]);
 }

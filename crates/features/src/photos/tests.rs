@@ -3,12 +3,14 @@
 //! deterministic held-out split. Fixtures are written by the tests; the last
 //! test reads the real data in `../shared/data` and skips when it is absent.
 
-mod shared_data;
-
-use grin_features::build_source;
-use grin_features::{
-    celeba_aligned_box, crop_scene, held_out_photos, landmarks_to_box, parse_caltech, AnnotationText, BadLines,
-    FaceBox, FeatureConfig, PhotoCrops, Sample, SampleRng, Smile, SourceConfig, Split, SplitConfig, MAX_BOXES,
+use crate::photos::celeba_aligned_box;
+use crate::photos::crop_scene;
+use crate::photos::landmarks::landmarks_to_box;
+use crate::pipeline::build_source;
+use crate::source::SampleRng;
+use crate::{
+    held_out_photos, parse_caltech, AnnotationText, BadLines, FaceBox, FeatureConfig, PhotoCrops, Sample, Smile,
+    SourceConfig, Split, SplitConfig, MAX_BOXES,
 };
 use grin_image::{InputError, OnBadSample, SkipCounts};
 use rand::SeedableRng;
@@ -213,7 +215,7 @@ fn held_out_split_is_deterministic_and_letterboxed() {
     let dir = tempfile::tempdir().unwrap();
     let root = caltech_fixture(dir.path(), 40);
     let cfg = photo_config(SourceConfig::Caltech { root, crops: PhotoCrops::default() });
-    let names = |sets: Vec<grin_features::HeldOutPhotos>| -> Vec<PathBuf> {
+    let names = |sets: Vec<crate::HeldOutPhotos>| -> Vec<PathBuf> {
         sets.iter().flat_map(|s| (0..s.len()).map(|i| s.image_path(i).to_path_buf())).collect()
     };
     let first = names(held_out_photos(&cfg, 0).unwrap());
@@ -327,7 +329,7 @@ fn a_missing_annotation_file_is_named() {
 
 #[test]
 fn real_caltech_and_celeba_scenes() {
-    let Some(data) = shared_data::shared_data() else { return };
+    let Some(data) = crate::shared_data::shared_data() else { return };
     let celeba = data.join("celeba-smile-10k");
     let cfg = FeatureConfig {
         split: SplitConfig::default(),

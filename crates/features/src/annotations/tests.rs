@@ -1,9 +1,11 @@
 //! The WIDER FACE, CelebA and JSONL parsers, and letterboxed scenes, on
 //! small fixtures the tests write.
 
-use grin_features::{
-    parse_celeba, parse_jsonl, parse_wider, AnnotatedSource, AnnotationText, BadLines, FeatureConfig, SampleRng, Smile,
-    Source, SourceConfig, Split, SplitConfig, MAX_BOXES,
+use crate::annotations::AnnotatedSource;
+use crate::source::SampleRng;
+use crate::{
+    parse_celeba, parse_jsonl, parse_wider, AnnotationText, BadLines, FeatureConfig, Smile, Source, SourceConfig,
+    Split, SplitConfig, MAX_BOXES,
 };
 use grin_image::{OnBadSample, SkipCounts, LETTERBOX_FILL};
 use rand::SeedableRng;

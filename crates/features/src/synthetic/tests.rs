@@ -1,8 +1,7 @@
 //! The procedural scene generator: determinism, valid boxes, class mix.
 
-use grin_features::{
-    FeatureConfig, Pipeline, SampleRng, SceneClass, Smile, Source, Split, SyntheticParams, SyntheticSource,
-};
+use crate::source::SampleRng;
+use crate::{FeatureConfig, Pipeline, SceneClass, Smile, Source, Split, SyntheticParams, SyntheticSource};
 use grin_terms::boxes::iou;
 use rand::SeedableRng;
 

@@ -1,7 +1,9 @@
 //! Each augmentation keeps boxes consistent with the pixels.
 
-use grin_features::augment;
-use grin_features::{AugmentConfig, AugmentStage, FaceBox, Sample, SampleRng, Smile, SyntheticParams, SyntheticSource};
+use crate::augment;
+use crate::augment::AugmentStage;
+use crate::source::SampleRng;
+use crate::{AugmentConfig, FaceBox, Sample, Smile, SyntheticParams, SyntheticSource};
 use rand::SeedableRng;
 
 /// A grey image with one bright rectangle, boxed.
