@@ -1,5 +1,5 @@
 //! Matrix products for the 1x1 convs and their gradients, on the `gemm`
-//! crate (candle's CPU matmul): its packed, register-blocked kernels with
+//! crates' f32 kernels (candle's CPU matmul): its packed, register-blocked kernels with
 //! runtime CPU-feature dispatch (AVX2/FMA, AVX-512, NEON) ran the detector's
 //! shapes 1.1-3x faster than `matrixmultiply` (burn-ndarray's matmul) on one
 //! thread here. Every matrix is a slice with a row and a column stride, so a
@@ -7,6 +7,7 @@
 
 use super::dots::dots;
 use super::view::View;
+use gemm_common::Parallelism;
 use rayon::prelude::*;
 
 /// The fewest inner values a thread's part of a [`dots`] product gets.
@@ -48,32 +49,42 @@ pub(crate) fn matmul(a: View, b: View, c: &mut [f32], accumulate: bool) {
         }
         return;
     }
-    let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+    let parallelism = if threads > 1 { Parallelism::Rayon(threads) } else { Parallelism::None };
     product(a, b, c, accumulate, parallelism);
 }
 
-/// [`matmul`]'s product through gemm, its sizes already checked.
-fn product(a: View, b: View, c: &mut [f32], accumulate: bool, parallelism: gemm::Parallelism) {
+/// [`matmul`]'s product through gemm's f32 kernels, its sizes already
+/// checked. This is what `gemm::gemm` does for f32 with non-negative
+/// strides, without the `gemm` crate, which is generic over the element type
+/// and so compiles its f64 and complex kernels too: three crates grin never
+/// calls, 17 s of a cold build's compile on 2 cores (docs/benchmarks.md).
+fn product(a: View, b: View, c: &mut [f32], accumulate: bool, parallelism: Parallelism) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     assert!(b.rows == k && a.fits() && b.fits() && c.len() == m * n, "matmul sizes");
+    // The kernels prefer an output whose columns are contiguous: a row-major
+    // `c = a b` is computed as `c^T = b^T a^T`, as `gemm::gemm` swaps them.
+    let (dst_cs, dst_rs) = (1, n as isize);
+    let (m, n, dst_cs, dst_rs, lhs, rhs) =
+        if dst_cs < dst_rs { (n, m, dst_rs, dst_cs, b.t(), a.t()) } else { (m, n, dst_cs, dst_rs, a, b) };
     // SAFETY: every index the product reads or writes is inside its slice
-    // (checked by `fits` and the output size above), the output does not
-    // alias the inputs (it is the only `&mut`), and f32 is a supported type.
+    // (checked by `fits` and the output size above; a transpose is the same
+    // elements), the output does not alias the inputs (it is the only
+    // `&mut`), and every stride is non-negative, as the kernels require.
     unsafe {
-        gemm::gemm(
+        gemm_f32::gemm::f32::get_gemm_fn()(
             m,
             n,
             k,
             c.as_mut_ptr(),
-            1,
-            n as isize,
+            dst_cs,
+            dst_rs,
             accumulate,
-            a.data.as_ptr(),
-            a.col as isize,
-            a.row as isize,
-            b.data.as_ptr(),
-            b.col as isize,
-            b.row as isize,
+            lhs.data.as_ptr(),
+            lhs.col as isize,
+            lhs.row as isize,
+            rhs.data.as_ptr(),
+            rhs.col as isize,
+            rhs.row as isize,
             1.0,
             1.0,
             false,
