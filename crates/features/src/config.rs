@@ -105,7 +105,7 @@ pub enum SourceConfig {
     /// One JSON object a line: `{"image": ..., "boxes": [[x0,y0,x1,y1],..], "smile": [true,false,null,..]}`.
     Jsonl { manifest: PathBuf },
     /// Caltech 10,000 Web Faces: `root/images/` and `root/WebFaces_GroundThruth.txt`
-    /// (five landmarks a face, boxes by [`crate::photos::landmarks_to_box`]).
+    /// (five landmarks a face, boxes by `photos::landmarks_to_box`).
     /// Scenes are random crops of the photos around their faces.
     Caltech {
         root: PathBuf,

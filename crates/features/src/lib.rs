@@ -4,7 +4,7 @@
 //! face crops composited into scenes, annotated detection sets, random crops
 //! of real photos, or a weighted mix of these). [`Pipeline`] asks the source
 //! for the scene of each index with an rng seeded from (seed, split, index),
-//! augments it on the train split (the stages of [`augment`]), optionally
+//! augments it on the train split (the stages of `augment`), optionally
 //! rejection-resamples it towards target scene classes ([`ClassBalancer`]), and
 //! packs samples into a fixed-layout [`HostBatch`] on a private thread pool.
 //! Files are listed and decoded once, by grin-image, and assigned to a split by a
@@ -34,15 +34,14 @@ mod split;
 mod synthetic;
 mod validate;
 
+mod augment;
 mod pipeline;
 mod preview;
 #[cfg(test)]
 mod shared_data;
 
-// Modules that are the API as a whole: `grin features bench` and the
-// balance check time the stages through `bench`, and tests drive each
-// augmentation stage on its own through `augment`.
-pub mod augment;
+// The module that is the API as a whole: `grin features bench` and the
+// balance check time the stages through it.
 pub mod bench;
 
 pub use class_balance::ClassBalancer;
@@ -54,7 +53,7 @@ pub use source::Source;
 
 // The procedural scenes (which `grin features` draws on their own), and the
 // held-out photos that reports score whole images on. The other sources are
-// built from a config by `build_source`.
+// built from a config by the pipeline.
 pub use photos::{held_out_photos, photos_of_split, HeldOutPhoto, HeldOutPhotos};
 pub use synthetic::{SyntheticParams, SyntheticSource};
 

@@ -193,13 +193,11 @@ pub fn load_model<B: Backend>(path: &Path, device: &B::Device) -> Result<(Detect
 }
 
 pub fn from_bytes<B: Backend>(bytes: &[u8], device: &B::Device) -> Result<(DetectorSpec, Detector<B>), String> {
-    let (json, record) = match bytes.get(..8) {
-        Some(m) if m == MAGIC => match parts::unframe(bytes, &PARTS) {
-            Ok(got) => (got[0], got[1]),
-            Err(e) => return Err(e.to_string()),
-        },
-        Some(m) => legacy::parts(m, bytes)?,
-        None => return Err("not a grin model file (bad magic)".into()),
+    let (json, record) = if bytes.get(..8) == Some(&MAGIC[..]) {
+        let got = parts::unframe(bytes, &PARTS).map_err(|e| e.to_string())?;
+        (got[0], got[1])
+    } else {
+        legacy::parts(bytes)?
     };
     let header: Header = parse_header(json)?;
     if header.architecture != ARCHITECTURE {

@@ -27,7 +27,7 @@ pub fn frame(magic: &[u8; MAGIC_LEN], parts: &[&[u8]]) -> Vec<u8> {
 }
 
 /// Why a framed file was refused: the part is named by its reader's name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PartError {
     /// The file ends inside this part (or before it).
     Truncated(&'static str),
@@ -58,10 +58,10 @@ pub fn unframe<'a>(bytes: &'a [u8], names: &[&'static str]) -> Result<Vec<&'a [u
     let mut parts = Vec::with_capacity(names.len());
     for &name in names {
         let truncated = PartError::Truncated(name);
-        let len = usize::try_from(word(at).ok_or(truncated.clone())?).map_err(|_| truncated.clone())?;
+        let len = usize::try_from(word(at).ok_or(truncated)?).map_err(|_| truncated)?;
         let start = at + 8;
         // A length past the end is refused before anything is sliced or allocated.
-        let end = start.checked_add(len).filter(|&end| end <= bytes.len()).ok_or(truncated.clone())?;
+        let end = start.checked_add(len).filter(|&end| end <= bytes.len()).ok_or(truncated)?;
         let sum = word(end).ok_or(truncated)?;
         let part = &bytes[start..end];
         if sum != xxhash_rust::xxh3::xxh3_64(part) {

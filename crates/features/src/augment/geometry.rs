@@ -15,7 +15,7 @@ thread_local! {
 }
 
 /// Mirrors the image left to right; a box `[x0, x1)` becomes `[W - x1, W - x0)`.
-pub fn flip(sample: &mut Sample) {
+pub(crate) fn flip(sample: &mut Sample) {
     let (w, c) = (sample.width as usize, sample.channels as usize);
     for row in sample.pixels.chunks_exact_mut(w * c) {
         if c == 1 {
@@ -41,7 +41,7 @@ pub fn flip(sample: &mut Sample) {
 /// where edge pixels repeat) and scales it back to the sample size with
 /// bilinear sampling. Boxes follow; a box losing more than `drop_fraction` of
 /// its area to the window edge is dropped, the others are clipped.
-pub fn crop(sample: &mut Sample, window: [f32; 4], drop_fraction: f32) {
+pub(crate) fn crop(sample: &mut Sample, window: [f32; 4], drop_fraction: f32) {
     let (w, h) = (sample.width as f32, sample.height as f32);
     let sx = (window[2] - window[0]) / w;
     let sy = (window[3] - window[1]) / h;

@@ -9,10 +9,8 @@ mod geometry;
 mod photometric;
 mod stage;
 
-pub(crate) use geometry::rotate;
-pub use geometry::{crop, flip};
-pub(crate) use photometric::blur;
-pub use photometric::{brightness, contrast, gamma, jpeg, noise};
+pub(crate) use geometry::{crop, flip, rotate};
+pub(crate) use photometric::{blur, brightness, contrast, gamma, jpeg, noise};
 pub(crate) use stage::AugmentStage;
 
 use crate::config::AugmentConfig;

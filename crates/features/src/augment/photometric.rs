@@ -28,19 +28,19 @@ fn lut_from(f: impl Fn(f32) -> f32) -> [u8; 256] {
 }
 
 /// Adds `delta` (in 0..255 units) to every pixel.
-pub fn brightness(sample: &mut Sample, delta: f32) {
+pub(crate) fn brightness(sample: &mut Sample, delta: f32) {
     apply_lut(sample, &lut_from(|v| v + delta));
 }
 
 /// Scales every pixel's distance from the image mean by `factor`.
-pub fn contrast(sample: &mut Sample, factor: f32) {
+pub(crate) fn contrast(sample: &mut Sample, factor: f32) {
     let n = sample.pixels.len().max(1) as f64;
     let mean = (sample.pixels.iter().map(|&p| p as u64).sum::<u64>() as f64 / n) as f32;
     apply_lut(sample, &lut_from(|v| mean + (v - mean) * factor));
 }
 
 /// `255 * (v / 255)^gamma`.
-pub fn gamma(sample: &mut Sample, gamma: f32) {
+pub(crate) fn gamma(sample: &mut Sample, gamma: f32) {
     apply_lut(sample, &lut_from(|v| 255.0 * (v / 255.0).powf(gamma)));
 }
 
@@ -107,7 +107,7 @@ pub(crate) fn blur(sample: &mut Sample, sigma: f32) {
 /// The normal deviate is the Irwin–Hall sum of four 16-bit uniforms cut from
 /// one `u64`: one rng call per pixel instead of a log, a root and a cosine,
 /// and visually indistinguishable from true gaussian noise.
-pub fn noise(sample: &mut Sample, sigma: f32, rng: &mut SampleRng) {
+pub(crate) fn noise(sample: &mut Sample, sigma: f32, rng: &mut SampleRng) {
     // Sum of 4 U(0,1) has mean 2 and variance 1/3.
     let k = sigma * 3f32.sqrt() / 65536.0;
     let centre = 2.0 * 65536.0;
@@ -120,7 +120,7 @@ pub fn noise(sample: &mut Sample, sigma: f32, rng: &mut SampleRng) {
 }
 
 /// Re-compresses the image as a JPEG of `quality` (1..=100) and decodes it back.
-pub fn jpeg(sample: &mut Sample, quality: u8) -> Result<(), InputError> {
+pub(crate) fn jpeg(sample: &mut Sample, quality: u8) -> Result<(), InputError> {
     use image::codecs::jpeg::{JpegDecoder, JpegEncoder};
     use image::{ExtendedColorType, ImageDecoder};
     let colour = if sample.channels == 1 { ExtendedColorType::L8 } else { ExtendedColorType::Rgb8 };

@@ -1,5 +1,5 @@
 //! Matrix products for the 1x1 convs and their gradients, on the `gemm`
-//! crates' f32 kernels (candle's CPU matmul): its packed, register-blocked kernels with
+//! crates' f32 kernels (candle's CPU matmul): their packed, register-blocked kernels with
 //! runtime CPU-feature dispatch (AVX2/FMA, AVX-512, NEON) ran the detector's
 //! shapes 1.1-3x faster than `matrixmultiply` (burn-ndarray's matmul) on one
 //! thread here. Every matrix is a slice with a row and a column stride, so a
@@ -62,10 +62,10 @@ fn product(a: View, b: View, c: &mut [f32], accumulate: bool, parallelism: Paral
     let (m, k, n) = (a.rows, a.cols, b.cols);
     assert!(b.rows == k && a.fits() && b.fits() && c.len() == m * n, "matmul sizes");
     // The kernels prefer an output whose columns are contiguous: a row-major
-    // `c = a b` is computed as `c^T = b^T a^T`, as `gemm::gemm` swaps them.
-    let (dst_cs, dst_rs) = (1, n as isize);
+    // `c = a b` (wider than one column) is computed as `c^T = b^T a^T`, as
+    // `gemm::gemm` swaps them (`dst_cs`, `dst_rs`: the output's strides).
     let (m, n, dst_cs, dst_rs, lhs, rhs) =
-        if dst_cs < dst_rs { (n, m, dst_rs, dst_cs, b.t(), a.t()) } else { (m, n, dst_cs, dst_rs, a, b) };
+        if n > 1 { (n, m, n as isize, 1, b.t(), a.t()) } else { (m, n, 1, n as isize, a, b) };
     // SAFETY: every index the product reads or writes is inside its slice
     // (checked by `fits` and the output size above; a transpose is the same
     // elements), the output does not alias the inputs (it is the only

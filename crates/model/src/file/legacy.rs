@@ -18,10 +18,10 @@ struct RecordSums {
     record_xxh3: u64,
 }
 
-/// The header JSON and the record of an older file whose magic is
-/// `magic`, its checksums checked as its version did.
-pub(super) fn parts<'a>(magic: &[u8], bytes: &'a [u8]) -> Result<(&'a [u8], &'a [u8]), String> {
-    let checked = checked(magic).ok_or("not a grin model file (bad magic)")?;
+/// The header JSON and the record of an older file, its checksums checked
+/// as its version did.
+pub(super) fn parts(bytes: &[u8]) -> Result<(&[u8], &[u8]), String> {
+    let checked = bytes.get(..8).and_then(checked).ok_or("not a grin model file (bad magic)")?;
     let (json, sum, record) = split(bytes, checked).ok_or("truncated model header")?;
     if sum.is_some_and(|sum| sum != xxhash_rust::xxh3::xxh3_64(json)) {
         return Err("header checksum mismatch (file damaged)".into());

@@ -52,6 +52,13 @@ fn older(header: &serde_json::Value, record: &[u8], checked: bool) -> Vec<u8> {
     [&magic[..], &(json.len() as u32).to_le_bytes(), &json, if checked { &sum[..] } else { &[] }, record].concat()
 }
 
+/// The error loading `bytes` with the byte at `at` flipped.
+fn flipped(bytes: &[u8], at: usize) -> String {
+    let mut b = bytes.to_vec();
+    b[at] ^= 0x20;
+    load(&b).expect_err("damaged file refused")
+}
+
 /// A current file rewritten as a `GRINMDL2` file.
 fn as_v2(bytes: &[u8]) -> Vec<u8> {
     let (header, record) = cut(bytes);
@@ -156,13 +163,8 @@ fn an_older_file_cut_damaged_or_appended_to_is_refused_by_its_own_checks() {
         load(&long).err().unwrap(),
         format!("4 bytes after the {} bytes of weights the header gives (damaged or appended to)", v2.len() - start)
     );
-    let flipped = |at: usize| {
-        let mut b = v2.clone();
-        b[at] ^= 0x20;
-        load(&b).expect_err("damaged file refused")
-    };
-    assert_eq!(flipped(20), "header checksum mismatch (file damaged)");
-    assert_eq!(flipped(start + 100), "weights checksum mismatch (file damaged)");
+    assert_eq!(flipped(&v2, 20), "header checksum mismatch (file damaged)");
+    assert_eq!(flipped(&v2, start + 100), "weights checksum mismatch (file damaged)");
     let mut b = v2.clone();
     b[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
     assert_eq!(load(&b).err().unwrap(), "truncated model header");
@@ -187,13 +189,8 @@ fn every_truncation_is_an_error_not_a_panic() {
 fn damage_anywhere_is_named() {
     let (_, bytes) = saved();
     let start = record_start(&bytes);
-    let flipped = |at: usize| {
-        let mut b = bytes.clone();
-        b[at] ^= 0x20;
-        load(&b).expect_err("damaged file refused")
-    };
-    assert_eq!(flipped(20), "header: damaged (checksum mismatch)");
-    assert_eq!(flipped(start + 100), "weights: damaged (checksum mismatch)");
+    assert_eq!(flipped(&bytes, 20), "header: damaged (checksum mismatch)");
+    assert_eq!(flipped(&bytes, start + 100), "weights: damaged (checksum mismatch)");
     // A header length past the end of the file.
     let mut b = bytes.clone();
     b[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
