@@ -6,7 +6,12 @@
 #   scripts/bench-features.sh [SAMPLES]        (default 500)
 #
 # Inputs: ../shared/data/smilesmiled when present, else 64x64 crops that
-# grin cuts from its synthetic scenes. Python peers run in .venv-features,
+# grin cuts from its synthetic scenes. Then, where ../shared/data/fddb is
+# present, the cost of a photo source's mosaic (`crops.mosaic`: four crops at
+# half size tiled into one scene) against plain crops: FDDB's training photos
+# cut into 160x120 scenes, one worker, MOSAIC_SAMPLES samples each (default
+# 3000: each photo is decoded on its first use, so the median is that of a
+# warm cache). Python peers run in .venv-features,
 # built by scripts/grin_venv.py from PyPI (numpy, pillow, opencv-python-headless:
 # the list in scripts/venvs.sh, shared with bench-scaling.sh).
 set -euo pipefail
@@ -70,3 +75,30 @@ echo "OpenCV peer" >&2
 "$PY" scripts/peers/features_peer.py --backend cv2 --root "$DATA" --samples "$SAMPLES" > "$WORK/cv2.json"
 
 python3 scripts/py/features_table.py "$WORK" "$DATA"
+
+FDDB=../shared/data/fddb
+if [ -d "$FDDB/FDDB-folds" ]; then
+    FDDB=$(cd "$FDDB" && pwd)
+    for mosaic in 0.0 1.0; do
+        cat > "$WORK/mosaic-$mosaic.toml" <<EOF
+name = "bench-mosaic"
+[features]
+width = 160
+height = 120
+channels = 1
+[features.source]
+kind = "fddb"
+root = "$FDDB"
+[features.source.crops]
+min_face = 16.0
+max_face = 150.0
+max_zoom_out = 3.0
+mosaic = $mosaic
+EOF
+        "$GRIN" features bench --config "$WORK/mosaic-$mosaic.toml" --samples "${MOSAIC_SAMPLES:-3000}" --workers 1 --json \
+            >"$WORK/mosaic-$mosaic.json"
+    done
+    python3 scripts/py/mosaic_row.py "$WORK"
+else
+    echo "no FDDB at $FDDB: the mosaic's cost is not measured" >&2
+fi

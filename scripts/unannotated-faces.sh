@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Faces the annotations lack, for a photo source's `crops.unannotated`: YuNet
 # (../shared/peers/yunet, built into target/yunet) runs over every photo of
-# Caltech WebFaces and of the CelebA portraits, one JSON line a photo, and
+# Caltech WebFaces, of FDDB and of the CelebA portraits, one JSON line a photo, and
 # grin takes each face no annotation covers as an ignore region in training
-# crops (docs/design.md, "Data sources"). Never committed; about 3 minutes
-# on one core for both sets.
+# crops (docs/design.md, "Data sources"). Never committed; about 4 minutes
+# on one core for the three sets.
 #
 #   scripts/unannotated-faces.sh
 #
@@ -23,7 +23,7 @@ if [ ! -x "$YUNET" ]; then
     "$PEER/build.sh" target/yunet
 fi
 mkdir -p "$OUT"
-for set in caltech:caltech-webfaces/images celeba:celeba-smile-10k/images; do
+for set in caltech:caltech-webfaces/images fddb:fddb/images celeba:celeba-smile-10k/images; do
     name=${set%%:*} images=$DATA/${set#*:}
     [ -d "$images" ] || { echo "unannotated-faces: $images is missing (set DATA)" >&2; exit 1; }
     find "$images" -name '*.jpg' -print0 | sort -z | xargs -0 -n 400 "$YUNET" --threshold "$SCORE" >"$OUT/$name-yunet.jsonl.part"

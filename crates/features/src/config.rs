@@ -105,9 +105,17 @@ pub enum SourceConfig {
     /// One JSON object a line: `{"image": ..., "boxes": [[x0,y0,x1,y1],..], "smile": [true,false,null,..]}`.
     Jsonl { manifest: PathBuf },
     /// Caltech 10,000 Web Faces: `root/images/` and `root/WebFaces_GroundThruth.txt`
-    /// (five landmarks a face, boxes by `photos::landmarks_to_box`).
+    /// (five landmarks a face, boxes by `photos::face_box::landmarks_to_box`).
     /// Scenes are random crops of the photos around their faces.
     Caltech {
+        root: PathBuf,
+        #[serde(default)]
+        crops: PhotoCrops,
+    },
+    /// FDDB's news photos: `root/images/` and the ellipse lists of
+    /// `root/FDDB-folds/` (one ellipse a face, its bounding box the face
+    /// box). Scenes are random crops, as for Caltech.
+    Fddb {
         root: PathBuf,
         #[serde(default)]
         crops: PhotoCrops,
@@ -311,6 +319,7 @@ impl SourceConfig {
         match self {
             SourceConfig::Mix { parts, .. } => parts.iter().any(SourceConfig::has_annotated_photos),
             SourceConfig::Caltech { .. }
+            | SourceConfig::Fddb { .. }
             | SourceConfig::CelebaAligned { .. }
             | SourceConfig::Wider { .. }
             | SourceConfig::Celeba { .. }
@@ -332,7 +341,7 @@ impl SourceConfig {
             SourceConfig::Wider { images, annotations } => paths(&[Some(images), Some(annotations)]),
             SourceConfig::Celeba { images, bbox, attr } => paths(&[Some(images), Some(bbox), Some(attr)]),
             SourceConfig::Jsonl { manifest } => manifest.parent().into_iter().chain([manifest.as_path()]).collect(),
-            SourceConfig::Caltech { root, .. } => vec![root.as_path()],
+            SourceConfig::Caltech { root, .. } | SourceConfig::Fddb { root, .. } => vec![root.as_path()],
             SourceConfig::CelebaAligned { images, attr, .. } => paths(&[Some(images), Some(attr)]),
             SourceConfig::Mix { parts, .. } => parts.iter().flat_map(SourceConfig::inputs).collect(),
             SourceConfig::Negatives { images, mined, .. } => paths(&[images.as_ref(), mined.as_ref()]),

@@ -28,7 +28,9 @@ pub(crate) fn build_source(cfg: &FeatureConfig, split: Split) -> Result<Box<dyn 
         SourceConfig::Wider { .. } => Box::new(AnnotatedSource::wider(cfg, split)?),
         SourceConfig::Celeba { .. } => Box::new(AnnotatedSource::celeba(cfg, split)?),
         SourceConfig::Jsonl { .. } => Box::new(AnnotatedSource::jsonl(cfg, split)?),
-        SourceConfig::Caltech { .. } | SourceConfig::CelebaAligned { .. } => Box::new(PhotoSource::new(cfg, split)?),
+        SourceConfig::Caltech { .. } | SourceConfig::Fddb { .. } | SourceConfig::CelebaAligned { .. } => {
+            Box::new(PhotoSource::new(cfg, split)?)
+        }
         SourceConfig::Negatives { .. } => Box::new(crate::negatives::NegativesSource::new(cfg, split)?),
         SourceConfig::Mix { weights, parts } => {
             check_weights(weights, parts.len())?;

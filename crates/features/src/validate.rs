@@ -45,9 +45,9 @@ impl SourceConfig {
                 }
                 Ok(())
             }
-            SourceConfig::Caltech { crops, .. } | SourceConfig::CelebaAligned { crops, .. } => {
-                crate::photos::check_crops(crops)
-            }
+            SourceConfig::Caltech { crops, .. }
+            | SourceConfig::Fddb { crops, .. }
+            | SourceConfig::CelebaAligned { crops, .. } => crate::photos::check_crops(crops),
             SourceConfig::Mix { weights, parts } => {
                 crate::mix::check_weights(weights, parts.len())?;
                 parts.iter().try_for_each(SourceConfig::validate)

@@ -64,6 +64,9 @@ struct Args {
     /// Held-out Caltech WebFaces photos from this folder.
     #[arg(long)]
     caltech: Option<PathBuf>,
+    /// Held-out FDDB news photos from this FDDB root (`images/`, `FDDB-folds/`).
+    #[arg(long)]
+    fddb: Option<PathBuf>,
     /// Held-out CelebA aligned portraits from this folder ...
     #[arg(long, requires = "celeba_attr")]
     celeba_images: Option<PathBuf>,
@@ -80,8 +83,11 @@ struct Args {
     zoom: u32,
     /// With photos: the validation split (where settings are chosen)
     /// instead of the test split (what is reported).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "training")]
     validation: bool,
+    /// With photos: the training split (where a box rule is fitted).
+    #[arg(long)]
+    training: bool,
     /// With photos: each at its own size (no letterbox), for detectors run
     /// at their own defaults; `--width`/`--height` are not used.
     #[arg(long, conflicts_with = "zoom")]
@@ -109,7 +115,7 @@ struct Truth {
 fn main() -> Result<()> {
     let args = Args::parse();
     std::fs::create_dir_all(&args.out).with_context(|| format!("{}: cannot create", args.out.display()))?;
-    if args.caltech.is_some() || args.celeba_images.is_some() || args.face_free.is_some() {
+    if args.caltech.is_some() || args.fddb.is_some() || args.celeba_images.is_some() || args.face_free.is_some() {
         return export_photos(&args);
     }
     let cfg = FeatureConfig {
@@ -212,6 +218,9 @@ fn export_photos(args: &Args) -> Result<()> {
     if let Some(root) = &args.caltech {
         parts.push(SourceConfig::Caltech { root: root.clone(), crops: PhotoCrops::default() });
     }
+    if let Some(root) = &args.fddb {
+        parts.push(SourceConfig::Fddb { root: root.clone(), crops: PhotoCrops::default() });
+    }
     if let (Some(images), Some(attr)) = (&args.celeba_images, &args.celeba_attr) {
         parts.push(SourceConfig::CelebaAligned {
             images: images.clone(),
@@ -228,7 +237,11 @@ fn export_photos(args: &Args) -> Result<()> {
         ..FeatureConfig::default()
     };
     let mut scenes = Vec::new();
-    let split = if args.validation { Split::Val } else { Split::Test };
+    let split = match (args.validation, args.training) {
+        (true, _) => Split::Val,
+        (_, true) => Split::Train,
+        _ => Split::Test,
+    };
     for set in photos_of_split(&cfg, split, args.count as usize)? {
         let source = if args.zoom == 1 { set.name.to_string() } else { format!("{}-x{}", set.name, args.zoom) };
         for i in 0..set.len() {

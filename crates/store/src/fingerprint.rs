@@ -155,7 +155,7 @@ fn source_paths(source: &SourceConfig) -> Vec<(String, &Path)> {
         SourceConfig::Wider { images, annotations } => named(vec![("images", images), ("annotations", annotations)]),
         SourceConfig::Celeba { images, bbox, attr } => named(vec![("images", images), ("bbox", bbox), ("attr", attr)]),
         SourceConfig::Jsonl { manifest } => named(vec![("manifest", manifest)]),
-        SourceConfig::Caltech { root, crops } => {
+        SourceConfig::Caltech { root, crops } | SourceConfig::Fddb { root, crops } => {
             named(vec![("root", root.as_path())].into_iter().chain(unannotated(crops)).collect())
         }
         SourceConfig::CelebaAligned { images, attr, crops } => named(

@@ -1,4 +1,4 @@
-//! The `crops` table of a real-photo source (`caltech`, `celeba_aligned`).
+//! The `crops` table of a real-photo source (`caltech`, `fddb`, `celeba_aligned`).
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -38,6 +38,22 @@ pub struct PhotoCrops {
     pub zoom_in: f32,
     /// Largest enlargement of a photo in a zoomed-in crop.
     pub zoom_in_upscale: f32,
+    /// Share of crops whose edge cuts the chosen face: the window is moved
+    /// so that a share of the face's extent, drawn in 0.3..1 along one
+    /// axis, stays inside (a face at the frame's edge, as news photos and a
+    /// robot's camera show them). The label follows the one rule of every
+    /// crop: a face with `min_visible` of its box inside is a face, its box
+    /// cut to the frame; less is an ignore region. Absent from serialised
+    /// configs when 0, so that earlier stores keep their fingerprint.
+    #[serde(skip_serializing_if = "super::is_zero")]
+    pub cut: f32,
+    /// Share of scenes that are a 2x2 mosaic of four crops at half the
+    /// size, each from a photo of its own, their faces drawn from half of
+    /// `min_face..max_face` (at least `min_learnable`): four times the faces
+    /// a scene shows, at the small sizes of crowds (Ultralytics' mosaic).
+    /// Absent from serialised configs when 0.
+    #[serde(skip_serializing_if = "super::is_zero")]
+    pub mosaic: f32,
     /// Faces a second detector found that the annotations lack (grin-detect's
     /// JSON lines, `scripts/unannotated-faces.sh`): ignore regions in every
     /// training crop, and no face-free crop is cut near one
@@ -62,6 +78,8 @@ impl Default for PhotoCrops {
             background: 0.0,
             zoom_in: 0.0,
             zoom_in_upscale: 5.0,
+            cut: 0.0,
+            mosaic: 0.0,
             unannotated: None,
         }
     }

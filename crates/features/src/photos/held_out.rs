@@ -148,7 +148,7 @@ fn collect_held_out(
             }
             return Ok(());
         }
-        SourceConfig::Caltech { .. } | SourceConfig::CelebaAligned { .. } => {
+        SourceConfig::Caltech { .. } | SourceConfig::Fddb { .. } | SourceConfig::CelebaAligned { .. } => {
             let (name, annotations, mut entries, rule, crops) = parse_source(source, cfg, &skips)?;
             let portraits = rule == BoxRule::CelebaAligned;
             if let Some(file) = &crops.unannotated {

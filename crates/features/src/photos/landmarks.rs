@@ -1,32 +1,18 @@
 //! Face boxes from landmarks: Caltech's five points a face, and where
-//! CelebA's alignment puts them. Both follow one box rule, so both sources
-//! teach one box convention.
+//! CelebA's alignment puts them, both by the one box definition
+//! ([`landmarks_to_box`]).
 
+use super::face_box::landmarks_to_box;
 use crate::annotations::{bad_box, malformed, numbered, parse_celeba_attr, Annotated, AnnotationText, BadLines, Entry};
 use crate::sample::{FaceBox, Smile};
 use grin_image::InputError;
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Side of the square face box per unit of eye distance (Caltech's SOURCE.md).
-pub(crate) const SIDE_PER_EYE_DISTANCE: f32 = 2.2;
-
-/// Caltech's rule: a square centred at x = the eyes' midpoint and y = the
-/// mean of the eye level and the mouth's y, with a side of 2.2 eye distances.
-/// Returns `[x0, y0, x1, y1]`.
-pub(crate) fn landmarks_to_box(left_eye: [f32; 2], right_eye: [f32; 2], mouth: [f32; 2]) -> [f32; 4] {
-    let cx = (left_eye[0] + right_eye[0]) / 2.0;
-    let eye_y = (left_eye[1] + right_eye[1]) / 2.0;
-    let cy = (eye_y + mouth[1]) / 2.0;
-    let eyes = (right_eye[0] - left_eye[0]).hypot(right_eye[1] - left_eye[1]);
-    let half = eyes * SIDE_PER_EYE_DISTANCE / 2.0;
-    [cx - half, cy - half, cx + half, cy + half]
-}
-
 /// Where CelebA's alignment puts the landmarks, as fractions of the image:
 /// the means of `list_landmarks_align_celeba.txt` (178x218 images: eyes at
 /// (69, 111) and (108, 111), mouth corners at y 152). The box then follows
-/// the same rule as Caltech's, so both sources teach one box convention.
+/// the same rule as Caltech's.
 pub(crate) const CELEBA_ALIGNED_LEFT_EYE: [f32; 2] = [69.0 / 178.0, 111.0 / 218.0];
 pub(crate) const CELEBA_ALIGNED_RIGHT_EYE: [f32; 2] = [108.0 / 178.0, 111.0 / 218.0];
 pub(crate) const CELEBA_ALIGNED_MOUTH: [f32; 2] = [88.5 / 178.0, 152.0 / 218.0];

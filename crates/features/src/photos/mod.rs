@@ -1,5 +1,6 @@
 //! Real photographs as training scenes: Caltech WebFaces (five landmarks a
-//! face) and CelebA's aligned portraits (the `Smiling` attribute), cut into
+//! face), FDDB's news photos (an ellipse a face) and CelebA's aligned
+//! portraits (the `Smiling` attribute), cut into
 //! random crops around their faces the way SSD and YuNet sample WIDER FACE.
 //!
 //! A crop picks one face, draws the size that face will have in the output
@@ -17,15 +18,18 @@
 //! where faces go un-annotated, never give background. Faces a second
 //! detector found (`crops.unannotated`) are ignore regions and count here.
 
+mod face_box;
+mod fddb;
 mod held_out;
 mod landmarks;
 mod unannotated;
-mod window;
+pub(crate) mod window;
 
 pub use held_out::{held_out_photos, photos_of_split, HeldOutPhoto, HeldOutPhotos};
 pub(crate) use landmarks::celeba_aligned_box;
 pub use landmarks::parse_caltech;
 pub(crate) use window::crop_scene;
+use window::{quarter_crops, tile};
 
 use crate::annotations::{bad_box, entries_of_split, AnnotationText, BadLines, Entry};
 use crate::config::{FeatureConfig, PhotoCrops, SourceConfig, Split};
@@ -61,6 +65,8 @@ pub(crate) struct PhotoSource {
     entries: Vec<Entry>,
     rule: BoxRule,
     crops: PhotoCrops,
+    /// The crops of a mosaic's quarters (`crops.mosaic`).
+    quarter: PhotoCrops,
     width: u32,
     height: u32,
     channels: u32,
@@ -92,6 +98,7 @@ impl PhotoSource {
             annotations,
             entries,
             rule,
+            quarter: quarter_crops(&crops),
             crops,
             width: cfg.width,
             height: cfg.height,
@@ -125,6 +132,15 @@ impl Source for PhotoSource {
         // Photos are drawn at random, not by index, so that every worker sees
         // every photo early (the cache fills evenly) and a run of steps is
         // not one photo's.
+        if self.crops.mosaic > 0.0 && rng.random::<f32>() < self.crops.mosaic {
+            let (w, h) = (self.width / 2, self.height / 2);
+            let quarter = |rng: &mut SampleRng| -> Result<Sample, InputError> {
+                let photo = self.photo(rng.random_range(0..self.entries.len()))?;
+                Ok(crop_scene(&photo.image, &photo.faces, w, h, &self.quarter, rng))
+            };
+            let quarters = [quarter(rng)?, quarter(rng)?, quarter(rng)?, quarter(rng)?];
+            return Ok(tile(quarters, self.width, self.height, self.channels));
+        }
         let pick = rng.random_range(0..self.entries.len());
         let photo = self.photo(pick)?;
         Ok(crop_scene(&photo.image, &photo.faces, self.width, self.height, &self.crops, rng))
@@ -150,12 +166,16 @@ pub(super) fn parse_source(
             let entries = parse_caltech(AnnotationText { text: &text, path: &path }, &root.join("images"), problems)?;
             Ok(("caltech", path, entries, BoxRule::Annotated, crops.clone()))
         }
+        SourceConfig::Fddb { root, crops } => {
+            let (path, entries) = fddb::read_fddb(root, problems)?;
+            Ok(("fddb", path, entries, BoxRule::Annotated, crops.clone()))
+        }
         SourceConfig::CelebaAligned { images, attr, crops } => {
             let entries = parse_celeba_aligned(&read_text(attr)?, attr, images, &problems)?;
             Ok(("celeba-aligned", attr.clone(), entries, BoxRule::CelebaAligned, crops.clone()))
         }
         _ => Err(InputError::Config(
-            "PhotoSource needs `features.source.kind = \"caltech\"` or `\"celeba_aligned\"`".into(),
+            "PhotoSource needs `features.source.kind = \"caltech\"`, `\"fddb\"` or `\"celeba_aligned\"`".into(),
         )),
     }
 }
@@ -182,6 +202,11 @@ pub(crate) fn check_crops(c: &PhotoCrops) -> Result<(), InputError> {
     }
     if !(0.0..=1.0).contains(&c.background) {
         return Err(bad("background", format!("{} must be a probability in 0..=1", c.background)));
+    }
+    for (key, share) in [("cut", c.cut), ("mosaic", c.mosaic)] {
+        if !(0.0..=1.0).contains(&share) {
+            return Err(bad(key, format!("{share} must be a probability in 0..=1")));
+        }
     }
     if !(0.0..=1.0).contains(&c.zoom_in) {
         return Err(bad("zoom_in", format!("{} must be a probability in 0..=1", c.zoom_in)));

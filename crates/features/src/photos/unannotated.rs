@@ -9,7 +9,8 @@
 //! the loss. The file is grin-detect's JSON lines (`yunet-detect` writes
 //! the same): one photo a line, `{"image", "width", "height",
 //! "detections": [{"box": [x0, y0, x1, y1], "score"}]}`, in the photo's
-//! pixels. Photos are matched by file name; lines naming a photo that is not
+//! pixels. Photos are matched by file name (where two photos share one, by the
+//! most trailing folders too); lines naming a photo that is not
 //! in the source (another split, another set) are passed over, but a file
 //! that names none of them is an error. The detector must see the photo as
 //! grin decodes it: `yunet-detect` ignores EXIF orientation, which no photo
@@ -49,8 +50,12 @@ pub(super) fn add_unannotated(
     problems: BadLines,
 ) -> Result<usize, InputError> {
     let text = read_text(file)?;
-    let by_name: HashMap<&std::ffi::OsStr, usize> =
-        entries.iter().enumerate().filter_map(|(i, e)| e.image.file_name().map(|name| (name, i))).collect();
+    let mut by_name: HashMap<&std::ffi::OsStr, Vec<usize>> = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        if let Some(name) = e.image.file_name() {
+            by_name.entry(name).or_default().push(i);
+        }
+    }
     let mut found: Vec<(usize, Annotated)> = Vec::new();
     let mut named = 0;
     for (line, text) in numbered(&text) {
@@ -61,7 +66,8 @@ pub(super) fn add_unannotated(
                 continue;
             }
         };
-        let Some(&index) = parsed.image.file_name().and_then(|name| by_name.get(name)) else { continue };
+        let candidates = parsed.image.file_name().and_then(|name| by_name.get(name));
+        let Some(index) = candidates.and_then(|c| closest(c, entries, &parsed.image)) else { continue };
         named += 1;
         let boxes: Result<Vec<FaceBox>, String> =
             parsed.detections.iter().map(|d| checked(d.bounds, parsed.width, parsed.height)).collect();
@@ -88,6 +94,19 @@ pub(super) fn add_unannotated(
         entries[index].faces.push(face);
     }
     Ok(added)
+}
+
+/// Of the entries whose photo has `image`'s file name, the one whose path
+/// shares the most trailing folders with it: FDDB names photos `img_N`
+/// afresh in each day's folder, so a name alone can name two photos.
+fn closest(candidates: &[usize], entries: &[Entry], image: &Path) -> Option<usize> {
+    let shared = |i: usize| {
+        entries[i].image.components().rev().zip(image.components().rev()).take_while(|(a, b)| a == b).count()
+    };
+    let best = candidates.iter().copied().max_by_key(|&i| shared(i))?;
+    // Two candidates as close as each other: the line cannot say which.
+    let ties = candidates.iter().filter(|&&i| shared(i) == shared(best)).count();
+    (ties == 1).then_some(best)
 }
 
 /// The annotated boxes of `entry` in its photo's pixels.
@@ -173,6 +192,24 @@ mod tests {
         assert_eq!([found.x0, found.y0, found.x1, found.y1], [50.0, 10.0, 70.0, 32.0]);
         assert_eq!(found.smile, Smile::Ignore);
         assert!(entries[1].faces.is_empty());
+    }
+
+    #[test]
+    fn two_photos_of_one_name_are_told_apart_by_their_folders() {
+        let mut entries = [entry("a.jpg", &[]), entry("a.jpg", &[])];
+        entries[0].image = PathBuf::from("fddb/images/2002/08/11/big/a.jpg");
+        entries[1].image = PathBuf::from("fddb/images/2002/08/12/big/a.jpg");
+        let text = concat!(
+            r#"{"image": "/copy/2002/08/12/big/a.jpg", "width": 100, "height": 80, "detections": ["#,
+            r#"{"box": [50, 10, 70, 32], "score": 0.8}]}"#,
+            "\n",
+            // A line that fits both as well cannot say which: passed over.
+            r#"{"image": "a.jpg", "width": 100, "height": 80, "detections": [{"box": [1, 1, 9, 9], "score": 0.9}]}"#,
+        );
+        let (added, _) = run(text, &mut entries, OnBadSample::Error);
+        assert_eq!(added.unwrap(), 1);
+        assert!(entries[0].faces.is_empty());
+        assert_eq!(entries[1].faces.len(), 1);
     }
 
     #[test]

@@ -49,11 +49,32 @@ pub(crate) fn crop_scene(
         None => ((width as f32 / iw).min(height as f32 / ih) * (0.5 + 0.5 * rng.random::<f32>()), None),
     };
     let (ww, wh) = (width as f32 / scale, height as f32 / scale);
-    let wx = place(target.map(|f| (f.x0.max(0.0), f.x1.min(iw))), ww, iw, rng.random());
-    let wy = place(target.map(|f| (f.y0.max(0.0), f.y1.min(ih))), wh, ih, rng.random());
+    let mut wx = place(target.map(|f| (f.x0.max(0.0), f.x1.min(iw))), ww, iw, rng.random());
+    let mut wy = place(target.map(|f| (f.y0.max(0.0), f.y1.min(ih))), wh, ih, rng.random());
+    if let Some(face) = target.filter(|_| crops.cut > 0.0 && rng.random::<f32>() < crops.cut) {
+        let edge = rng.random_range(0..4u8);
+        let kept = CUT_KEPT.0 + (CUT_KEPT.1 - CUT_KEPT.0) * rng.random::<f32>();
+        // Left, top, right or bottom edge of the window runs through the face.
+        match edge {
+            0 => wx = cut_start(face.x0, face.x1, kept),
+            1 => wy = cut_start(face.y0, face.y1, kept),
+            2 => wx = cut_start(face.x0, face.x1, 1.0 - kept) - ww,
+            _ => wy = cut_start(face.y0, face.y1, 1.0 - kept) - wh,
+        }
+    }
     let pixels = render_window(image, [wx, wy, ww, wh], width, height);
     let boxes = crop_boxes(faces, [wx, wy], scale, width, height, crops, f32::INFINITY);
     Sample { width, height, channels: image.channels, pixels, boxes }
+}
+
+/// The share of the chosen face's extent a cut crop keeps inside, drawn
+/// uniformly in this range; `crops.min_visible` then says which are faces.
+const CUT_KEPT: (f32, f32) = (0.3, 1.0);
+
+/// Where a window edge runs through the face span `a0..a1` with `kept` of
+/// it after the edge.
+fn cut_start(a0: f32, a1: f32, kept: f32) -> f32 {
+    a1 - kept * (a1 - a0)
 }
 
 /// Most faces (annotated, or found by `crops.unannotated`) a photo may have
@@ -227,8 +248,47 @@ fn crop_boxes(
         let smile = if learnable { f.smile } else { Smile::Ignore };
         out.push(FaceBox { x0: clipped[0], y0: clipped[1], x1: clipped[2], y1: clipped[3], smile });
     }
+    keep_the_largest(out)
+}
+
+/// Learnable faces first, largest first, at most [`MAX_BOXES`].
+fn keep_the_largest(mut boxes: Vec<FaceBox>) -> Vec<FaceBox> {
     let area = |b: &FaceBox| (b.x1 - b.x0) * (b.y1 - b.y0);
-    out.sort_by(|a, b| b.smile.is_face().cmp(&a.smile.is_face()).then(area(b).total_cmp(&area(a))));
-    out.truncate(MAX_BOXES);
-    out
+    boxes.sort_by(|a, b| b.smile.is_face().cmp(&a.smile.is_face()).then(area(b).total_cmp(&area(a))));
+    boxes.truncate(MAX_BOXES);
+    boxes
+}
+
+/// The crops of a mosaic's quarters: faces drawn at half the sizes of
+/// `crops` (no smaller than it can learn), and no mosaic within a mosaic.
+pub(crate) fn quarter_crops(crops: &PhotoCrops) -> PhotoCrops {
+    let min_face = (crops.min_face / 2.0).max(crops.min_learnable).max(2.0);
+    let max_face = (crops.max_face / 2.0).max(min_face);
+    PhotoCrops { min_face, max_face, mosaic: 0.0, ..crops.clone() }
+}
+
+/// Four scenes of `width / 2` x `height / 2` tiled 2x2 into one of
+/// `width` x `height` (top left, top right, bottom left, bottom right),
+/// their faces moved with them; an odd side's last line stays letterbox grey.
+pub(crate) fn tile(quarters: [Sample; 4], width: u32, height: u32, channels: u32) -> Sample {
+    let (qw, qh, c) = (width as usize / 2, height as usize / 2, channels as usize);
+    let mut pixels = vec![LETTERBOX_FILL; width as usize * height as usize * c];
+    let mut boxes = Vec::new();
+    for (k, q) in quarters.into_iter().enumerate() {
+        debug_assert_eq!((q.width as usize, q.height as usize, q.channels), (qw, qh, channels));
+        let (ox, oy) = ((k % 2) * qw, (k / 2) * qh);
+        for (y, row) in q.pixels.chunks_exact(qw * c).enumerate() {
+            let at = ((oy + y) * width as usize + ox) * c;
+            pixels[at..at + row.len()].copy_from_slice(row);
+        }
+        let (dx, dy) = (ox as f32, oy as f32);
+        boxes.extend(q.boxes.iter().map(|b| FaceBox {
+            x0: b.x0 + dx,
+            y0: b.y0 + dy,
+            x1: b.x1 + dx,
+            y1: b.y1 + dy,
+            ..*b
+        }));
+    }
+    Sample { width, height, channels, pixels, boxes: keep_the_largest(boxes) }
 }

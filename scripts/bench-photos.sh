@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Accuracy of grin-detect against the YuNet peer (libfacedetection,
+# ../shared/peers/yunet) on whole photos at their own size, each detector at
+# its own defaults, in one run: FDDB's news photos (every annotated face
+# counts), Caltech WebFaces and CelebA portraits (faces under 10 px are
+# ignore regions), and face-free images, where every detection is false.
+# The validation split of each (by file name, as every grin config splits
+# them); SPLIT=test only for a final report. export_scenes --original saves
+# each photo once as PNG, so both detectors read the same pixels: grin-detect
+# with no --size (twice the photo's pixels, within its pixel budget), YuNet at
+# the photo's own size. Found at IoU 0.3. The report (scripts/peers/photos_peer.py)
+# gives, per source and detector: recall and AP, recall by face-box width,
+# for faces cut by the photo's edge and for whole ones, the misses, false
+# detections per photo, and the shape of a box centred on a face against
+# the face box (docs/design.md, "The face box").
+#
+# Usage: scripts/bench-photos.sh [--model PATH]
+#   env: PHOTOS (photos per source, 0 = the whole split; default 0),
+#        WORK (default target/bench-photos), YUNET_BUILD (default target/yunet),
+#        FDDB, CALTECH, CELEBA (defaults under ../shared/data), FACE_FREE
+#        (default data/negatives/images, from scripts/negatives.sh; left out
+#        when absent), SPLIT (val or test)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PHOTOS=${PHOTOS:-0}
+WORK=${WORK:-target/bench-photos}
+YUNET_BUILD=${YUNET_BUILD:-target/yunet}
+FDDB=${FDDB:-../shared/data/fddb}
+CALTECH=${CALTECH:-../shared/data/caltech-webfaces}
+CELEBA=${CELEBA:-../shared/data/celeba-smile-10k}
+FACE_FREE=${FACE_FREE:-data/negatives/images}
+SPLIT=${SPLIT:-val}
+PEER=../shared/peers/yunet
+TARGET=${CARGO_TARGET_DIR:-target}
+MODEL_FLAGS=("$@")
+
+case $SPLIT in
+    val) SPLIT_FLAGS=(--validation) ;;
+    test) SPLIT_FLAGS=() ;;
+    *) echo "bench-photos: SPLIT=$SPLIT: expected val or test" >&2; exit 1 ;;
+esac
+CELEBA_ATTR=$CELEBA/list_attr_celeba_000001-010000.txt
+for need in "$PEER/build.sh" "$FDDB/FDDB-folds" "$CALTECH/images" "$CELEBA/images" "$CELEBA_ATTR"; do
+    [ -e "$need" ] || { echo "bench-photos: $need is missing (set FDDB / CALTECH / CELEBA)" >&2; exit 1; }
+done
+FACE_FREE_FLAGS=()
+if [ -d "$FACE_FREE" ]; then
+    FACE_FREE_FLAGS=(--face-free "$FACE_FREE")
+else
+    echo "bench-photos: no face-free images at $FACE_FREE (scripts/negatives.sh makes them): left out" >&2
+fi
+missing=()
+for tool in cmake g++; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+if [ ${#missing[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2
+fi
+YUNET=$YUNET_BUILD/yunet-detect
+[ -x "$YUNET" ] || "$PEER/build.sh" "$YUNET_BUILD"
+cargo build --locked --release -p grin-infer --bin grin-detect --example export_scenes
+DETECT=$TARGET/release/grin-detect
+EXPORT=$TARGET/release/examples/export_scenes
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+# News photos: every annotated face counts, however small (--min-face 0).
+"$EXPORT" --out "$WORK/news" "${SPLIT_FLAGS[@]}" --channels 3 --count "$PHOTOS" --original --min-face 0 --fddb "$FDDB"
+"$EXPORT" --out "$WORK/others" "${SPLIT_FLAGS[@]}" --channels 3 --count "$PHOTOS" --original --min-face 10 \
+    --caltech "$CALTECH" --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR" "${FACE_FREE_FLAGS[@]}"
+for set in news others; do
+    images=("$WORK/$set"/*.png)
+    "$DETECT" "${MODEL_FLAGS[@]}" --json --threshold 0.05 "${images[@]}" >"$WORK/$set/grin-scored.jsonl"
+    "$DETECT" "${MODEL_FLAGS[@]}" --json "${images[@]}" >"$WORK/$set/grin-deployed.jsonl"
+    "$YUNET" --threshold 0.2 "${images[@]}" >"$WORK/$set/yunet-scored.jsonl"
+    "$YUNET" "${images[@]}" >"$WORK/$set/yunet-deployed.jsonl"
+done
+python3 scripts/peers/photos_peer.py --work "$WORK" --sets news,others \
+    --conditions "($SPLIT split; model: ${MODEL_FLAGS[*]:-the embedded default}; commit $(git rev-parse --short HEAD))"
