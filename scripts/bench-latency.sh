@@ -62,12 +62,10 @@ ROUNDS=${ROUNDS:-5}
 ITERATIONS=${ITERATIONS:-100}
 PHOTO_ITERATIONS=${PHOTO_ITERATIONS:-20}
 WORK=${WORK:-target/bench-latency}
-YUNET_BUILD=${YUNET_BUILD:-target/yunet}
 CALTECH=${CALTECH:-../shared/data/caltech-webfaces}
 CELEBA=${CELEBA:-../shared/data/celeba-smile-10k}
 FACE_FREE=${FACE_FREE:-data/negatives/images}
 SPLIT=${SPLIT:-val}
-PEER=../shared/peers/yunet
 TARGET=${CARGO_TARGET_DIR:-target}
 SIZES=(320x240 640x480)
 MODEL_FLAGS=("$@")
@@ -90,25 +88,15 @@ if [ -d "$FACE_FREE" ]; then
 else
     echo "bench-latency: no face-free images at $FACE_FREE (scripts/negatives.sh makes them): the photo rows leave them out" >&2
 fi
-for need in "$PEER/build.sh" "$CALTECH/images" "$CELEBA/images" "$CELEBA_ATTR"; do
+for need in "$CALTECH/images" "$CELEBA/images" "$CELEBA_ATTR"; do
     [ -e "$need" ] || { echo "bench-latency: $need is missing (set CALTECH / CELEBA; the peer is ../shared/peers/yunet)" >&2; exit 1; }
 done
 
-# The peer's build needs cmake and a C++ compiler.
-missing=()
-for tool in cmake g++; do command -v "$tool" >/dev/null || missing+=("$tool"); done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "bench-latency: installing ${missing[*]}" >&2
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO=sudo
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2
-fi
 # numpy and Pillow for age_photos.py, in .venv-latency (the list: scripts/venvs.sh).
 . scripts/venvs.sh
 PY=$(venv_python latency)
-YUNET=$YUNET_BUILD/yunet-detect
-[ -x "$YUNET" ] || "$PEER/build.sh" "$YUNET_BUILD"
+. scripts/yunet.sh
+YUNET=$(yunet_detect)
 
 cargo build --locked --release -p grin-infer --bin grin-detect --example export_scenes
 DETECT=${GRIN_DETECT:-$TARGET/release/grin-detect}

@@ -3,7 +3,9 @@
 # ../shared/peers/yunet) on whole photos at their own size, each detector at
 # its own defaults, in one run: FDDB's news photos (every annotated face
 # counts), Caltech WebFaces and CelebA portraits (faces under 10 px are
-# ignore regions), and face-free images, where every detection is false.
+# ignore regions), and face-free images, where every detection is false; then
+# the portraits shown twice as large, cut to 320x240 (`celeba-aligned-x2`:
+# faces as large as the frame), grin at the camera's 320x240.
 # The validation split of each (by file name, as every grin config splits
 # them); SPLIT=test only for a final report. export_scenes --original saves
 # each photo once as PNG, so both detectors read the same pixels: grin-detect
@@ -25,13 +27,11 @@ cd "$(dirname "$0")/.."
 
 PHOTOS=${PHOTOS:-0}
 WORK=${WORK:-target/bench-photos}
-YUNET_BUILD=${YUNET_BUILD:-target/yunet}
 FDDB=${FDDB:-../shared/data/fddb}
 CALTECH=${CALTECH:-../shared/data/caltech-webfaces}
 CELEBA=${CELEBA:-../shared/data/celeba-smile-10k}
 FACE_FREE=${FACE_FREE:-data/negatives/images}
 SPLIT=${SPLIT:-val}
-PEER=../shared/peers/yunet
 TARGET=${CARGO_TARGET_DIR:-target}
 MODEL_FLAGS=("$@")
 
@@ -41,7 +41,7 @@ case $SPLIT in
     *) echo "bench-photos: SPLIT=$SPLIT: expected val or test" >&2; exit 1 ;;
 esac
 CELEBA_ATTR=$CELEBA/list_attr_celeba_000001-010000.txt
-for need in "$PEER/build.sh" "$FDDB/FDDB-folds" "$CALTECH/images" "$CELEBA/images" "$CELEBA_ATTR"; do
+for need in "$FDDB/FDDB-folds" "$CALTECH/images" "$CELEBA/images" "$CELEBA_ATTR"; do
     [ -e "$need" ] || { echo "bench-photos: $need is missing (set FDDB / CALTECH / CELEBA)" >&2; exit 1; }
 done
 FACE_FREE_FLAGS=()
@@ -50,16 +50,8 @@ if [ -d "$FACE_FREE" ]; then
 else
     echo "bench-photos: no face-free images at $FACE_FREE (scripts/negatives.sh makes them): left out" >&2
 fi
-missing=()
-for tool in cmake g++; do command -v "$tool" >/dev/null || missing+=("$tool"); done
-if [ ${#missing[@]} -gt 0 ]; then
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO=sudo
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2
-fi
-YUNET=$YUNET_BUILD/yunet-detect
-[ -x "$YUNET" ] || "$PEER/build.sh" "$YUNET_BUILD"
+. scripts/yunet.sh
+YUNET=$(yunet_detect)
 cargo build --locked --release -p grin-infer --bin grin-detect --example export_scenes
 DETECT=$TARGET/release/grin-detect
 EXPORT=$TARGET/release/examples/export_scenes
@@ -70,12 +62,25 @@ mkdir -p "$WORK"
 "$EXPORT" --out "$WORK/news" "${SPLIT_FLAGS[@]}" --channels 3 --count "$PHOTOS" --original --min-face 0 --fddb "$FDDB"
 "$EXPORT" --out "$WORK/others" "${SPLIT_FLAGS[@]}" --channels 3 --count "$PHOTOS" --original --min-face 10 \
     --caltech "$CALTECH" --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR" "${FACE_FREE_FLAGS[@]}"
-for set in news others; do
-    images=("$WORK/$set"/*.png)
-    "$DETECT" "${MODEL_FLAGS[@]}" --json --threshold 0.05 "${images[@]}" >"$WORK/$set/grin-scored.jsonl"
-    "$DETECT" "${MODEL_FLAGS[@]}" --json "${images[@]}" >"$WORK/$set/grin-deployed.jsonl"
+# Faces as large as the frame: the portraits letterboxed at twice 320x240 and
+# cut to its middle (a person leaning in to a robot's camera), run as the
+# camera's frames are, at 320x240.
+"$EXPORT" --out "$WORK/close" "${SPLIT_FLAGS[@]}" --channels 3 --count "$PHOTOS" --width 320 --height 240 --zoom 2 \
+    --min-face 10 --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR"
+# Every detection each detector exposes (grin down to 0.05, YuNet down to its
+# library's floor of 0.2) and its operating point, on the PNGs of SET; grin's
+# extra flags follow SET.
+detect_set() {
+    local set=$1
+    shift
+    local images=("$WORK/$set"/*.png)
+    "$DETECT" "${MODEL_FLAGS[@]}" --json "$@" --threshold 0.05 "${images[@]}" >"$WORK/$set/grin-scored.jsonl"
+    "$DETECT" "${MODEL_FLAGS[@]}" --json "$@" "${images[@]}" >"$WORK/$set/grin-deployed.jsonl"
     "$YUNET" --threshold 0.2 "${images[@]}" >"$WORK/$set/yunet-scored.jsonl"
     "$YUNET" "${images[@]}" >"$WORK/$set/yunet-deployed.jsonl"
-done
-python3 scripts/peers/photos_peer.py --work "$WORK" --sets news,others \
+}
+detect_set news
+detect_set others
+detect_set close --size 320x240
+python3 scripts/peers/photos_peer.py --work "$WORK" --sets news,others,close \
     --conditions "($SPLIT split; model: ${MODEL_FLAGS[*]:-the embedded default}; commit $(git rev-parse --short HEAD))"

@@ -28,7 +28,6 @@ SCORE=${SCORE:-0.4}
 YUNET_SCORE=${YUNET_SCORE:-0.3}
 GRIN=${GRIN:-target/release/grin}
 SIZES=${SIZES:-model 640x480}
-PEER=../shared/peers/yunet
 [ -x "$GRIN" ] || cargo build --release
 rm -rf "$OUT"
 for size in $SIZES; do
@@ -41,11 +40,8 @@ for size in $SIZES; do
     "$GRIN" mine --model "$MODEL" --config "$CONFIG" --out "$OUT" --score "$SCORE" "${pass[@]}" ${FLAGS:-}
 done
 
-YUNET=target/yunet/yunet-detect
-if [ ! -x "$YUNET" ]; then
-    command -v cmake >/dev/null && command -v g++ >/dev/null || apt-get install -y --no-install-recommends cmake g++ >/dev/null
-    "$PEER/build.sh" target/yunet
-fi
+. scripts/yunet.sh
+YUNET=$(yunet_detect)
 find "$OUT" -name '*.png' -print0 | xargs -0 -n 500 "$YUNET" --threshold "$YUNET_SCORE" >"$OUT/yunet.jsonl"
 
 # Pillow, from .venv-negatives (the venv scripts/negatives.sh uses; its list: scripts/venvs.sh).

@@ -16,12 +16,8 @@ cd "$(dirname "$0")/.."
 DATA=${DATA:-../shared/data}
 OUT=${OUT:-data/unannotated}
 SCORE=${SCORE:-0.5}
-PEER=../shared/peers/yunet
-YUNET=target/yunet/yunet-detect
-if [ ! -x "$YUNET" ]; then
-    command -v cmake >/dev/null && command -v g++ >/dev/null || apt-get install -y --no-install-recommends cmake g++ >/dev/null
-    "$PEER/build.sh" target/yunet
-fi
+. scripts/yunet.sh
+YUNET=$(yunet_detect)
 mkdir -p "$OUT"
 for set in caltech:caltech-webfaces/images fddb:fddb/images celeba:celeba-smile-10k/images; do
     name=${set%%:*} images=$DATA/${set#*:}

@@ -167,7 +167,9 @@ fn save(s: &Sample, path: &std::path::Path) -> Result<()> {
 
 /// The `width` x `height` window at the middle of a sample letterboxed to
 /// a larger size (the letterbox centres the photo, so this is the photo's
-/// middle). A face less than 80% inside the window becomes an ignore region.
+/// middle). A face with less of its box inside the window than a training
+/// crop keeps as a face (`crops.min_visible`'s default) becomes an ignore
+/// region; the rest are faces cut by the frame, their boxes cut to it.
 fn middle(s: &Sample, width: u32, height: u32) -> Sample {
     let c = s.channels as usize;
     let (x0, y0) = ((s.width - width) / 2, (s.height - height) / 2);
@@ -191,7 +193,8 @@ fn middle(s: &Sample, width: u32, height: u32) -> Sample {
             let area = |f: &grin_features::FaceBox| (f.x1 - f.x0).max(0.0) * (f.y1 - f.y0).max(0.0);
             let kept = area(&inside) / area(b).max(1e-6);
             (kept > 0.0).then(|| {
-                let smile = if kept < 0.8 { grin_features::Smile::Ignore } else { b.smile };
+                let smile =
+                    if kept < PhotoCrops::default().min_visible { grin_features::Smile::Ignore } else { b.smile };
                 grin_features::FaceBox { smile, ..inside }
             })
         })

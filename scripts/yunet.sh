@@ -1,0 +1,28 @@
+# The YuNet peer (libfacedetection, ../shared/peers/yunet), built once into
+# an ignored folder: sourced by every script that runs it.
+#
+#   . scripts/yunet.sh
+#   YUNET=$(yunet_detect)        # path of yunet-detect, built on first use
+#
+# env: YUNET_BUILD (default target/yunet). The build needs cmake and g++,
+# installed from apt when absent (Debian; sudo when not root).
+
+YUNET_PEER=../shared/peers/yunet
+
+yunet_detect() {
+    local build=${YUNET_BUILD:-target/yunet}
+    if [ ! -x "$build/yunet-detect" ]; then
+        [ -x "$YUNET_PEER/build.sh" ] || { echo "yunet: $YUNET_PEER/build.sh is missing" >&2; return 1; }
+        local missing=() tool
+        for tool in cmake g++; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+        if [ ${#missing[@]} -gt 0 ]; then
+            echo "yunet: installing ${missing[*]}" >&2
+            local sudo=""
+            [ "$(id -u)" -eq 0 ] || sudo=sudo
+            $sudo apt-get update -qq >&2
+            DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+        fi
+        "$YUNET_PEER/build.sh" "$build" >&2
+    fi
+    echo "$build/yunet-detect"
+}
