@@ -133,3 +133,30 @@ fn level_thresholds_fold_into_the_face_biases_and_bad_lists_are_refused() {
     ]);
     assert!(String::from_utf8_lossy(&both.stderr).contains("leave model.score_threshold out"));
 }
+
+#[test]
+fn a_box_scale_folds_into_the_distance_biases_and_a_bad_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("reboxed.grin");
+    let shipped = shipped();
+    let run =
+        grin(&["model-set", "--model", &shipped, "--out", out.to_str().unwrap(), "--box-scale", "1.1,2,1.1,1.25"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let ((before, weights_before), (after, weights_after)) = (read(Path::new(&shipped)), read(&out));
+    assert_eq!(after, before, "the settings stay");
+    let distance = grin_terms::output::DISTANCE;
+    for (head_before, head_after) in weights_before.heads.iter().zip(&weights_after.heads) {
+        let (b0, b1) = (&head_before.convs.last().unwrap().bias, &head_after.convs.last().unwrap().bias);
+        for (i, (x, y)) in b0.iter().zip(b1).enumerate() {
+            let want = match i.checked_sub(distance) {
+                Some(k) if k < 4 => [1.1f32, 2.0, 1.1, 1.25][k].ln(),
+                _ => 0.0,
+            };
+            assert!((y - x - want).abs() < 1e-5, "channel {i}: {x} -> {y}");
+        }
+    }
+    let bad = grin(&["model-set", "--model", &shipped, "--out", out.to_str().unwrap(), "--box-scale", "1,9,1,1"]);
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--box-scale") && stderr.contains("`9` in `1,9,1,1` is not a scale"), "{stderr}");
+}

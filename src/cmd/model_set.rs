@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use grin_model::{file, shift_for_thresholds};
+use grin_model::{file, scales_for_box, shift_for_thresholds};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -25,13 +25,19 @@ pub(crate) struct ModelSetArgs {
     /// file (grin eval, grin-detect, the ONNX export) applies them.
     #[arg(long, value_name = "T8,T16,T32")]
     pub level_thresholds: Option<String>,
+    /// Scales for the predicted box's left, top, right and bottom sides,
+    /// each measured from the point that predicts it, e.g. `1.1,2.05,1.1,1.24`:
+    /// folded into the heads' distance biases. Moves a model's boxes to another
+    /// box definition (docs/design.md, "The face box").
+    #[arg(long, value_name = "L,T,R,B", value_parser = scales_for_box)]
+    pub box_scale: Option<grin_model::BoxScale>,
 }
 
 pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
-    if args.set.sets.is_empty() && args.level_thresholds.is_none() {
+    if args.set.sets.is_empty() && args.level_thresholds.is_none() && args.box_scale.is_none() {
         bail!(
-            "nothing to set: give --set model.KEY=VALUE (e.g. model.second_look.below=0.65) or --level-thresholds \
-             T8,T16,T32"
+            "nothing to set: give --set model.KEY=VALUE (e.g. model.second_look.below=0.65), --level-thresholds \
+             T8,T16,T32 or --box-scale L,T,R,B"
         );
     }
     // Checked before the model is read: a bad list is the flag's error, not the file's.
@@ -50,6 +56,9 @@ pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
         // The folded shifts are relative to 0.5: a logit of 0 is the threshold at every level.
         changed.score_threshold = 0.5;
         model = model.shift_face_logits(shift);
+    }
+    if let Some(scale) = args.box_scale {
+        model = model.scale_box_sides(scale);
     }
     let before = toml::to_string(&spec.model)?;
     spec.model = changed;

@@ -36,7 +36,7 @@ mod targets;
 pub use backend::{values_of, DetectorBackend};
 pub use config::ModelConfig;
 pub use decode::{decode, nested_in, nms, DecodeParams, Detection, NESTED_AREA, NESTED_COVER};
-pub use detector::level_shift::{shift_for_thresholds, LevelShift};
+pub use detector::level_shift::{scales_for_box, shift_for_thresholds, BoxScale, LevelShift};
 pub use detector::{budget, detect, Budget, Detector, DetectorOutput, DetectorSpec};
 pub use device::{StepKernels, TrainBackend};
 pub use file::{load_model, save_model};

@@ -1,4 +1,17 @@
-//! A face-logit shift per output level, folded into each head's bias.
+//! Changes folded into the heads' output biases, so that one score
+//! threshold and one decoder still serve every tool (the Pi binary reads the
+//! folded bias, as do the ONNX graph and every evaluation):
+//!
+//! - a face-logit shift per output level ([`shift_for_thresholds`]);
+//! - a scale per box side ([`scales_for_box`]): each distance from a point
+//!   to the box's left, top, right and bottom edge is `exp` of its channel
+//!   times the stride, so adding `ln(s)` to a side's channel scales that side
+//!   by `s`. A model trained on one box definition so draws another: exact
+//!   for the point at the box's centre, and nearly so for the points near it
+//!   that win NMS (stage 5 started from stage 4's boxes moved this way from
+//!   eyebrows-to-chin to forehead-to-chin, docs/design.md, "The face box").
+//!
+//! The face-logit shift per output level:
 //!
 //! Why per level: one threshold trades the coarse levels (large faces,
 //! portraits) against the finest (small faces, and most false boxes, since
@@ -13,7 +26,7 @@ use crate::points::STRIDES;
 use burn::module::Param;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
-use grin_terms::output::{FACE, OUTPUTS};
+use grin_terms::output::{DISTANCE, FACE, OUTPUTS};
 
 /// One shift per level, finest first (the order of [`STRIDES`]).
 pub type LevelShift = [f32; STRIDES.len()];
@@ -33,14 +46,49 @@ pub fn shift_for_thresholds(text: &str) -> Result<LevelShift, String> {
     shift.try_into().map_err(|_| format!("`{text}`: give one threshold per level (strides {STRIDES:?})"))
 }
 
+/// One scale per box side, in the order of the distance channels: left,
+/// top, right, bottom.
+pub type BoxScale = [f32; 4];
+
+/// `"1.1,2.05,1.1,1.24"`: one scale per side (left, top, right, bottom),
+/// each in 0.25..=4 (past that a model is being retrained, not re-read).
+pub fn scales_for_box(text: &str) -> Result<BoxScale, String> {
+    let scales = text
+        .split(',')
+        .map(|t| match t.trim().parse::<f32>() {
+            Ok(s) if (0.25..=4.0).contains(&s) => Ok(s),
+            _ => Err(format!("`{t}` in `{text}` is not a scale in 0.25..=4")),
+        })
+        .collect::<Result<Vec<f32>, String>>()?;
+    scales.try_into().map_err(|_| format!("`{text}`: give four scales, left, top, right and bottom"))
+}
+
 impl<B: Backend> Detector<B> {
     /// Adds `shift[level]` to the face logit of every location on `level`.
-    pub fn shift_face_logits(mut self, shift: LevelShift) -> Self {
-        for (head, &s) in self.heads.iter_mut().zip(&shift) {
-            let device = head.out.weight.val().device();
+    pub fn shift_face_logits(self, shift: LevelShift) -> Self {
+        self.add_to_output_biases(|level| {
             let mut add = [0.0f32; OUTPUTS];
-            add[FACE] = s;
-            let add = Tensor::from_data(TensorData::new(add.to_vec(), [OUTPUTS]), &device);
+            add[FACE] = shift[level];
+            add
+        })
+    }
+
+    /// Scales every predicted box side by `scale` (left, top, right, bottom).
+    pub fn scale_box_sides(self, scale: BoxScale) -> Self {
+        self.add_to_output_biases(|_| {
+            let mut add = [0.0f32; OUTPUTS];
+            for (k, s) in scale.iter().enumerate() {
+                add[DISTANCE + k] = s.ln();
+            }
+            add
+        })
+    }
+
+    /// Adds `add(level)` to each output channel's bias of that level's head.
+    fn add_to_output_biases(mut self, add: impl Fn(usize) -> [f32; OUTPUTS]) -> Self {
+        for (level, head) in self.heads.iter_mut().enumerate() {
+            let device = head.out.weight.val().device();
+            let add = Tensor::from_data(TensorData::new(add(level).to_vec(), [OUTPUTS]), &device);
             // Every head's output conv has a bias (`Head::new`); one without
             // would start from zero, so the shift is never lost.
             head.out.bias = Some(match head.out.bias.take() {
@@ -67,6 +115,35 @@ mod tests {
         for (bad, named) in [("0.5,0.5", "one threshold per level"), ("0.5,1,0.5", "`1`"), ("0.5,x,0.5", "`x`")] {
             let why = shift_for_thresholds(bad).unwrap_err();
             assert!(why.contains(named), "{bad}: {why}");
+        }
+    }
+
+    #[test]
+    fn box_scales_are_parsed_and_bad_ones_named() {
+        assert_eq!(scales_for_box("1.1, 2,1.1,0.5").unwrap(), [1.1, 2.0, 1.1, 0.5]);
+        for (bad, named) in [("1,1,1", "four scales"), ("1,1,1,5", "`5`"), ("1,0,1,1", "`0`"), ("1,x,1,1", "`x`")] {
+            let why = scales_for_box(bad).unwrap_err();
+            assert!(why.contains(named), "{bad}: {why}");
+        }
+    }
+
+    #[test]
+    fn a_box_scale_moves_each_sides_distance_logit_by_its_log_and_nothing_else() {
+        let spec = DetectorSpec { model: ModelConfig::default(), width: 64, height: 48, channels: 1 };
+        let device = Default::default();
+        let model = spec.init::<NdArray<f32>>(&device);
+        let image = Tensor::<NdArray<f32>, 4>::ones([1, 1, 48, 64], &device) * 0.5;
+        let before = model.forward(image.clone()).raw.into_data().to_vec::<f32>().unwrap();
+        let scale = [1.1, 2.0, 1.1, 1.25];
+        let after = model.scale_box_sides(scale).forward(image).raw.into_data().to_vec::<f32>().unwrap();
+        let n = spec.points().len();
+        for channel in 0..OUTPUTS {
+            let want =
+                (DISTANCE..DISTANCE + 4).contains(&channel).then(|| scale[channel - DISTANCE].ln()).unwrap_or(0.0);
+            for i in 0..n {
+                let moved = after[channel * n + i] - before[channel * n + i];
+                assert!((moved - want).abs() < 1e-5, "channel {channel} point {i}: moved {moved}, want {want}");
+            }
         }
     }
 
