@@ -74,11 +74,28 @@ fn eval_names_a_pyramid_setting_it_cannot_use() {
     for (flag, value, why) in [
         ("--threshold", "1.5", "1.5 must be a score in [0, 1]"),
         ("--nested-cover", "1.5", "1.5 must be a share in [0, 1]"),
-        ("--split", "train", "--split train: training scenes and photos are not held out"),
+        // The training split is not held out: clap offers only the two that are.
+        ("--split", "train", "[possible values: val, test]"),
     ] {
         let out = grin(&["eval", "--model", &model, "--config", &demo(), "--samples", "0", flag, value]);
         assert_eq!(out.status.code(), Some(2));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(flag) && err.contains(why), "{err}");
+    }
+}
+
+#[test]
+fn eval_and_calibrate_name_a_run_that_is_not_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let nope = dir.path().join("nope");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for (run, why) in [(&nope, "no such run"), (&empty, "not a run folder: it holds no config.toml")] {
+        for command in ["eval", "calibrate"] {
+            let out = grin(&[command, "--run", run.to_str().unwrap()]);
+            assert_ne!(out.status.code(), Some(0));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains(&*run.to_string_lossy()) && err.contains(why), "{command}: {err}");
+        }
     }
 }

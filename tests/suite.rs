@@ -19,6 +19,8 @@ mod config_cmd;
 mod doc_examples;
 #[path = "export.rs"]
 mod export;
+#[path = "front_door.rs"]
+mod front_door;
 #[path = "house_rules.rs"]
 mod house_rules;
 #[path = "model_set.rs"]

@@ -41,7 +41,7 @@ finite, and integers and floats are not mixed (1.0, not 1, in a float list). A r
 min <= max, min > 0 when log = true, whole numbers when int = true. The grid sampler needs every
 param as a list. Every value a trial can get is checked by `grin config` before anything runs.
 
-What a study, a worker, pruning, Ctrl-C and the outputs do: README.md, "Sweeps".
+What a study, a worker, pruning, Ctrl-C and the outputs do: docs/sweeps.md.
 Exit status: 0 when every trial is complete or pruned, 1 when some failed, 2 for a bad sweep
 file, command line, storage or dataset build, 130 when interrupted.
 """
@@ -86,9 +86,18 @@ def parser():
     return ap
 
 
+def shown_path(path):
+    """`path` as messages show it: relative to the working folder when it lies inside it, else
+    absolute (a study under /tmp is not `../../tmp/...`)."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith(os.pardir) else relative
+
+
 def main(argv=None):
     # `scripts/sweep ... | head` should end quietly, not with a traceback.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # One progress line at a time, also when the output goes to a file or a pipe.
+    sys.stdout.reconfigure(line_buffering=True)
     ap = parser()
     args = ap.parse_args(argv)
     if not 1 <= args.jobs <= 10_000:
@@ -161,7 +170,7 @@ def study_of(args, sweep, paths, resolved):
         storage_spec, label = args.storage, redacted(args.storage)
     else:
         storage_spec = os.path.abspath(args.storage or paths.journal)
-        label = os.path.relpath(storage_spec)
+        label = shown_path(storage_spec)
         paths.make()
     study = open_study(sweep, open_storage(storage_spec), label, resolved, paths,
                        create=not (args.merge or args.requeue_running),

@@ -43,7 +43,23 @@ pub(crate) struct EvalArgs {
     /// Which held-out scenes and photos: `test` (what is reported) or `val`
     /// (what settings are chosen on, so the test split stays unseen).
     #[arg(long, value_enum, default_value = "test")]
-    pub split: grin_features::Split,
+    pub split: HeldOut,
+}
+
+/// The splits a model is scored on: the training split is not held out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum HeldOut {
+    Val,
+    Test,
+}
+
+impl From<HeldOut> for grin_features::Split {
+    fn from(split: HeldOut) -> Self {
+        match split {
+            HeldOut::Val => grin_features::Split::Val,
+            HeldOut::Test => grin_features::Split::Test,
+        }
+    }
 }
 
 /// `WxH` as two pixel counts (the bounds `train.run_size` has).
@@ -62,14 +78,11 @@ fn check_channels(model_path: &Path, spec: &DetectorSpec, features: &grin_featur
 
 pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     let (model_path, config_path) = match (&args.run, &args.model, &args.config.config) {
-        (Some(run), _, _) => (grin_train::run_model(run, args.best), run.join("config.toml")),
+        (Some(run), _, _) => grin_train::run_model(run, args.best)?,
         (None, Some(m), Some(c)) => (m.clone(), c.clone()),
         _ => anyhow::bail!("give --run runs/<name>, or --model FILE --config FILE"),
     };
-    let split = args.split;
-    if split == grin_features::Split::Train {
-        anyhow::bail!("--split train: training scenes and photos are not held out; give val or test");
-    }
+    let split = grin_features::Split::from(args.split);
     let loaded = grin_train::load_config(&config_path, &args.config.set.sets)?;
     let c = &loaded.config;
     let photos = args.photos.unwrap_or(c.train.eval_photos);
@@ -142,8 +155,8 @@ fn parse_beta(text: &str) -> Result<f32, String> {
 /// file (model.grin, or best.grin with --best).
 pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
     use grin_train::photos::{best_threshold, evaluate_split, PhotoScoring};
-    let model_path = grin_train::run_model(&args.run, args.best);
-    let loaded = grin_train::load_config(&args.run.join("config.toml"), &[])?;
+    let (model_path, config_path) = grin_train::run_model(&args.run, args.best)?;
+    let loaded = grin_train::load_config(&config_path, &[])?;
     let c = &loaded.config;
     let device = Default::default();
     let (mut spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;

@@ -38,6 +38,18 @@ fn outline(img: &mut RgbImage, d: &Detection, thickness: u32, colour: Rgb<u8>) {
     }
 }
 
+/// What `--draw` says once it has written `target`: where, and what the
+/// colours mean (each face's box, score and smile are in the report).
+pub(crate) fn wrote(target: &Path, detections: &[Detection]) -> String {
+    let smiling = detections.iter().filter(|d| d.smile >= 0.5).count();
+    format!(
+        "wrote {}: {} face(s) outlined, {smiling} green (smiling), {} orange (not smiling)",
+        target.display(),
+        detections.len(),
+        detections.len() - smiling
+    )
+}
+
 /// Where image `index` (0-based) of `count` is drawn: `out` itself for a
 /// single image, else `out` with `-1`, `-2`, ... before the extension.
 pub(crate) fn output_path(out: &Path, index: usize, count: usize) -> PathBuf {
@@ -65,6 +77,13 @@ pub(crate) fn save(drawing: &RgbImage, target: &Path, inputs: &[&Path]) -> anyho
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_message_names_the_file_and_the_colours() {
+        let d = |smile| Detection { x0: 0.0, y0: 0.0, x1: 9.0, y1: 9.0, score: 0.9, smile };
+        let text = wrote(Path::new("out.png"), &[d(0.9), d(0.1), d(0.2)]);
+        assert_eq!(text, "wrote out.png: 3 face(s) outlined, 1 green (smiling), 2 orange (not smiling)");
+    }
 
     #[test]
     fn output_paths_are_numbered_only_for_several_images() {

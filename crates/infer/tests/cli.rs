@@ -335,6 +335,9 @@ fn draw_writes_one_picture_per_image_with_boxes() {
     assert_eq!(drawn.dimensions(), (320, 240));
     // The scene is grey; only box outlines have colour.
     assert!(drawn.pixels().any(|p| p.0[0] != p.0[1] || p.0[1] != p.0[2]));
+    // It says where it wrote, and what the colours mean.
+    let said = text(&run.stderr);
+    assert!(said.contains(&format!("wrote {}: ", out.display())) && said.contains("green (smiling)"), "{said}");
 
     let plain = dir.path().join("plain.png");
     write_plain_png(&plain);

@@ -145,13 +145,33 @@ fn finished_run(run_dir: &Path) -> Option<String> {
 
 /// The model file of a finished run: `best.grin` (the step with the best
 /// validation score) when `best`, else `model.grin` (the last step).
-pub fn run_model(run_dir: &Path, best: bool) -> PathBuf {
+fn model_path(run_dir: &Path, best: bool) -> PathBuf {
     run_dir.join(if best { crate::best::BEST_MODEL } else { "model.grin" })
+}
+
+/// [`model_path`] of a run the user named (`--run`), and the run's
+/// `config.toml`: a folder that is missing, or holds no run, is named as
+/// such rather than by the first file a command fails to open.
+pub fn run_model(run_dir: &Path, best: bool) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let shown = run_dir.display();
+    if !run_dir.is_dir() {
+        anyhow::bail!("{shown}: no such run (a run folder is runs/<name>, or <runs-dir>/<name>)");
+    }
+    let config = run_dir.join("config.toml");
+    if !config.is_file() {
+        anyhow::bail!("{shown}: not a run folder: it holds no config.toml (grin train writes one)");
+    }
+    let model = model_path(run_dir, best);
+    if !model.is_file() {
+        let why = if best { "the run kept no best.grin (train.eval_every was 0)" } else { "the run has not finished" };
+        anyhow::bail!("{shown}: no {}: {why}", model.file_name().unwrap_or_default().to_string_lossy());
+    }
+    Ok((model, config))
 }
 
 /// `checkpoint.ckpt`, `model.grin` and `metrics.csv` of a run folder.
 pub(crate) fn run_paths(run_dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    (run_dir.join("checkpoint.ckpt"), run_model(run_dir, false), run_dir.join("metrics.csv"))
+    (run_dir.join("checkpoint.ckpt"), model_path(run_dir, false), run_dir.join("metrics.csv"))
 }
 
 #[cfg(test)]

@@ -260,9 +260,13 @@ fn detect_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         if let Some(out) = &cli.draw {
             let target = draw::output_path(out, i, cli.images.len());
             let inputs: Vec<&Path> = cli.images.iter().map(PathBuf::as_path).collect();
-            if let Err(e) = draw::save(&draw::draw(&image, &detections), &target, &inputs) {
-                report_failure(&target, &e);
-                ok = false;
+            match draw::save(&draw::draw(&image, &detections), &target, &inputs) {
+                // On standard error, so that --json's standard output stays one line per image.
+                Ok(()) => eprintln!("{}", draw::wrote(&target, &detections)),
+                Err(e) => {
+                    report_failure(&target, &e);
+                    ok = false;
+                }
             }
         }
     }
