@@ -43,6 +43,15 @@ pub struct ModelConfig {
     /// and run configs without it read as they did.
     #[serde(skip_serializing_if = "is_zero")]
     pub fine_head: usize,
+    /// The face sizes each output level learns, as a multiple of
+    /// `points::SIZE_RANGES` (a face's longer side; seams at 32-48 and
+    /// 80-96 px): training's target assignment only. The ranges were set for
+    /// square face boxes; a box drawn forehead to chin is 1.63 times as tall
+    /// for the same face (docs/design.md, "The face box"), and at 1.63 each
+    /// level keeps the faces it learned on the square box. A 1 is not
+    /// written, so files and run configs without it read as they did.
+    #[serde(skip_serializing_if = "is_one")]
+    pub level_scale: f32,
     /// Boxes scoring low are looked at again on a close cut (`look.rs`).
     #[serde(skip_serializing_if = "SecondLook::is_off")]
     pub second_look: SecondLook,
@@ -64,6 +73,7 @@ impl Default for ModelConfig {
             pyramid_above: 96.0,
             top_down: false,
             fine_head: 0,
+            level_scale: 1.0,
             second_look: SecondLook::default(),
         }
     }
@@ -81,6 +91,10 @@ pub(crate) fn check_pyramid_above(above: f32) -> Result<(), String> {
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+fn is_one(scale: &f32) -> bool {
+    *scale == 1.0
 }
 
 /// Widest stride-8 head a config may ask for: far past the parameter budget.
@@ -126,6 +140,9 @@ impl ModelConfig {
             return Err(format!(
                 "key `model.fine_head`: {f} must be 0 (the tap's width) or a multiple of 4 up to {MAX_FINE_HEAD}"
             ));
+        }
+        if !(0.25..=4.0).contains(&self.level_scale) {
+            return Err(format!("key `model.level_scale`: {} must be within 0.25..=4", self.level_scale));
         }
         self.second_look.validate()?;
         check_pyramid_above(self.pyramid_above).map_err(|e| format!("key `model.pyramid_above`: {e}"))

@@ -55,7 +55,7 @@ impl DetectorSpec {
     }
 
     pub fn points(&self) -> Points {
-        Points::new(self.width, self.height)
+        Points::with_level_scale(self.width, self.height, self.model.level_scale)
     }
 
     pub fn init<B: Backend>(&self, device: &B::Device) -> Detector<B> {

@@ -29,7 +29,15 @@ pub struct Points {
 }
 
 impl Points {
+    /// The points of a `width` x `height` frame, each level learning the
+    /// face sizes of [`SIZE_RANGES`].
     pub fn new(width: usize, height: usize) -> Points {
+        Points::with_level_scale(width, height, 1.0)
+    }
+
+    /// As [`Points::new`], each level's face sizes times `level_scale`
+    /// (`model.level_scale`).
+    pub fn with_level_scale(width: usize, height: usize, level_scale: f32) -> Points {
         let mut p = Points {
             width,
             height,
@@ -55,8 +63,8 @@ impl Points {
                     p.cx.push((col as f32 + 0.5) * stride as f32);
                     p.cy.push((row as f32 + 0.5) * stride as f32);
                     p.stride.push(stride as f32);
-                    p.size_lo.push(SIZE_RANGES[level].0);
-                    p.size_hi.push(SIZE_RANGES[level].1);
+                    p.size_lo.push(SIZE_RANGES[level].0 * level_scale);
+                    p.size_hi.push(SIZE_RANGES[level].1 * level_scale);
                 }
             }
         }
@@ -69,5 +77,24 @@ impl Points {
 
     pub fn is_empty(&self) -> bool {
         self.cx.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_level_scale_moves_every_levels_face_sizes_and_nothing_else() {
+        let (plain, scaled) = (Points::new(64, 48), Points::with_level_scale(64, 48, 1.63));
+        assert_eq!(
+            (plain.levels.clone(), plain.cx.clone(), plain.stride.clone()),
+            (scaled.levels, scaled.cx, scaled.stride)
+        );
+        for i in 0..plain.len() {
+            assert_eq!(scaled.size_lo[i], plain.size_lo[i] * 1.63);
+            assert_eq!(scaled.size_hi[i], plain.size_hi[i] * 1.63);
+        }
+        assert_eq!(plain.size_hi[0], SIZE_RANGES[0].1, "the default is the ranges as set");
     }
 }
