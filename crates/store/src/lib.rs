@@ -89,4 +89,4 @@ pub use merge::merge;
 pub use order::{BatchOrder, BatchReader, Draws, OrderOptions};
 pub use reader::Store;
 pub use verify::{verify, BadShard, VerifyReport};
-pub use writer::{write_dataset, Event, Plan, Summary, DEFAULT_SHARD_BYTES};
+pub use writer::{write_dataset, Event, Plan, Summary, DEFAULT_SHARD_BYTES, MAX_SAMPLES};

@@ -48,11 +48,15 @@ pub(crate) fn lock_for_writing(dir: &Path, mode: LockMode) -> Result<Option<Fold
 }
 
 /// A shared lock for a reader, refused while a whole-dataset writer or a
-/// merge is at work. A dataset whose lock file cannot be opened at all, or
-/// on a filesystem without locks, is read without a lock: nothing can
-/// rewrite it there through grin either.
+/// merge is at work. A dataset whose lock file cannot be opened (a
+/// read-only mount where none was made), or on a filesystem without locks,
+/// is read without a lock: nothing can rewrite it there through grin
+/// either. A lock file that is a link, a folder or a FIFO is refused by
+/// name, as writers refuse it.
 pub(crate) fn lock_for_reading(dir: &Path) -> Result<Option<FolderLock>> {
-    match try_lock(&dir.join(LOCK_FILE), LockMode::Shared) {
+    let path = dir.join(LOCK_FILE);
+    match try_lock(&path, LockMode::Shared) {
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Err(StoreError::io(&path, e)),
         Ok(Locked::Held(file)) => Ok(Some(FolderLock { _file: file })),
         Ok(Locked::Busy(_)) => Err(StoreError::Locked {
             path: dir.to_path_buf(),
