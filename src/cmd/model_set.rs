@@ -13,7 +13,7 @@ pub(crate) struct ModelSetArgs {
     #[arg(long)]
     pub model: PathBuf,
     /// Where to write the changed model (default: MODEL, rewritten in place).
-    #[arg(long)]
+    #[arg(long, value_name = super::OUT)]
     pub out: Option<PathBuf>,
     /// The decision settings to change: `--set` as every command takes it,
     /// here only `model.` keys (e.g. `--set model.second_look.below=0.65`).
@@ -39,6 +39,13 @@ pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
         Some(text) => Some(shift_for_thresholds(text).map_err(|e| anyhow::anyhow!("--level-thresholds {e}"))?),
         None => None,
     };
+    // Rewritten in place: held (locked, its content noted) before it is
+    // read, written back only if no one changed it meanwhile, and a second
+    // model-set or calibrate on it refused while this one runs (two
+    // model-sets lost one of their changes, issue 90).
+    let out = args.out.as_ref().unwrap_or(&args.model);
+    let in_place = args.out.is_none() || grin_output::is_same_file(out, &args.model);
+    let held = if in_place { Some(grin_output::hold(&args.model)?) } else { None };
     let device = Default::default();
     let (mut spec, mut model) = file::load_model::<burn_ndarray::NdArray<f32>>(&args.model, &device)?;
     let mut changed = grin_train::set_model_keys(&spec.model, &args.set.sets)
@@ -53,8 +60,11 @@ pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
     }
     let before = toml::to_string(&spec.model)?;
     spec.model = changed;
-    let out = args.out.as_ref().unwrap_or(&args.model);
-    file::save_model(out, &spec, &model)?;
+    let bytes = file::to_bytes(&spec, &model);
+    match &held {
+        Some(held) => held.write_back(&bytes)?,
+        None => grin_output::write_file(out, &[&args.model], &bytes)?,
+    }
     outln!("{}: {} with [model] now:", out.display(), args.model.display());
     let after = toml::to_string(&spec.model)?;
     // Each line of the new table, marked where it differs from the old one.

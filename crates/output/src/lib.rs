@@ -86,6 +86,15 @@ pub fn check(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
     }
 }
 
+/// Whether `a` and `b` name one existing file (by device and inode: a
+/// link or a hard link to it counts).
+pub fn is_same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => same_file(&a, &b),
+        _ => false,
+    }
+}
+
 /// A check run once the new bytes are written and synced, just before they
 /// replace the file: an error leaves the file as it is.
 type BeforeRename<'a> = Option<&'a dyn Fn() -> Result<(), OutputError>>;

@@ -72,17 +72,6 @@ pub fn hold(path: &Path) -> Result<Held, OutputError> {
 }
 
 impl Held {
-    /// The path it was held by.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Whether `other` names this same file (by device and inode: a link
-    /// to it counts); false when `other` does not exist.
-    pub fn is(&self, other: &Path) -> bool {
-        std::fs::metadata(other).is_ok_and(|m| identity(&m) == (self.stamp.device, self.stamp.inode))
-    }
-
     /// Writes `bytes` over the file as [`crate::write_file`] does, unless
     /// it changed since it was held: then nothing is written and the error
     /// says so.

@@ -113,6 +113,17 @@ pub struct LoadedConfig {
     pub config: GrinConfig,
 }
 
+impl LoadedConfig {
+    /// What a command reading this config reads: the config file and every
+    /// file and folder its source names. Its outputs must be none of them,
+    /// nor inside one of the folders (`grin_output`'s rule).
+    pub fn inputs(&self) -> Vec<&Path> {
+        let mut inputs = vec![self.path.as_path()];
+        inputs.extend(self.config.features.source.inputs());
+        inputs
+    }
+}
+
 /// Largest config file read: a config is a page of TOML, and a path like
 /// `/dev/zero` must not be read forever.
 pub(crate) const MAX_CONFIG_BYTES: u64 = 1 << 20;
