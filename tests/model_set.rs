@@ -102,7 +102,9 @@ fn level_thresholds_fold_into_the_face_biases_and_bad_lists_are_refused() {
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let ((before, weights_before), (after, weights_after)) = (read(Path::new(&shipped)), read(&out));
     assert_eq!(after.score_threshold, 0.5);
-    assert_eq!(grin_model::ModelConfig { score_threshold: before.score_threshold, ..after }, before);
+    assert_eq!(after.level_thresholds, Some([0.6, 0.5, 0.4]), "the file records what its weights hold");
+    let unrecorded = grin_model::ModelConfig { level_thresholds: None, ..after.clone() };
+    assert_eq!(grin_model::ModelConfig { score_threshold: before.score_threshold, ..unrecorded }, before);
     // Each head's last conv: the face logit's bias moves by logit(0.5) - logit(T), the rest stays.
     for ((head_before, head_after), t) in weights_before.heads.iter().zip(&weights_after.heads).zip([0.6f32, 0.5, 0.4])
     {
@@ -112,6 +114,33 @@ fn level_thresholds_fold_into_the_face_biases_and_bad_lists_are_refused() {
         assert!((b1[face] - b0[face] - want).abs() < 1e-5, "{t}: {} -> {}", b0[face], b1[face]);
         assert!(b0.iter().zip(b1).enumerate().all(|(i, (x, y))| i == face || x == y));
     }
+    // Issue 90: given again, the thresholds apply once (6 faces became 18).
+    let again = grin(&["model-set", "--model", out.to_str().unwrap(), "--level-thresholds", "0.6,0.5,0.4"]);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    let (twice, weights_twice) = read(&out);
+    assert_eq!(twice, after);
+    assert!(weights_twice == weights_after, "a second application shifts nothing");
+    // Other thresholds replace them: as if folded once into the original.
+    let moved = dir.path().join("moved.grin");
+    let run = grin(&[
+        "model-set",
+        "--model",
+        out.to_str().unwrap(),
+        "--out",
+        moved.to_str().unwrap(),
+        "--level-thresholds",
+        "0.5,0.5,0.5",
+    ]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    for (head_before, head_moved) in weights_before.heads.iter().zip(&read(&moved).1.heads) {
+        let (b0, b1) = (&head_before.convs.last().unwrap().bias, &head_moved.convs.last().unwrap().bias);
+        assert!(b0.iter().zip(b1).all(|(x, y)| (x - y).abs() < 1e-5), "back to the original biases");
+    }
+    // The record is not a key to set by hand.
+    let by_hand =
+        grin(&["model-set", "--model", out.to_str().unwrap(), "--set", "model.level_thresholds=[0.3, 0.3, 0.3]"]);
+    assert_eq!(by_hand.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&by_hand.stderr).contains("change it with --level-thresholds"));
     for (list, want) in
         [("0.5,0.4", "one threshold per level"), ("0.5,1.2,0.4", "`1.2` in `0.5,1.2,0.4` is not a face score")]
     {

@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use grin_model::{file, shift_for_thresholds};
+use grin_model::{file, parse_level_thresholds, shift_between};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -22,7 +22,8 @@ pub(crate) struct ModelSetArgs {
     /// Face-score thresholds per output level, finest first (strides 8, 16,
     /// 32), e.g. `0.47,0.40,0.35`: folded into each head's face bias, with
     /// the file's own threshold set to 0.5, so every tool that reads the
-    /// file (grin eval, grin-detect, the ONNX export) applies them.
+    /// file (grin eval, grin-detect, the ONNX export) applies them. The file
+    /// records them: given again, they replace the ones folded before.
     #[arg(long, value_name = "T8,T16,T32")]
     pub level_thresholds: Option<String>,
 }
@@ -35,8 +36,8 @@ pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
         );
     }
     // Checked before the model is read: a bad list is the flag's error, not the file's.
-    let shift = match &args.level_thresholds {
-        Some(text) => Some(shift_for_thresholds(text).map_err(|e| anyhow::anyhow!("--level-thresholds {e}"))?),
+    let thresholds = match &args.level_thresholds {
+        Some(text) => Some(parse_level_thresholds(text).map_err(|e| anyhow::anyhow!("--level-thresholds {e}"))?),
         None => None,
     };
     // Rewritten in place: held (locked, its content noted) before it is
@@ -50,13 +51,16 @@ pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
     let (mut spec, mut model) = file::load_model::<burn_ndarray::NdArray<f32>>(&args.model, &device)?;
     let mut changed = grin_train::set_model_keys(&spec.model, &args.set.sets)
         .map_err(|e| anyhow::anyhow!("{}: not changed: {e:#}", args.model.display()))?;
-    if let Some(shift) = shift {
+    if let Some(thresholds) = thresholds {
         if changed.score_threshold != spec.model.score_threshold {
             bail!("--level-thresholds sets the file's own threshold to 0.5; leave model.score_threshold out");
         }
         // The folded shifts are relative to 0.5: a logit of 0 is the threshold at every level.
         changed.score_threshold = 0.5;
-        model = model.shift_face_logits(shift);
+        // From what the weights already hold, recorded in the file: given
+        // twice, the thresholds apply once (6 faces became 18, issue 90).
+        model = model.shift_face_logits(shift_between(spec.model.level_thresholds, thresholds));
+        changed.level_thresholds = Some(thresholds);
     }
     let before = toml::to_string(&spec.model)?;
     spec.model = changed;

@@ -84,6 +84,7 @@ mod writer;
 pub use error::StoreError;
 pub use fingerprint::{format_stale, Fingerprint};
 pub use layout::RecordLayout;
+pub use lock::refuse_if_being_written;
 pub use manifest::{ClassCounts, Manifest, ShardEntry};
 pub use merge::merge;
 pub use order::{BatchOrder, BatchReader, Draws, OrderOptions};

@@ -66,6 +66,23 @@ pub(crate) fn lock_for_reading(dir: &Path) -> Result<Option<FolderLock>> {
     }
 }
 
+/// An error when a whole-dataset writer or a merge is writing `dir` now
+/// (it holds the lock exclusively): a dataset without its manifest yet is
+/// being written, not missing. Otherwise nothing, without taking the lock.
+pub fn refuse_if_being_written(dir: &Path) -> Result<()> {
+    let path = dir.join(LOCK_FILE);
+    if !path.is_file() {
+        return Ok(());
+    }
+    match try_lock(&path, LockMode::Shared) {
+        Ok(Locked::Busy(_)) => Err(StoreError::Locked {
+            path: dir.to_path_buf(),
+            message: "a grin precompute or merge is writing this dataset now; wait for it to finish",
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Creates (or opens) a shard's temporary file and locks it exclusively,
 /// so that two part writers whose ranges overlap never write one shard at
 /// once. The file is emptied only once the lock is held.

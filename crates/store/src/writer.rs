@@ -124,13 +124,13 @@ struct Writer {
 }
 
 impl Writer {
-    /// Opens (creating) `dir` for `plan`, refusing a folder that holds a
-    /// dataset of another config or layout: mixing shards would be silent corruption.
+    /// Opens (creating) `dir` for `plan`. What it holds is checked in
+    /// [`Writer::run`], once the folder's lock is held: a folder another
+    /// grin is writing or reading is refused for that, not for its
+    /// half-written shards looking like another config's (issue 90).
     fn create(dir: &Path, plan: Plan) -> Result<Writer> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-        let writer = Writer { dir: dir.to_path_buf(), plan };
-        writer.check_existing()?;
-        Ok(writer)
+        Ok(Writer { dir: dir.to_path_buf(), plan })
     }
 
     fn check_existing(&self) -> Result<()> {
@@ -194,7 +194,9 @@ impl Writer {
         }
         let whole = range == (0..self.plan.shard_count);
         let _lock = lock_for_writing(&self.dir, if whole { LockMode::Exclusive } else { LockMode::Shared })?;
-        // Again under the lock: another writer may have finished since `create`.
+        // Refuses a folder that holds a dataset of another config or layout
+        // (mixing shards would be silent corruption); under the lock, so no
+        // other writer is changing what it holds.
         self.check_existing()?;
         let mut entries: Vec<Option<ShardEntry>> = Vec::new();
         let (mut reused_records, mut pending_shards, mut pending_records) = (0, 0, 0);

@@ -179,6 +179,12 @@ impl GrinConfig {
             bail!("key `name`: {:?} must be a plain folder name", c.name);
         }
         c.model.validate().map_err(anyhow::Error::msg)?;
+        if c.model.level_thresholds.is_some() {
+            bail!(
+                "key `model.level_thresholds`: records thresholds `grin model-set --level-thresholds` folded into a \
+                 trained model's weights; a config cannot set it"
+            );
+        }
         if c.train.val_photos > 0 && !f.source.has_annotated_photos() {
             bail!(
                 "key `train.val_photos`: {} needs real photos with faces in features.source (caltech, celeba_aligned, \

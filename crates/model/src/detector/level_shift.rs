@@ -9,6 +9,7 @@
 //! bias), the ONNX graph and every evaluation unchanged.
 
 use super::Detector;
+use crate::config::LevelThresholds;
 use crate::points::STRIDES;
 use burn::module::Param;
 use burn::tensor::backend::Backend;
@@ -18,10 +19,8 @@ use grin_terms::output::{FACE, OUTPUTS};
 /// One shift per level, finest first (the order of [`STRIDES`]).
 pub type LevelShift = [f32; STRIDES.len()];
 
-/// The shift that makes a detector whose score threshold is 0.5 (logit 0)
-/// keep a face on level `l` at score `thresholds[l]`: `"0.5,0.45,0.4"`, one
-/// face score in (0, 1) per level, finest first.
-pub fn shift_for_thresholds(text: &str) -> Result<LevelShift, String> {
+/// `"0.5,0.45,0.4"`: one face score in (0, 1) per level, finest first.
+pub fn parse_level_thresholds(text: &str) -> Result<LevelThresholds, String> {
     let scores = text
         .split(',')
         .map(|t| match t.trim().parse::<f32>() {
@@ -29,8 +28,22 @@ pub fn shift_for_thresholds(text: &str) -> Result<LevelShift, String> {
             _ => Err(format!("`{t}` in `{text}` is not a face score in (0, 1)")),
         })
         .collect::<Result<Vec<f32>, String>>()?;
-    let shift: Vec<f32> = scores.iter().map(|&t| (1.0 - t).ln() - t.ln()).collect();
-    shift.try_into().map_err(|_| format!("`{text}`: give one threshold per level (strides {STRIDES:?})"))
+    scores.try_into().map_err(|_| format!("`{text}`: give one threshold per level (strides {STRIDES:?})"))
+}
+
+/// The shift that makes a detector whose score threshold is 0.5 (logit 0)
+/// keep a face on level `l` at score `to[l]`, from weights that already
+/// hold the shift for `from` (a file's `level_thresholds`; None: none):
+/// the same thresholds given twice shift nothing the second time.
+pub fn shift_between(from: Option<LevelThresholds>, to: LevelThresholds) -> LevelShift {
+    let logit_shift = |t: f32| (1.0 - t).ln() - t.ln();
+    let mut shift = to.map(logit_shift);
+    if let Some(from) = from {
+        for (s, f) in shift.iter_mut().zip(from) {
+            *s -= logit_shift(f);
+        }
+    }
+    shift
 }
 
 impl<B: Backend> Detector<B> {
@@ -61,13 +74,18 @@ mod tests {
 
     #[test]
     fn thresholds_become_shifts_and_bad_ones_are_named() {
-        let shift = shift_for_thresholds("0.5, 0.25,0.75").unwrap();
+        let thresholds = parse_level_thresholds("0.5, 0.25,0.75").unwrap();
+        let shift = shift_between(None, thresholds);
         let want = [0.0, 3f32.ln(), -(3f32.ln())];
         assert!(shift.iter().zip(want).all(|(s, w)| (s - w).abs() < 1e-6), "{shift:?}");
         for (bad, named) in [("0.5,0.5", "one threshold per level"), ("0.5,1,0.5", "`1`"), ("0.5,x,0.5", "`x`")] {
-            let why = shift_for_thresholds(bad).unwrap_err();
+            let why = parse_level_thresholds(bad).unwrap_err();
             assert!(why.contains(named), "{bad}: {why}");
         }
+        // Over weights that hold them already, the same thresholds shift nothing (issue 90).
+        assert_eq!(shift_between(Some(thresholds), thresholds), [0.0; 3]);
+        let moved = shift_between(Some([0.5, 0.5, 0.5]), thresholds);
+        assert!(moved.iter().zip(want).all(|(s, w)| (s - w).abs() < 1e-6), "{moved:?}");
     }
 
     #[test]

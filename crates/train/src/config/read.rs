@@ -51,6 +51,9 @@ pub fn set_model_keys(model: &ModelConfig, sets: &[String]) -> Result<ModelConfi
         .map_err(|e| anyhow::anyhow!(key_error(e)))?;
     changed.validate().map_err(|e| anyhow::anyhow!(e))?;
     if let Some(key) = model.architecture_change(&changed) {
+        if key == "model.level_thresholds" {
+            bail!("key `{key}`: records what the weights hold; change it with --level-thresholds, which folds them in");
+        }
         bail!("key `{key}`: shapes the weights, so it is set by training, not in a model file");
     }
     // An off look is not written, so its other keys would be lost unseen.

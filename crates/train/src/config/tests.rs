@@ -180,3 +180,13 @@ fn a_run_name_past_a_folder_names_bound_is_refused_by_key() {
     assert!(e.len() < 400, "one short line: {} bytes", e.len());
     assert!(load(&path, &[format!("name={:?}", "n".repeat(255))]).is_ok());
 }
+
+/// `model.level_thresholds` records what `grin model-set` folded into a
+/// trained model's weights: a config setting it would train with a record
+/// of shifts the weights do not hold.
+#[test]
+fn a_config_cannot_set_the_folded_level_thresholds() {
+    let (_dir, path) = write("name = \"x\"\n[model]\nlevel_thresholds = [0.5, 0.4, 0.3]\n");
+    let e = error(&path, &[]);
+    assert!(e.contains("key `model.level_thresholds`") && e.contains("a config cannot set it"), "{e}");
+}
