@@ -822,3 +822,22 @@ fn more_flags_that_cannot_apply_and_counts_past_their_bound_are_refused_by_name(
     assert_eq!(out.status.code(), Some(2), "{}", &e[..300.min(e.len())]);
     assert!(e.contains("key `name`") && e.contains("at most 255") && e.len() < 600, "{}", &e[..300.min(e.len())]);
 }
+
+/// Issue 90: a run writes its resolved config as RUN/config.toml; given
+/// that file as its --config, it wrote over its own input. Refused unless
+/// the run would write it back unchanged (a resume from the saved config).
+#[test]
+fn a_run_never_rewrites_the_config_it_was_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(runs.join("tiny")).unwrap();
+    let config = write_config(&runs.join("tiny"), "");
+    let own = runs.join("tiny/config.toml");
+    std::fs::rename(&config, &own).unwrap();
+    let before = std::fs::read(&own).unwrap();
+    let out = grin(&["train", "--backend", "cpu", "--quiet", "--no-balance"], &own, &runs);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("is the run's own config.toml") && e.contains("copy it elsewhere"), "{e}");
+    assert_eq!(std::fs::read(&own).unwrap(), before);
+}

@@ -229,3 +229,24 @@ fn a_model_replaced_meanwhile_is_kept_not_written_over() {
     drop(held);
     assert_eq!(read(&model).0.nms_iou, 0.3);
 }
+
+/// Issue 90: SIGTERM during `grin model-set` (or `export`) left a
+/// full-size temporary file beside the model. The next write into that
+/// folder removes it, and says so.
+#[test]
+fn a_temporary_file_a_killed_run_left_is_removed_by_the_next_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.grin");
+    std::fs::copy(shipped(), &model).unwrap();
+    let left = dir.path().join(".m.grin.grin-Zq81xY.tmp");
+    std::fs::copy(shipped(), &left).unwrap();
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(&left).unwrap().set_modified(an_hour_ago).unwrap();
+    let run = grin(&["model-set", "--model", model.to_str().unwrap(), "--set", "model.nms_iou=0.45"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(!left.exists(), "the killed run's temporary file is gone");
+    assert!(stderr.contains("note: removed") && stderr.contains(".m.grin.grin-Zq81xY.tmp"), "{stderr}");
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["m.grin"]);
+}
