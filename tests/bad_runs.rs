@@ -811,6 +811,31 @@ fn more_flags_that_cannot_apply_and_counts_past_their_bound_are_refused_by_name(
         assert!(e.contains(named) && !e.contains("panicked"), "{args:?}: {e}");
     }
     assert!(!store.exists(), "nothing built");
+    // A photo size with no photo to score, a mode named twice, --samples for a store that holds another count.
+    let built = dir.path().join("built");
+    assert!(precompute(&config, &built, &[]).status.success());
+    let b = built.to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["eval", "--samples", "1", "--photos", "0", "--model", m, "--config", c, "--own-size"],
+            "--own-size: no photos are scored",
+        ),
+        (
+            &["eval", "--samples", "1", "--photos", "0", "--model", m, "--config", c, "--run-size", "640x480"],
+            "--run-size: no photos are scored",
+        ),
+        (
+            &["bench", "modes", "--backend", "cpu", "--config", c, "--modes", "in-vram,in-vram"],
+            "--modes: in-vram is named twice",
+        ),
+        (&["bench", "step", "--backend", "cpu", "--config", c, "--store", b, "--samples", "9"], "--samples 9: "),
+    ];
+    for (args, named) in cases {
+        let out = Command::new(GRIN).args(args).current_dir(dir.path()).output().unwrap();
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(named), "{args:?}: {e}");
+    }
     // A run name past a folder name's bound (900 KB, in a config: an
     // argument that long is past the OS's bound): named by key, in one short line.
     let text = std::fs::read_to_string(&config)

@@ -11,7 +11,7 @@ use grin_train::LoadedConfig;
 use grin_train::OptimizerImpl;
 use grin_train::{build_feed, FeedPlan, Mode};
 use grin_train::{train, RunSpec};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub(crate) struct BalanceArgs {
@@ -52,9 +52,9 @@ pub(crate) struct BenchStepArgs {
     /// The precomputed dataset to cut batches from (built there from the config if missing).
     #[arg(long, default_value = "runs/bench-step/data")]
     pub store: PathBuf,
-    /// Samples in the store when it has to be built.
-    #[arg(long, default_value_t = 1024, value_parser = super::count::<u64>(grin_store::MAX_SAMPLES))]
-    pub samples: u64,
+    /// Samples in the store when it has to be built [default: 1024].
+    #[arg(long, value_parser = super::count::<u64>(grin_store::MAX_SAMPLES))]
+    pub samples: Option<u64>,
     /// Untimed steps first (allocation, first touch, autotune).
     #[arg(long, default_value_t = 10, value_parser = super::count_or_zero::<usize>(super::MAX_STEPS))]
     pub warmup: usize,
@@ -88,9 +88,10 @@ pub(crate) struct BenchModesArgs {
     /// Training steps per mode.
     #[arg(long, default_value_t = 60, value_parser = super::count::<usize>(super::MAX_STEPS))]
     pub steps: usize,
-    /// Samples in the precomputed dataset the store modes read.
-    #[arg(long, default_value_t = 512, value_parser = super::count::<u64>(grin_store::MAX_SAMPLES))]
-    pub samples: u64,
+    /// Samples in the precomputed dataset the store modes read, when it has
+    /// to be built [default: 512].
+    #[arg(long, value_parser = super::count::<u64>(grin_store::MAX_SAMPLES))]
+    pub samples: Option<u64>,
     /// Folder of the store (`data`) and of one run per mode, each replaced.
     #[arg(long, value_name = super::OUT_DIR, default_value = "runs/bench-modes")]
     pub runs_dir: PathBuf,
@@ -118,12 +119,32 @@ fn timed_mode(text: &str) -> Result<Mode, String> {
     }
 }
 
-/// The modes to time, in order: the three when none is named.
-fn chosen_modes(modes: &[Mode]) -> Vec<Mode> {
-    if modes.is_empty() {
-        vec![Mode::OnTheFly, Mode::Precomputed, Mode::InVram]
-    } else {
-        modes.to_vec()
+/// The modes to time, in order: the three when none is named. A mode
+/// named twice would be timed twice into one run folder, the second run
+/// replacing the first: refused.
+fn chosen_modes(modes: &[Mode]) -> Result<Vec<Mode>> {
+    if let Some((i, twice)) = modes.iter().enumerate().find(|&(i, m)| modes[..i].contains(m)) {
+        anyhow::bail!("--modes: {} is named twice (at {}); name each mode once", twice.name(), i + 1);
+    }
+    Ok(if modes.is_empty() { vec![Mode::OnTheFly, Mode::Precomputed, Mode::InVram] } else { modes.to_vec() })
+}
+
+/// The dataset a benchmark reads at `dir`, built there with `samples` (or
+/// `default`) when missing. `--samples` given for a dataset that holds
+/// another count would change nothing: refused, naming both counts.
+fn bench_store(c: &grin_train::GrinConfig, dir: &Path, samples: Option<u64>, default: u64) -> Result<()> {
+    if !dir.join("manifest.json").exists() {
+        grin_train::write_whole_store(&c.features, samples.unwrap_or(default), dir)?;
+        return Ok(());
+    }
+    let held = grin_store::Manifest::load(dir)?.samples;
+    match samples {
+        Some(asked) if asked != held => anyhow::bail!(
+            "--samples {asked}: {} holds {held} samples already and is not rebuilt; leave --samples out, or give \
+             another folder",
+            dir.display()
+        ),
+        _ => Ok(()),
     }
 }
 
@@ -162,9 +183,7 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
         super::check_outputs(&[path], &inputs)?;
     }
     let c = &loaded.config;
-    if !args.store.join("manifest.json").exists() {
-        grin_train::write_whole_store(&c.features, args.samples, &args.store)?;
-    }
+    bench_store(c, &args.store, args.samples, 1024)?;
     let store = grin_train::bench::open_store(&args.store, &c.features, false)?;
     if let Some(path) = &args.json {
         // Again, now that a store built here is a folder: before the timing.
@@ -242,7 +261,7 @@ struct ModeRow {
 
 fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, device: &B::Device) -> Result<()> {
     let loaded = args.config.load()?;
-    let chosen = chosen_modes(&args.modes);
+    let chosen = chosen_modes(&args.modes)?;
     let dir = args.runs_dir.join("data");
     let runs: Vec<PathBuf> = chosen.iter().map(|m| args.runs_dir.join(m.name())).collect();
     // Its store and runs are scratch, replaced each time: never inside what
@@ -259,9 +278,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
     c.train.steps = args.steps;
     c.train.log_every = (args.steps / 4).max(1);
     c.train.checkpoint_every = 0;
-    if !dir.join("manifest.json").exists() {
-        grin_train::write_whole_store(&c.features, args.samples, &dir)?;
-    }
+    bench_store(&c, &dir, args.samples, 512)?;
     let store = grin_train::bench::open_store(&dir, &c.features, false)?;
     if let Some(path) = &args.json {
         // Again, now that a store built here is a folder: before the runs.

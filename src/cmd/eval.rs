@@ -81,6 +81,15 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     if let (0, Some(out)) = (photos, &args.out) {
         anyhow::bail!("--out {}: no photos are scored (--photos 0 or train.eval_photos = 0), so there is no photo report to write", out.display());
     }
+    // Scenes are scored at the features' size: a photo size with no photo
+    // to score would change nothing.
+    let photo_size = if args.own_size { Some("--own-size") } else { args.run_size.map(|_| "--run-size") };
+    if let (0, Some(flag)) = (photos, photo_size) {
+        anyhow::bail!(
+            "{flag}: no photos are scored (--photos 0 or train.eval_photos = 0), and scenes are scored at the \
+             features' size, so the flag would change nothing"
+        );
+    }
     let device = Default::default();
     let (mut run_spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
     if let Some((w, h)) = args.run_size {
