@@ -351,9 +351,17 @@ fn a_drawing_over_its_own_photo_is_refused_and_the_photo_kept() {
     std::fs::copy(scene(), &photo).unwrap();
     let before = std::fs::read(&photo).unwrap();
     let run = grin_detect(&["--draw", s(&photo), s(&photo)]);
-    assert_eq!(run.status.code(), Some(1), "{}", text(&run.stderr));
+    assert_eq!(run.status.code(), Some(2), "refused before anything runs: {}", text(&run.stderr));
     assert!(text(&run.stderr).contains("is also an input"), "{}", text(&run.stderr));
     assert_eq!(std::fs::read(&photo).unwrap(), before);
+    // Nor over the model file it runs (issue 90).
+    let model = dir.path().join("m.grin");
+    std::fs::write(&model, DEFAULT_MODEL).unwrap();
+    let model_before = std::fs::read(&model).unwrap();
+    let run = grin_detect(&["--model", s(&model), "--draw", s(&model), s(&scene())]);
+    assert_eq!(run.status.code(), Some(2), "{}", text(&run.stderr));
+    assert!(text(&run.stderr).contains("is also an input"), "{}", text(&run.stderr));
+    assert_eq!(std::fs::read(&model).unwrap(), model_before);
 }
 
 #[test]

@@ -194,6 +194,14 @@ fn run(cli: &Cli) -> Result<bool> {
             .build_global()
             .map_err(|e| anyhow!("--threads {n}: {e}"))?;
     }
+    if let Some(out) = &cli.draw {
+        // Before anything runs: a drawing never lands on a photo or on the
+        // model file (`--draw MODEL` replaced the model, issue 90).
+        let inputs = draw_inputs(cli);
+        for i in 0..cli.images.len() {
+            grin_output::check(&draw::output_path(out, i, cli.images.len()), &inputs)?;
+        }
+    }
     let source = cli.model.clone().map_or(ModelSource::Embedded, ModelSource::File);
     let mut detector = Runner::load(source)?;
     detector.set_engine(cli.engine);
@@ -209,6 +217,11 @@ fn run(cli: &Cli) -> Result<bool> {
     } else {
         detect_images(cli, &mut detector)
     }
+}
+
+/// What a drawing must never be written over: the photos and the model file.
+fn draw_inputs(cli: &Cli) -> Vec<&Path> {
+    cli.images.iter().chain(&cli.model).map(PathBuf::as_path).collect()
 }
 
 /// Whether `e` is standard output's reader having gone away.
@@ -272,7 +285,7 @@ fn detect_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         }
         if let Some(out) = &cli.draw {
             let target = draw::output_path(out, i, cli.images.len());
-            let inputs: Vec<&Path> = cli.images.iter().map(PathBuf::as_path).collect();
+            let inputs = draw_inputs(cli);
             if let Err(e) = draw::save(&draw::draw(&image, &detections), &target, &inputs) {
                 report_failure(&target, &e);
                 ok = false;
