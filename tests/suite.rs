@@ -25,6 +25,8 @@ mod front_door;
 mod house_rules;
 #[path = "model_set.rs"]
 mod model_set;
+#[path = "outputs.rs"]
+mod outputs;
 #[path = "simulate.rs"]
 mod simulate;
 #[path = "store_resume.rs"]

@@ -11,7 +11,7 @@ use grin_train::LoadedConfig;
 use grin_train::OptimizerImpl;
 use grin_train::{build_feed, FeedPlan, Mode};
 use grin_train::{train, RunSpec};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub(crate) struct BalanceArgs {
@@ -52,20 +52,20 @@ pub(crate) struct BenchStepArgs {
     /// The precomputed dataset to cut batches from (built there from the config if missing).
     #[arg(long, default_value = "runs/bench-step/data")]
     pub store: PathBuf,
-    /// Samples in the store when it has to be built.
-    #[arg(long, default_value_t = 1024, value_parser = super::count::<u64>())]
-    pub samples: u64,
+    /// Samples in the store when it has to be built [default: 1024].
+    #[arg(long, value_parser = super::count::<u64>(grin_store::MAX_SAMPLES))]
+    pub samples: Option<u64>,
     /// Untimed steps first (allocation, first touch, autotune).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = super::count_or_zero::<usize>(super::MAX_STEPS))]
     pub warmup: usize,
     /// Steps per timed window.
-    #[arg(long, default_value_t = 50, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 50, value_parser = super::count::<usize>(super::MAX_STEPS))]
     pub steps: usize,
     /// Timed windows; the figures are their medians.
-    #[arg(long, default_value_t = 5, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 5, value_parser = super::count::<usize>(super::MAX_ITEMS))]
     pub repeats: usize,
     /// Also write the figures as JSON.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = super::OUT)]
     pub json: Option<PathBuf>,
     /// The optimizer's implementation: grin's (what runs train with: flat
     /// tensors on a device, host loops on the CPU) or Burn's adaptor (the
@@ -86,19 +86,66 @@ pub(crate) struct BenchModesArgs {
     #[command(flatten)]
     pub backend: BackendArg,
     /// Training steps per mode.
-    #[arg(long, default_value_t = 60, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 60, value_parser = super::count::<usize>(super::MAX_STEPS))]
     pub steps: usize,
-    /// Samples in the precomputed dataset the store modes read.
-    #[arg(long, default_value_t = 512, value_parser = super::count::<u64>())]
-    pub samples: u64,
-    #[arg(long, default_value = "runs/bench-modes")]
+    /// Samples in the precomputed dataset the store modes read, when it has
+    /// to be built [default: 512].
+    #[arg(long, value_parser = super::count::<u64>(grin_store::MAX_SAMPLES))]
+    pub samples: Option<u64>,
+    /// Folder of the store (`data`) and of one run per mode, each replaced.
+    #[arg(long, value_name = super::OUT_DIR, default_value = "runs/bench-modes")]
     pub runs_dir: PathBuf,
     /// Modes to run, in order (default: all three).
-    #[arg(long, value_enum, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = timed_mode)]
     pub modes: Vec<Mode>,
     /// Also write the rows (and the balance figures) as JSON.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = super::OUT)]
     pub json: Option<PathBuf>,
+}
+
+/// A mode `grin bench modes` can time: `auto` asks the balance check to
+/// pick one, so there is no `auto` run to time (it ran nothing and printed
+/// an empty table, issue 90).
+fn timed_mode(text: &str) -> Result<Mode, String> {
+    let modes = [Mode::OnTheFly, Mode::Precomputed, Mode::InVram];
+    match modes.into_iter().find(|m| m.name() == text.trim()) {
+        Some(mode) => Ok(mode),
+        None if text.trim() == Mode::Auto.name() => {
+            Err("auto is what `grin train` asks the balance check to choose, not a mode to time: name \
+                 on-the-fly, precomputed or in-vram (or leave --modes out for all three)"
+                .into())
+        }
+        None => Err("expected on-the-fly, precomputed or in-vram".into()),
+    }
+}
+
+/// The modes to time, in order: the three when none is named. A mode
+/// named twice would be timed twice into one run folder, the second run
+/// replacing the first: refused.
+fn chosen_modes(modes: &[Mode]) -> Result<Vec<Mode>> {
+    if let Some((i, twice)) = modes.iter().enumerate().find(|&(i, m)| modes[..i].contains(m)) {
+        anyhow::bail!("--modes: {} is named twice (at {}); name each mode once", twice.name(), i + 1);
+    }
+    Ok(if modes.is_empty() { vec![Mode::OnTheFly, Mode::Precomputed, Mode::InVram] } else { modes.to_vec() })
+}
+
+/// The dataset a benchmark reads at `dir`, built there with `samples` (or
+/// `default`) when missing. `--samples` given for a dataset that holds
+/// another count would change nothing: refused, naming both counts.
+fn bench_store(c: &grin_train::GrinConfig, dir: &Path, samples: Option<u64>, default: u64) -> Result<()> {
+    if !dir.join("manifest.json").exists() {
+        grin_train::write_whole_store(&c.features, samples.unwrap_or(default), dir)?;
+        return Ok(());
+    }
+    let held = grin_store::Manifest::load(dir)?.samples;
+    match samples {
+        Some(asked) if asked != held => anyhow::bail!(
+            "--samples {asked}: {} holds {held} samples already and is not rebuilt; leave --samples out, or give \
+             another folder",
+            dir.display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 pub(crate) fn bench(command: BenchCommand) -> Result<()> {
@@ -127,14 +174,24 @@ pub(crate) fn bench(command: BenchCommand) -> Result<()> {
 }
 
 fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Result<()> {
-    let c = args.config.load()?.config;
-    if !args.store.join("manifest.json").exists() {
-        grin_train::write_whole_store(&c.features, args.samples, &args.store)?;
+    let loaded = args.config.load()?;
+    // Never over what it reads: the config, its sources, the store (any
+    // file in it); checked before the store is built and the steps timed.
+    let mut inputs = loaded.inputs();
+    inputs.push(&args.store);
+    if let Some(path) = &args.json {
+        super::check_outputs(&[path], &inputs)?;
     }
+    let c = &loaded.config;
+    bench_store(c, &args.store, args.samples, 1024)?;
     let store = grin_train::bench::open_store(&args.store, &c.features, false)?;
+    if let Some(path) = &args.json {
+        // Again, now that a store built here is a folder: before the timing.
+        super::check_outputs(&[path], &inputs)?;
+    }
     let windows =
         Windows { warmup: args.warmup, steps: args.steps, repeats: args.repeats, count_launches: args.launches };
-    let b = grin_train::bench::bench_step::<B>(&c, store, windows, args.optimizer, device)?;
+    let b = grin_train::bench::bench_step::<B>(c, store, windows, args.optimizer, device)?;
     let m = &b.median;
     outln!(
         "bench step: {} ({} threads), {}, batch {} at {}x{}, width {} ({} parameters)",
@@ -170,7 +227,7 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
         }
     }
     if let Some(path) = &args.json {
-        grin_output::write_file(path, &[], serde_json::to_string_pretty(&b)?.as_bytes())?;
+        grin_output::write_file(path, &inputs, serde_json::to_string_pretty(&b)?.as_bytes())?;
     }
     Ok(())
 }
@@ -204,15 +261,29 @@ struct ModeRow {
 
 fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, device: &B::Device) -> Result<()> {
     let loaded = args.config.load()?;
+    let chosen = chosen_modes(&args.modes)?;
+    let dir = args.runs_dir.join("data");
+    let runs: Vec<PathBuf> = chosen.iter().map(|m| args.runs_dir.join(m.name())).collect();
+    // Its store and runs are scratch, replaced each time: never inside what
+    // it reads. The JSON goes over none of it, nor over what the runs wrote;
+    // checked before the runs, and again when it is written after them.
+    super::check_outputs(&[&args.runs_dir], &loaded.inputs())?;
+    let mut inputs = loaded.inputs();
+    inputs.push(&dir);
+    inputs.extend(runs.iter().map(PathBuf::as_path));
+    if let Some(path) = &args.json {
+        super::check_outputs(&[path], &inputs)?;
+    }
     let mut c = loaded.config.clone();
     c.train.steps = args.steps;
     c.train.log_every = (args.steps / 4).max(1);
     c.train.checkpoint_every = 0;
-    let dir = args.runs_dir.join("data");
-    if !dir.join("manifest.json").exists() {
-        grin_train::write_whole_store(&c.features, args.samples, &dir)?;
-    }
+    bench_store(&c, &dir, args.samples, 512)?;
     let store = grin_train::bench::open_store(&dir, &c.features, false)?;
+    if let Some(path) = &args.json {
+        // Again, now that a store built here is a folder: before the runs.
+        super::check_outputs(&[path], &inputs)?;
+    }
     let figures = grin_train::bench::measure::<B>(
         &c.features,
         &c.detector_spec(),
@@ -222,11 +293,6 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
         device,
     )?;
     let predicted = figures.predicted_busy();
-    let chosen: Vec<Mode> = if args.modes.is_empty() {
-        vec![Mode::OnTheFly, Mode::Precomputed, Mode::InVram]
-    } else {
-        args.modes.iter().copied().filter(|m| *m != Mode::Auto).collect()
-    };
     let mut rows = Vec::new();
     for mode in chosen {
         let plan = FeedPlan::new(mode, &c.features, &c.train, (mode != Mode::OnTheFly).then(|| store.clone()));
@@ -273,7 +339,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
             "balance": figures,
             "rows": rows,
         });
-        grin_output::write_file(path, &[], serde_json::to_string_pretty(&json)?.as_bytes())?;
+        grin_output::write_file(path, &inputs, serde_json::to_string_pretty(&json)?.as_bytes())?;
     }
     Ok(())
 }

@@ -21,15 +21,15 @@ pub(crate) struct EvalArgs {
     /// `--config` goes with `--model`; a `--run` brings its own.
     #[command(flatten)]
     pub config: super::OptionalConfigArgs,
-    /// Held-out scenes to score (default: `train.eval_samples`; 0 skips them).
-    #[arg(long)]
+    /// Held-out scenes to score (default: `train.eval_samples`; 0 skips them; at most a million).
+    #[arg(long, value_parser = super::count_or_zero::<usize>(grin_train::MAX_EVAL as u64))]
     pub samples: Option<usize>,
-    /// Held-out real photos to score per source (default: `train.eval_photos`; 0 skips them).
-    #[arg(long)]
+    /// Held-out real photos to score per source (default: `train.eval_photos`; 0 skips them; at most a million).
+    #[arg(long, value_parser = super::count_or_zero::<usize>(grin_train::MAX_EVAL as u64))]
     pub photos: Option<usize>,
     /// Folder for `pr_curve.svg`, `thresholds.svg` (P, R, F1 against the
     /// threshold), `smile_confusion.svg` and `photos.json`.
-    #[arg(long)]
+    #[arg(long, value_name = super::OUT_DIR)]
     pub out: Option<PathBuf>,
     /// Score photos at this size instead of the model's run size (e.g. `480x360`).
     #[arg(long, value_name = "WxH", value_parser = grin_terms::parse_frame_size)]
@@ -84,10 +84,24 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     };
     let split = grin_features::Split::from(args.split);
     let loaded = grin_train::load_config(&config_path, &args.config.set.sets)?;
+    if let Some(out) = &args.out {
+        let mut inputs = loaded.inputs();
+        inputs.push(&model_path);
+        super::check_outputs(&[out], &inputs)?;
+    }
     let c = &loaded.config;
     let photos = args.photos.unwrap_or(c.train.eval_photos);
     if let (0, Some(out)) = (photos, &args.out) {
         anyhow::bail!("--out {}: no photos are scored (--photos 0 or train.eval_photos = 0), so there is no photo report to write", out.display());
+    }
+    // Scenes are scored at the features' size: a photo size with no photo
+    // to score would change nothing.
+    let photo_size = if args.own_size { Some("--own-size") } else { args.run_size.map(|_| "--run-size") };
+    if let (0, Some(flag)) = (photos, photo_size) {
+        anyhow::bail!(
+            "{flag}: no photos are scored (--photos 0 or train.eval_photos = 0), and scenes are scored at the \
+             features' size, so the flag would change nothing"
+        );
     }
     let device = Default::default();
     let (mut run_spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
@@ -134,8 +148,8 @@ pub(crate) struct CalibrateArgs {
     /// Calibrate the run's best.grin (best validation score) instead of model.grin.
     #[arg(long)]
     pub best: bool,
-    /// Validation photos per real source (default: all of them).
-    #[arg(long, default_value_t = 0)]
+    /// Validation photos per real source (default, 0: all of them; at most a million).
+    #[arg(long, default_value_t = 0, value_parser = super::count_or_zero::<usize>(grin_train::MAX_EVAL as u64))]
     pub photos: usize,
     /// How many times recall counts as much as precision (F-beta; 1 is F1).
     #[arg(long, default_value_t = grin_train::photos::CALIBRATION_BETA, value_parser = parse_beta)]
@@ -156,6 +170,10 @@ fn parse_beta(text: &str) -> Result<f32, String> {
 pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
     use grin_train::photos::{best_threshold, evaluate_split, PhotoScoring};
     let (model_path, config_path) = grin_train::run_model(&args.run, args.best)?;
+    // Held (locked, its content noted) for the whole run: the threshold is
+    // written back only into the model it was chosen for (a model replaced
+    // during calibration was overwritten with the old one, issue 90).
+    let held = grin_output::hold(&model_path)?;
     let loaded = grin_train::load_config(&config_path, &[])?;
     let c = &loaded.config;
     let device = Default::default();
@@ -178,7 +196,7 @@ pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
     outln!("{}", grin_train::photos::calibration_table(&reports, args.beta, threshold));
     let before = spec.model.score_threshold;
     spec.model.score_threshold = threshold;
-    file::save_model(&model_path, &spec, &model)?;
+    held.write_back(&file::to_bytes(&spec, &model))?;
     outln!(
         "{}: score_threshold {before:.2} -> {threshold:.2} (mean F{} {score:.3} on validation photos)",
         model_path.display(),

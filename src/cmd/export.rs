@@ -18,7 +18,7 @@ pub(crate) struct ExportArgs {
     #[arg(long, default_value = "onnx")]
     pub format: String,
     /// The file to write.
-    #[arg(long)]
+    #[arg(long, value_name = super::OUT)]
     pub out: PathBuf,
 }
 

@@ -21,10 +21,10 @@ pub(crate) enum FeaturesCommand {
 
 #[derive(Args)]
 pub(crate) struct ExportCropsArgs {
-    #[arg(long)]
+    #[arg(long, value_name = super::OUT_DIR)]
     pub out: PathBuf,
     /// Crops per folder.
-    #[arg(long, default_value_t = 500, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 500, value_parser = super::count::<usize>(super::MAX_ITEMS))]
     pub count: usize,
 }
 
@@ -43,7 +43,7 @@ pub(crate) struct BenchArgs {
     #[command(flatten)]
     pub common: FeatureArgs,
     /// Timed samples per measurement (warm-up comes on top).
-    #[arg(long, default_value_t = 300, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 300, value_parser = super::count::<usize>(super::MAX_ITEMS))]
     pub samples: usize,
     /// Worker threads C for the parallel figure (default: the config's, 0 = all cores).
     #[arg(long)]
@@ -58,13 +58,19 @@ pub(crate) struct PreviewArgs {
     #[command(flatten)]
     pub common: FeatureArgs,
     /// Output PNG.
-    #[arg(long)]
+    #[arg(long, value_name = super::OUT)]
     pub out: PathBuf,
-    #[arg(long, default_value_t = 16, value_parser = super::count::<usize>())]
+    /// Samples drawn (the sheet is held in memory: at most 1024 of them).
+    #[arg(long, default_value_t = 16, value_parser = super::count::<usize>(MAX_PREVIEW))]
     pub count: usize,
-    #[arg(long, default_value_t = 4, value_parser = super::count::<usize>())]
+    /// Samples per row (at most 1024).
+    #[arg(long, default_value_t = 4, value_parser = super::count::<usize>(MAX_PREVIEW))]
     pub cols: usize,
 }
+
+/// The most samples one preview sheet draws, or puts in a row: 1024 of
+/// 640x480 RGB would be a 0.9 GB sheet.
+const MAX_PREVIEW: u64 = 1024;
 
 pub(crate) fn run(command: FeaturesCommand) -> Result<()> {
     match command {
@@ -239,6 +245,12 @@ fn print_bench(r: &BenchReport) -> Result<()> {
 
 fn run_preview(args: PreviewArgs) -> Result<()> {
     let cfg = load_features(&args.common)?;
+    // Never over the config, a photo the sheet is drawn from (a preview
+    // --out onto a training photo replaced it), nor anywhere in the
+    // source's folders: checked now, and again by the write.
+    let mut inputs = cfg.source.inputs();
+    inputs.push(&args.common.config.config);
+    super::check_outputs(&[&args.out], &inputs)?;
     let (pipeline, load_skips) = open(&cfg, args.common.split)?;
     let indices: Vec<u64> = (0..args.count.max(1) as u64).collect();
     let batch = pipeline.batch(&indices)?;
@@ -248,9 +260,7 @@ fn run_preview(args: PreviewArgs) -> Result<()> {
         .map_err(|_| anyhow::anyhow!("{}: unknown image format: name the sheet .png or .jpg", args.out.display()))?;
     let mut png = std::io::Cursor::new(Vec::new());
     sheet.write_to(&mut png, format)?;
-    // Never over a photo the sheet was drawn from (a preview --out onto a
-    // training photo replaced it), nor anywhere in the source's folders.
-    grin_output::write_file(&args.out, &cfg.source.inputs(), png.get_ref())?;
+    grin_output::write_file(&args.out, &inputs, png.get_ref())?;
     let faces: usize = samples.iter().map(|s| s.boxes.len()).sum();
     outln!(
         "wrote {} ({} samples, {} faces; green = smiling, red = not smiling, yellow = unknown)",
@@ -300,10 +310,12 @@ fn export_crops(args: ExportCropsArgs) -> Result<()> {
             let region = [b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0];
             let pixels = resample_region(&raster, region, SIDE, SIDE);
             let path = args.out.join(folder).join(format!("{}.png", written[k]));
+            let mut png = std::io::Cursor::new(Vec::new());
             image::GrayImage::from_raw(SIDE, SIDE, pixels)
                 .context("crop size")?
-                .save(&path)
-                .with_context(|| format!("{}: cannot write", path.display()))?;
+                .write_to(&mut png, image::ImageFormat::Png)?;
+            // Synthetic scenes read no file: nothing to keep the crops off.
+            grin_output::write_file(&path, &[], png.get_ref())?;
             written[k] += 1;
         }
     }

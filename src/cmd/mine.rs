@@ -19,16 +19,16 @@ pub(crate) struct MineArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Folder the crops are written to (a negatives source's `mined`).
-    #[arg(long)]
+    #[arg(long, value_name = super::OUT_DIR)]
     pub out: PathBuf,
     /// Detections at least this confident are mined.
     #[arg(long, default_value_t = 0.3, value_parser = parse_score)]
     pub score: f32,
     /// At most this many per photo, the most confident first.
-    #[arg(long, default_value_t = 4, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 4, value_parser = super::count::<usize>(super::MAX_ITEMS))]
     pub per_photo: usize,
-    /// Training photos per source (0: all of them).
-    #[arg(long, default_value_t = 0)]
+    /// Training photos per source (0: all of them; at most a million).
+    #[arg(long, default_value_t = 0, value_parser = super::count_or_zero::<usize>(grin_train::MAX_EVAL as u64))]
     pub photos: usize,
     /// Run the model at this size instead of its own (e.g. `640x480`: where
     /// small false detections appear).
@@ -56,6 +56,9 @@ fn parse_score(text: &str) -> Result<f32, String> {
 
 pub(crate) fn run(args: MineArgs) -> Result<()> {
     let loaded = args.config.load()?;
+    let mut inputs = loaded.inputs();
+    inputs.push(&args.model);
+    super::check_outputs(&[&args.out], &inputs)?;
     let features = &loaded.config.features;
     let device = Default::default();
     let (mut spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&args.model, &device)?;

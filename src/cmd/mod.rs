@@ -5,7 +5,7 @@
 use anyhow::Result;
 use clap::Args;
 use grin_train::LoadedConfig;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Runs `$body` with `$B` naming the chosen backend's type and `$device`
 /// its first device: one generic code path, monomorphised per backend.
@@ -100,14 +100,52 @@ impl OptionalConfigArgs {
 }
 
 /// The value parser of every count option (`--batches`, `--repeats`,
-/// `--steps`, ...): 1 or more, so a 0 is refused naming the option before
-/// anything runs, never blamed on another figure downstream.
-pub(crate) fn count<T>() -> clap::builder::RangedU64ValueParser<T>
+/// `--steps`, ...): 1 to `most`, so a 0 is refused naming the option
+/// before anything runs, never blamed on another figure downstream, and so
+/// is a count past its stated bound (`--samples 1e11` filled the disk).
+pub(crate) fn count<T>(most: u64) -> clap::builder::RangedU64ValueParser<T>
 where
     T: TryFrom<u64> + Clone + Send + Sync + 'static,
     <T as TryFrom<u64>>::Error: std::error::Error + Send + Sync + 'static,
 {
-    clap::builder::RangedU64ValueParser::new().range(1..)
+    clap::builder::RangedU64ValueParser::new().range(1..=most)
+}
+
+/// [`count`] for options where 0 means something (none, or all): 0 to `most`.
+pub(crate) fn count_or_zero<T>(most: u64) -> clap::builder::RangedU64ValueParser<T>
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+    <T as TryFrom<u64>>::Error: std::error::Error + Send + Sync + 'static,
+{
+    clap::builder::RangedU64ValueParser::new().range(0..=most)
+}
+
+/// The bound of the step counts of the benchmarks (`--steps`, `--warmup`):
+/// training's own bound on `train.steps`.
+pub(crate) const MAX_STEPS: u64 = grin_train::MAX_STEPS as u64;
+
+/// The bound of a small count of things drawn or written one by one
+/// (`--count`, `--cols`, `--per-photo`, `--repeats`): a million.
+pub(crate) const MAX_ITEMS: u64 = 1_000_000;
+
+/// The value name of every command-line option that names a file a
+/// command writes, and of every option naming a folder it writes into.
+/// `tests/outputs.rs` finds the options by these names in each command's
+/// help, and runs each one aimed at the command's own inputs: a refusal is
+/// expected, and the input unchanged. An option that takes a path under
+/// any other name is refused by that test until it is classified.
+pub(crate) const OUT: &str = "OUT";
+/// See [`OUT`].
+pub(crate) const OUT_DIR: &str = "OUT_DIR";
+
+/// Refuses, before any work, every output among `outputs` that is one of
+/// `inputs` or lies inside an input folder (`grin_output::check`); the
+/// writes themselves check again.
+pub(crate) fn check_outputs(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
+    for out in outputs {
+        grin_output::check(out, inputs)?;
+    }
+    Ok(())
 }
 
 /// `--backend`, declared once: training, the balance check and the benchmarks take it.

@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use grin_model::{file, scales_for_box, shift_for_thresholds};
+use grin_model::{file, parse_level_thresholds, scales_for_box, shift_between};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -13,7 +13,7 @@ pub(crate) struct ModelSetArgs {
     #[arg(long)]
     pub model: PathBuf,
     /// Where to write the changed model (default: MODEL, rewritten in place).
-    #[arg(long)]
+    #[arg(long, value_name = super::OUT)]
     pub out: Option<PathBuf>,
     /// The decision settings to change: `--set` as every command takes it,
     /// here only `model.` keys (e.g. `--set model.second_look.below=0.65`).
@@ -22,13 +22,15 @@ pub(crate) struct ModelSetArgs {
     /// Face-score thresholds per output level, finest first (strides 8, 16,
     /// 32), e.g. `0.47,0.40,0.35`: folded into each head's face bias, with
     /// the file's own threshold set to 0.5, so every tool that reads the
-    /// file (grin eval, grin-detect, the ONNX export) applies them.
+    /// file (grin eval, grin-detect, the ONNX export) applies them. The file
+    /// records them: given again, they replace the ones folded before.
     #[arg(long, value_name = "T8,T16,T32")]
     pub level_thresholds: Option<String>,
     /// Scales for the predicted box's left, top, right and bottom sides,
     /// each measured from the point that predicts it, e.g. `1.1,2.05,1.1,1.24`:
     /// folded into the heads' distance biases. Moves a model's boxes to another
-    /// box definition (docs/design.md, "The face box").
+    /// box definition (docs/design.md, "The face box"). The file records
+    /// them: given again, they replace the ones folded before.
     #[arg(long, value_name = "L,T,R,B", value_parser = scales_for_box)]
     pub box_scale: Option<grin_model::BoxScale>,
 }
@@ -41,29 +43,44 @@ pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
         );
     }
     // Checked before the model is read: a bad list is the flag's error, not the file's.
-    let shift = match &args.level_thresholds {
-        Some(text) => Some(shift_for_thresholds(text).map_err(|e| anyhow::anyhow!("--level-thresholds {e}"))?),
+    let thresholds = match &args.level_thresholds {
+        Some(text) => Some(parse_level_thresholds(text).map_err(|e| anyhow::anyhow!("--level-thresholds {e}"))?),
         None => None,
     };
+    // Rewritten in place: held (locked, its content noted) before it is
+    // read, written back only if no one changed it meanwhile, and a second
+    // model-set or calibrate on it refused while this one runs (two
+    // model-sets lost one of their changes, issue 90).
+    let out = args.out.as_ref().unwrap_or(&args.model);
+    let in_place = args.out.is_none() || grin_output::is_same_file(out, &args.model);
+    let held = if in_place { Some(grin_output::hold(&args.model)?) } else { None };
     let device = Default::default();
     let (mut spec, mut model) = file::load_model::<burn_ndarray::NdArray<f32>>(&args.model, &device)?;
     let mut changed = grin_train::set_model_keys(&spec.model, &args.set.sets)
         .map_err(|e| anyhow::anyhow!("{}: not changed: {e:#}", args.model.display()))?;
-    if let Some(shift) = shift {
+    if let Some(thresholds) = thresholds {
         if changed.score_threshold != spec.model.score_threshold {
             bail!("--level-thresholds sets the file's own threshold to 0.5; leave model.score_threshold out");
         }
         // The folded shifts are relative to 0.5: a logit of 0 is the threshold at every level.
         changed.score_threshold = 0.5;
-        model = model.shift_face_logits(shift);
+        // From what the weights already hold, recorded in the file: given
+        // twice, the thresholds apply once (6 faces became 18, issue 90).
+        model = model.shift_face_logits(shift_between(spec.model.level_thresholds, thresholds));
+        changed.level_thresholds = Some(thresholds);
     }
     if let Some(scale) = args.box_scale {
-        model = model.scale_box_sides(scale);
+        // From what the weights already hold, as for the thresholds.
+        model = model.scale_box_sides(spec.model.box_scale, scale);
+        changed.box_scale = Some(scale);
     }
     let before = toml::to_string(&spec.model)?;
     spec.model = changed;
-    let out = args.out.as_ref().unwrap_or(&args.model);
-    file::save_model(out, &spec, &model)?;
+    let bytes = file::to_bytes(&spec, &model);
+    match &held {
+        Some(held) => held.write_back(&bytes)?,
+        None => grin_output::write_file(out, &[&args.model], &bytes)?,
+    }
     outln!("{}: {} with [model] now:", out.display(), args.model.display());
     let after = toml::to_string(&spec.model)?;
     // Each line of the new table, marked where it differs from the old one.

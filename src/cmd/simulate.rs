@@ -28,7 +28,7 @@ pub(crate) struct SimulateArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Timeline picture (SVG) of the first --timeline-seconds.
-    #[arg(long, default_value = "timeline.svg")]
+    #[arg(long, value_name = super::OUT, default_value = "timeline.svg")]
     out: PathBuf,
     /// Length of the drawn part of the run (s).
     #[arg(long, default_value_t = 2.0)]
@@ -39,6 +39,10 @@ pub(crate) struct SimulateArgs {
 }
 
 pub(crate) fn run(args: SimulateArgs) -> Result<()> {
+    // A run folder is read, never written into (its summary or model was
+    // replaced by the picture, issue 90).
+    let inputs: Vec<&std::path::Path> = args.from_run.iter().map(PathBuf::as_path).collect();
+    grin_output::check(&args.out, &inputs)?;
     let figures = args.from_run.as_deref().map(read_run).transpose()?;
     let flags = Flags {
         load_ms: args.load_ms,
@@ -56,7 +60,8 @@ pub(crate) fn run(args: SimulateArgs) -> Result<()> {
     if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("{}: cannot create folder", parent.display()))?;
     }
-    render_svg(&result, &args.out)?;
+    let svg = render_svg(&result)?;
+    grin_output::write_file(&args.out, &inputs, svg.as_bytes()).context("cannot write the timeline")?;
     outln!("  timeline           {} (first {:.2} s)", args.out.display(), result.timeline.window_ms / 1000.0);
     Ok(())
 }

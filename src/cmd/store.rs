@@ -8,6 +8,9 @@ use grin_store::{Plan, Store};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 
+/// `grin store bench`'s order is held in memory: its bound, per flag too.
+const MAX_ORDER: u64 = grin_train::bench::MAX_ORDER as u64;
+
 #[derive(Args)]
 pub(crate) struct PrecomputeArgs {
     /// The config's `[features]` table decides every sample (`--config` is
@@ -15,10 +18,10 @@ pub(crate) struct PrecomputeArgs {
     #[command(flatten)]
     pub config: super::OptionalConfigArgs,
     /// Dataset folder [default: `train.store` of the config, else data/<name>].
-    #[arg(long)]
+    #[arg(long, value_name = super::OUT_DIR)]
     pub out: Option<PathBuf>,
-    /// Training samples to write [default: `train.store_samples`].
-    #[arg(long)]
+    /// Training samples to write [default: `train.store_samples`; at most a billion].
+    #[arg(long, value_parser = super::count::<u64>(grin_store::MAX_SAMPLES))]
     pub samples: Option<u64>,
     /// Write only shards A..B (half-open) and a part manifest, for one job of
     /// an array; `--merge` joins the parts.
@@ -54,21 +57,21 @@ pub(crate) struct BenchArgs {
     /// The dataset folder.
     #[arg(long)]
     pub dir: PathBuf,
-    #[arg(long, default_value_t = 256, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 256, value_parser = super::count::<usize>(MAX_ORDER))]
     pub batch: usize,
     /// Batches per timed pass [default: one epoch's worth].
-    #[arg(long, value_parser = super::count::<usize>())]
+    #[arg(long, value_parser = super::count::<usize>(MAX_ORDER))]
     pub batches: Option<usize>,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Timed passes per reader; the best is reported.
-    #[arg(long, default_value_t = 3, value_parser = super::count::<usize>())]
+    #[arg(long, default_value_t = 3, value_parser = super::count::<usize>(super::MAX_ITEMS))]
     pub repeats: usize,
     /// Write the shuffled batches here (u64 LE record indices) for the Python peer.
-    #[arg(long)]
+    #[arg(long, value_name = super::OUT)]
     pub order_out: Option<PathBuf>,
     /// Write the figures here as JSON (for scripts/bench-store.sh).
-    #[arg(long)]
+    #[arg(long, value_name = super::OUT)]
     pub json: Option<PathBuf>,
 }
 
@@ -93,6 +96,8 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
     let config = &loaded.config;
     let samples = args.samples.unwrap_or(config.train.store_samples as u64);
     let out = args.out.clone().unwrap_or_else(|| config.store_dir());
+    // Never into a folder it reads photos from, nor over the config.
+    super::check_outputs(&[&out], &loaded.inputs())?;
     let plan = Plan::for_features(&config.features, samples, args.shard_size)?;
     let describe = format!(
         "{} samples of {}x{}x{} in {} shards of {} records ({} bytes each)",

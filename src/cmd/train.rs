@@ -8,7 +8,7 @@ use grin_train::backend::{self, BackendChoice};
 use grin_train::LoadedConfig;
 use grin_train::{build_feed, PlanRequest, RunPlan};
 use grin_train::{train_parallel, Interrupt, Summary};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,7 +28,8 @@ pub(crate) struct TrainArgs {
     /// Run name (overrides `name`): output goes to `<runs-dir>/<name>/`.
     #[arg(long)]
     pub name: Option<String>,
-    #[arg(long, default_value = "runs")]
+    /// Folder of the run folders.
+    #[arg(long, value_name = super::OUT_DIR, default_value = "runs")]
     pub runs_dir: PathBuf,
     /// Continue from `<run>/checkpoint.ckpt` with the same data order and optimizer state.
     #[arg(long)]
@@ -54,6 +55,7 @@ pub(crate) fn train(args: TrainArgs) -> Result<()> {
         sets.push(format!("name={name:?}"));
     }
     let loaded = grin_train::load_config(&args.config.config, &sets)?;
+    check_run_folder(&args.runs_dir.join(&loaded.config.name), &loaded)?;
     let (choice, why) = backend::resolve(args.backend.backend)?;
     eprintln!("{why}");
     if choice == BackendChoice::Cpu && args.devices != [0] {
@@ -76,6 +78,29 @@ pub(crate) fn train(args: TrainArgs) -> Result<()> {
         other => unreachable!("backend::resolve refuses {} in a build without it", other.name()),
     };
     print_summary(&summary)?;
+    Ok(())
+}
+
+/// Refuses a run folder inside what the run reads (a photo folder, the
+/// dataset it trains from), and a `--config` that is the run folder's own
+/// `config.toml` unless the run would write it back as it is (a `--resume`
+/// from the run's saved config): the run writes its resolved config there.
+fn check_run_folder(run_dir: &Path, loaded: &LoadedConfig) -> Result<()> {
+    let mut inputs = loaded.config.features.source.inputs();
+    let store = loaded.config.store_dir();
+    inputs.push(&store);
+    super::check_outputs(&[run_dir], &inputs)?;
+    let own = run_dir.join("config.toml");
+    if grin_output::is_same_file(&own, &loaded.path) {
+        let read = std::fs::read_to_string(&own).with_context(|| format!("{}: cannot read", own.display()))?;
+        if read != toml::to_string(&loaded.config)? {
+            anyhow::bail!(
+                "{}: is the run's own config.toml, which the run rewrites as resolved (defaults and --set \
+                 applied): refusing to change it; copy it elsewhere and give that as --config",
+                own.display()
+            );
+        }
+    }
     Ok(())
 }
 

@@ -39,6 +39,20 @@ pub fn png_claiming(width: u32, height: u32) -> Vec<u8> {
     bytes
 }
 
+/// A 16x16 grey PNG whose colour profile (iCCP chunk) inflates to
+/// `profile_bytes` zero bytes: a few hundred KB of file for hundreds of MB
+/// of profile, which a decoder bounded only by the pixels' budget inflates
+/// whole (a "zlib bomb" in an ancillary chunk).
+pub fn png_with_profile_of(profile_bytes: usize) -> Vec<u8> {
+    use image::ImageEncoder;
+    let image = small_grey();
+    let mut bytes = Vec::new();
+    let mut encoder = image::codecs::png::PngEncoder::new(&mut bytes);
+    encoder.set_icc_profile(vec![0; profile_bytes]).expect("PNG carries a colour profile");
+    encoder.write_image(image.as_bytes(), 16, 16, image::ExtendedColorType::L8).expect("encoding into memory");
+    bytes
+}
+
 /// PNG's chunk checksum (CRC-32, polynomial 0xEDB88320).
 fn crc32(bytes: &[u8]) -> u32 {
     let mut crc = !0u32;

@@ -34,12 +34,7 @@ pub fn list_images(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
         // Followed through links, as the read that comes later would be.
         // (A folder named like a photo fails its read at once: counted there.)
         if std::fs::metadata(&path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-            return Err(InputError::bad(
-                &path,
-                None,
-                BadInputKind::UnreadableFile,
-                "not a regular file (a FIFO, device or socket): photos are read from files",
-            ));
+            return Err(InputError::bad(&path, None, BadInputKind::UnreadableFile, NOT_A_FILE));
         }
         files.push(path);
     }
@@ -58,9 +53,46 @@ pub fn list_images(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
 
 /// A whole annotation file as text.
 pub fn read_text(path: &Path) -> Result<String, InputError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| InputError::bad(path, None, BadInputKind::UnreadableFile, format!("cannot read: {e}")))
+    use std::io::Read;
+    let unreadable =
+        |e: std::io::Error| InputError::bad(path, None, BadInputKind::UnreadableFile, format!("cannot read: {e}"));
+    let mut text = String::new();
+    open_file(path)?.read_to_string(&mut text).map_err(unreadable)?;
+    Ok(text)
 }
+
+/// Opens an input file (a photo, an annotation file) for reading, without
+/// ever waiting: a FIFO or a device is refused by name, where it is opened.
+///
+/// Opening a FIFO waits for a writer, forever; a read from one waits too.
+/// Folders are listed with the same check (`list_images`), but an
+/// annotation file names its photos itself (Caltech's ground truth): a FIFO
+/// named there hung `grin mine`, and `grin train`, which then could not
+/// honour SIGTERM (issue 90). The file is opened non-blocking, and only a
+/// plain file (what the opened handle is, not what the name was a moment
+/// before) is read; non-blocking changes nothing for a plain file's reads.
+pub fn open_file(path: &Path) -> Result<std::fs::File, InputError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let bad = |message: String| InputError::bad(path, None, BadInputKind::UnreadableFile, message);
+    let file = options.open(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let metadata = file.metadata().map_err(|e| bad(format!("cannot read: {e}")))?;
+    if metadata.is_dir() {
+        return Err(bad("is a folder, not a file".into()));
+    }
+    if !metadata.is_file() {
+        return Err(bad(NOT_A_FILE.into()));
+    }
+    Ok(file)
+}
+
+/// Why a FIFO, device or socket is not read as a photo or annotation file.
+const NOT_A_FILE: &str = "not a regular file (a FIFO, device or socket): photos are read from files";
 
 /// Decodes every file in parallel; bad files are counted and left out under
 /// `Skip`, and the first bad file (in file order) is the error under `Error`.
@@ -92,6 +124,13 @@ pub fn decode(path: &Path, channels: u32, bound: ImageBound) -> Result<Raster, I
 /// decoding on a Pi with 1-8 GB.
 pub const DEFAULT_MAX_PIXELS: u64 = 64_000_000;
 
+/// The most the decoders may allocate for what an image file holds besides
+/// its pixels (a colour profile, text, EXIF), and for a PNG's rows: 16 MiB.
+/// A real colour profile is a few KB, EXIF at most 64 KB in a JPEG; a
+/// larger one, like a zlib bomb in one, is dropped (the PNG decoder skips a
+/// profile it cannot inflate) or refused, never inflated whole.
+const METADATA_BYTES: u64 = 16 << 20;
+
 /// The largest side an image may have: the most a JPEG header can state (a
 /// PNG header may state two billion).
 pub(crate) const MAX_IMAGE_SIDE: u32 = 65_535;
@@ -122,8 +161,10 @@ impl ImageBound {
     }
 
     /// Bytes the decoders may allocate: the pixels at 8 bytes each (16-bit
-    /// RGBA, the widest pixel PNG decodes to) plus room for their buffers.
-    /// Also the largest file read: no image within the bound is larger.
+    /// RGBA, the widest pixel PNG decodes to) plus room for their buffers:
+    /// 576 MiB at the default bound of 64 megapixels, within a Pi's memory
+    /// (1-8 GB). Also the largest file read: no image within the bound is
+    /// larger.
     pub(crate) fn max_bytes(&self) -> u64 {
         self.max_pixels.saturating_mul(8).saturating_add(64 << 20)
     }
@@ -144,6 +185,8 @@ impl ImageBound {
         Ok(())
     }
 
+    /// The image crate's limits for the pixels: [`Self::max_bytes`] in all,
+    /// and no side past [`MAX_IMAGE_SIDE`].
     fn limits(&self) -> image::Limits {
         let mut limits = image::Limits::default();
         limits.max_image_width = Some(MAX_IMAGE_SIDE);
@@ -167,7 +210,7 @@ pub fn read_image(path: &Path, bound: ImageBound) -> Result<DynamicImage, InputE
     use std::io::Read;
     let unreadable =
         |e: std::io::Error| InputError::bad(path, None, BadInputKind::UnreadableFile, format!("cannot read: {e}"));
-    let file = std::fs::File::open(path).map_err(unreadable)?;
+    let file = open_file(path)?;
     // Read at most one byte past the bound: `/dev/zero` or a 10 GB file is
     // refused after a bounded read, never loaded whole.
     let mut bytes = Vec::new();
@@ -223,11 +266,15 @@ pub fn decode_image(bytes: &[u8], bound: ImageBound) -> Result<DynamicImage, Dec
         }
         e => corrupt(format!("corrupt or truncated image: {e}")),
     };
-    // Headers only: the alloc bound applies while the decoder reads them;
-    // the size is checked here, before any pixel buffer exists.
+    // Headers only, under their own bound: what the decoder reads before the
+    // pixels (a colour profile, text, EXIF) is at most METADATA_BYTES, since
+    // the PNG decoder keeps the limit it is made with for every chunk it
+    // inflates (a 1.2 MB PNG whose profile inflated under the pixels'
+    // budget reserved 1.1 GB, issue 90). The size is checked here, before
+    // any pixel buffer exists.
     let mut reader = ImageReader::with_format(std::io::Cursor::new(bytes), format);
-    let mut header_limits = bound.limits();
-    (header_limits.max_image_width, header_limits.max_image_height) = (None, None);
+    let mut header_limits = image::Limits::default();
+    header_limits.max_alloc = Some(METADATA_BYTES);
     reader.limits(header_limits);
     let mut decoder = reader.into_decoder().map_err(failed)?;
     let (width, height) = decoder.dimensions();

@@ -16,8 +16,8 @@ pub mod fixtures;
 
 pub use error::{skip_or_fail, BadInputKind, InputError, OnBadSample, SkipCounts};
 pub use io::{
-    decode, decode_image, is_image_path, list_images, load_all, read_image, read_text, DecodeError, ImageBound,
-    DEFAULT_MAX_PIXELS,
+    decode, decode_image, is_image_path, list_images, load_all, open_file, read_image, read_text, DecodeError,
+    ImageBound, DEFAULT_MAX_PIXELS,
 };
 pub use letterbox::{
     crop_square, letterbox, letterbox_image, letterbox_photo, Letterbox, LetterboxedPhoto, LookCuts, LETTERBOX_FILL,

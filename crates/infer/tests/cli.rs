@@ -354,9 +354,17 @@ fn a_drawing_over_its_own_photo_is_refused_and_the_photo_kept() {
     std::fs::copy(scene(), &photo).unwrap();
     let before = std::fs::read(&photo).unwrap();
     let run = grin_detect(&["--draw", s(&photo), s(&photo)]);
-    assert_eq!(run.status.code(), Some(1), "{}", text(&run.stderr));
+    assert_eq!(run.status.code(), Some(2), "refused before anything runs: {}", text(&run.stderr));
     assert!(text(&run.stderr).contains("is also an input"), "{}", text(&run.stderr));
     assert_eq!(std::fs::read(&photo).unwrap(), before);
+    // Nor over the model file it runs (issue 90).
+    let model = dir.path().join("m.grin");
+    std::fs::write(&model, DEFAULT_MODEL).unwrap();
+    let model_before = std::fs::read(&model).unwrap();
+    let run = grin_detect(&["--model", s(&model), "--draw", s(&model), s(&scene())]);
+    assert_eq!(run.status.code(), Some(2), "{}", text(&run.stderr));
+    assert!(text(&run.stderr).contains("is also an input"), "{}", text(&run.stderr));
+    assert_eq!(std::fs::read(&model).unwrap(), model_before);
 }
 
 #[test]
@@ -531,4 +539,41 @@ fn image_bombs_are_refused_at_once_and_max_pixels_moves_the_bound() {
     let zero = grin_detect(&["--max-pixels", "0", s(&scene())]);
     assert_eq!(zero.status.code(), Some(2));
     assert!(text(&zero.stderr).contains("--max-pixels"), "{}", text(&zero.stderr));
+}
+
+/// Issue 90, causes D and E: flags that cannot apply were dropped without
+/// a word, and `--iterations 4294967295` reserved 68 GB and aborted. Each
+/// is now refused before anything runs, naming the flag.
+#[test]
+fn a_flag_that_cannot_apply_or_a_count_past_its_bound_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let drawn = dir.path().join("drawn.png");
+    let scene = scene();
+    // (A model without a look, `--second-look-confirm` alone: the same rule,
+    // grin_model's `look.rs` tests.)
+    let cases: [(&[&str], &str); 7] = [
+        (&["--second-look-below", "0", "--second-look-confirm", "0.99"], "--second-look-confirm: no second look runs"),
+        (&["--bench", "--draw", s(&drawn)], "--draw"),
+        (&["--bench", "--iterations", "4294967295"], "--iterations"),
+        (&["--bench", "--warmup", "4294967295"], "--warmup"),
+        (&["--stream", "-", "--json"], "--json"),
+        (&["--stream", "-", "--photo-pixels", "100000"], "--photo-pixels"),
+        (&["--stream", "-", "--track-patience", "4294967295"], "--track-patience"),
+    ];
+    for (args, named) in cases {
+        let mut all = args.to_vec();
+        if !args.contains(&"--stream") {
+            all.push(s(&scene));
+        }
+        let started = std::time::Instant::now();
+        let out = grin_detect(&all);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(named) && !stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{args:?}: refused before it runs");
+    }
+    assert!(!drawn.exists(), "nothing drawn");
+    // With the shipped model's look on, confirm applies.
+    let out = grin_detect(&["--second-look-confirm", "0.99", s(&scene)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
 }

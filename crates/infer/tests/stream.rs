@@ -505,3 +505,21 @@ fn sigterm_ends_a_stream_whose_stdout_nobody_reads() {
     assert_eq!(summary["summary"]["interrupted"], true);
     assert!(summary["summary"]["unwritten_lines"].as_u64().unwrap() > 0);
 }
+
+/// Issue 90: `grin-detect --stream … | head -1` ended with `error: …
+/// Broken pipe`, exit 2, where an image run ends quietly: the reader has
+/// what it wanted. The reader here is gone before the first line.
+#[test]
+fn a_closed_output_pipe_ends_a_stream_quietly() {
+    let (_dir, path) = write_temp(&stream_of(&frames(6, 4), InputFormat::Mjpeg));
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_grin-detect"))
+        .args(["--stream", path.to_str().unwrap(), "--no-clock"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("Broken pipe") && !stderr.contains("error"), "{stderr}");
+}

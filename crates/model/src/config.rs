@@ -55,7 +55,31 @@ pub struct ModelConfig {
     /// Boxes scoring low are looked at again on a close cut (`look.rs`).
     #[serde(skip_serializing_if = "SecondLook::is_off")]
     pub second_look: SecondLook,
+    /// The face-score thresholds per output level, finest first, that
+    /// `grin model-set --level-thresholds` folded into the face biases:
+    /// what the weights hold, so a second `--level-thresholds` replaces
+    /// them rather than adding to them (applied twice, 6 faces became 18,
+    /// issue 90). Set only there: a config or `--set` cannot. Absent from
+    /// files without it, and not written then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level_thresholds: Option<LevelThresholds>,
+    /// The box side scales `grin model-set --box-scale` folded into the
+    /// distance biases, recorded for the same reason: a second
+    /// `--box-scale` replaces them rather than compounding. Set only there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub box_scale: Option<BoxScale>,
 }
+
+/// One face score in (0, 1) per output level, finest first.
+pub type LevelThresholds = [f32; crate::points::STRIDES.len()];
+
+/// One scale per box side, in the order of the distance channels: left,
+/// top, right, bottom.
+pub type BoxScale = [f32; 4];
+
+/// The range of a box side's scale: past it a model is being retrained,
+/// not re-read.
+pub(crate) const BOX_SCALES: std::ops::RangeInclusive<f32> = 0.25..=4.0;
 
 /// Widest network a config or model file may ask for: 4x the default is
 /// already ~1.2M parameters, far past what this detector is for.
@@ -75,6 +99,8 @@ impl Default for ModelConfig {
             fine_head: 0,
             level_scale: 1.0,
             second_look: SecondLook::default(),
+            level_thresholds: None,
+            box_scale: None,
         }
     }
 }
@@ -145,17 +171,26 @@ impl ModelConfig {
             return Err(format!("key `model.level_scale`: {} must be within 0.25..=4", self.level_scale));
         }
         self.second_look.validate()?;
+        if let Some(t) = self.level_thresholds.filter(|t| t.iter().any(|t| !(*t > 0.0 && *t < 1.0))) {
+            return Err(format!("key `model.level_thresholds`: {t:?} must be face scores in (0, 1)"));
+        }
+        if let Some(s) = self.box_scale.filter(|s| s.iter().any(|s| !BOX_SCALES.contains(s))) {
+            return Err(format!("key `model.box_scale`: {s:?} must be scales within 0.25..=4"));
+        }
         check_pyramid_above(self.pyramid_above).map_err(|e| format!("key `model.pyramid_above`: {e}"))
     }
 
     /// The first key on which `other` shapes different weights than `self`
-    /// (width, fusion, the stride-8 head), or None when the same weights
-    /// serve both: what a model file's settings may change without training.
+    /// (width, fusion, the stride-8 head, the thresholds folded into the
+    /// biases), or None when the same weights serve both: what a model
+    /// file's settings may change without training.
     pub fn architecture_change(&self, other: &ModelConfig) -> Option<&'static str> {
         let keys = [
             ("model.width_mult", self.width_mult != other.width_mult),
             ("model.top_down", self.top_down != other.top_down),
             ("model.fine_head", self.fine_head != other.fine_head),
+            ("model.level_thresholds", self.level_thresholds != other.level_thresholds),
+            ("model.box_scale", self.box_scale != other.box_scale),
         ];
         keys.into_iter().find_map(|(key, differs)| differs.then_some(key))
     }

@@ -34,9 +34,9 @@ mod seeded;
 mod targets;
 
 pub use backend::{values_of, DetectorBackend};
-pub use config::ModelConfig;
+pub use config::{BoxScale, LevelThresholds, ModelConfig};
 pub use decode::{decode, nested_in, nms, DecodeParams, Detection, NESTED_AREA, NESTED_COVER};
-pub use detector::level_shift::{scales_for_box, shift_for_thresholds, BoxScale, LevelShift};
+pub use detector::level_shift::{parse_level_thresholds, scales_for_box, shift_between, LevelShift};
 pub use detector::{budget, detect, Budget, Detector, DetectorOutput, DetectorSpec};
 pub use device::{StepKernels, TrainBackend};
 pub use file::{load_model, save_model};

@@ -97,8 +97,14 @@ impl SecondLook {
     /// The look a command runs with: the model's own, changed by the flags
     /// given (`--second-look-below`, `--second-look-confirm`,
     /// `--second-look-mirror`), as grin-detect and `grin eval` both take
-    /// them. A mirror asked for where no look runs is refused: it changed
-    /// nothing, silently (issue 80).
+    /// them.
+    ///
+    /// The one rule of which flag needs which: `--second-look-confirm` and
+    /// `--second-look-mirror` act only on a look that runs, so either one
+    /// where none runs (the model's `below` is 0 and no
+    /// `--second-look-below` turns it on, or `--second-look-below 0` turns
+    /// it off) is refused by name: each changed nothing, silently (issues
+    /// 80 and 90).
     pub(crate) fn with_flags(
         mut self,
         below: Option<f32>,
@@ -108,11 +114,15 @@ impl SecondLook {
         self.below = below.unwrap_or(self.below);
         self.confirm = confirm.unwrap_or(self.confirm);
         self.mirror |= mirror;
-        if mirror && self.is_off() {
+        let needs_a_look = [("--second-look-confirm", confirm.is_some()), ("--second-look-mirror", mirror)];
+        if let Some((flag, _)) = needs_a_look.iter().find(|(_, given)| *given).filter(|_| self.is_off()) {
+            let why = match below {
+                Some(_) => "--second-look-below 0 turns it off".to_string(),
+                None => format!("the model's second_look.below is {}", self.below),
+            };
             return Err(format!(
-                "--second-look-mirror: no second look runs (model.second_look.below is {}), so there is nothing to \
-                 mirror; give --second-look-below too, or leave the flag out",
-                self.below
+                "{flag}: no second look runs ({why}), so the flag would change nothing; give --second-look-below \
+                 above 0 too, or leave the flag out"
             ));
         }
         self.validate().map_err(|e| format!("--second-look-below / --second-look-confirm: {e}"))?;
@@ -234,6 +244,12 @@ mod tests {
         assert!(on().with_flags(Some(0.0), None, true).is_err(), "turned off by --second-look-below 0");
         assert_eq!(off.with_flags(Some(0.65), None, true).unwrap(), SecondLook { mirror: true, ..on() });
         assert_eq!(on().with_flags(None, Some(0.7), false).unwrap().confirm, 0.7);
+        // Issue 90: `--second-look-confirm` too, on a look-off model or after `--second-look-below 0`.
+        let e = off.with_flags(None, Some(0.99), false).unwrap_err();
+        assert!(e.starts_with("--second-look-confirm: no second look runs (the model's"), "{e}");
+        let e = on().with_flags(Some(0.0), Some(0.99), false).unwrap_err();
+        assert!(e.starts_with("--second-look-confirm: no second look runs (--second-look-below 0"), "{e}");
+        assert_eq!(off.with_flags(Some(0.65), Some(0.99), false).unwrap().confirm, 0.99);
         let e = off.with_flags(Some(1.5), None, false).unwrap_err();
         assert!(e.contains("--second-look-below") && e.contains("model.second_look.below"), "{e}");
     }

@@ -16,6 +16,11 @@
 //!   input that is a folder (a dataset, a photo source) stands for every
 //!   file under it, so nothing is written inside it.
 //!
+//! - A temporary file left by a writer that was killed is removed by the
+//!   next write into its folder (`temp.rs`).
+//! - A file read now and written back later goes through [`hold`], which
+//!   refuses to write over a newer one (`rewrite.rs`).
+//!
 //! Errors name the path that failed, and the output it was for. A folder
 //! written by one process at a time is locked through [`try_lock`]. A
 //! binary file's bytes are laid out by [`parts`], whose checksums catch
@@ -25,8 +30,11 @@
 mod lock;
 /// The module is the API: `parts::frame`, `parts::unframe`.
 pub mod parts;
+mod rewrite;
+mod temp;
 
 pub use lock::{try_lock, LockMode, Locked, LOCK_FILE};
+pub use rewrite::{hold, Held};
 
 use std::fmt;
 use std::fs::{File, Metadata, OpenOptions};
@@ -64,6 +72,40 @@ pub fn write_with(
     inputs: &[&Path],
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), OutputError> {
+    write_checked(path, inputs, fill, None)
+}
+
+/// The refusals [`write_with`] makes before writing (an output that is an
+/// input, or inside an input folder), made now: a command checks its
+/// outputs before its work (minutes of training or timing), not only after.
+pub fn check(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
+    refuse_input_folders(path, inputs)?;
+    match std::fs::metadata(path) {
+        Ok(m) => refuse_inputs(path, &m, inputs),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Whether `a` and `b` name one existing file (by device and inode: a
+/// link or a hard link to it counts).
+pub fn is_same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => same_file(&a, &b),
+        _ => false,
+    }
+}
+
+/// A check run once the new bytes are written and synced, just before they
+/// replace the file: an error leaves the file as it is.
+type BeforeRename<'a> = Option<&'a dyn Fn() -> Result<(), OutputError>>;
+
+/// [`write_with`], with `check` run before a regular file is replaced.
+fn write_checked(
+    path: &Path,
+    inputs: &[&Path],
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    check: BeforeRename<'_>,
+) -> Result<(), OutputError> {
     refuse_input_folders(path, inputs)?;
     let existing = match std::fs::metadata(path) {
         Ok(m) => Some(m),
@@ -74,14 +116,14 @@ pub fn write_with(
         refuse_inputs(path, m, inputs)?;
     }
     match existing {
-        None => replace(path, None, fill),
+        None => replace(path, None, fill, check),
         Some(m) if m.is_file() => {
             if m.permissions().readonly() {
                 return Err(fail(path, "is read-only: not replaced (make it writable, or name another file)"));
             }
             // Through a symbolic link to the file it names, so the link survives.
             let target = std::fs::canonicalize(path).map_err(|e| fail(path, format!("cannot resolve: {e}")))?;
-            replace(&target, Some(&m), fill)
+            replace(&target, Some(&m), fill, check)
         }
         Some(m) if m.is_dir() => Err(fail(path, "is a folder: name a file")),
         Some(m) => write_through(path, &m, fill),
@@ -124,13 +166,22 @@ fn refuse_input_folders(path: &Path, inputs: &[&Path]) -> Result<(), OutputError
 }
 
 /// Where `path` resolves to: the file itself when it exists, else its
-/// resolved folder joined with its name (None when the folder is missing,
-/// which the write itself then reports).
+/// nearest existing folder resolved, joined with the rest of the path (a
+/// command may make the missing folders before it writes). None when no
+/// part of it resolves.
 fn resolve_output(path: &Path) -> Option<PathBuf> {
     if let Ok(p) = std::fs::canonicalize(path) {
         return Some(p);
     }
-    Some(std::fs::canonicalize(folder_of(path)).ok()?.join(path.file_name()?))
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        rest.push(at.file_name()?);
+        at = folder_of(at);
+        if let Ok(resolved) = std::fs::canonicalize(at) {
+            return Some(rest.iter().rev().fold(resolved, |p, part| p.join(part)));
+        }
+    }
 }
 
 /// The folder `path`'s file is in: its parent, or `.` for a bare name.
@@ -152,25 +203,17 @@ fn same_file(_: &Metadata, _: &Metadata) -> bool {
     false
 }
 
-/// A temporary file in the target's folder, renamed over it once complete.
+/// A temporary file in the target's folder (`temp.rs`), renamed over it
+/// once complete and once `check` passes.
 fn replace(
     target: &Path,
     existing: Option<&Metadata>,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    check: BeforeRename<'_>,
 ) -> Result<(), OutputError> {
     let dir = folder_of(target);
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let prefix = format!(".{name}.");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).suffix(".tmp");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // A new file gets the mode any program's would (0666 less the umask).
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let mut tmp = builder
-        .tempfile_in(dir)
+    let mut tmp = temp::create(dir, &name)
         .map_err(|e| fail(target, format!("cannot create a temporary file in {}: {e}", dir.display())))?;
     let tmp_path = tmp.path().to_path_buf();
     let on_tmp = |what: &str, e: io::Error| fail(target, format!("{what} {}: {e}", tmp_path.display()));
@@ -182,6 +225,9 @@ fn replace(
         fill(&mut w).and_then(|()| w.flush()).map_err(|e| on_tmp("cannot write", e))?;
     }
     tmp.as_file().sync_all().map_err(|e| on_tmp("cannot sync", e))?;
+    if let Some(check) = check {
+        check()?;
+    }
     // Dropped on any error above, the temporary file is deleted.
     tmp.persist(target).map_err(|e| on_tmp("cannot rename into place", e.error))?;
     // The rename is durable once the folder's entry is on disk too.

@@ -5,6 +5,12 @@
 //! The OS's advisory file lock (std's `File::try_lock`: `flock` on Unix,
 //! `LockFileEx` on Windows) is released when the process ends, however it
 //! ends: a killed holder leaves no stale lock.
+//!
+//! The lock file is opened without following a symbolic link and without
+//! waiting (a link would have the holder's PID written wherever it points,
+//! a dangling one would create a file outside the folder, and a FIFO would
+//! block the open): anything but a plain file is refused by name, with
+//! what to do.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
@@ -34,17 +40,19 @@ pub enum Locked {
 }
 
 /// Opens the lock file at `path` (made when missing, never emptied) and
-/// tries to lock it in `mode`, without waiting. A lock file this process
-/// cannot write (another user's, a read-only mount) is opened read-only,
-/// which the OS's lock accepts as well.
+/// tries to lock it in `mode`, without waiting.
+///
+/// An exclusive holder writes into its folder (and into the lock file, its
+/// PID), so the file must be writable. A shared holder only reads: a lock
+/// file it cannot write (another user's, a read-only mount) is opened
+/// read-only, which the OS's lock accepts as well.
+///
+/// A lock file that is a symbolic link, a folder, a FIFO or a device, or one
+/// an exclusive holder cannot write, is an error of kind
+/// [`io::ErrorKind::InvalidInput`] whose message says what it is and what
+/// to do (callers add the path).
 pub fn try_lock(path: &Path, mode: LockMode) -> io::Result<Locked> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .or_else(|_| File::open(path))?;
+    let file = open_lock_file(path, mode)?;
     let taken = match mode {
         LockMode::Exclusive => file.try_lock(),
         LockMode::Shared => file.try_lock_shared(),
@@ -57,21 +65,97 @@ pub fn try_lock(path: &Path, mode: LockMode) -> io::Result<Locked> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The lock file, opened as [`try_lock`] says; a plain file or an error.
+fn open_lock_file(path: &Path, mode: LockMode) -> io::Result<File> {
+    let mut writable = OpenOptions::new();
+    writable.read(true).write(true).create(true).truncate(false);
+    let opened = no_follow(&mut writable).open(path).or_else(|e| match mode {
+        LockMode::Shared if e.kind() == io::ErrorKind::PermissionDenied || is_read_only_fs(&e) => {
+            no_follow(OpenOptions::new().read(true)).open(path)
+        }
+        _ => Err(e),
+    });
+    let file = match opened {
+        Ok(file) => file,
+        // Say what is there rather than the errno (ELOOP, EISDIR, EACCES).
+        Err(e) => return Err(describe(path, mode, e)),
+    };
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(odd(what_is(&kind)));
+    }
+    Ok(file)
+}
 
-    #[test]
-    fn an_exclusive_lock_excludes_every_other_and_shared_ones_share() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(LOCK_FILE);
-        let held = try_lock(&path, LockMode::Exclusive).unwrap();
-        assert!(matches!(held, Locked::Held(_)));
-        assert!(matches!(try_lock(&path, LockMode::Exclusive).unwrap(), Locked::Busy(_)));
-        assert!(matches!(try_lock(&path, LockMode::Shared).unwrap(), Locked::Busy(_)));
-        drop(held);
-        let (a, b) = (try_lock(&path, LockMode::Shared).unwrap(), try_lock(&path, LockMode::Shared).unwrap());
-        assert!(matches!((&a, &b), (Locked::Held(_), Locked::Held(_))));
-        assert!(matches!(try_lock(&path, LockMode::Exclusive).unwrap(), Locked::Busy(_)));
+/// `options` set to refuse a symbolic link as the last part of the path,
+/// and not to wait on a FIFO (which a plain file never does anyway).
+fn no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    options
+}
+
+#[cfg(unix)]
+fn is_read_only_fs(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EROFS)
+}
+
+#[cfg(not(unix))]
+fn is_read_only_fs(_: &io::Error) -> bool {
+    false
+}
+
+/// The error for a lock file that could not be opened: what the path is,
+/// when it is something odd, else the OS's reason.
+fn describe(path: &Path, mode: LockMode, e: io::Error) -> io::Error {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_file() => odd(what_is(&m.file_type())),
+        Ok(_) if e.kind() == io::ErrorKind::PermissionDenied && mode == LockMode::Exclusive => io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "the lock file cannot be written ({e}): a writer holds it and writes its PID there; make it \
+                 writable (chmod u+w) or remove it"
+            ),
+        ),
+        _ => e,
     }
 }
+
+fn odd(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "is {what}, not a lock file grin made: grin locks a folder through a plain file of that name, never \
+             through a link; remove it (it holds no data) and run again"
+        ),
+    )
+}
+
+fn what_is(kind: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_block_device() || kind.is_char_device() {
+            return "a device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_dir() {
+        "a folder"
+    } else {
+        "not a plain file"
+    }
+}
+
+#[cfg(test)]
+mod tests;

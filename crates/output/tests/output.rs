@@ -158,3 +158,61 @@ fn a_folder_is_refused() {
     let e = write_file(dir.path(), &[], b"x").unwrap_err().to_string();
     assert!(e.contains("is a folder"), "{e}");
 }
+
+/// Issue 90: SIGTERM during `grin export` or `grin model-set` left a
+/// full-size temporary file. One whose writer is gone (its lock free) is
+/// removed by the next write into the folder; one a live writer holds is not.
+#[test]
+fn a_temporary_file_left_by_a_killed_writer_is_removed_by_the_next_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let stale = dir.path().join(".model.grin.grin-Ab12Cd.tmp");
+    std::fs::write(&stale, vec![7u8; 4096]).unwrap();
+    std::fs::File::options().write(true).open(&stale).unwrap().set_modified(hour_ago).unwrap();
+    // A live writer's: locked, so kept however old it looks.
+    let live = dir.path().join(".out.onnx.grin-Ef34Gh.tmp");
+    std::fs::write(&live, b"half").unwrap();
+    let live_file = std::fs::File::options().write(true).open(&live).unwrap();
+    live_file.set_modified(hour_ago).unwrap();
+    live_file.lock().unwrap();
+    // Someone else's file that looks a little like one: never touched.
+    let other = dir.path().join("notes.tmp");
+    std::fs::write(&other, b"mine").unwrap();
+    write_file(&dir.path().join("export.onnx"), &[], b"graph").unwrap();
+    assert!(!stale.exists(), "the killed writer's temporary file is removed");
+    assert!(live.exists() && other.exists());
+    assert_eq!(std::fs::read(dir.path().join("export.onnx")).unwrap(), b"graph");
+}
+
+/// Issue 90, cause G: two `grin model-set` runs on one file lost one of
+/// their two changes, and `grin calibrate` wrote its old model over one
+/// replaced during its run.
+#[test]
+fn a_held_file_is_locked_and_never_written_back_over_a_newer_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("model.grin");
+    std::fs::write(&path, b"version 1").unwrap();
+    // A second holder is refused while the first holds it.
+    let held = grin_output::hold(&path).unwrap();
+    let e = grin_output::hold(&path).unwrap_err().to_string();
+    assert!(e.contains("another grin process is rewriting it"), "{e}");
+    held.write_back(b"version 2").unwrap();
+    drop(held);
+    assert_eq!(std::fs::read(&path).unwrap(), b"version 2");
+    // Replaced (a new file renamed over it) while held: refused, newer kept.
+    let held = grin_output::hold(&path).unwrap();
+    std::fs::write(dir.path().join("new"), b"version 3").unwrap();
+    std::fs::rename(dir.path().join("new"), &path).unwrap();
+    let e = held.write_back(b"version 2 again").unwrap_err().to_string();
+    assert!(e.contains("changed since grin read it") && e.contains("the newer file is kept"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), b"version 3");
+    drop(held);
+    // Written in place, same size, same second (`cp` over it): the hash catches it.
+    let held = grin_output::hold(&path).unwrap();
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    std::fs::write(&path, b"version 4").unwrap();
+    std::fs::File::options().write(true).open(&path).unwrap().set_modified(modified).unwrap();
+    assert!(held.write_back(b"stale").unwrap_err().to_string().contains("changed since grin read it"));
+    assert_eq!(std::fs::read(&path).unwrap(), b"version 4");
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+}

@@ -48,17 +48,38 @@ pub(crate) fn lock_for_writing(dir: &Path, mode: LockMode) -> Result<Option<Fold
 }
 
 /// A shared lock for a reader, refused while a whole-dataset writer or a
-/// merge is at work. A dataset whose lock file cannot be opened at all, or
-/// on a filesystem without locks, is read without a lock: nothing can
-/// rewrite it there through grin either.
+/// merge is at work. A dataset whose lock file cannot be opened (a
+/// read-only mount where none was made), or on a filesystem without locks,
+/// is read without a lock: nothing can rewrite it there through grin
+/// either. A lock file that is a link, a folder or a FIFO is refused by
+/// name, as writers refuse it.
 pub(crate) fn lock_for_reading(dir: &Path) -> Result<Option<FolderLock>> {
-    match try_lock(&dir.join(LOCK_FILE), LockMode::Shared) {
+    let path = dir.join(LOCK_FILE);
+    match try_lock(&path, LockMode::Shared) {
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Err(StoreError::io(&path, e)),
         Ok(Locked::Held(file)) => Ok(Some(FolderLock { _file: file })),
         Ok(Locked::Busy(_)) => Err(StoreError::Locked {
             path: dir.to_path_buf(),
             message: "a grin precompute or merge is writing this dataset; wait for it to finish",
         }),
         Ok(Locked::Unsupported(_)) | Err(_) => Ok(None),
+    }
+}
+
+/// An error when a whole-dataset writer or a merge is writing `dir` now
+/// (it holds the lock exclusively): a dataset without its manifest yet is
+/// being written, not missing. Otherwise nothing, without taking the lock.
+pub fn refuse_if_being_written(dir: &Path) -> Result<()> {
+    let path = dir.join(LOCK_FILE);
+    if !path.is_file() {
+        return Ok(());
+    }
+    match try_lock(&path, LockMode::Shared) {
+        Ok(Locked::Busy(_)) => Err(StoreError::Locked {
+            path: dir.to_path_buf(),
+            message: "a grin precompute or merge is writing this dataset now; wait for it to finish",
+        }),
+        _ => Ok(()),
     }
 }
 

@@ -169,7 +169,13 @@ pub(crate) fn read_json<T: DeserializeOwned>(path: &Path, format: &str) -> Resul
         }
         None => return Err(StoreError::format(path, "no \"version\" field")),
     }
-    serde_json::from_value(value).map_err(|e| StoreError::format(path, format!("bad {format} file: {e}")))
+    // A damaged value is named by its key (`shards[3].bytes`), not only by
+    // what serde expected there (issue 90).
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let key = e.path().to_string();
+        let at = if key == "." { String::new() } else { format!("key `{key}`: ") };
+        StoreError::format(path, format!("bad {format} file: {at}{}", e.inner()))
+    })
 }
 
 /// Writes JSON under a temporary name, syncs it and renames it into place,

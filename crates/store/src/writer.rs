@@ -26,6 +26,13 @@ pub const DEFAULT_SHARD_BYTES: u64 = 128 << 20;
 /// Records generated and written per step; one batch of the pipeline.
 const WRITE_BATCH: usize = 64;
 
+/// The most samples one dataset holds (`--samples`, `train.store_samples`):
+/// a billion records is past any dataset grin trains on (the default is
+/// 20000; a 320x240 grey record is 77 KB, so a billion is 77 TB), and a
+/// count past it (`--samples 1e11`) is a typo, refused before anything is
+/// written rather than found when the disk fills.
+pub const MAX_SAMPLES: u64 = 1_000_000_000;
+
 /// What fills a batch with the samples at the given indices,
 /// deterministically: the feature pipeline, or hand-built samples in tests.
 pub(crate) type Fill<'a> = dyn Fn(&[u64], &mut HostBatch) -> Result<(), InputError> + Sync + 'a;
@@ -59,8 +66,8 @@ pub struct Plan {
 
 impl Plan {
     pub(crate) fn new(fingerprint: Fingerprint, layout: RecordLayout, samples: u64, shard_bytes: u64) -> Result<Plan> {
-        if samples == 0 {
-            return Err(StoreError::Usage("--samples must be at least 1".into()));
+        if !(1..=MAX_SAMPLES).contains(&samples) {
+            return Err(StoreError::Usage(format!("--samples {samples} must be within 1..={MAX_SAMPLES}")));
         }
         if let Some(problem) = layout.problem() {
             return Err(StoreError::Usage(problem));
@@ -117,13 +124,13 @@ struct Writer {
 }
 
 impl Writer {
-    /// Opens (creating) `dir` for `plan`, refusing a folder that holds a
-    /// dataset of another config or layout: mixing shards would be silent corruption.
+    /// Opens (creating) `dir` for `plan`. What it holds is checked in
+    /// [`Writer::run`], once the folder's lock is held: a folder another
+    /// grin is writing or reading is refused for that, not for its
+    /// half-written shards looking like another config's (issue 90).
     fn create(dir: &Path, plan: Plan) -> Result<Writer> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-        let writer = Writer { dir: dir.to_path_buf(), plan };
-        writer.check_existing()?;
-        Ok(writer)
+        Ok(Writer { dir: dir.to_path_buf(), plan })
     }
 
     fn check_existing(&self) -> Result<()> {
@@ -187,7 +194,9 @@ impl Writer {
         }
         let whole = range == (0..self.plan.shard_count);
         let _lock = lock_for_writing(&self.dir, if whole { LockMode::Exclusive } else { LockMode::Shared })?;
-        // Again under the lock: another writer may have finished since `create`.
+        // Refuses a folder that holds a dataset of another config or layout
+        // (mixing shards would be silent corruption); under the lock, so no
+        // other writer is changing what it holds.
         self.check_existing()?;
         let mut entries: Vec<Option<ShardEntry>> = Vec::new();
         let (mut reused_records, mut pending_shards, mut pending_records) = (0, 0, 0);
@@ -303,6 +312,50 @@ impl Writer {
         }
         let tmp = tmp_path(&path);
         let file = create_locked(&tmp)?;
+        // A failed shard (a full disk, a source error) leaves no temporary
+        // file the size of what it wrote (`--samples 1e11` left one that
+        // filled the disk); the lock is held until it is gone.
+        let written = self.fill_shard(index, &tmp, &file, source, progress);
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        let (hasher, classes) = written?;
+        std::fs::rename(&tmp, &path).map_err(|e| StoreError::io(&path, e))?;
+        drop(file);
+        sync_parent(&path)?;
+        let entry = ShardEntry {
+            file: shard_file_name(index),
+            first_record: records.start,
+            records: records.end - records.start,
+            bytes: (records.end - records.start) * layout.record_bytes,
+            xxh3: format!("{:016x}", hasher.digest()),
+            classes,
+        };
+        let sidecar = Sidecar {
+            format: SIDECAR_FORMAT.into(),
+            version: VERSION,
+            fingerprint_hash: self.plan.fingerprint.hash.clone(),
+            layout,
+            samples: self.plan.samples,
+            records_per_shard: self.plan.records_per_shard,
+            shard: entry.clone(),
+        };
+        write_json_atomic(&sidecar_path, &sidecar)?;
+        Ok(entry)
+    }
+
+    /// Generates shard `index`'s records into `file` (its temporary file,
+    /// `tmp`) and syncs it; returns its hash and class letters.
+    fn fill_shard(
+        &self,
+        index: u64,
+        tmp: &Path,
+        file: &std::fs::File,
+        source: &Fill<'_>,
+        progress: &mut dyn FnMut(Event),
+    ) -> Result<(Xxh3, String)> {
+        let layout = self.plan.layout;
+        let records = self.records(index);
         let mut out = std::io::BufWriter::with_capacity(4 << 20, file);
         let mut hasher = Xxh3::new();
         let mut classes = String::with_capacity((records.end - records.start) as usize);
@@ -329,34 +382,13 @@ impl Writer {
                 layout.encode(&batch, i, &mut bytes);
                 classes.push(class_letter(layout.class_of(&bytes[at..])));
             }
-            out.write_all(&bytes).map_err(|e| StoreError::io(&tmp, e))?;
+            out.write_all(&bytes).map_err(|e| StoreError::io(tmp, e))?;
             hasher.update(&bytes);
             progress(Event::Records(end - first));
             first = end;
         }
-        let file = out.into_inner().map_err(|e| StoreError::io(&tmp, e.into_error()))?;
-        file.sync_all().map_err(|e| StoreError::io(&tmp, e))?;
-        drop(file);
-        std::fs::rename(&tmp, &path).map_err(|e| StoreError::io(&path, e))?;
-        sync_parent(&path)?;
-        let entry = ShardEntry {
-            file: shard_file_name(index),
-            first_record: records.start,
-            records: records.end - records.start,
-            bytes: (records.end - records.start) * layout.record_bytes,
-            xxh3: format!("{:016x}", hasher.digest()),
-            classes,
-        };
-        let sidecar = Sidecar {
-            format: SIDECAR_FORMAT.into(),
-            version: VERSION,
-            fingerprint_hash: self.plan.fingerprint.hash.clone(),
-            layout,
-            samples: self.plan.samples,
-            records_per_shard: self.plan.records_per_shard,
-            shard: entry.clone(),
-        };
-        write_json_atomic(&sidecar_path, &sidecar)?;
-        Ok(entry)
+        let file = out.into_inner().map_err(|e| StoreError::io(tmp, e.into_error()))?;
+        file.sync_all().map_err(|e| StoreError::io(tmp, e))?;
+        Ok((hasher, classes))
     }
 }

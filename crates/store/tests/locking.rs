@@ -121,3 +121,34 @@ fn overwritten_label_bytes_are_refused_by_the_checksum_check_naming_the_shard() 
     assert!(matches!(&e, StoreError::Checksum { path, .. } if *path == shard), "{e}");
     assert!(e.to_string().contains("shard-00002.bin: checksum ") && e.to_string().contains("grin verify"), "{e}");
 }
+
+/// Issue 90: a dataset being written was refused for the wrong reason: a
+/// second writer, once the first had finished a shard, was told the folder
+/// "was written for another config; ... delete this one", and a run was
+/// told to build it with `grin precompute` while one was. Both now say the
+/// folder is being written.
+#[test]
+fn a_dataset_being_written_is_refused_for_being_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let during = Mutex::new(Some(|| {
+        let second = write_dataset(dir.path(), other_plan(40, 10), 0..4, &fill, &mut |_: Event| {});
+        (second, grin_store::refuse_if_being_written(dir.path()))
+    }));
+    let seen = Mutex::new(None);
+    // Once shard 0 and its sidecar are written: from record 10 on.
+    let source = |indices: &[u64], out: &mut HostBatch| -> Result<(), InputError> {
+        if indices[0] >= 10 {
+            if let Some(f) = during.lock().unwrap().take() {
+                *seen.lock().unwrap() = Some(f());
+            }
+        }
+        fill(indices, out)
+    };
+    write_dataset(dir.path(), plan(40, 10), 0..4, &source, &mut |_: Event| {}).unwrap();
+    let (second, probe) = seen.into_inner().unwrap().expect("the source ran past shard 0");
+    let e = second.unwrap_err().to_string();
+    assert!(e.contains("in use by another grin process") && !e.contains("another config"), "{e}");
+    let e = probe.unwrap_err().to_string();
+    assert!(e.contains("is writing this dataset now"), "{e}");
+    grin_store::refuse_if_being_written(dir.path()).unwrap();
+}

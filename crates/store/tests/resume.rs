@@ -27,7 +27,9 @@ fn interrupted_write_resumes_to_identical_shards() {
     let err = write_dataset(dir.path(), plan(100, 10), 0..10, &failing_at(45), &mut |_| {}).unwrap_err();
     assert!(matches!(err, StoreError::Generate { first: 40, end: 50, .. }), "{err}");
     assert!(err.to_string().contains("interrupted.jpg"), "{err}");
-    assert!(dir.path().join("shard-00004.bin.tmp").exists(), "the unfinished shard stays under its temporary name");
+    // Issue 90: a failed shard's temporary file is removed (a full disk left
+    // one as large as what fit); a killed writer's is emptied by the rerun.
+    assert!(!dir.path().join("shard-00004.bin.tmp").exists(), "no temporary file is left by an error");
     assert!(!dir.path().join("shard-00004.bin").exists());
     assert!(!dir.path().join("manifest.json").exists());
 

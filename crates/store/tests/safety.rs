@@ -111,6 +111,9 @@ fn inconsistent_manifests_are_refused() {
         (Box::new(|m| m["shards"][0]["xxh3"] = "zz".into()), "is not 16 hex digits"),
         (Box::new(|m| m["fingerprint"]["config"]["samples"] = 1.into()), "fingerprint hash"),
         (Box::new(|m| m["shards"].as_array_mut().unwrap().pop().map(|_| ()).unwrap()), "3 shard entries"),
+        // Issue 90: a value of the wrong type is named by its key.
+        (Box::new(|m| m["shards"][2]["bytes"] = "many".into()), "key `shards[2].bytes`: invalid type: string"),
+        (Box::new(|m| m["layout"]["width"] = (-1).into()), "key `layout.width`: invalid value"),
     ];
     for (edit, expected) in cases {
         let dir = tempfile::tempdir().unwrap();

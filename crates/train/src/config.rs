@@ -166,10 +166,27 @@ impl GrinConfig {
         }
         f.validate()?;
         f.image_bound().map_err(|e| anyhow::anyhow!("{e}"))?;
+        // A run folder's name: a filesystem takes at most 255 bytes (a 900 KB
+        // name failed at mkdir with a 900 KB error line, issue 90).
+        if c.name.len() > MAX_NAME_BYTES {
+            let start: String = c.name.chars().take(40).collect();
+            bail!(
+                "key `name`: \"{start}…\" is {} bytes; a run's name is a folder name, at most {MAX_NAME_BYTES}",
+                c.name.len()
+            );
+        }
         if c.name.is_empty() || c.name.contains(['/', '\\']) || c.name == ".." || c.name == "." {
             bail!("key `name`: {:?} must be a plain folder name", c.name);
         }
         c.model.validate().map_err(anyhow::Error::msg)?;
+        for (key, set, flag) in [
+            ("model.level_thresholds", c.model.level_thresholds.is_some(), "--level-thresholds"),
+            ("model.box_scale", c.model.box_scale.is_some(), "--box-scale"),
+        ] {
+            if set {
+                bail!("key `{key}`: records what `grin model-set {flag}` folded into a trained model's weights; a config cannot set it");
+            }
+        }
         if c.train.val_photos > 0 && !f.source.has_annotated_photos() {
             bail!(
                 "key `train.val_photos`: {} needs real photos with faces in features.source (caltech, celeba_aligned, \
@@ -182,7 +199,16 @@ impl GrinConfig {
 }
 
 /// Most steps (and so warm-up, log and checkpoint intervals) a run may ask for.
-const MAX_STEPS: usize = 100_000_000;
+pub const MAX_STEPS: usize = 100_000_000;
+
+/// The longest run name (`name`, `--name`): a folder name, which most
+/// filesystems bound at 255 bytes.
+const MAX_NAME_BYTES: usize = 255;
+
+/// The most held-out scenes or photos one evaluation scores
+/// (`train.eval_samples`, `train.eval_photos`, and `grin eval`'s
+/// `--samples` and `--photos`).
+pub const MAX_EVAL: usize = 1_000_000;
 
 impl TrainConfig {
     /// Every key's range. NaN fails every comparison, so each float check
@@ -196,13 +222,13 @@ impl TrainConfig {
             ("train.warmup_steps", t.warmup_steps, 0, MAX_STEPS),
             ("train.log_every", t.log_every, 1, MAX_STEPS),
             ("train.checkpoint_every", t.checkpoint_every, 0, MAX_STEPS),
-            ("train.eval_samples", t.eval_samples, 0, 1_000_000),
+            ("train.eval_samples", t.eval_samples, 0, MAX_EVAL),
             ("train.eval_every", t.eval_every, 0, 100_000_000),
             ("train.patience", t.patience, 0, 1_000_000),
-            ("train.eval_photos", t.eval_photos, 0, 1_000_000),
+            ("train.eval_photos", t.eval_photos, 0, MAX_EVAL),
             ("train.val_photos", t.val_photos, 0, 1_000_000),
             ("train.prefetch", t.prefetch, 0, 1024),
-            ("train.store_samples", t.store_samples, 0, 1_000_000_000),
+            ("train.store_samples", t.store_samples, 0, grin_store::MAX_SAMPLES as usize),
         ];
         for (key, v, lo, hi) in counts {
             if !(lo..=hi).contains(&v) {

@@ -53,7 +53,7 @@ pub use balance::Prediction;
 pub use best::Best;
 pub use config::{
     detector_spec, load_config, parse_config, set_model_keys, DeviceAugment, GrinConfig, LoadedConfig, Mode,
-    TrainConfig,
+    TrainConfig, MAX_EVAL, MAX_STEPS,
 };
 pub use device_batch::{upload, DeviceBatch};
 pub use feed::{build_feed, Feed, FeedPlan};

@@ -66,6 +66,9 @@ fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resu
     let mut mode = c.train.mode;
     let has_store = dir.join("manifest.json").exists();
     if !has_store && matches!(mode, Mode::Precomputed | Mode::InVram) {
+        // Not missing but being written: said so ("build it with grin
+        // precompute" while one was, issue 90).
+        grin_store::refuse_if_being_written(&dir)?;
         bail!(
             "{}: no precomputed dataset; build it with `grin precompute --config {} --out {}`",
             dir.display(),

@@ -21,7 +21,7 @@ use super::landmarks::celeba_aligned_box;
 use super::BoxRule;
 use crate::annotations::{bad_box, malformed, numbered, Annotated, BadLines, Entry};
 use crate::sample::{FaceBox, Smile};
-use grin_image::{read_text, InputError};
+use grin_image::{read_text, BadInputKind, InputError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -49,6 +49,17 @@ pub(super) fn add_unannotated(
     rule: BoxRule,
     problems: BadLines,
 ) -> Result<usize, InputError> {
+    if !file.exists() {
+        // From a fresh clone this is the usual case: the file is made, not
+        // shipped (the error said only "No such file or directory", issue 90).
+        return Err(InputError::bad(
+            file,
+            None,
+            BadInputKind::UnreadableFile,
+            "missing: the source's `unannotated` file (faces its annotations lack) is made by \
+             scripts/unannotated-faces.sh; run it, or leave the `unannotated` key out",
+        ));
+    }
     let text = read_text(file)?;
     let mut by_name: HashMap<&std::ffi::OsStr, Vec<usize>> = HashMap::new();
     for (i, e) in entries.iter().enumerate() {
@@ -151,7 +162,7 @@ fn same_face(a: &FaceBox, b: &FaceBox) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use grin_image::{BadInputKind, OnBadSample, SkipCounts};
+    use grin_image::{OnBadSample, SkipCounts};
 
     fn entry(name: &str, faces: &[[f32; 4]]) -> Entry {
         let faces = faces
@@ -192,6 +203,20 @@ mod tests {
         assert_eq!([found.x0, found.y0, found.x1, found.y1], [50.0, 10.0, 70.0, 32.0]);
         assert_eq!(found.smile, Smile::Ignore);
         assert!(entries[1].faces.is_empty());
+    }
+
+    /// Issue 90: `configs/fewer-false-37.toml` from a fresh clone said only
+    /// "No such file or directory"; the error now says what makes the file.
+    #[test]
+    fn a_missing_file_says_which_script_makes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("caltech-yunet.jsonl");
+        let skips = SkipCounts::default();
+        let problems = BadLines { on_bad: OnBadSample::Skip, skips: &skips };
+        let e = add_unannotated(&mut [entry("a.jpg", &[])], &file, BoxRule::Annotated, problems).unwrap_err();
+        let message = e.to_string();
+        assert!(message.contains("caltech-yunet.jsonl: missing"), "{message}");
+        assert!(message.contains("scripts/unannotated-faces.sh") && message.contains("`unannotated`"), "{message}");
     }
 
     #[test]

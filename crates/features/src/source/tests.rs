@@ -197,6 +197,33 @@ fn a_fifo_in_a_photo_folder_is_named_not_waited_on() {
     );
 }
 
+/// Issue 90, cause F: a FIFO among the photos an annotation file names
+/// (Caltech's ground truth, a JSONL manifest) is checked where it is
+/// opened, not only where folders are listed: `grin mine` and `grin train`
+/// waited on it forever. A FIFO given as the annotation file itself too.
+#[test]
+fn a_fifo_named_by_an_annotation_file_is_refused_where_it_is_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("b.jpg");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let fifo_manifest = dir.path().join("fifo.jsonl");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo_manifest).status().unwrap().success());
+    let manifest = write(dir.path(), "m.jsonl", "{\"image\": \"b.jpg\", \"boxes\": [[1, 1, 20, 20]]}\n");
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let open = |manifest: &Path| {
+            let cfg = annotated_config(SourceConfig::Jsonl { manifest: manifest.to_path_buf() }, OnBadSample::Error);
+            AnnotatedSource::jsonl(&cfg, Split::Train)
+        };
+        let photo = open(&manifest).unwrap().scene(0, &mut SampleRng::seed_from_u64(0)).map(|s| s.boxes.len());
+        done.send((photo, open(&fifo_manifest).map(|s| s.len()))).unwrap();
+    });
+    let (photo, fifo_as_manifest) =
+        finished.recv_timeout(std::time::Duration::from_secs(60)).expect("a FIFO was waited on");
+    expect_bad(photo, BadInputKind::UnreadableFile, &[&fifo.display().to_string(), "not a regular file"]);
+    expect_bad(fifo_as_manifest, BadInputKind::UnreadableFile, &["fifo.jsonl", "not a regular file"]);
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();

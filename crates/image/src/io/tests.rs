@@ -128,9 +128,16 @@ fn the_bound_counts_pixels_and_sides_and_names_its_setting() {
 
 #[test]
 fn a_file_past_the_bound_is_not_read_whole() {
-    // /dev/zero never ends: it is refused after the bound's bytes.
+    // A (sparse) file larger than any image within the bound: refused
+    // after the bound's bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.png");
+    std::fs::File::create(&big).unwrap().set_len(100 << 20).unwrap();
     let bound = ImageBound { max_pixels: 1, knob: "--max-pixels" };
-    let err = read_image(Path::new("/dev/zero"), bound).unwrap_err();
+    let err = read_image(&big, bound).unwrap_err();
     assert!(matches!(err, InputError::BadInput { kind: BadInputKind::ImageTooLarge, .. }), "{err}");
-    assert!(err.to_string().starts_with("/dev/zero: file is over 64 MiB"), "{err}");
+    assert!(err.to_string().contains("big.png: file is over 64 MiB"), "{err}");
+    // /dev/zero never ends, and a device is no photo: refused before a byte is read.
+    let err = read_image(Path::new("/dev/zero"), bound).unwrap_err();
+    assert!(err.to_string().starts_with("/dev/zero: not a regular file"), "{err}");
 }

@@ -63,17 +63,20 @@ struct Cli {
     /// Frames in a row a smile change must last before it is reported.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000), requires = "stream")]
     smile_hold: u32,
-    /// Frames a face may go unseen before its track ends.
-    #[arg(long, default_value_t = 5, requires = "stream")]
+    /// Frames a face may go unseen before its track ends (at most 10000:
+    /// over five minutes at 30 frames/s).
+    #[arg(long, default_value_t = 5, requires = "stream", value_parser = clap::value_parser!(u32).range(0..=10_000))]
     track_patience: u32,
     /// A `.grin` model file from `grin train` (default: the embedded model).
     #[arg(long)]
     model: Option<PathBuf>,
-    /// One JSON object per line: per image, or the latency figures with `--bench`.
-    #[arg(long)]
+    /// One JSON object per line: per image, or the latency figures with
+    /// `--bench` (a `--stream` writes JSON lines always).
+    #[arg(long, conflicts_with = "stream")]
     json: bool,
     /// Write the image with boxes drawn (several images: OUT-1.png, OUT-2.png, ...).
-    #[arg(long, value_name = "OUT.png")]
+    /// Not with `--bench`, which times detection and draws nothing.
+    #[arg(long, value_name = "OUT.png", conflicts_with = "bench")]
     draw: Option<PathBuf>,
     /// Worker threads for the CPU kernels (default: all cores).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
@@ -87,7 +90,7 @@ struct Cli {
     size: Option<(usize, usize)>,
     /// Most pixels an image file is searched at when --size is not given: a larger
     /// photo is shrunk by one factor to this many (default 1920x1080).
-    #[arg(long, value_name = "N", default_value_t = PHOTO_MAX_PIXELS, value_parser = parse_photo_pixels, conflicts_with = "size")]
+    #[arg(long, value_name = "N", default_value_t = PHOTO_MAX_PIXELS, value_parser = parse_photo_pixels, conflicts_with_all = ["size", "stream"])]
     photo_pixels: u64,
     #[command(flatten)]
     decode: DecodeFlags,
@@ -102,11 +105,12 @@ struct Cli {
     #[arg(long)]
     bench: bool,
     /// Timed runs with `--bench`, cycling over the images from the first
-    /// (a multiple of their count times each one equally).
-    #[arg(long, default_value_t = 200, requires = "bench", value_parser = clap::value_parser!(u32).range(1..))]
+    /// (a multiple of their count times each one equally); at most a
+    /// million (each keeps six timings: 96 MB).
+    #[arg(long, default_value_t = 200, requires = "bench", value_parser = clap::value_parser!(u32).range(1..=MAX_ITERATIONS))]
     iterations: u32,
-    /// Untimed runs before timing with `--bench`.
-    #[arg(long, default_value_t = 10, requires = "bench")]
+    /// Untimed runs before timing with `--bench` (at most a million).
+    #[arg(long, default_value_t = 10, requires = "bench", value_parser = clap::value_parser!(u32).range(0..=MAX_ITERATIONS))]
     warmup: u32,
 }
 
@@ -125,6 +129,10 @@ fn parse_max_pixels(s: &str) -> Result<u64, String> {
 }
 
 const MAX_PIXELS_FLAG: &str = "--max-pixels";
+
+/// The most timed (or warm-up) runs of `--bench`: `--iterations
+/// 4294967295` reserved 68 GB for its timings and aborted (issue 90).
+const MAX_ITERATIONS: i64 = 1_000_000;
 
 /// Exit status of a stream ended by Ctrl-C or SIGTERM.
 const INTERRUPTED: i32 = 130;
@@ -186,6 +194,14 @@ fn run(cli: &Cli) -> Result<bool> {
             .build_global()
             .map_err(|e| anyhow!("--threads {n}: {e}"))?;
     }
+    if let Some(out) = &cli.draw {
+        // Before anything runs: a drawing never lands on a photo or on the
+        // model file (`--draw MODEL` replaced the model, issue 90).
+        let inputs = draw_inputs(cli);
+        for i in 0..cli.images.len() {
+            grin_output::check(&draw::output_path(out, i, cli.images.len()), &inputs)?;
+        }
+    }
     let source = cli.model.clone().map_or(ModelSource::Embedded, ModelSource::File);
     let mut detector = Runner::load(source)?;
     detector.set_engine(cli.engine);
@@ -201,6 +217,16 @@ fn run(cli: &Cli) -> Result<bool> {
     } else {
         detect_images(cli, &mut detector)
     }
+}
+
+/// What a drawing must never be written over: the photos and the model file.
+fn draw_inputs(cli: &Cli) -> Vec<&Path> {
+    cli.images.iter().chain(&cli.model).map(PathBuf::as_path).collect()
+}
+
+/// Whether `e` is standard output's reader having gone away.
+fn closed_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }
 
 /// Decoders' messages may end in or contain newlines; an error is one line.
@@ -259,7 +285,7 @@ fn detect_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         }
         if let Some(out) = &cli.draw {
             let target = draw::output_path(out, i, cli.images.len());
-            let inputs: Vec<&Path> = cli.images.iter().map(PathBuf::as_path).collect();
+            let inputs = draw_inputs(cli);
             match draw::save(&draw::draw(&image, &detections), &target, &inputs) {
                 // On standard error, so that --json's standard output stays one line per image.
                 Ok(()) => eprintln!("{}", draw::wrote(&target, &detections)),
@@ -315,7 +341,14 @@ fn run_stream(cli: &Cli, detector: &Runner, source: &Path) -> Result<bool> {
     // Its own handle on stdout: the output thread may be left blocked in a
     // write to a pipe nobody reads, and must not hold std's stdout lock then.
     let out = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().context("standard output")?);
-    let summary = stream::run(input, detector, &options, out, stop)?;
+    let summary = match stream::run(input, detector, &options, out, stop) {
+        Ok(summary) => summary,
+        // The reader went away (`| head -1`): it has what it wanted, so the
+        // stream ends quietly with status 0, as an image run does (it ended
+        // with `error: ... Broken pipe`, exit 2, issue 90).
+        Err(e) if closed_pipe(&e) => return Ok(true),
+        Err(e) => return Err(e),
+    };
     eprintln!("{}", summary.to_text());
     eprintln!("{}", serde_json::json!({ "summary": summary }));
     if summary.interrupted {

@@ -22,6 +22,7 @@
 //! bias), the ONNX graph and every evaluation unchanged.
 
 use super::Detector;
+use crate::config::{BoxScale, LevelThresholds, BOX_SCALES};
 use crate::points::STRIDES;
 use burn::module::Param;
 use burn::tensor::backend::Backend;
@@ -31,10 +32,8 @@ use grin_terms::output::{DISTANCE, FACE, OUTPUTS};
 /// One shift per level, finest first (the order of [`STRIDES`]).
 pub type LevelShift = [f32; STRIDES.len()];
 
-/// The shift that makes a detector whose score threshold is 0.5 (logit 0)
-/// keep a face on level `l` at score `thresholds[l]`: `"0.5,0.45,0.4"`, one
-/// face score in (0, 1) per level, finest first.
-pub fn shift_for_thresholds(text: &str) -> Result<LevelShift, String> {
+/// `"0.5,0.45,0.4"`: one face score in (0, 1) per level, finest first.
+pub fn parse_level_thresholds(text: &str) -> Result<LevelThresholds, String> {
     let scores = text
         .split(',')
         .map(|t| match t.trim().parse::<f32>() {
@@ -42,13 +41,23 @@ pub fn shift_for_thresholds(text: &str) -> Result<LevelShift, String> {
             _ => Err(format!("`{t}` in `{text}` is not a face score in (0, 1)")),
         })
         .collect::<Result<Vec<f32>, String>>()?;
-    let shift: Vec<f32> = scores.iter().map(|&t| (1.0 - t).ln() - t.ln()).collect();
-    shift.try_into().map_err(|_| format!("`{text}`: give one threshold per level (strides {STRIDES:?})"))
+    scores.try_into().map_err(|_| format!("`{text}`: give one threshold per level (strides {STRIDES:?})"))
 }
 
-/// One scale per box side, in the order of the distance channels: left,
-/// top, right, bottom.
-pub type BoxScale = [f32; 4];
+/// The shift that makes a detector whose score threshold is 0.5 (logit 0)
+/// keep a face on level `l` at score `to[l]`, from weights that already
+/// hold the shift for `from` (a file's `level_thresholds`; None: none):
+/// the same thresholds given twice shift nothing the second time.
+pub fn shift_between(from: Option<LevelThresholds>, to: LevelThresholds) -> LevelShift {
+    let logit_shift = |t: f32| (1.0 - t).ln() - t.ln();
+    let mut shift = to.map(logit_shift);
+    if let Some(from) = from {
+        for (s, f) in shift.iter_mut().zip(from) {
+            *s -= logit_shift(f);
+        }
+    }
+    shift
+}
 
 /// `"1.1,2.05,1.1,1.24"`: one scale per side (left, top, right, bottom),
 /// each in 0.25..=4 (past that a model is being retrained, not re-read).
@@ -56,7 +65,7 @@ pub fn scales_for_box(text: &str) -> Result<BoxScale, String> {
     let scales = text
         .split(',')
         .map(|t| match t.trim().parse::<f32>() {
-            Ok(s) if (0.25..=4.0).contains(&s) => Ok(s),
+            Ok(s) if BOX_SCALES.contains(&s) => Ok(s),
             _ => Err(format!("`{t}` in `{text}` is not a scale in 0.25..=4")),
         })
         .collect::<Result<Vec<f32>, String>>()?;
@@ -73,12 +82,15 @@ impl<B: Backend> Detector<B> {
         })
     }
 
-    /// Scales every predicted box side by `scale` (left, top, right, bottom).
-    pub fn scale_box_sides(self, scale: BoxScale) -> Self {
+    /// Scales every predicted box side to `to` (left, top, right, bottom)
+    /// times what it was before `from` was folded in (a file's `box_scale`;
+    /// None: none): the same scales given twice move nothing the second time.
+    pub fn scale_box_sides(self, from: Option<BoxScale>, to: BoxScale) -> Self {
+        let from = from.unwrap_or([1.0; 4]);
         self.add_to_output_biases(|_| {
             let mut add = [0.0f32; OUTPUTS];
-            for (k, s) in scale.iter().enumerate() {
-                add[DISTANCE + k] = s.ln();
+            for k in 0..4 {
+                add[DISTANCE + k] = to[k].ln() - from[k].ln();
             }
             add
         })
@@ -109,13 +121,18 @@ mod tests {
 
     #[test]
     fn thresholds_become_shifts_and_bad_ones_are_named() {
-        let shift = shift_for_thresholds("0.5, 0.25,0.75").unwrap();
+        let thresholds = parse_level_thresholds("0.5, 0.25,0.75").unwrap();
+        let shift = shift_between(None, thresholds);
         let want = [0.0, 3f32.ln(), -(3f32.ln())];
         assert!(shift.iter().zip(want).all(|(s, w)| (s - w).abs() < 1e-6), "{shift:?}");
         for (bad, named) in [("0.5,0.5", "one threshold per level"), ("0.5,1,0.5", "`1`"), ("0.5,x,0.5", "`x`")] {
-            let why = shift_for_thresholds(bad).unwrap_err();
+            let why = parse_level_thresholds(bad).unwrap_err();
             assert!(why.contains(named), "{bad}: {why}");
         }
+        // Over weights that hold them already, the same thresholds shift nothing (issue 90).
+        assert_eq!(shift_between(Some(thresholds), thresholds), [0.0; 3]);
+        let moved = shift_between(Some([0.5, 0.5, 0.5]), thresholds);
+        assert!(moved.iter().zip(want).all(|(s, w)| (s - w).abs() < 1e-6), "{moved:?}");
     }
 
     #[test]
@@ -135,11 +152,21 @@ mod tests {
         let image = Tensor::<NdArray<f32>, 4>::ones([1, 1, 48, 64], &device) * 0.5;
         let before = model.forward(image.clone()).raw.into_data().to_vec::<f32>().unwrap();
         let scale = [1.1, 2.0, 1.1, 1.25];
-        let after = model.scale_box_sides(scale).forward(image).raw.into_data().to_vec::<f32>().unwrap();
+        let after = model
+            .scale_box_sides(Some([1.0, 1.5, 1.0, 1.0]), scale)
+            .forward(image)
+            .raw
+            .into_data()
+            .to_vec::<f32>()
+            .unwrap();
         let n = spec.points().len();
         for channel in 0..OUTPUTS {
-            let want =
-                (DISTANCE..DISTANCE + 4).contains(&channel).then(|| scale[channel - DISTANCE].ln()).unwrap_or(0.0);
+            // From the 1.5 already folded into the top side, to `scale`.
+            let from = [1.0f32, 1.5, 1.0, 1.0];
+            let want = (DISTANCE..DISTANCE + 4)
+                .contains(&channel)
+                .then(|| scale[channel - DISTANCE].ln() - from[channel - DISTANCE].ln())
+                .unwrap_or(0.0);
             for i in 0..n {
                 let moved = after[channel * n + i] - before[channel * n + i];
                 assert!((moved - want).abs() < 1e-5, "channel {channel} point {i}: moved {moved}, want {want}");

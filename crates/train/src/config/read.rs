@@ -51,6 +51,14 @@ pub fn set_model_keys(model: &ModelConfig, sets: &[String]) -> Result<ModelConfi
         .map_err(|e| anyhow::anyhow!(key_error(e)))?;
     changed.validate().map_err(|e| anyhow::anyhow!(e))?;
     if let Some(key) = model.architecture_change(&changed) {
+        let folded_by = match key {
+            "model.level_thresholds" => Some("--level-thresholds"),
+            "model.box_scale" => Some("--box-scale"),
+            _ => None,
+        };
+        if let Some(flag) = folded_by {
+            bail!("key `{key}`: records what the weights hold; change it with {flag}, which folds it in");
+        }
         bail!("key `{key}`: shapes the weights, so it is set by training, not in a model file");
     }
     // An off look is not written, so its other keys would be lost unseen.
@@ -111,6 +119,17 @@ fn apply_set(table: &mut toml::Table, set: &str) -> Result<()> {
 pub struct LoadedConfig {
     pub path: PathBuf,
     pub config: GrinConfig,
+}
+
+impl LoadedConfig {
+    /// What a command reading this config reads: the config file and every
+    /// file and folder its source names. Its outputs must be none of them,
+    /// nor inside one of the folders (`grin_output`'s rule).
+    pub fn inputs(&self) -> Vec<&Path> {
+        let mut inputs = vec![self.path.as_path()];
+        inputs.extend(self.config.features.source.inputs());
+        inputs
+    }
 }
 
 /// Largest config file read: a config is a page of TOML, and a path like

@@ -164,3 +164,31 @@ fn overrides_apply() {
     assert_eq!(c.train.lr, 0.5);
     assert_eq!(c.train.mode, crate::Mode::InVram);
 }
+
+/// Issue 90: a 900 KB run name was accepted and failed at mkdir with a
+/// 900 KB error line. It is bounded by key, and the error line stays short.
+#[test]
+fn a_run_name_past_a_folder_names_bound_is_refused_by_key() {
+    let (_dir, path) = write("name = \"x\"\n");
+    let long = format!("name={:?}", "n".repeat(900_000));
+    let e = error(&path, &[&long]);
+    assert!(
+        e.contains("key `name`") && e.contains("900000 bytes") && e.contains("at most 255"),
+        "{}",
+        &e[..200.min(e.len())]
+    );
+    assert!(e.len() < 400, "one short line: {} bytes", e.len());
+    assert!(load(&path, &[format!("name={:?}", "n".repeat(255))]).is_ok());
+}
+
+/// `model.level_thresholds` records what `grin model-set` folded into a
+/// trained model's weights: a config setting it would train with a record
+/// of shifts the weights do not hold.
+#[test]
+fn a_config_cannot_set_the_folded_level_thresholds_or_box_scale() {
+    for (key, value) in [("level_thresholds", "[0.5, 0.4, 0.3]"), ("box_scale", "[1.1, 2.0, 1.1, 1.2]")] {
+        let (_dir, path) = write(&format!("name = \"x\"\n[model]\n{key} = {value}\n"));
+        let e = error(&path, &[]);
+        assert!(e.contains(&format!("key `model.{key}`")) && e.contains("a config cannot set it"), "{e}");
+    }
+}
