@@ -102,19 +102,6 @@ cargo build --locked --release -p grin-infer --bin grin-detect --example export_
 DETECT=${GRIN_DETECT:-$TARGET/release/grin-detect}
 EXPORT=$TARGET/release/examples/export_scenes
 
-# Every detection each detector exposes (grin down to 0.05, YuNet down to its
-# library's floor of 0.2) and its operating point, on the PNGs in DIR;
-# grin's extra flags (--size) follow DIR.
-detect_all() {
-    local dir=$1
-    shift
-    local images=("$dir"/*.png)
-    "$DETECT" "${MODEL_FLAGS[@]}" --json "$@" --threshold 0.05 "${images[@]}" >"$dir/grin-scored.jsonl"
-    "$DETECT" "${MODEL_FLAGS[@]}" --json "$@" "${images[@]}" >"$dir/grin-deployed.jsonl"
-    "$YUNET" --threshold 0.2 "${images[@]}" >"$dir/yunet-scored.jsonl"
-    "$YUNET" "${images[@]}" >"$dir/yunet-deployed.jsonl"
-}
-
 rm -rf "$WORK"
 mkdir -p "$WORK"
 for size in "${SIZES[@]}"; do
@@ -122,15 +109,15 @@ for size in "${SIZES[@]}"; do
     # Faces under 1/32 of the width (10 px at 320x240) are ignore regions, as in bench-detect.sh.
     "$EXPORT" --out "$WORK/$size" "${SPLIT_FLAGS[@]}" --channels 3 --count "$PHOTOS" --width "$w" --height "${size#*x}" \
         --min-face $((w / 32)) --caltech "$CALTECH" --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR"
-    detect_all "$WORK/$size" --size "$size"
+    detect_both "$WORK/$size" --size "$size"
 done
 
 # The photos at their own size, each detector at its own defaults, then their aged copies.
 "$EXPORT" --out "$WORK/photo" "${SPLIT_FLAGS[@]}" --channels 3 --count "$PHOTOS" --original --min-face 10 \
     --caltech "$CALTECH" --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR" "${FACE_FREE_FLAGS[@]}"
-detect_all "$WORK/photo"
+detect_both "$WORK/photo"
 "$PY" scripts/peers/age_photos.py "$WORK/photo" "$WORK/aged"
-detect_all "$WORK/aged"
+detect_both "$WORK/aged"
 
 # Timed photos: the first TIMED of each source (group photos and portraits).
 timed() {

@@ -36,8 +36,8 @@ TARGET=${CARGO_TARGET_DIR:-target}
 MODEL_FLAGS=("$@")
 
 case $SPLIT in
-    val) SPLIT_FLAGS=(--validation) ;;
-    test) SPLIT_FLAGS=() ;;
+    val) SPLIT_FLAGS=(--validation) SPLIT_NAME=validation ;;
+    test) SPLIT_FLAGS=() SPLIT_NAME=test ;;
     *) echo "bench-photos: SPLIT=$SPLIT: expected val or test" >&2; exit 1 ;;
 esac
 CELEBA_ATTR=$CELEBA/list_attr_celeba_000001-010000.txt
@@ -67,20 +67,8 @@ mkdir -p "$WORK"
 # camera's frames are, at 320x240.
 "$EXPORT" --out "$WORK/close" "${SPLIT_FLAGS[@]}" --channels 3 --count "$PHOTOS" --width 320 --height 240 --zoom 2 \
     --min-face 10 --celeba-images "$CELEBA/images" --celeba-attr "$CELEBA_ATTR"
-# Every detection each detector exposes (grin down to 0.05, YuNet down to its
-# library's floor of 0.2) and its operating point, on the PNGs of SET; grin's
-# extra flags follow SET.
-detect_set() {
-    local set=$1
-    shift
-    local images=("$WORK/$set"/*.png)
-    "$DETECT" "${MODEL_FLAGS[@]}" --json "$@" --threshold 0.05 "${images[@]}" >"$WORK/$set/grin-scored.jsonl"
-    "$DETECT" "${MODEL_FLAGS[@]}" --json "$@" "${images[@]}" >"$WORK/$set/grin-deployed.jsonl"
-    "$YUNET" --threshold 0.2 "${images[@]}" >"$WORK/$set/yunet-scored.jsonl"
-    "$YUNET" "${images[@]}" >"$WORK/$set/yunet-deployed.jsonl"
-}
-detect_set news
-detect_set others
-detect_set close --size 320x240
-python3 scripts/peers/photos_peer.py --work "$WORK" --sets news,others,close \
+detect_both "$WORK/news"
+detect_both "$WORK/others"
+detect_both "$WORK/close" --size 320x240
+python3 scripts/peers/photos_peer.py --work "$WORK" --sets news,others,close --split "$SPLIT_NAME" \
     --conditions "($SPLIT split; model: ${MODEL_FLAGS[*]:-the embedded default}; commit $(git rev-parse --short HEAD))"

@@ -40,6 +40,7 @@ const NOT_OUTPUTS: &[&str] = &[
     "FROM_RUN",
     "KEY",
     "KEY=VALUE",
+    "L,T,R,B",
     "LOADERS",
     "LOAD_JITTER_MS",
     "LOAD_MS",

@@ -121,13 +121,13 @@ def report(work, sets):
     return out
 
 
-def print_report(rows):
+def print_report(rows, split):
     def line(label, get, digits=3):
         print(f"| {label} | " + " | ".join(fmt(get(rows_d), digits) for rows_d in current) + " |")
 
     for source, row in rows.items():
         current = [row[d] for d in DETECTORS]
-        print(f"\n### {source} ({row['photos']} validation photos, {current[0]['faces']} faces)\n")
+        print(f"\n### {source} ({row['photos']} {split} photos, {current[0]['faces']} faces)\n")
         print("| figure | " + " | ".join(DETECTORS) + " |")
         print("|---|" + "---:|" * len(DETECTORS))
         if current[0]["faces"]:
@@ -155,6 +155,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--work", required=True)
     p.add_argument("--sets", required=True, help="comma-separated folders under --work")
+    p.add_argument("--split", default="validation", help="the split's name, as the report says it")
     p.add_argument("--conditions", default="")
     args = p.parse_args()
     rows = report(args.work, args.sets.split(","))
@@ -163,7 +164,7 @@ def main():
     print(f"grin-detect and YuNet at their own defaults, each photo at its own size; found at IoU {MATCH_IOU}")
     if args.conditions:
         print(args.conditions)
-    print_report(rows)
+    print_report(rows, args.split)
 
 
 if __name__ == "__main__":

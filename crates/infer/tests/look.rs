@@ -9,12 +9,15 @@ use grin_model::{Detection, ModelConfig, SecondLook};
 use image::DynamicImage;
 use std::path::Path;
 
-/// The test scene (several faces) on a wider flat canvas at 16:9, so the
-/// frame is letterboxed and windows must be mapped back to the picture.
+/// The test scene (several faces) on a wider flat canvas, so the frame is
+/// letterboxed and windows must be mapped back to the picture. The canvas
+/// reaches past the scene's top, so that no box is clipped by the picture's
+/// edge: the look cuts around the box as decoded, which a clipped box would
+/// not give back.
 fn picture() -> DynamicImage {
     let scene = image::open(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png")).unwrap();
-    let mut canvas = image::GrayImage::from_pixel(570, 240, image::Luma([90]));
-    image::imageops::overlay(&mut canvas, &scene.to_luma8(), 0, 0);
+    let mut canvas = image::GrayImage::from_pixel(570, 300, image::Luma([90]));
+    image::imageops::overlay(&mut canvas, &scene.to_luma8(), 0, 40);
     DynamicImage::ImageLuma8(canvas)
 }
 
@@ -80,7 +83,10 @@ fn a_box_stays_only_if_its_close_cut_finds_a_face_in_its_place() {
     let before = runner.detect(runner.frame(&picture));
     assert!(before.len() >= 3, "the scene's faces: {before:?}");
     // Every box is looked at.
-    let look = SecondLook { below: 1.0, ..SecondLook::default() };
+    // At the shipped model's context: its boxes run forehead to chin, so the
+    // default three times a box's longer side would cut a face far smaller.
+    let context = runner.spec().model.second_look.context;
+    let look = SecondLook { below: 1.0, context, ..SecondLook::default() };
     set_look(&mut runner, look).unwrap();
     let after = runner.detect(runner.frame(&picture));
     assert!(!after.is_empty(), "the scene's faces are found again close up: {before:?}");

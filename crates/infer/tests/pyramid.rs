@@ -47,7 +47,8 @@ fn iou(d: &Detection, b: [f32; 4]) -> f32 {
 fn a_face_too_close_for_one_pass_is_found_by_the_half_size_pass() {
     let (image, face) = close_up();
     let mut runner = Runner::load(ModelSource::Embedded).unwrap();
-    assert_eq!(runner.pass_sizes(), [(320, 240), (160, 120), (80, 60)]);
+    // The shipped model keeps faces up to 161 px a pass: at half size, 160x120 holds any face.
+    assert_eq!(runner.pass_sizes(), [(320, 240), (160, 120)]);
     let found = runner.detect(runner.frame(&image));
     assert_eq!(found.len(), 1, "one face, one detection: {found:?}");
     assert!(iou(&found[0], face) >= 0.5, "the pyramid misses the close face: {found:?}");

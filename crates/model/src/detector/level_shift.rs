@@ -8,7 +8,7 @@
 //!   times the stride, so adding `ln(s)` to a side's channel scales that side
 //!   by `s`. A model trained on one box definition so draws another: exact
 //!   for the point at the box's centre, and nearly so for the points near it
-//!   that win NMS (stage 5 started from stage 4's boxes moved this way from
+//!   that win NMS (stage 5 is stage 4 with its boxes moved this way from
 //!   eyebrows-to-chin to forehead-to-chin, docs/design.md, "The face box").
 //!
 //! The face-logit shift per output level:
@@ -163,10 +163,11 @@ mod tests {
         for channel in 0..OUTPUTS {
             // From the 1.5 already folded into the top side, to `scale`.
             let from = [1.0f32, 1.5, 1.0, 1.0];
-            let want = (DISTANCE..DISTANCE + 4)
-                .contains(&channel)
-                .then(|| scale[channel - DISTANCE].ln() - from[channel - DISTANCE].ln())
-                .unwrap_or(0.0);
+            let want = if (DISTANCE..DISTANCE + 4).contains(&channel) {
+                scale[channel - DISTANCE].ln() - from[channel - DISTANCE].ln()
+            } else {
+                0.0
+            };
             for i in 0..n {
                 let moved = after[channel * n + i] - before[channel * n + i];
                 assert!((moved - want).abs() < 1e-5, "channel {channel} point {i}: moved {moved}, want {want}");
