@@ -29,7 +29,7 @@
 #   GRIN_BACKEND=cpu DIR/gpu-bench.sh
 #       The same steps at a small size on the CPU backend (CI runs this).
 #
-# Device command (the one call of a GPU session; see the README):
+# Device command (the one call of a GPU session; docs/benchmarks.md, "Training modes and GPU figures"):
 #   scripts/gpu-bench.sh --stage gpu-bench     # here
 #   run(command="cd gpu-bench && bash gpu-bench.sh", carry=["gpu-bench"])
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How far CelebA's `Smiling` labels let a classifier go, next to grin, on the
 # same portraits: grin's detector (scored by `grin eval` on the validation
-# and test portraits, the figures the README reports) against a plain
+# and test portraits, the figures docs/model.md reports) against a plain
 # PyTorch CNN about four times grin's size that is handed the aligned
 # portrait itself, trained from scratch on the same training portraits, in
 # colour and in grey (scripts/peers/smile_ceiling.py). Colour tells whether

@@ -362,7 +362,11 @@ fn out_of_range_keys_are_refused_before_a_run_starts() {
         assert_eq!(out.status.code(), Some(2), "{set}: {}", stderr(&out));
         let e = stderr(&out);
         assert_eq!(e.lines().count(), 1, "{e}");
-        assert!(e.contains("tiny.toml: key `") && e.contains(key), "{set}: {e}");
+        // The file alone is fine: the error names the --set that brought the value.
+        assert!(
+            e.contains(&format!("--set {set} (over ")) && e.contains("tiny.toml): key `") && e.contains(key),
+            "{set}: {e}"
+        );
         assert!(!runs.exists(), "{set}: nothing is written");
     }
 }
@@ -537,8 +541,9 @@ fn grin_mine_refuses_bad_input_in_one_line() {
 }
 
 #[test]
-fn eval_out_lists_only_what_it_wrote() {
-    // A synthetic source has no photos: photos.json (empty) is written, no PR curve.
+fn eval_out_with_no_photo_source_is_refused_and_nothing_written() {
+    // A synthetic source has no photos: an empty photos.json was written,
+    // exit 0 (issue 90, round 2); the report asked for cannot be made.
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "");
     let out_dir = dir.path().join("eval");
@@ -552,14 +557,13 @@ fn eval_out_lists_only_what_it_wrote() {
         .arg(&out_dir)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stdout.contains("photos.json (nothing to draw in pr_curve.svg, thresholds.svg, smile_confusion.svg)"),
-        "{stdout}"
+        stderr(&out).contains("no photos are scored (the config's source holds no real photos)"),
+        "{}",
+        stderr(&out)
     );
-    assert!(out_dir.join("photos.json").exists() && !out_dir.join("pr_curve.svg").exists());
-    assert!(!out_dir.join("thresholds.svg").exists() && !out_dir.join("smile_confusion.svg").exists());
+    assert!(!out_dir.exists(), "nothing written");
 }
 
 #[test]
@@ -815,7 +819,10 @@ fn more_flags_that_cannot_apply_and_counts_past_their_bound_are_refused_by_name(
     let built = dir.path().join("built");
     assert!(precompute(&config, &built, &[]).status.success());
     let b = built.to_str().unwrap();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
+        // A store is built where it is missing: never over an input or a file ("File exists" before).
+        (&["bench", "step", "--backend", "cpu", "--config", c, "--store", c], "is also an input"),
+        (&["bench", "step", "--backend", "cpu", "--config", c, "--store", m], "not a folder"),
         (
             &["eval", "--samples", "1", "--photos", "0", "--model", m, "--config", c, "--own-size"],
             "--own-size: no photos are scored",

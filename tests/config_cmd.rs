@@ -84,6 +84,28 @@ fn eval_names_a_pyramid_setting_it_cannot_use() {
     }
 }
 
+/// Issue 90, round 2: flags `grin eval` cannot apply were dropped, exit 0.
+#[test]
+fn eval_refuses_what_it_would_not_score() {
+    let model = format!("{}/assets/default.grin", env!("CARGO_MANIFEST_DIR"));
+    let config = demo();
+    let base = ["eval", "--model", model.as_str(), "--config", config.as_str()];
+    for (extra, why) in [
+        (&["--best"][..], "--best"),
+        (&["--samples", "0"], "nothing to score"),
+        (
+            &["--samples", "1", "--run-size", "320x240"],
+            "--run-size: no photos are scored (the config's source holds no real photos)",
+        ),
+        (&["--samples", "1", "--own-size"], "--own-size: no photos are scored"),
+    ] {
+        let out = grin(&[&base[..], extra].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(why), "{extra:?}: {err}");
+    }
+}
+
 #[test]
 fn eval_and_calibrate_name_a_run_that_is_not_there() {
     let dir = tempfile::tempdir().unwrap();

@@ -48,6 +48,12 @@ fn export_writes_the_library_bytes_for_a_model_file_and_for_a_run() {
     let run = grin_export(&["--run", run_dir.to_str().unwrap(), "--out", from_run.to_str().unwrap()]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     assert!(std::fs::read(&from_run).unwrap() == expected);
+    // The run folder is an input as a whole: its config is not the place for an export.
+    let config = run_dir.join("config.toml");
+    std::fs::write(&config, "name = \"shipped\"\n").unwrap();
+    let e = error_line(&grin_export(&["--run", run_dir.to_str().unwrap(), "--out", config.to_str().unwrap()]));
+    assert!(e.contains("config.toml") && e.contains("input"), "{e}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "name = \"shipped\"\n");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
     assert_eq!(leftovers.len(), 3, "no temporary left behind: {leftovers:?}");
 }

@@ -92,7 +92,15 @@ fn bad_input_is_one_clear_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr.contains("r/summary.json") && stderr.contains("load_ms_per_batch"), "{stderr}");
 
-    let out = grin(&["simulate", "--load-ms", "10", "--loaders", "0", "--step-ms", "5"], dir.path());
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out).1.contains("loaders must be at least 1"));
+    // Counts are bounded: 10^8 loaders exhausted memory, 10^7 ran for minutes (issue 90).
+    for (loaders, queue, why) in [
+        ("0", "1", "loaders 0 must be within 1..=4096"),
+        ("100000000", "1", "loaders 100000000 must be within 1..=4096"),
+        ("4", "4294967296", "queue capacity 4294967296 must be within 1..=1048576 batches"),
+    ] {
+        let args = ["simulate", "--load-ms", "10", "--step-ms", "5", "--loaders", loaders, "--queue", queue];
+        let out = grin(&args, dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(text(&out).1.contains(why), "{args:?}: {}", text(&out).1);
+    }
 }

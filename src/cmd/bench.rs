@@ -178,6 +178,12 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
     // Never over what it reads: the config, its sources, the store (any
     // file in it); checked before the store is built and the steps timed.
     let mut inputs = loaded.inputs();
+    // The store is built where it is missing: never inside the config's
+    // sources (a dataset landed in a photo folder, issue 90), nor over a file.
+    super::check_outputs(&[&args.store], &inputs)?;
+    if args.store.exists() && !args.store.is_dir() {
+        anyhow::bail!("--store {}: not a folder; a store is a dataset folder", args.store.display());
+    }
     inputs.push(&args.store);
     if let Some(path) = &args.json {
         super::check_outputs(&[path], &inputs)?;

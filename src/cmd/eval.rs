@@ -13,7 +13,9 @@ pub(crate) struct EvalArgs {
     pub run: Option<PathBuf>,
     /// With --run: its best.grin instead, the step with the best validation
     /// score (`train.eval_every`).
-    #[arg(long, requires = "run")]
+    // `conflicts_with` too: clap skips `requires` when the required arg
+    // conflicts with one given (`--run` with `--model`), and --best was dropped.
+    #[arg(long, requires = "run", conflicts_with = "model")]
     pub best: bool,
     /// A model file; needs --config for the held-out data.
     #[arg(long, requires = "config")]
@@ -53,6 +55,16 @@ pub(crate) enum HeldOut {
     Test,
 }
 
+impl HeldOut {
+    /// How the report names the split it scored.
+    fn label(self) -> &'static str {
+        match self {
+            HeldOut::Val => "validation",
+            HeldOut::Test => "test",
+        }
+    }
+}
+
 impl From<HeldOut> for grin_features::Split {
     fn from(split: HeldOut) -> Self {
         match split {
@@ -83,6 +95,7 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
         _ => anyhow::bail!("give --run runs/<name>, or --model FILE --config FILE"),
     };
     let split = grin_features::Split::from(args.split);
+    let label = args.split.label();
     let loaded = grin_train::load_config(&config_path, &args.config.set.sets)?;
     if let Some(out) = &args.out {
         let mut inputs = loaded.inputs();
@@ -90,17 +103,29 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
         super::check_outputs(&[out], &inputs)?;
     }
     let c = &loaded.config;
-    let photos = args.photos.unwrap_or(c.train.eval_photos);
+    // A config whose source holds no photos scores none, whatever --photos says.
+    let (photos, none_because) = if grin_features::has_held_out_photos(&c.features.source) {
+        (args.photos.unwrap_or(c.train.eval_photos), "--photos 0 or train.eval_photos = 0")
+    } else {
+        (0, "the config's source holds no real photos")
+    };
+    let samples = args.samples.unwrap_or(c.train.eval_samples);
+    if samples == 0 && photos == 0 {
+        anyhow::bail!("nothing to score: no held-out scenes (--samples 0 or train.eval_samples = 0) and no photos ({none_because})");
+    }
     if let (0, Some(out)) = (photos, &args.out) {
-        anyhow::bail!("--out {}: no photos are scored (--photos 0 or train.eval_photos = 0), so there is no photo report to write", out.display());
+        anyhow::bail!(
+            "--out {}: no photos are scored ({none_because}), so there is no photo report to write",
+            out.display()
+        );
     }
     // Scenes are scored at the features' size: a photo size with no photo
     // to score would change nothing.
     let photo_size = if args.own_size { Some("--own-size") } else { args.run_size.map(|_| "--run-size") };
     if let (0, Some(flag)) = (photos, photo_size) {
         anyhow::bail!(
-            "{flag}: no photos are scored (--photos 0 or train.eval_photos = 0), and scenes are scored at the \
-             features' size, so the flag would change nothing"
+            "{flag}: no photos are scored ({none_because}), and scenes are scored at the features' size, so the \
+             flag would change nothing"
         );
     }
     let device = Default::default();
@@ -112,13 +137,12 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     check_channels(&model_path, &run_spec, &c.features)?;
     // Scenes are scored at the features' size, photos at the size the model runs at.
     let scene_spec = grin_train::detector_spec(&run_spec.model, &c.features);
-    let samples = args.samples.unwrap_or(c.train.eval_samples);
     if samples > 0 {
         let r = grin_train::scenes::evaluate_split(&model, &scene_spec, &c.features, split, samples, &device)?;
         let ap = r.face_ap.map(|a| format!("{a:.3}")).unwrap_or_else(|| "undefined (no faces in the split)".into());
         let smile =
             r.smile_accuracy.map(|a| format!("{a:.3}")).unwrap_or_else(|| "n/a (no labelled smiles matched)".into());
-        outln!("held-out scenes: {} images, {} faces: face AP@0.5 {ap}  smile accuracy {smile}", r.images, r.faces);
+        outln!("{label} scenes: {} images, {} faces: face AP@0.5 {ap}  smile accuracy {smile}", r.images, r.faces);
     }
     if photos > 0 {
         let own_size = args.own_size.then_some(grin_terms::photo::PHOTO_MAX_PIXELS);
@@ -127,10 +151,10 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
         let reports = grin_train::photos::evaluate_split(&model, &run_spec, &c.features, scoring, &device)?;
         let frame = scoring.frame(&run_spec);
         if reports.is_empty() {
-            outln!("held-out photos: none (the config's source has no real photos)");
+            outln!("{label} photos: none (the config's source has no real photos)");
         }
         for r in &reports {
-            outln!("held-out photos at {frame}: {}", grin_train::photos::describe(r));
+            outln!("{label} photos at {frame}: {}", grin_train::photos::describe(r));
         }
         if let Some(out) = &args.out {
             let threshold = run_spec.model.score_threshold;

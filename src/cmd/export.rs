@@ -4,7 +4,7 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use grin_model::file;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub(crate) struct ExportArgs {
@@ -32,9 +32,13 @@ pub(crate) fn export(args: ExportArgs) -> Result<()> {
         (None, Some(run)) => run.join("model.grin"),
         (None, None) => bail!("give --model FILE or --run runs/<name>"),
     };
+    // A run folder is an input as a whole: its config and summary are as
+    // much the run's as its model.
+    let inputs: Vec<&Path> = std::iter::once(path.as_path()).chain(args.run.as_deref()).collect();
+    grin_output::check(&args.out, &inputs)?;
     let (spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&path, &Default::default())?;
     let bytes = grin_export::to_onnx(&spec, &model.folded());
-    grin_output::write_file(&args.out, &[&path], &bytes)?;
+    grin_output::write_file(&args.out, &inputs, &bytes)?;
     let params = spec.model.decode_params();
     outln!(
         "wrote {} ({} KiB, ONNX opset {}): input `{}` [batch, {}, height, width] in 0..1; outputs `{}` [batch, points, \

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use grin_features::SceneClass;
 use grin_store::{Plan, Store};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `grin store bench`'s order is held in memory: its bound, per flag too.
 const MAX_ORDER: u64 = grin_train::bench::MAX_ORDER as u64;
@@ -205,6 +205,9 @@ fn info(args: InfoArgs) -> Result<()> {
 }
 
 fn bench(args: BenchArgs) -> Result<()> {
+    // Both outputs are checked before any timing, not after it (issue 90).
+    let outputs: Vec<&Path> = args.order_out.iter().chain(&args.json).map(PathBuf::as_path).collect();
+    super::check_outputs(&outputs, &[&args.dir])?;
     let store = Store::open(&args.dir)?;
     let batches = args.batches.unwrap_or_else(|| (store.len() as usize).div_ceil(args.batch));
     // The order lives in memory (8 bytes an index): bounded before it is drawn.

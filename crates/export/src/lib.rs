@@ -6,7 +6,7 @@
 //! (`detector.rs`), built over the ONNX protobuf messages (`graph.rs`,
 //! generated from `proto/onnx.proto` by prost) and encoded to bytes. The
 //! graph decodes its outputs itself; threshold and NMS stay with the
-//! caller, as in YOLO's exports (see the README's ONNX section).
+//! caller, as in YOLO's exports (docs/onnx.md).
 
 #![forbid(unsafe_code)]
 

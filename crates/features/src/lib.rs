@@ -54,7 +54,7 @@ pub use source::Source;
 // The procedural scenes (which `grin features` draws on their own), and the
 // held-out photos that reports score whole images on. The other sources are
 // built from a config by the pipeline.
-pub use photos::{held_out_photos, photos_of_split, HeldOutPhoto, HeldOutPhotos};
+pub use photos::{has_held_out_photos, held_out_photos, photos_of_split, HeldOutPhoto, HeldOutPhotos};
 pub use synthetic::{SyntheticParams, SyntheticSource};
 
 // The annotation parsers, which the fuzz targets drive on their own.

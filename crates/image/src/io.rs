@@ -29,13 +29,10 @@ pub fn list_images(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
         if !is_image_path(&path) {
             continue;
         }
-        // A FIFO named like a photo would block its reader for good (a run
-        // loading it hung, issue 80); a device or socket is no photo either.
-        // Followed through links, as the read that comes later would be.
-        // (A folder named like a photo fails its read at once: counted there.)
-        if std::fs::metadata(&path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-            return Err(InputError::bad(&path, None, BadInputKind::UnreadableFile, NOT_A_FILE));
-        }
+        // A FIFO, device or socket named like a photo is listed: its read
+        // refuses it at once ([`open_file`]), so it is one bad file, named
+        // or counted as any other. (Refused here, it cost the whole folder
+        // under `on_bad_sample = "skip"`, issue 90.)
         files.push(path);
     }
     if files.is_empty() {
@@ -64,35 +61,19 @@ pub fn read_text(path: &Path) -> Result<String, InputError> {
 /// Opens an input file (a photo, an annotation file) for reading, without
 /// ever waiting: a FIFO or a device is refused by name, where it is opened.
 ///
-/// Opening a FIFO waits for a writer, forever; a read from one waits too.
-/// Folders are listed with the same check (`list_images`), but an
-/// annotation file names its photos itself (Caltech's ground truth): a FIFO
-/// named there hung `grin mine`, and `grin train`, which then could not
-/// honour SIGTERM (issue 90). The file is opened non-blocking, and only a
-/// plain file (what the opened handle is, not what the name was a moment
-/// before) is read; non-blocking changes nothing for a plain file's reads.
+/// Every photo is opened here, listed from a folder or named by an
+/// annotation file (Caltech's ground truth): a FIFO named there hung `grin
+/// mine`, and `grin train`, which then could not honour SIGTERM (issue 90).
+/// [`grin_output::open_plain`] says why nothing else is read.
 pub fn open_file(path: &Path) -> Result<std::fs::File, InputError> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    let bad = |message: String| InputError::bad(path, None, BadInputKind::UnreadableFile, message);
-    let file = options.open(path).map_err(|e| bad(format!("cannot read: {e}")))?;
-    let metadata = file.metadata().map_err(|e| bad(format!("cannot read: {e}")))?;
-    if metadata.is_dir() {
-        return Err(bad("is a folder, not a file".into()));
-    }
-    if !metadata.is_file() {
-        return Err(bad(NOT_A_FILE.into()));
-    }
-    Ok(file)
+    grin_output::open_plain(path).map_err(|e| {
+        let message = match e.kind() {
+            std::io::ErrorKind::InvalidInput => format!("{e}: photos are read from files"),
+            _ => format!("cannot read: {e}"),
+        };
+        InputError::bad(path, None, BadInputKind::UnreadableFile, message)
+    })
 }
-
-/// Why a FIFO, device or socket is not read as a photo or annotation file.
-const NOT_A_FILE: &str = "not a regular file (a FIFO, device or socket): photos are read from files";
 
 /// Decodes every file in parallel; bad files are counted and left out under
 /// `Skip`, and the first bad file (in file order) is the error under `Error`.

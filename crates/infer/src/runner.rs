@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 /// Plain f32 ndarray, no autodiff: inference only.
 pub type CpuBackend = NdArray<f32>;
 
-/// The default model, trained by `grin train` (see the README for how).
+/// The default model, trained by `grin train` (docs/model.md says how).
 pub static DEFAULT_MODEL: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets/default.grin"));
 
 pub use grin_terms::{MAX_SIDE, MIN_SIDE};

@@ -294,6 +294,27 @@ fn stream_flags_are_checked_before_anything_runs() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/cam.mjpeg: cannot open"));
     let both = detect(&["--stream", "-", "image.png"]);
     assert_eq!(both.status.code(), Some(2), "images and --stream do not mix");
+    // A stream's flags on image files were dropped without a word (issue 90,
+    // round 2): each is refused by name. `requires = "stream"` alone is not
+    // enough, since clap skips it when the stream conflicts with a present arg.
+    let (_dir, image) = write_temp(b"not read: the flags are refused first");
+    let stream_only: [&[&str]; 9] = [
+        &["--input-format", "gray8"],
+        &["--input-size", "320x240"],
+        &["--every-frame"],
+        &["--events-only"],
+        &["--no-clock"],
+        &["--smile-on", "0.9"],
+        &["--smile-off", "0.1"],
+        &["--smile-hold", "2"],
+        &["--track-patience", "50"],
+    ];
+    for flag in stream_only {
+        let out = detect(&[flag, &[image.to_str().unwrap()]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}: {stderr}");
+        assert!(stderr.contains(flag[0]), "{flag:?}: {stderr}");
+    }
 }
 
 /// Issue 28's silent streams: each gets an error before anything runs, or
@@ -373,6 +394,48 @@ fn an_empty_stream_says_it_held_no_data() {
         );
         assert!(stderr.contains("\nhint: the stream held no data"), "{stderr}");
     }
+}
+
+/// Sends SIGTERM to `child` and waits for it, at most 10 s (then it is
+/// killed and the test fails, saying `when`): its status and how long it took.
+fn terminated(child: &mut std::process::Child, when: &str) -> (std::process::ExitStatus, std::time::Duration) {
+    use std::time::{Duration, Instant};
+    let sent = Instant::now();
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status, sent.elapsed());
+        }
+        if sent.elapsed() > Duration::from_secs(10) {
+            child.kill().unwrap();
+            panic!("grin-detect still running 10 s after SIGTERM {when}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A source stopped before it wrote a byte (a camera still starting, then
+/// Ctrl-C) is "interrupted", not "held no data": the source may be fine.
+#[test]
+fn a_stream_stopped_before_its_first_byte_is_not_called_empty() {
+    use std::io::Read;
+    use std::time::Duration;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_grin-detect"))
+        .args(["--stream", "--input-format", "gray8", "--input-size", "64x48", "--no-clock"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("grin-detect starts");
+    // The pipe stays open and silent until grin-detect is stopped.
+    let silent = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, _) = terminated(&mut child, "on a silent pipe");
+    drop(silent);
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("; interrupted") && !stderr.contains("held no data"), "{stderr}");
 }
 
 #[test]
@@ -480,19 +543,7 @@ fn sigterm_ends_a_stream_whose_stdout_nobody_reads() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(child.try_wait().unwrap().is_none(), "grin-detect ended before it was stopped");
-    let sent = Instant::now();
-    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if sent.elapsed() > Duration::from_secs(10) {
-            child.kill().unwrap();
-            panic!("grin-detect still running 10 s after SIGTERM with a full stdout");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let took = sent.elapsed();
+    let (status, took) = terminated(&mut child, "with a full stdout");
     feeder.join().unwrap();
     let mut stderr = String::new();
     child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();

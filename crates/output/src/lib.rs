@@ -24,16 +24,20 @@
 //! Errors name the path that failed, and the output it was for. A folder
 //! written by one process at a time is locked through [`try_lock`]. A
 //! binary file's bytes are laid out by [`parts`], whose checksums catch
-//! what a crash cannot: a file damaged after it was written.
+//! what a crash cannot: a file damaged after it was written. A file the
+//! user named is read through [`open_plain`]: a FIFO or a device never hangs
+//! a read.
 #![forbid(unsafe_code)]
 
 mod lock;
 /// The module is the API: `parts::frame`, `parts::unframe`.
 pub mod parts;
+mod plain;
 mod rewrite;
 mod temp;
 
 pub use lock::{try_lock, LockMode, Locked, LOCK_FILE};
+pub use plain::{open_plain, FOLDER, NOT_A_FILE};
 pub use rewrite::{hold, Held};
 
 use std::fmt;

@@ -150,11 +150,14 @@ pub(crate) fn resolve(dir: &Path, manifest: &Path, name: &str) -> Result<PathBuf
 /// Reads a JSON file of the given `format`, with one clear error for a
 /// file that is not ours.
 pub(crate) fn read_json<T: DeserializeOwned>(path: &Path, format: &str) -> Result<T> {
-    let meta = std::fs::metadata(path).map_err(|e| StoreError::io(path, e))?;
+    // A plain file only: a FIFO in a dataset's place hung every reader.
+    let mut file = grin_output::open_plain(path).map_err(|e| StoreError::io(path, e))?;
+    let meta = file.metadata().map_err(|e| StoreError::io(path, e))?;
     if meta.len() > MAX_JSON_BYTES {
         return Err(StoreError::format(path, format!("{} bytes: too large to be a {format} file", meta.len())));
     }
-    let bytes = std::fs::read(path).map_err(|e| StoreError::io(path, e))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(|e| StoreError::io(path, e))?;
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| StoreError::format(path, format!("not a {format} file: not JSON ({e})")))?;
     match value.get("format").and_then(|f| f.as_str()) {
@@ -299,7 +302,7 @@ pub(crate) fn checksum_text(digest: u64) -> String {
 /// xxh3-64 of a whole file, read (not mapped: a file truncated while it is
 /// mapped would kill the process with SIGBUS instead of giving an error).
 pub(crate) fn hash_file(path: &Path) -> Result<String> {
-    let mut file = std::fs::File::open(path).map_err(|e| StoreError::io(path, e))?;
+    let mut file = grin_output::open_plain(path).map_err(|e| StoreError::io(path, e))?;
     let mut hasher = Xxh3::new();
     let mut buf = vec![0u8; 4 << 20];
     loop {

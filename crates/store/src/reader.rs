@@ -50,7 +50,7 @@ impl Store {
         let mut maps = Vec::with_capacity(manifest.shards.len());
         for shard in &manifest.shards {
             let path = resolve(dir, &manifest_path, &shard.file)?;
-            let file = std::fs::File::open(&path).map_err(|e| StoreError::io(&path, e))?;
+            let file = grin_output::open_plain(&path).map_err(|e| StoreError::io(&path, e))?;
             let actual = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
             if actual != shard.bytes {
                 return Err(StoreError::Size { path, expected: shard.bytes, actual });

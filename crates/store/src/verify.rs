@@ -52,7 +52,7 @@ pub fn verify(dir: &Path, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport>
         let mut report = |problem: String, records: Range<u64>| {
             bad.push(BadShard { file: shard.file.clone(), records, problem });
         };
-        let mut file = match std::fs::File::open(&path) {
+        let mut file = match grin_output::open_plain(&path) {
             Ok(f) => f,
             Err(e) => {
                 report(format!("cannot open: {e}"), whole);

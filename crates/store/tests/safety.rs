@@ -73,6 +73,29 @@ fn truncated_shard_is_a_clear_error() {
     assert!(report.bad[0].problem.starts_with("cannot open"), "{:?}", report.bad);
 }
 
+/// A FIFO in a dataset's place (its manifest or a shard) hung `grin verify`,
+/// `grin store info` and training until they were killed (issue 90).
+#[test]
+fn a_fifo_for_a_manifest_or_a_shard_is_refused_at_once() {
+    let mkfifo = |path: &Path| assert!(std::process::Command::new("mkfifo").arg(path).status().unwrap().success());
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), 40, 10);
+    let shard = dir.path().join("shard-00001.bin");
+    std::fs::remove_file(&shard).unwrap();
+    mkfifo(&shard);
+    let err = Store::open(dir.path()).unwrap_err();
+    assert!(err.to_string().contains("shard-00001.bin") && err.to_string().contains("not a regular file"), "{err}");
+    let report = verify(dir.path(), &mut |_| {}).unwrap();
+    assert!(report.bad[0].problem.contains("not a regular file"), "{:?}", report.bad);
+
+    let manifest = dir.path().join("manifest.json");
+    std::fs::remove_file(&manifest).unwrap();
+    mkfifo(&manifest);
+    let err = Store::open(dir.path()).unwrap_err();
+    assert!(err.to_string().contains("manifest.json") && err.to_string().contains("not a regular file"), "{err}");
+    assert!(verify(dir.path(), &mut |_| {}).is_err());
+}
+
 #[test]
 fn foreign_or_damaged_manifests_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();

@@ -133,6 +133,23 @@ pub fn photos_of_split(cfg: &FeatureConfig, split: Split, limit: usize) -> Resul
     Ok(out)
 }
 
+/// Whether `source` holds any held-out photos to score (real photos with
+/// faces, or face-free images), as [`photos_of_split`] reads it: a command
+/// can refuse a photo-only flag before it scores anything.
+pub fn has_held_out_photos(source: &SourceConfig) -> bool {
+    match source {
+        SourceConfig::Mix { parts, .. } => parts.iter().any(has_held_out_photos),
+        SourceConfig::Caltech { .. }
+        | SourceConfig::Fddb { .. }
+        | SourceConfig::CelebaAligned { .. }
+        | SourceConfig::Wider { .. }
+        | SourceConfig::Celeba { .. }
+        | SourceConfig::Jsonl { .. }
+        | SourceConfig::Negatives { images: Some(_), .. } => true,
+        SourceConfig::Synthetic { .. } | SourceConfig::Crops { .. } | SourceConfig::Negatives { .. } => false,
+    }
+}
+
 fn collect_held_out(
     source: &SourceConfig,
     cfg: &FeatureConfig,

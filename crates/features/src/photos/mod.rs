@@ -25,7 +25,7 @@ mod landmarks;
 mod unannotated;
 pub(crate) mod window;
 
-pub use held_out::{held_out_photos, photos_of_split, HeldOutPhoto, HeldOutPhotos};
+pub use held_out::{has_held_out_photos, held_out_photos, photos_of_split, HeldOutPhoto, HeldOutPhotos};
 pub(crate) use landmarks::celeba_aligned_box;
 pub use landmarks::parse_caltech;
 pub(crate) use window::crop_scene;

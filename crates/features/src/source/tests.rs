@@ -185,16 +185,29 @@ fn a_fifo_in_a_photo_folder_is_named_not_waited_on() {
     let dir = tempfile::tempdir().unwrap();
     for class in ["smile", "no_smile"] {
         std::fs::create_dir_all(dir.path().join(class)).unwrap();
-        std::fs::write(dir.path().join(format!("{class}/0.jpg")), jpeg_bytes()).unwrap();
+        for i in 10..18 {
+            std::fs::write(dir.path().join(format!("{class}/{i}.jpg")), jpeg_bytes()).unwrap();
+        }
     }
-    let fifo = dir.path().join("smile/1.jpg");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
-    assert!(made.success());
+    // Several, so that the split's hash puts some in the training split;
+    // in both folders, since each was once refused as a whole (issue 90).
+    let mut fifos = 0;
+    for class in ["smile", "no_smile"] {
+        for i in 1..=8 {
+            let made = std::process::Command::new("mkfifo").arg(dir.path().join(format!("{class}/{i}.jpg"))).status();
+            assert!(made.unwrap().success());
+            fifos += 1;
+        }
+    }
     expect_bad(
         CropsSource::new(&crops_config(dir.path().into(), OnBadSample::Error), Split::Train),
         BadInputKind::UnreadableFile,
-        &[&fifo.display().to_string(), "not a regular file"],
+        &["smile/", ".jpg: not a regular file"],
     );
+    // Under skip, each one is one counted file; the readable crops remain.
+    let source = CropsSource::new(&crops_config(dir.path().into(), OnBadSample::Skip), Split::Train).unwrap();
+    let skipped = source.load_skips().unwrap().get(BadInputKind::UnreadableFile);
+    assert!((1..=fifos).contains(&skipped), "{skipped} of {fifos} FIFOs counted");
 }
 
 /// Issue 90, cause F: a FIFO among the photos an annotation file names

@@ -38,34 +38,34 @@ struct Cli {
     #[arg(long, value_name = "SOURCE", num_args = 0..=1, default_missing_value = "-", conflicts_with_all = ["bench", "draw"])]
     stream: Option<PathBuf>,
     /// Frame layout on the stream.
-    #[arg(long, value_enum, default_value = "mjpeg", requires = "stream")]
+    #[arg(long, value_enum, default_value = "mjpeg", requires = "stream", conflicts_with = "images")]
     input_format: InputFormat,
     /// Frame size on the stream, e.g. 320x240: required for raw formats; with
     /// mjpeg, frames of another size are counted as bad.
-    #[arg(long, value_name = "WxH", value_parser = grin_terms::parse_wxh, requires = "stream")]
+    #[arg(long, value_name = "WxH", value_parser = grin_terms::parse_wxh, requires = "stream", conflicts_with = "images")]
     input_size: Option<(usize, usize)>,
     /// Process every frame in order instead of dropping stale ones. The default
     /// for a regular file; a pipe, FIFO or device drops stale frames unless this is given.
-    #[arg(long, requires = "stream")]
+    #[arg(long, requires = "stream", conflicts_with = "images")]
     every_frame: bool,
     /// Print only the `smile_started` / `smile_ended` lines.
-    #[arg(long, requires = "stream")]
+    #[arg(long, requires = "stream", conflicts_with = "images")]
     events_only: bool,
     /// Leave the wall-clock fields out of the stream's lines (reproducible output).
-    #[arg(long, requires = "stream")]
+    #[arg(long, requires = "stream", conflicts_with = "images")]
     no_clock: bool,
     /// Smile probability that counts toward smiling.
-    #[arg(long, default_value_t = 0.6, value_parser = score, requires = "stream")]
+    #[arg(long, default_value_t = 0.6, value_parser = score, requires = "stream", conflicts_with = "images")]
     smile_on: f32,
     /// Smile probability that counts toward not smiling (below --smile-on).
-    #[arg(long, default_value_t = 0.4, value_parser = score, requires = "stream")]
+    #[arg(long, default_value_t = 0.4, value_parser = score, requires = "stream", conflicts_with = "images")]
     smile_off: f32,
     /// Frames in a row a smile change must last before it is reported.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000), requires = "stream")]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000), requires = "stream", conflicts_with = "images")]
     smile_hold: u32,
     /// Frames a face may go unseen before its track ends (at most 10000:
     /// over five minutes at 30 frames/s).
-    #[arg(long, default_value_t = 5, requires = "stream", value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    #[arg(long, default_value_t = 5, requires = "stream", conflicts_with = "images", value_parser = clap::value_parser!(u32).range(0..=10_000))]
     track_patience: u32,
     /// A `.grin` model file from `grin train` (default: the embedded model).
     #[arg(long)]

@@ -125,7 +125,9 @@ impl Summary {
 /// - read as raw frames that are JPEGs: MJPEG given a raw `--input-format`.
 fn hint(format: InputFormat, summary: &Summary, jpeg_in_raw: bool) -> Option<String> {
     if summary.frames == 0 && summary.bad_total() == 0 {
-        return Some("the stream held no data: not a byte was read from it".into());
+        // Stopped by Ctrl-C before the source wrote: the summary says
+        // "interrupted", and the source may yet have been fine.
+        return (!summary.interrupted).then(|| "the stream held no data: not a byte was read from it".into());
     }
     let no_start = summary.bad.contains_key(BadFrame::NoJpegStart(0).kind());
     // Bytes that would not cut into JPEGs; frames too large or of the wrong

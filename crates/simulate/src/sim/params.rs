@@ -6,6 +6,10 @@ use anyhow::{bail, Result};
 
 /// Safety valve: a run asking for billions of events is a typo (say `--step-ms 0.0001`), not a plan.
 const MAX_EVENTS: u64 = 200_000_000;
+/// Most loader workers simulated (a large host has a few hundred cores).
+const MAX_LOADERS: usize = 4096;
+/// Most batches a queue may hold.
+const MAX_QUEUE: usize = 1 << 20;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimParams {
@@ -51,8 +55,10 @@ impl SimParams {
         if !finite_non_negative(self.load_jitter_ms) {
             bail!("load jitter {} ms must be a finite number >= 0", self.load_jitter_ms);
         }
-        if self.loaders == 0 {
-            bail!("loaders must be at least 1");
+        // Each loader is simulated (its clock, its row of intervals): a count
+        // past any host's is a typo, and 10^8 of them exhausted memory.
+        if self.loaders == 0 || self.loaders > MAX_LOADERS {
+            bail!("loaders {} must be within 1..={MAX_LOADERS}", self.loaders);
         }
         // A zero-time consumer fed by zero-time loaders would never advance the clock.
         if !(self.step_ms.is_finite() && self.step_ms > 0.0) {
@@ -61,8 +67,8 @@ impl SimParams {
         if !(self.seconds.is_finite() && self.seconds > 0.0) {
             bail!("simulated time {} s must be > 0", self.seconds);
         }
-        if self.queue == 0 {
-            bail!("queue capacity must be at least 1");
+        if self.queue == 0 || self.queue > MAX_QUEUE {
+            bail!("queue capacity {} must be within 1..={MAX_QUEUE} batches", self.queue);
         }
         let steps = self.seconds * 1000.0 / self.step_ms;
         // Each consumed batch costs about two events (one load, one step).

@@ -14,17 +14,43 @@ use std::path::{Path, PathBuf};
 /// what `grin` makes of a config file. Every error is one line naming
 /// `origin` (the file) and the line or the dotted key.
 pub fn parse_config(text: &str, origin: &str, sets: &[String]) -> Result<GrinConfig> {
-    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
         let line = e.span().map(|s| text[..s.start].lines().count().max(1)).unwrap_or(0);
         anyhow::anyhow!("{origin}:{line}: {}", e.message())
     })?;
+    checked(&table, sets)?.map_err(|e| {
+        // A value refused is blamed on the `--set` that brought it when the
+        // file alone is accepted: the file is not what the user must fix.
+        let file_alone = matches!(checked(&table, &[]), Ok(Ok(_)));
+        let culprit = sets.iter().find(|set| !matches!(checked(&table, std::slice::from_ref(set)), Ok(Ok(_))));
+        match (file_alone, culprit) {
+            (true, Some(set)) => anyhow::anyhow!("--set {} (over {origin}): {e}", shown(set)),
+            (true, None) => anyhow::anyhow!("{origin} with its --set values: {e}"),
+            (false, _) => anyhow::anyhow!("{origin}: {e}"),
+        }
+    })
+}
+
+/// A `--set` as an error line shows it: a value past a line's width is cut
+/// (a 900 KB run name made a 900 KB error line).
+fn shown(set: &str) -> String {
+    const SHOWN: usize = 80;
+    match set.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}…", &set[..end]),
+        None => set.to_string(),
+    }
+}
+
+/// The config `table` makes with `sets` applied: `Err` for a `--set` that
+/// cannot apply, `Ok(Err(problem))` for a key refused by name.
+fn checked(table: &toml::Table, sets: &[String]) -> Result<std::result::Result<GrinConfig, String>> {
+    let mut table = table.clone();
     for set in sets {
         apply_set(&mut table, set).with_context(|| format!("--set {set}"))?;
     }
-    let config: GrinConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
-        .map_err(|e| anyhow::anyhow!("{origin}: {}", key_error(e)))?;
-    config.validate().map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
-    Ok(config)
+    Ok(serde_path_to_error::deserialize(toml::Value::Table(table))
+        .map_err(key_error)
+        .and_then(|config: GrinConfig| config.validate().map(|()| config).map_err(|e| e.to_string())))
 }
 
 /// A model file's `[model]` table with `--set model.KEY=VALUE` applied, as

@@ -11,7 +11,7 @@ use std::path::Path;
 /// Opens a precomputed dataset and refuses it when it was built from other
 /// feature settings, unless the user said `--allow-stale`, or when a shard
 /// no longer hashes to its checksum (every byte is read once: under a
-/// second a GB from the page cache; the README has the figure).
+/// second a GB from the page cache: docs/benchmarks.md has the figure).
 pub fn open_store(dir: &Path, features: &FeatureConfig, allow_stale: bool) -> Result<Store> {
     let store = Store::open(dir).with_context(|| format!("{}: cannot open precomputed dataset", dir.display()))?;
     let started = std::time::Instant::now();
