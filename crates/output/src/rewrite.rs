@@ -16,7 +16,7 @@
 //!   1.5 s into its run).
 
 use crate::{fail, OutputError};
-use std::fs::{File, Metadata, OpenOptions};
+use std::fs::{File, Metadata};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -104,19 +104,12 @@ impl Held {
 /// The file for reading: a plain file, opened without waiting (a FIFO
 /// would wait for a writer forever).
 fn open(path: &Path) -> Result<File, OutputError> {
-    let mut options = OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    let file = options.open(path).map_err(|e| fail(path, format!("cannot open: {e}")))?;
-    match file.metadata() {
-        Ok(m) if m.is_file() => Ok(file),
-        Ok(_) => Err(fail(path, "is not a plain file: it cannot be changed in place (write the result elsewhere)")),
-        Err(e) => Err(fail(path, format!("cannot inspect: {e}"))),
-    }
+    crate::open_plain(path).map_err(|e| match e.kind() {
+        io::ErrorKind::InvalidInput => {
+            fail(path, "is not a plain file: it cannot be changed in place (write the result elsewhere)")
+        }
+        _ => fail(path, format!("cannot open: {e}")),
+    })
 }
 
 fn stamp(file: &File, m: &Metadata) -> io::Result<Stamp> {
