@@ -2,6 +2,7 @@
 //! no silent loss. Each test names the issue item it covers.
 
 use crate::common;
+use grin_model::InitDetector;
 
 use common::{tiny_config, GRIN};
 use grin_train::checkpoint::{self, Checkpoint, LoopState};

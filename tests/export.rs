@@ -37,7 +37,7 @@ fn export_writes_the_library_bytes_for_a_model_file_and_for_a_run() {
     let bytes = std::fs::read(&model).unwrap();
     let (spec, detector) =
         grin_model::file::from_bytes::<burn_ndarray::NdArray<f32>>(&bytes, &Default::default()).unwrap();
-    let expected = grin_export::to_onnx(&spec, &detector.folded());
+    let expected = grin_export::to_onnx(&spec, &detector.folded(&spec));
     assert!(std::fs::read(&out).unwrap() == expected, "the file is the library's export");
 
     // A run folder: its model.grin; --format defaults to onnx.

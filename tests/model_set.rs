@@ -15,7 +15,8 @@ fn shipped() -> String {
 /// A model file's `[model]` table and its weights, as plain numbers.
 fn read(path: &Path) -> (grin_model::ModelConfig, grin_model::FoldedDetector) {
     let (spec, detector) = grin_model::load_model::<burn_ndarray::NdArray<f32>>(path, &Default::default()).unwrap();
-    (spec.model, detector.folded())
+    let folded = detector.folded(&spec);
+    (spec.model, folded)
 }
 
 #[test]

@@ -21,8 +21,8 @@ that the network sees the same bytes as in grin-detect:
   2. grey: the image crate's `to_luma8` (or RGB)        crates/features/src/raster.rs
   3. run size: own size x sqrt(2) per side, capped      crates/infer/src/runner.rs
   4. letterbox: one scale, triangle resize, grey 114    crates/features/src/letterbox.rs, raster.rs
-  5. the pyramid: the frame again at half size          crates/model/src/pyramid.rs
-  6. threshold, NMS and the smile votes                 crates/model/src/decode.rs
+  5. the pyramid: the frame again at half size          crates/net/src/pyramid.rs
+  6. threshold, NMS and the smile votes                 crates/net/src/decode.rs
   7. boxes back to the photo's pixels                   crates/infer/src/frame.rs
 
 The decoding settings come from the ONNX file's metadata (docs/onnx.md).

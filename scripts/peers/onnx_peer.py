@@ -6,7 +6,7 @@ on one thread. Run by `scripts/onnx-check.sh`.
 
 It is also the reference decoder of the export's `detections` output
 (`[batch, points, 6]`: x0, y0, x1, y1, face score, smile probability per
-point), written to follow crates/model/src/decode.rs and pyramid.rs:
+point), written to follow crates/net/src/decode.rs and pyramid.rs:
 
   - per pass: points scoring above `score_threshold`, boxes clipped to the
     pass's frame, then greedy NMS (best first; a box is kept unless it

@@ -3,7 +3,6 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use grin_model::file;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
@@ -36,8 +35,9 @@ pub(crate) fn export(args: ExportArgs) -> Result<()> {
     // much the run's as its model.
     let inputs: Vec<&Path> = std::iter::once(path.as_path()).chain(args.run.as_deref()).collect();
     grin_output::check(&args.out, &inputs)?;
-    let (spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&path, &Default::default())?;
-    let bytes = grin_export::to_onnx(&spec, &model.folded());
+    let weights = grin_net::file::read(&path)?;
+    let spec = &weights.spec;
+    let bytes = grin_export::to_onnx(spec, &weights.folded());
     grin_output::write_file(&args.out, &inputs, &bytes)?;
     let params = spec.model.decode_params();
     outln!(

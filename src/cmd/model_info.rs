@@ -1,9 +1,10 @@
-//! `grin model-info`: the detector's parameter and FLOP budget, computed
-//! from the real layers.
+//! `grin model-info`: the detector's parameter and FLOP budget, counted on
+//! its architecture (`grin_net::Budget`, the list of convs the model is
+//! built from).
 
 use anyhow::Result;
 use clap::Args;
-use grin_model::{budget, DetectorSpec};
+use grin_model::{Budget, DetectorSpec};
 use grin_train::GrinConfig;
 
 /// `[model]` and the input size come from `--config`, or without one from
@@ -23,8 +24,7 @@ const BUDGET_SIZE: (usize, usize) = (320, 240);
 pub(crate) fn model_info(args: ModelInfoArgs) -> Result<()> {
     let c = args.config.load()?.map(|loaded| loaded.config).unwrap_or_else(GrinConfig::default);
     let spec = c.detector_spec();
-    let model = spec.init::<burn_ndarray::NdArray<f32>>(&Default::default());
-    let b = budget(&spec, &model);
+    let b = Budget::of(&spec);
     let points = spec.points();
     outln!(
         "grin detector, width_mult {}, input {}x{}x{}",
@@ -43,7 +43,7 @@ pub(crate) fn model_info(args: ModelInfoArgs) -> Result<()> {
     // The budget is stated at 320x240: a config at another input size gets
     // its own figure and the budget's, counted from the same layers.
     let at_size = DetectorSpec { width: BUDGET_SIZE.0, height: BUDGET_SIZE.1, ..spec.clone() };
-    let at_budget = budget(&at_size, &model).mflops;
+    let at_budget = Budget::of(&at_size).mflops;
     let within = verdict(at_budget <= MFLOP_BUDGET);
     if (spec.width, spec.height) == BUDGET_SIZE {
         outln!("  MFLOPs per frame     {:.1}  (budget {MFLOP_BUDGET} at 320x240: {within})", b.mflops);

@@ -1,8 +1,8 @@
 //! The folded detector as an ONNX graph: the trunk and heads conv by conv,
-//! in the order [`grin_model::Detector::folded`] walks them, then each
+//! in the order [`grin_net::Weights::folded`] walks them, then each
 //! level's outputs decoded in the graph (sigmoid scores, boxes from the
 //! distances around the cell centres, smile probability), finest level
-//! first, as [`grin_model::Points`] orders them.
+//! first, as [`grin_net::Points`] orders them.
 //!
 //! Only shape-preserving operators touch the decoded values: OpenCV 4's
 //! ONNX importer cannot evaluate `Shape` on a dynamic input (so the cell
@@ -15,7 +15,7 @@
 use crate::graph::{int_attr, ints_attr, Dim, Graph};
 use crate::pb::{ModelProto, OperatorSetIdProto, StringStringEntryProto};
 use grin_image::LETTERBOX_FILL;
-use grin_model::{
+use grin_net::{
     DetectorSpec, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead, CONFIRM_IOU, LOG_DISTANCE_RANGE, MIN_PASS_SIDE,
     MIRROR_FLOOR, OUTPUTS, SEAM,
 };
@@ -192,7 +192,7 @@ fn conv_node(g: &mut Graph, name: &str, conv: &FoldedConv, x: &str) -> String {
     }
 }
 
-/// Top-down fusion (`grin_model::FoldedFuse`): `coarse` through the lateral
+/// Top-down fusion (`grin_net::FoldedFuse`): `coarse` through the lateral
 /// conv, each value repeated over a 2x2 block and cut to `fine`'s size (its
 /// side is odd when the coarse one rounded up), and added, the add written
 /// as a 1x1 conv over both maps side by side (OpenCV's importer mis-shapes
@@ -253,7 +253,7 @@ fn pointwise(
 }
 
 /// One level's raw head output `y` (`[batch, 6, rows, cols]`) decoded as
-/// `grin_model::decode` does before its threshold, flattened to
+/// `grin_net::decode` does before its threshold, flattened to
 /// `[batch, 6, rows * cols]`: x0, y0, x1, y1, face score, smile probability.
 fn decode_level(g: &mut Graph, level: usize, y: &str, stride: f32) -> String {
     let p = format!("level{level}");
@@ -303,13 +303,12 @@ fn decode_level(g: &mut Graph, level: usize, y: &str, stride: f32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use grin_infer::CpuBackend;
-    use grin_model::ModelConfig;
+    use grin_model::{InitDetector, ModelConfig};
     use std::collections::HashSet;
 
     fn exported(channels: usize) -> (DetectorSpec, FoldedDetector, ModelProto) {
         let spec = DetectorSpec { model: ModelConfig::default(), width: 96, height: 64, channels };
-        let folded = spec.init::<CpuBackend>(&Default::default()).folded();
+        let folded = spec.init::<burn_ndarray::NdArray<f32>>(&Default::default()).folded(&spec);
         let model = model(&spec, &folded);
         (spec, folded, model)
     }

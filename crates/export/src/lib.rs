@@ -2,7 +2,7 @@
 //! DNN module, onnxruntime, tract or any other ONNX runtime can run it.
 //!
 //! Data flow: a `.grin` file's detector, BatchNorm folded
-//! ([`grin_model::Detector::folded`]), becomes a graph conv by conv
+//! ([`grin_net::Weights::folded`]), becomes a graph conv by conv
 //! (`detector.rs`), built over the ONNX protobuf messages (`graph.rs`,
 //! generated from `proto/onnx.proto` by prost) and encoded to bytes. The
 //! graph decodes its outputs itself; threshold and NMS stay with the

@@ -6,7 +6,11 @@
 //! with a fourth, stride-4 level, decoded by grin's own decoder.
 
 use grin_image::{read_image, ImageBound, DEFAULT_MAX_PIXELS};
-use grin_infer::{CpuBackend, ModelSource, Runner, DEFAULT_MODEL};
+use grin_infer::{ModelSource, Runner, DEFAULT_MODEL};
+use grin_model::InitDetector;
+
+/// Plain f32 ndarray: the models exported here are drawn and read by Burn, as training does.
+type CpuBackend = burn_ndarray::NdArray<f32>;
 use grin_model::{DecodeParams, Detection, DetectorSpec, FoldedConv, FoldedDetector, FoldedHead, Points, OUTPUTS};
 use std::path::Path;
 use tract_onnx::prelude::*;
@@ -84,7 +88,7 @@ fn shipped() -> (DetectorSpec, grin_model::Detector<CpuBackend>) {
 #[test]
 fn the_export_matches_the_fast_path_on_the_test_scene_at_two_sizes() {
     let (spec, model) = shipped();
-    let plan = load(&grin_export::to_onnx(&spec, &model.folded()));
+    let plan = load(&grin_export::to_onnx(&spec, &model.folded(&spec)));
     let bound = ImageBound::new(DEFAULT_MAX_PIXELS, "test").unwrap();
     let scene = read_image(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/test-scene.png"), bound).unwrap();
     let mut runner = Runner::load(ModelSource::Embedded).unwrap();
@@ -110,7 +114,7 @@ fn the_export_matches_the_fast_path_on_the_test_scene_at_two_sizes() {
 #[test]
 fn the_metadata_holds_what_decoding_needs() {
     let (spec, model) = shipped();
-    let onnx = grin_export::to_onnx(&spec, &model.folded());
+    let onnx = grin_export::to_onnx(&spec, &model.folded(&spec));
     let parsed = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(&onnx)).unwrap();
     let prop = |key: &str| {
         let value = parsed.properties.get(&format!("onnx.metadata_props.{key}")).unwrap_or_else(|| panic!("no {key}"));
@@ -156,7 +160,7 @@ fn pointwise(inputs: usize, outputs: usize, relu: bool, seed: f32) -> FoldedConv
 #[test]
 fn a_fourth_level_at_stride_4_is_exported_finest_first_and_decodes_as_grin_decodes() {
     let (spec, model) = shipped();
-    let three = model.folded();
+    let three = model.folded(&spec);
     // Trunk layer 4 ends the stride-4 stage (stem, then depthwise and
     // pointwise of two blocks). A head there, as a finer architecture would have.
     let after = 4;
@@ -224,7 +228,7 @@ fn a_model_with_top_down_fusion_and_a_wider_fine_head_exports_both_at_odd_sizes(
         channels: 1,
     };
     let model = grin_model::fixtures::with_live_fusion(spec.init::<CpuBackend>(&Default::default()));
-    let plan = load(&grin_export::to_onnx(&spec, &model.folded()));
+    let plan = load(&grin_export::to_onnx(&spec, &model.folded(&spec)));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fused.grin");
     grin_model::file::save_model(&path, &spec, &model).unwrap();

@@ -1,7 +1,7 @@
 //! `--draw`: the source image with each detection outlined, green when the
 //! face smiles and orange when it does not.
 
-use grin_model::Detection;
+use grin_net::Detection;
 use image::{DynamicImage, Rgb, RgbImage};
 use std::path::{Path, PathBuf};
 

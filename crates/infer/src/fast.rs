@@ -13,10 +13,10 @@
 //! at stride 2 split into even and odd columns), so every tap is one
 //! contiguous run of memory and no inner loop tests an edge.
 //!
-//! It runs [`grin_model::Detector::folded`], so the architecture (layer
-//! order, channels, strides, taps) is stated only in `grin_model`: any
+//! It runs [`grin_net::Weights::folded`], so the architecture (layer
+//! order, channels, strides, taps) is stated only in `grin_net`: any
 //! widths, any number of levels. `tests/parity.rs` checks outputs and
-//! detections against the Burn model. Decoding is `grin_model::decode`, as
+//! detections against the Burn model. Decoding is `grin_net::decode`, as
 //! on the Burn path. Bands are split over rayon's global pool when it has
 //! more than one thread, so `--threads` applies.
 
@@ -24,8 +24,8 @@ mod kernels;
 mod planes;
 mod pool;
 
-use grin_model::kernels::lines::LineLayout;
-use grin_model::{FoldedConv, FoldedDetector};
+use grin_kernels::lines::LineLayout;
+use grin_net::{FoldedConv, FoldedDetector};
 use kernels::{Conv3x3Band, PackedPointwise, PointwiseBand};
 use planes::Planes;
 use pool::Scratch;
@@ -123,7 +123,7 @@ fn groups(convs: &[FoldedConv], cut_after: impl Fn(usize) -> bool) -> Vec<(Group
 
 /// One output level: its groups run on the output of trunk group `after`
 /// (with `fuse`, plus the coarser trunk group's output through its lateral
-/// conv, upsampled: `grin_model::FoldedFuse`).
+/// conv, upsampled: `grin_net::FoldedFuse`).
 #[derive(Debug, Clone)]
 struct Head {
     after: usize,
@@ -208,7 +208,7 @@ impl FastDetector {
         }
     }
 
-    /// Raw outputs `[OUTPUTS, points]` row-major, in `grin_model::Points` order.
+    /// Raw outputs `[OUTPUTS, points]` row-major, in `grin_net::Points` order.
     pub(crate) fn forward(&self, input: Map) -> Vec<f32> {
         if rayon::current_num_threads() > 1 {
             // Entered from outside the pool, every group's parallel loop
@@ -245,7 +245,7 @@ impl FastDetector {
                     let finer = &mut outs[head.after];
                     let into = if shared { finer.clone() } else { finer.take() };
                     let mut into = into.expect("kept for a head");
-                    grin_model::add_upsampled(&mut into.data, &coarse.data, into.channels, into.height, into.width);
+                    grin_net::add_upsampled(&mut into.data, &coarse.data, into.channels, into.height, into.width);
                     into
                 });
                 let y = fused.as_ref().or(outs[head.after].as_ref()).expect("kept for a head");

@@ -7,7 +7,7 @@
 //! placement.
 
 use grin_image::{letterbox_image, Letterbox, Raster};
-use grin_model::Detection;
+use grin_net::Detection;
 use grin_terms::pixel;
 use image::DynamicImage;
 
@@ -76,7 +76,7 @@ impl Frame {
             width: self.width / 2,
             height: self.height / 2,
             channels: self.channels,
-            pixels: grin_model::halve(&self.pixels, self.channels, self.width, self.height),
+            pixels: grin_net::halve(&self.pixels, self.channels, self.width, self.height),
             mapping: self.mapping,
             source: None,
         }

@@ -2,7 +2,7 @@
 //! probabilities to 3 decimals) so that builds for different CPUs, whose
 //! floats may differ in the last bits, print identical JSON.
 
-use grin_model::Detection;
+use grin_net::Detection;
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

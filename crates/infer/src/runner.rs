@@ -1,6 +1,7 @@
 //! The detector as the Pi runs it: a `.grin` file (or the embedded default)
-//! loaded once, run on the CPU by the chosen [`Engine`]: the fast path, or
-//! the Burn model definition training uses.
+//! read once by grin-net, without Burn, and run on the CPU by the fast path
+//! (`fast.rs`), which `tests/parity.rs` checks against the Burn model
+//! training uses, set in its place as a [`Reference`].
 //!
 //! The network is fully convolutional, so it runs at any size: the run size
 //! (default: the size it was trained at) only decides how many output points
@@ -11,17 +12,12 @@
 use crate::fast::{FastDetector, Map};
 use crate::frame::Frame;
 use anyhow::{anyhow, bail, Result};
-use burn::tensor::{Tensor, TensorData};
-use burn_ndarray::{NdArray, NdArrayDevice};
 use grin_image::{ImageBound, InputError, Letterbox, LookCuts};
-use grin_model::{
+use grin_net::{
     merge_passes, pass_sizes, second_look, Budget, DecodeParams, Detection, DetectorSpec, ModelConfig, Points,
 };
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// Plain f32 ndarray, no autodiff: inference only.
-pub type CpuBackend = NdArray<f32>;
 
 /// The default model, trained by `grin train` (docs/model.md says how).
 pub static DEFAULT_MODEL: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets/default.grin"));
@@ -54,23 +50,18 @@ impl std::fmt::Display for ModelSource {
     }
 }
 
-/// Which forward pass runs the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Engine {
-    /// The hand-written CPU path (`fast.rs`), checked against Burn by `tests/parity.rs`.
-    Fast,
-    /// Burn's ndarray backend, the same code training runs.
-    Burn,
-}
+/// A forward pass set in the fast one's place: a frame's pixels (`[channels,
+/// height, width]`, 0..1) in, the raw outputs (`[OUTPUTS, points]`) out.
+/// What `tests/parity.rs` checks the fast path against (Burn's model, kept
+/// out of the Pi binary: docs/design.md, "The Pi binary").
+pub type Reference = Box<dyn Fn(&[f32], [usize; 3]) -> Vec<f32> + Send + Sync>;
 
-/// A loaded model, ready to run frames: both engines, the run size and the
+/// A loaded model, ready to run frames: the network, the run size and the
 /// decoding settings.
 pub struct Runner {
     spec: DetectorSpec,
-    engine: Engine,
     fast: FastDetector,
-    model: grin_model::Detector<CpuBackend>,
-    device: NdArrayDevice,
+    reference: Option<Reference>,
     params: DecodeParams,
     /// The output points of every pass at the run size, finest first.
     passes: Vec<Points>,
@@ -80,25 +71,24 @@ pub struct Runner {
 impl Runner {
     /// Loads and checks the model; errors name the file.
     pub fn load(source: ModelSource) -> Result<Runner> {
-        let device = NdArrayDevice::Cpu;
-        let (spec, model) = match &source {
-            ModelSource::Embedded => grin_model::file::from_bytes::<CpuBackend>(DEFAULT_MODEL, &device)
-                .map_err(|e| anyhow!("embedded default model: {e}"))?,
-            ModelSource::File(path) => grin_model::file::load_model::<CpuBackend>(path, &device)?,
+        let weights = match &source {
+            ModelSource::Embedded => {
+                grin_net::file::from_bytes(DEFAULT_MODEL).map_err(|e| anyhow!("embedded default model: {e}"))?
+            }
+            ModelSource::File(path) => grin_net::file::read(path)?,
         };
+        let spec = weights.spec.clone();
         if !matches!(spec.channels, 1 | 3) {
             bail!("{source}: model expects {} channels; images give 1 or 3", spec.channels);
         }
-        let fast = FastDetector::new(model.folded());
+        let fast = FastDetector::new(weights.folded());
         let params = spec.model.decode_params();
         Ok(Runner {
-            engine: Engine::Fast,
             fast,
+            reference: None,
             passes: pass_points(spec.width, spec.height, &params),
             params,
             spec,
-            model,
-            device,
             source,
         })
     }
@@ -128,9 +118,10 @@ impl Runner {
 
     /// Parameters and MFLOPs of one frame at the run size, every pass counted.
     pub(crate) fn budget(&self) -> Budget {
-        let mut passes = self.passes.iter().map(|p| {
-            grin_model::budget(&DetectorSpec { width: p.width, height: p.height, ..self.spec.clone() }, &self.model)
-        });
+        let mut passes = self
+            .passes
+            .iter()
+            .map(|p| Budget::of(&DetectorSpec { width: p.width, height: p.height, ..self.spec.clone() }));
         let first = passes.next().expect("at least one pass");
         passes.fold(first, |total, pass| Budget { mflops: total.mflops + pass.mflops, ..total })
     }
@@ -141,7 +132,7 @@ impl Runner {
     }
 
     /// The model's decision settings (threshold, pyramid, nested cover, the
-    /// second look; `grin_model::DecodeFlags::apply` sets a command's flags
+    /// second look; `grin_net::DecodeFlags::apply` sets a command's flags
     /// over the file's own): everything derived from them follows, as at
     /// [`Runner::load`] — the smile votes follow the threshold
     /// (`DecodeParams::smile_vote_floor`), the passes the pyramid. Settings
@@ -192,12 +183,9 @@ impl Runner {
         }
     }
 
-    pub(crate) fn engine(&self) -> Engine {
-        self.engine
-    }
-
-    pub fn set_engine(&mut self, engine: Engine) {
-        self.engine = engine;
+    /// Runs `reference` in the fast path's place (None: the fast path again).
+    pub fn set_reference(&mut self, reference: Option<Reference>) {
+        self.reference = reference;
     }
 
     /// The first pass's output points.
@@ -217,19 +205,14 @@ impl Runner {
     }
 
     fn forward(&self, frame: Frame) -> Vec<f32> {
-        match self.engine {
-            Engine::Fast => self.fast.forward(Map {
+        match &self.reference {
+            None => self.fast.forward(Map {
                 channels: frame.channels,
                 height: frame.height,
                 width: frame.width,
                 data: frame.pixels,
             }),
-            Engine::Burn => {
-                let shape = [1, frame.channels, frame.height, frame.width];
-                let input = Tensor::<CpuBackend, 4>::from_data(TensorData::new(frame.pixels, shape), &self.device);
-                let raw = self.model.forward(input).raw;
-                raw.into_data().convert::<f32>().to_vec::<f32>().expect("f32 output")
-            }
+            Some(reference) => reference(&frame.pixels, [frame.channels, frame.height, frame.width]),
         }
     }
 
@@ -284,7 +267,7 @@ impl Runner {
             }
             let raw = self.forward(this);
             let decoding = Instant::now();
-            found.push(grin_model::decode(&raw, points, params));
+            found.push(grin_net::decode(&raw, points, params));
             phases.network += decoding - start;
             phases.decoding += decoding.elapsed();
         }
@@ -303,7 +286,7 @@ pub(crate) struct Phases {
     /// Decoding each pass's outputs, NMS and the merge of the passes.
     pub decoding: Duration,
     /// The second look at low-scoring boxes: their cuts, and the network
-    /// and decoding on each (`grin_model::second_look`).
+    /// and decoding on each (`grin_net::second_look`).
     pub look: Duration,
 }
 

@@ -4,10 +4,10 @@
 //! of another width and a model with top-down fusion, at the training size
 //! and at other run sizes.
 
+use crate::reference::{BurnModel, Cpu};
 use burn::tensor::backend::Backend;
-use grin_infer::CpuBackend;
-use grin_infer::{Engine, ModelSource, Runner};
-use grin_model::{DecodeParams, DetectorSpec, ModelConfig};
+use grin_infer::{ModelSource, Runner, DEFAULT_MODEL};
+use grin_model::{DecodeParams, DetectorSpec, InitDetector, ModelConfig};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -17,7 +17,7 @@ fn close(a: f32, b: f32) -> bool {
     (a - b).abs() <= TOLERANCE * a.abs().max(1.0)
 }
 
-fn check(detector: &mut Runner, image: &image::DynamicImage, sizes: &[(usize, usize)]) {
+fn check(detector: &mut Runner, burn: &BurnModel, image: &image::DynamicImage, sizes: &[(usize, usize)]) {
     // A threshold below the untrained prior (0.01), so that many detections
     // are compared, not only the confident few.
     let params = DecodeParams {
@@ -32,10 +32,11 @@ fn check(detector: &mut Runner, image: &image::DynamicImage, sizes: &[(usize, us
     for &(w, h) in sizes {
         detector.set_run_size(w, h).unwrap();
         let mut raw = Vec::new();
-        for engine in [Engine::Fast, Engine::Burn] {
-            detector.set_engine(engine);
+        for reference in [None, Some(burn.reference())] {
+            detector.set_reference(reference);
             raw.push(detector.raw(detector.frame(image)));
         }
+        detector.set_reference(None);
         assert_eq!(raw[0].len(), raw[1].len());
         let worst = raw[0].iter().zip(&raw[1]).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
         assert!(worst <= TOLERANCE, "{w}x{h}: raw outputs differ by {worst}");
@@ -59,13 +60,13 @@ fn check(detector: &mut Runner, image: &image::DynamicImage, sizes: &[(usize, us
 /// within 1e-4 can still keep different boxes when a random draw puts one at
 /// a bound; a fixed draw makes the comparison the same on every run. The
 /// seed is global to the backend, so seeding and drawing hold one lock.
-fn seeded_init(spec: &DetectorSpec, seed: u64) -> grin_model::Detector<CpuBackend> {
+fn seeded_init(spec: &DetectorSpec, seed: u64) -> grin_model::Detector<Cpu> {
     static DRAW: Mutex<()> = Mutex::new(());
     let _one_at_a_time = DRAW.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let device = Default::default();
-    CpuBackend::seed(&device, seed);
+    Cpu::seed(&device, seed);
     // Top-down fusion starts at zero; live weights make it count.
-    grin_model::fixtures::with_live_fusion(spec.init::<CpuBackend>(&device))
+    grin_model::fixtures::with_live_fusion(spec.init::<Cpu>(&device))
 }
 
 fn scene() -> image::DynamicImage {
@@ -76,7 +77,7 @@ fn scene() -> image::DynamicImage {
 fn fast_path_matches_burn_on_the_shipped_model() {
     let mut detector = Runner::load(ModelSource::Embedded).unwrap();
     let (w, h) = detector.run_size();
-    check(&mut detector, &scene(), &[(w, h), (320, 240), (173, 97)]);
+    check(&mut detector, &BurnModel::from_bytes(DEFAULT_MODEL), &scene(), &[(w, h), (320, 240), (173, 97)]);
 }
 
 #[test]
@@ -92,7 +93,7 @@ fn fast_path_matches_burn_on_a_random_rgb_model() {
     let path = dir.path().join("random.grin");
     grin_model::file::save_model(&path, &spec, &model).unwrap();
     let mut detector = Runner::load(ModelSource::File(path)).unwrap();
-    check(&mut detector, &scene(), &[(96, 64), (130, 90)]);
+    check(&mut detector, &BurnModel::new(model), &scene(), &[(96, 64), (130, 90)]);
 }
 
 #[test]
@@ -110,5 +111,5 @@ fn fast_path_matches_burn_with_top_down_fusion_and_a_wider_fine_head_at_odd_size
     grin_model::file::save_model(&path, &spec, &model).unwrap();
     let mut detector = Runner::load(ModelSource::File(path)).unwrap();
     // Odd stride-8 maps (13x9 at 100x70) cut the upsampled coarse map.
-    check(&mut detector, &scene(), &[(96, 64), (100, 70), (173, 97)]);
+    check(&mut detector, &BurnModel::new(model), &scene(), &[(96, 64), (100, 70), (173, 97)]);
 }

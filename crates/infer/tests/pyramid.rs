@@ -5,8 +5,9 @@
 //! (Burn, frames halved by `avg_pool2d`), on 16:9 images that both
 //! letterbox by the one photo path and map back through its placement.
 
+use crate::reference::{BurnModel, Cpu};
 use burn::tensor::{Tensor, TensorData};
-use grin_infer::{CpuBackend, Engine, Mapping, ModelSource, Runner, DEFAULT_MODEL};
+use grin_infer::{Mapping, ModelSource, Runner, DEFAULT_MODEL};
 use grin_model::{Detection, ModelConfig};
 use image::imageops::FilterType;
 use image::DynamicImage;
@@ -62,7 +63,7 @@ fn a_face_too_close_for_one_pass_is_found_by_the_half_size_pass() {
 #[test]
 fn grin_detect_and_training_evaluation_make_the_same_pyramid() {
     let device = Default::default();
-    let (spec, model) = grin_model::file::from_bytes::<CpuBackend>(DEFAULT_MODEL, &device).unwrap();
+    let (spec, model) = grin_model::file::from_bytes::<Cpu>(DEFAULT_MODEL, &device).unwrap();
     let mut runner = Runner::load(ModelSource::Embedded).unwrap();
     // The pyramid alone, look off (tests/look.rs covers the look), at a low
     // threshold, which the smile votes follow as they follow the file's own.
@@ -71,13 +72,14 @@ fn grin_detect_and_training_evaluation_make_the_same_pyramid() {
     runner.set_model(decisions.clone()).unwrap();
     let params = decisions.decode_params();
     assert_eq!(params.smile_vote_floor, 0.05);
+    let burn = BurnModel::new(model.clone());
     let mut compared = 0;
     for image in [scene(), close_up().0].map(|i| widened(&i)) {
         // Evaluation's input: the photo path's u8 frame, divided by 255 as
         // training's batch upload divides it.
         let grin_image::LetterboxedPhoto { frame, placement, .. } = grin_image::letterbox_image(&image, 1, 320, 240);
         let pixels: Vec<f32> = frame.pixels.iter().map(|&v| v as f32 / 255.0).collect();
-        let input = Tensor::<CpuBackend, 4>::from_data(TensorData::new(pixels, [1, 1, 240, 320]), &device);
+        let input = Tensor::<Cpu, 4>::from_data(TensorData::new(pixels, [1, 1, 240, 320]), &device);
         let evaluated: Vec<Detection> = grin_model::detect(&model, input, &params)
             .remove(0)
             .into_iter()
@@ -86,16 +88,16 @@ fn grin_detect_and_training_evaluation_make_the_same_pyramid() {
         // The close-up has its face and one box around it; the scene, several.
         assert!(evaluated.len() >= 2, "too few detections to compare: {evaluated:?}");
         compared += evaluated.len();
-        for engine in [Engine::Fast, Engine::Burn] {
-            runner.set_engine(engine);
+        for (engine, reference) in [("fast", None), ("burn", Some(burn.reference()))] {
+            runner.set_reference(reference);
             let detected = runner.detect(runner.frame(&image));
-            assert_eq!(detected.len(), evaluated.len(), "{engine:?}");
+            assert_eq!(detected.len(), evaluated.len(), "{engine}");
             for (a, b) in detected.iter().zip(&evaluated) {
                 let close =
                     [(a.x0, b.x0), (a.y0, b.y0), (a.x1, b.x1), (a.y1, b.y1), (a.score, b.score), (a.smile, b.smile)]
                         .iter()
                         .all(|&(x, y)| (x - y).abs() <= 1e-3 * x.abs().max(1.0));
-                assert!(close, "{engine:?}: {a:?} vs {b:?}");
+                assert!(close, "{engine}: {a:?} vs {b:?}");
             }
         }
     }

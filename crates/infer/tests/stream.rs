@@ -342,6 +342,12 @@ fn a_zero_frame_size_a_folder_or_a_huge_raw_frame_is_refused() {
         "{stderr}"
     );
     assert!(stderr.contains("--max-pixels raises it"), "{stderr}");
+    // A stream's own default is 16 megapixels, a Pi's memory's worth of
+    // frames in flight (issue 90, E28: 8000x8000 rgb24 aborted under 1 GB).
+    let big = detect(&["--stream", "-", "--input-format", "rgb24", "--input-size", "8000x8000"]);
+    assert_eq!(big.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&big.stderr);
+    assert!(stderr.contains("a frame of 8000x8000 (64.0 megapixels) is over the bound of 16.0"), "{stderr}");
     // The bound moves with --max-pixels: 320x240 is 76800 pixels.
     let (_dir, path) = write_temp(&stream_of(&frames(1, 0), InputFormat::Gray8));
     let args = |max: &'static str| {

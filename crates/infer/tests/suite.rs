@@ -14,5 +14,7 @@ mod look;
 mod parity;
 #[path = "pyramid.rs"]
 mod pyramid;
+#[path = "reference.rs"]
+mod reference;
 #[path = "stream.rs"]
 mod stream;

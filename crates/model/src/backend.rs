@@ -2,7 +2,7 @@
 //! backend can supply a faster version:
 //!
 //! - the depthwise 3x3 convolution: on the CPU, Burn's generic grouped conv
-//!   was 8-14x slower than a loop over each plane ([`crate::kernels`]),
+//!   was 8-14x slower than a loop over each plane ([`grin_kernels`]),
 //!   which evaluation and `grin-detect --engine burn` run;
 //! - training-mode BatchNorm (+ ReLU);
 //! - the training step on the CPU (`crate::cpu`), and the optimizer's flat
@@ -14,13 +14,13 @@
 
 pub mod burn_ops;
 
-use crate::kernels;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::ndarray::NdArrayTensor;
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::ops::{FloatTensor, IntTensor};
 use burn::tensor::{Tensor, TensorMetadata, TensorPrimitive};
+use grin_kernels as kernels;
 use std::borrow::Cow;
 
 /// What a depthwise op needs beyond its tensors: the input's spatial size

@@ -4,71 +4,44 @@
 //! location predicts a face logit, four box distances and a smile logit.
 
 use crate::backend::DetectorBackend;
-use crate::config::ModelConfig;
-use crate::decode::{decode, DecodeParams, Detection};
-use crate::folded::{FoldedDetector, FoldedFuse, FoldedHead};
-use crate::layers::{folded_conv, ConvBn, DwSep, FeatureMap};
-use crate::points::{Points, STRIDES};
-use crate::pyramid::{merge, pass_sizes};
-use burn::module::{Module, Param};
+use crate::layers::{ConvBn, DwSep, FeatureMap};
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::nn::conv::Conv2d;
 use burn::nn::BatchNorm;
 use burn::tensor::backend::Backend;
 use burn::tensor::module::avg_pool2d;
 use burn::tensor::Tensor;
+use grin_net::{decode, is_tapped, merge_passes, pass_sizes, DecodeParams, Detection, DetectorSpec, FoldedDetector};
+use grin_net::{Points, Weights, STRIDES};
 use grin_terms::output::{DISTANCE, FACE, LOG_DISTANCE_RANGE, SMILE};
 use head::{Head, TopDown};
-use serde::{Deserialize, Serialize};
 
-/// Channels of the stem and of the four stride-2 stages at `width_mult = 1`.
-const BASE_WIDTHS: [usize; 5] = [16, 32, 48, 80, 112];
+/// Builds a detector from its spec: `spec.init::<B>(device)`.
+pub trait InitDetector {
+    /// The detector [`DetectorSpec::architecture`] states, its weights
+    /// drawn when first read.
+    fn init<B: Backend>(&self, device: &B::Device) -> Detector<B>;
 
-/// Whether backbone block `i` feeds a head. Blocks come in (stride-2,
-/// stride-1) pairs, one pair per stage; the ends of stages 2..4 (strides 8,
-/// 16, 32) are tapped, in that order. The one statement of the rule: only
-/// [`Detector::walk`] asks, and everything else walks the layers there.
-fn is_tapped(block: usize) -> bool {
-    block % 2 == 1 && block >= 3
+    /// A fresh model with every weight drawn now, from `seed` alone: what a
+    /// training run starts from.
+    fn init_seeded<B: Backend>(&self, seed: u64, device: &B::Device) -> Detector<B> {
+        crate::seeded::seeded::<B, _>(device, seed, || {
+            let model = self.init(device);
+            crate::seeded::draw_now(&model);
+            model
+        })
+    }
 }
 
-/// Everything needed to rebuild a detector: architecture plus input shape.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DetectorSpec {
-    pub model: ModelConfig,
-    pub width: usize,
-    pub height: usize,
-    pub channels: usize,
-}
-
-impl DetectorSpec {
-    pub fn widths(&self) -> [usize; 5] {
-        // Multiples of 4 keep depthwise kernels aligned; never below 4.
-        BASE_WIDTHS.map(|w| (((w as f32 * self.model.width_mult) / 4.0).round() as usize).max(1) * 4)
-    }
-
-    /// Channels of each head's mixing layer, finest level first: the tapped
-    /// trunk layer's, but `model.fine_head` at stride 8 when set.
-    pub fn head_widths(&self) -> [usize; 3] {
-        let w = self.widths();
-        let fine = if self.model.fine_head > 0 { self.model.fine_head } else { w[2] };
-        [fine, w[3], w[4]]
-    }
-
-    pub fn points(&self) -> Points {
-        Points::with_level_scale(self.width, self.height, self.model.level_scale)
-    }
-
-    pub fn init<B: Backend>(&self, device: &B::Device) -> Detector<B> {
-        let w = self.widths();
-        let mut blocks = Vec::new();
-        for stage in 1..5 {
-            blocks.push(DwSep::new(w[stage - 1], w[stage], 2, device));
-            blocks.push(DwSep::new(w[stage], w[stage], 1, device));
-        }
-        let heads =
-            [w[2], w[3], w[4]].iter().zip(self.head_widths()).map(|(&c, mid)| Head::new(c, mid, device)).collect();
-        let top_down = self.model.top_down.then(|| TopDown::new(w[3], w[2], device));
-        Detector { stem: ConvBn::new(self.channels, w[0], 3, 2, 1, true, device), blocks, heads, top_down }
+impl InitDetector for DetectorSpec {
+    fn init<B: Backend>(&self, device: &B::Device) -> Detector<B> {
+        let arch = self.architecture();
+        let blocks =
+            arch.blocks.iter().map(|[depthwise, pointwise]| DwSep::new(depthwise, pointwise, device)).collect();
+        let heads = arch.heads.iter().map(|[depthwise, pointwise, out]| Head::new(depthwise, pointwise, out, device));
+        let heads = heads.collect();
+        let top_down = arch.top_down.map(|lateral| TopDown::new(&lateral, device));
+        Detector { stem: ConvBn::new(&arch.stem, device), blocks, heads, top_down }
     }
 }
 
@@ -120,26 +93,35 @@ impl<B: DetectorBackend> Detector<B> {
     }
 
     /// The weights as plain data with BatchNorm folded in, for an engine
-    /// that runs without Burn (the Pi's); see [`crate::folded`].
-    pub fn folded(&self) -> FoldedDetector {
-        let trunk = std::cell::RefCell::new(Vec::new());
-        // The state: the trunk layer a head reads, and the fusion into it.
-        let heads = self.walk(
-            (0, None),
-            |layer, _| {
-                trunk.borrow_mut().push(layer.folded());
-                (trunk.borrow().len() - 1, None)
-            },
-            |top_down, (into, _), (from, _)| {
-                (into, Some(FoldedFuse { from, lateral: folded_conv(&top_down.lateral, false) }))
-            },
-            |head, (after, fuse)| FoldedHead { after, fuse, convs: head.folded() },
-        );
-        FoldedDetector { trunk: trunk.into_inner(), heads }
+    /// that runs without Burn (the Pi's); see [`grin_net::FoldedDetector`].
+    pub fn folded(&self, spec: &DetectorSpec) -> FoldedDetector {
+        self.weights(spec).folded()
     }
 }
 
 impl<B: Backend> Detector<B> {
+    /// Every parameter tensor as plain data, in file order, with `spec`
+    /// (the one this detector was built from).
+    pub fn weights(&self, spec: &DetectorSpec) -> Weights {
+        // A clone of a Burn parameter not yet drawn draws its own random
+        // values: without this, a fresh model's weights would be other
+        // values than the model goes on to use.
+        crate::seeded::draw_now(self);
+        struct Collect(Vec<grin_net::Tensor>);
+        impl<B: Backend> ModuleVisitor<B> for Collect {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+                let values = param.val().into_data().convert::<f32>().to_vec::<f32>().expect("f32 values");
+                let tensor = grin_net::Tensor { id: param.id.serialize(), shape: param.dims().to_vec(), values };
+                self.0.push(tensor);
+            }
+        }
+        let mut collect = Collect(Vec::new());
+        self.visit(&mut collect);
+        let weights = Weights { spec: spec.clone(), tensors: collect.0 };
+        debug_assert!(weights.fit(), "a detector built from its spec");
+        weights
+    }
+
     /// Whether the finest head reads the stride-16 features too (`model.top_down`).
     pub(crate) fn has_top_down(&self) -> bool {
         self.top_down.is_some()
@@ -148,10 +130,9 @@ impl<B: Backend> Detector<B> {
     /// The same model with a new top-down fusion (zero weights: it computes
     /// what it did), unless it has one: a model trained without fusion is
     /// where a fused one's fine-tuning starts.
-    pub fn with_top_down(mut self, device: &B::Device) -> Self {
-        if self.top_down.is_none() {
-            let [from, into] = [self.heads[1].input_channels(), self.heads[0].input_channels()];
-            self.top_down = Some(TopDown::new(from, into, device));
+    pub fn with_top_down(mut self, spec: &DetectorSpec, device: &B::Device) -> Self {
+        if let (None, Some(lateral)) = (&self.top_down, spec.architecture().top_down) {
+            self.top_down = Some(TopDown::new(&lateral, device));
         }
         self
     }
@@ -255,23 +236,6 @@ impl<B: Backend> Detector<B> {
             .collect();
         (list, spans)
     }
-
-    /// Multiply-adds of one forward pass at `h x w`, from the real layers.
-    pub(crate) fn macs(&self, h: usize, w: usize) -> u64 {
-        let mut trunk = 0;
-        let trunk_layer = |layer: &ConvBn<B>, (h, w)| {
-            let (macs, h, w) = layer.macs(h, w);
-            trunk += macs;
-            (h, w)
-        };
-        let mut fusion = 0;
-        let fuse = |top_down: &TopDown<B>, into, (h, w)| {
-            fusion = top_down.macs(h, w);
-            into
-        };
-        let heads: u64 = self.walk((h, w), trunk_layer, fuse, |head, (h, w)| head.macs(h, w)).into_iter().sum();
-        trunk + fusion + heads
-    }
 }
 
 /// One trainable conv: with its BatchNorm and activation (trunk and head
@@ -302,18 +266,6 @@ pub(crate) struct HeadSpan {
     pub len: usize,
 }
 
-/// What `grin model-info` prints, computed from the real layers.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Budget {
-    pub params: usize,
-    /// 2 FLOPs per multiply-add, as papers count them.
-    pub mflops: f64,
-}
-
-pub fn budget<B: Backend>(spec: &DetectorSpec, model: &Detector<B>) -> Budget {
-    Budget { params: model.num_params(), mflops: 2.0 * model.macs(spec.height, spec.width) as f64 / 1e6 }
-}
-
 /// Runs the detector on a batch `[B, C, H, W]` (0..1) and decodes each
 /// image: one pass at the batch's size, then passes on the batch halved
 /// (`pyramid.rs`) for faces too large for the first.
@@ -337,7 +289,7 @@ pub fn detect<B: DetectorBackend>(
             image_passes.push(decode(&values[b * outputs * n..(b + 1) * outputs * n], &points, params));
         }
     }
-    passes.into_iter().map(|p| merge(p, params)).collect()
+    passes.into_iter().map(|p| merge_passes(p, params)).collect()
 }
 
 mod head;

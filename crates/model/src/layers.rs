@@ -13,8 +13,8 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
 use crate::backend::{values_of as values, DetectorBackend, Geometry, NormSettings};
-use crate::folded::{fold_batch_norm, FoldedConv};
 use burn::tensor::TensorPrimitive;
+use grin_net::{conv_out, Conv, FoldedConv, BATCH_NORM_EPSILON};
 
 /// `onto` with `corner`'s values in its leading corner (`corner` is no
 /// larger along any axis): how a layer widens with its weights kept.
@@ -23,11 +23,6 @@ pub(crate) fn into_corner<B: Backend, const D: usize>(onto: Tensor<B, D>, corner
     debug_assert!(dims.iter().zip(onto.dims()).all(|(c, o)| *c <= o), "the corner fits");
     // Detached: a parameter made from it is a leaf again (autodiff backends).
     onto.slice_assign(std::array::from_fn::<_, D, _>(|i| 0..dims[i]), corner).detach()
-}
-
-/// Output side of a 3x3 (pad 1) or 1x1 conv with the given stride.
-pub(crate) fn conv_out(side: usize, stride: usize) -> usize {
-    side.div_ceil(stride)
 }
 
 /// Activations `[batch, channels, height * width]` and their spatial size.
@@ -54,23 +49,18 @@ pub(crate) struct ConvBn<B: Backend> {
 }
 
 impl<B: Backend> ConvBn<B> {
-    pub(crate) fn new(
-        input: usize,
-        output: usize,
-        kernel: usize,
-        stride: usize,
-        groups: usize,
-        relu: bool,
-        device: &B::Device,
-    ) -> Self {
-        let pad = kernel / 2;
-        let conv = Conv2dConfig::new([input, output], [kernel, kernel])
-            .with_stride([stride, stride])
-            .with_groups(groups)
+    /// `layer` (a conv followed by BatchNorm), freshly drawn.
+    pub(crate) fn new(layer: &Conv, device: &B::Device) -> Self {
+        debug_assert!(layer.norm, "a conv with BatchNorm");
+        let pad = layer.kernel / 2;
+        let conv = Conv2dConfig::new([layer.input, layer.output], [layer.kernel, layer.kernel])
+            .with_stride([layer.stride, layer.stride])
+            .with_groups(layer.groups())
             .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
             .with_bias(false)
             .init(device);
-        ConvBn { conv, norm: BatchNormConfig::new(output).init(device), relu }
+        let norm = BatchNormConfig::new(layer.output).with_epsilon(BATCH_NORM_EPSILON).init(device);
+        ConvBn { conv, norm, relu: layer.relu }
     }
 
     /// `wider` (this layer with more output channels, freshly drawn) with
@@ -84,13 +74,6 @@ impl<B: Backend> ConvBn<B> {
         norm.running_mean = RunningState::new(into_corner(norm.running_mean.value(), old.running_mean.value()));
         norm.running_var = RunningState::new(into_corner(norm.running_var.value(), old.running_var.value()));
         ConvBn { conv, norm, relu: self.relu }
-    }
-
-    /// Multiply-adds for an input of `h x w`, and the output size.
-    pub(crate) fn macs(&self, h: usize, w: usize) -> (u64, usize, usize) {
-        let [out_c, in_per_group, kh, kw] = self.conv.weight.dims();
-        let (oh, ow) = (conv_out(h, self.conv.stride[0]), conv_out(w, self.conv.stride[1]));
-        ((oh * ow * out_c * in_per_group * kh * kw) as u64, oh, ow)
     }
 }
 
@@ -113,15 +96,6 @@ pub(crate) fn folded_conv<B: DetectorBackend>(conv: &Conv2d<B>, relu: bool) -> F
 }
 
 impl<B: DetectorBackend> ConvBn<B> {
-    /// The conv with the BatchNorm's running statistics folded in.
-    pub(crate) fn folded(&self) -> FoldedConv {
-        let n = &self.norm;
-        let (gamma, beta) = (values(n.gamma.val()), values(n.beta.val()));
-        let (mean, var) = (values(n.running_mean.value()), values(n.running_var.value()));
-        let mut folded = folded_conv(&self.conv, self.relu);
-        folded.bias = fold_batch_norm(&mut folded.weight, [&gamma, &beta, &mean, &var], n.epsilon as f32);
-        folded
-    }
     pub(crate) fn forward(&self, x: FeatureMap<B>) -> FeatureMap<B> {
         let FeatureMap { values, height, width } = conv(&self.conv, x);
         FeatureMap { values: batch_norm(&self.norm, values, self.relu), height, width }
@@ -210,17 +184,8 @@ pub(crate) struct DwSep<B: Backend> {
 }
 
 impl<B: Backend> DwSep<B> {
-    pub(crate) fn new(input: usize, output: usize, stride: usize, device: &B::Device) -> Self {
-        DwSep {
-            depthwise: ConvBn::new(input, input, 3, stride, input, true, device),
-            pointwise: ConvBn::new(input, output, 1, 1, 1, true, device),
-        }
-    }
-
-    pub(crate) fn macs(&self, h: usize, w: usize) -> (u64, usize, usize) {
-        let (a, h, w) = self.depthwise.macs(h, w);
-        let (b, h, w) = self.pointwise.macs(h, w);
-        (a + b, h, w)
+    pub(crate) fn new(depthwise: &Conv, pointwise: &Conv, device: &B::Device) -> Self {
+        DwSep { depthwise: ConvBn::new(depthwise, device), pointwise: ConvBn::new(pointwise, device) }
     }
 
     /// `wider` (this block with more output channels) with this block's

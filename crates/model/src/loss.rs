@@ -99,9 +99,9 @@ fn giou<B: Backend>(predicted: &Tensor<B, 3>, target: &Tensor<B, 3>) -> Tensor<B
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::points::Points;
     use burn::backend::NdArray;
     use burn::tensor::TensorData;
+    use grin_net::Points;
 
     type B = NdArray<f32>;
 

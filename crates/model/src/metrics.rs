@@ -1,6 +1,6 @@
 //! Face AP (at IoU 0.5, or another match IoU) and smile accuracy on matched faces.
 
-use crate::decode::Detection;
+use grin_net::Detection;
 use grin_terms::boxes::iou;
 
 /// A labelled face; `smile` is `None` when unknown.

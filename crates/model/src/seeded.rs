@@ -11,7 +11,6 @@
 //! [`seeded`]; a draw that never seeds (a test's random input, a model made
 //! and used without a seed) is not kept out.
 
-use crate::detector::{Detector, DetectorSpec};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
@@ -29,18 +28,6 @@ pub fn seeded<B: Backend, T>(device: &B::Device, seed: u64, draw: impl FnOnce() 
     let _only = GENERATOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     B::seed(device, seed);
     draw()
-}
-
-impl DetectorSpec {
-    /// A fresh model with every weight drawn now, from `seed` alone: what a
-    /// training run starts from.
-    pub fn init_seeded<B: Backend>(&self, seed: u64, device: &B::Device) -> Detector<B> {
-        seeded::<B, _>(device, seed, || {
-            let model = self.init(device);
-            draw_now(&model);
-            model
-        })
-    }
 }
 
 /// Draws every parameter of `module` not yet drawn.

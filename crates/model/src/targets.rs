@@ -5,9 +5,9 @@
 //! `CENTER_RADIUS` strides of its centre, and on the level whose size range
 //! holds the face. A point claimed by several faces takes the smallest.
 
-use crate::points::{Points, CENTER_RADIUS};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
+use grin_net::{Points, CENTER_RADIUS};
 use grin_terms::label::{LABEL_IGNORE, LABEL_PADDING};
 
 /// Points as broadcastable device tensors, built once per run.
@@ -134,7 +134,7 @@ mod tests {
         assert!(!hits.is_empty());
         for &i in &hits {
             assert_eq!(points.stride[i], 8.0, "only the level whose size range holds the face");
-            assert!((points.cx[i] - 32.0).abs() < 8.0 * crate::points::CENTER_RADIUS);
+            assert!((points.cx[i] - 32.0).abs() < 8.0 * grin_net::CENTER_RADIUS);
         }
         let smile = values(t.smile);
         let known = values(t.smile_known);

@@ -8,6 +8,7 @@ use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
 use grin_model::cpu::{Batch, CpuStep, Labels};
+use grin_model::InitDetector;
 use grin_model::{assign, loss, Detector, DetectorSpec, LossWeights, ModelConfig, PointTensors};
 
 type B = Autodiff<NdArray<f32>>;
@@ -139,7 +140,7 @@ fn the_cpu_step_equals_burns_autodiff_on_loss_gradients_and_running_averages() {
         }
         assert!(compared >= 70, "compared {compared} parameter gradients");
         // Every conv but the heads' output convs has a BatchNorm.
-        let folded = ours.folded();
+        let folded = ours.folded(&spec);
         let norms = folded.trunk.len() + folded.heads.iter().map(|h| h.convs.len() - 1).sum::<usize>();
         assert_eq!(folded.heads[0].fuse.is_some(), top_down);
         assert_eq!(running, 2 * norms, "every BatchNorm's two running averages");

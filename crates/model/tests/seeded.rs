@@ -6,6 +6,7 @@
 use burn::backend::NdArray;
 use burn::module::{Module, Param};
 use burn::tensor::Tensor;
+use grin_model::InitDetector;
 use grin_model::{Detector, DetectorSpec, ModelConfig};
 
 #[test]
@@ -36,7 +37,7 @@ fn a_seeded_model_draws_the_same_weights_whatever_draws_beside_it() {
                 s.spawn(move || {
                     for step in 0..50 {
                         let seed = 100 + 10 * i + step;
-                        grin_model::seeded::<B, _>(device, seed, || spec.init::<B>(device).folded());
+                        grin_model::seeded::<B, _>(device, seed, || spec.init::<B>(device).folded(spec));
                     }
                 })
             })

@@ -15,6 +15,7 @@ use crate::step::Stepper;
 use anyhow::Result;
 use burn::tensor::backend::Backend;
 use grin_features::{bench::measure_tg, FeatureConfig, HostBatch, Pipeline, Split};
+use grin_model::InitDetector;
 use grin_model::{DetectorSpec, TrainBackend};
 use grin_terms::median;
 use serde::{Deserialize, Serialize};

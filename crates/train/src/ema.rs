@@ -97,6 +97,7 @@ mod tests {
     use super::*;
     use burn::backend::{Autodiff, NdArray};
     use burn::module::AutodiffModule;
+    use grin_model::InitDetector;
     use grin_model::{values_of, DetectorSpec, ModelConfig};
 
     type B = NdArray<f32>;

@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use burn::module::AutodiffModule;
 use burn::optim::Optimizer;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
+use grin_model::InitDetector;
 use grin_model::{file, Detector, DetectorSpec, TrainBackend};
 use std::path::Path;
 
@@ -69,7 +70,7 @@ pub(crate) fn start<B: TrainBackend>(
         model = match (init_spec.model.top_down, spec.model.top_down) {
             (false, true) => {
                 eprintln!("{}: adding top-down fusion (starting as a no-op) to {}", run.name, init.display());
-                loaded.with_top_down(device)
+                loaded.with_top_down(spec, device)
             }
             (true, false) => bail!(
                 "key `train.init`: {} has top-down fusion; this run's model has none (set model.top_down = true)",

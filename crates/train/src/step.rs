@@ -18,6 +18,7 @@ use burn::optim::{AdamW, GradientsParams, Optimizer};
 use burn::tensor::{Tensor, TensorData};
 use grin_model::cpu::{Batch, CpuStep, Labels, Phase};
 use grin_model::device::DeviceStep;
+use grin_model::InitDetector;
 use grin_model::{assign, loss, Detector, DetectorBackend, DetectorSpec, LossParts, LossWeights, Points};
 use grin_model::{PointTensors, TrainBackend};
 use std::time::{Duration, Instant};

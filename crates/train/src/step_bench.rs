@@ -9,6 +9,7 @@ use anyhow::{bail, Result};
 use burn::module::Module;
 use burn::optim::Optimizer;
 use grin_model::Detector;
+use grin_model::InitDetector;
 use grin_model::TrainBackend;
 use grin_store::Store;
 use serde::Serialize;

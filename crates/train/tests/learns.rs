@@ -8,6 +8,7 @@
 //! CI's release build apiece.
 
 use crate::common;
+use grin_model::InitDetector;
 
 #[path = "../../features/src/shared_data.rs"]
 mod shared_data;

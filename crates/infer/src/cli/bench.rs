@@ -12,7 +12,6 @@ use std::time::Instant;
 
 #[derive(Serialize)]
 struct BenchReport {
-    engine: String,
     width: usize,
     height: usize,
     threads: usize,
@@ -84,7 +83,6 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
     let (width, height) = detector.run_size();
     let budget = detector.budget();
     let report = BenchReport {
-        engine: format!("{:?}", detector.engine()).to_lowercase(),
         width,
         height,
         threads: rayon::current_num_threads(),
@@ -103,10 +101,9 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
     } else {
         let l = &report.latency;
         say!(
-            "grin-detect bench ({} engine): {width}x{height} ({} params, {:.1} MFLOPs), {} thread{}, {} iterations over {} image{}: \
+            "grin-detect bench: {width}x{height} ({} params, {:.1} MFLOPs), {} thread{}, {} iterations over {} image{}: \
              median {:.3} ms, p95 {:.3} ms, {:.1} frames/s (medians: scaling {:.3} ms, network {:.3} ms, decoding {:.3} ms, \
              second look {:.3} ms)",
-            report.engine,
             report.params,
             report.mflops,
             report.threads,

@@ -16,11 +16,11 @@ mod bench;
 use crate::draw;
 use crate::report::ImageReport;
 use crate::stream::{self, InputFormat, StreamOptions, TrackerConfig};
-use crate::{Engine, ModelSource, PhotoSize, Runner, MAX_SIDE, MIN_SIDE, PHOTO_MAX_PIXELS};
+use crate::{ModelSource, PhotoSize, Runner, MAX_SIDE, MIN_SIDE, PHOTO_MAX_PIXELS};
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use grin_image::{ImageBound, DEFAULT_MAX_PIXELS};
-use grin_model::{score, DecodeFlags};
+use grin_net::{score, DecodeFlags};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -94,13 +94,11 @@ struct Cli {
     photo_pixels: u64,
     #[command(flatten)]
     decode: DecodeFlags,
-    /// Forward pass: the hand-written CPU path, or Burn's ndarray backend (the training code).
-    #[arg(long, value_enum, default_value = "fast")]
-    engine: Engine,
     /// Most pixels an image (or stream frame) may have; a larger one is
-    /// refused before it is decoded, with one line naming it.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PIXELS, value_parser = parse_max_pixels)]
-    max_pixels: u64,
+    /// refused before it is decoded, with one line naming it. Default:
+    /// 64,000,000 for image files, 16,000,000 for a stream's frames.
+    #[arg(long, value_name = "N", value_parser = parse_max_pixels)]
+    max_pixels: Option<u64>,
     /// Time detection instead of printing it: median and p95 latency, frames/s.
     #[arg(long)]
     bench: bool,
@@ -130,6 +128,14 @@ fn parse_max_pixels(s: &str) -> Result<u64, String> {
 
 const MAX_PIXELS_FLAG: &str = "--max-pixels";
 
+/// The default bound on a stream's frames: past a Raspberry Pi HQ camera's
+/// 12.3 megapixels and 4K video's 8.3. A stream holds several frames at
+/// once (the one being read, the one detected on, its grey copy), so at
+/// 64 megapixels, the image files' default, an 8000x8000 RGB stream
+/// needed more than a Pi's 1 GB and aborted (issue 90, E28); at 16 it
+/// needs about 0.3 GB.
+const STREAM_MAX_PIXELS: u64 = 16_000_000;
+
 /// The most timed (or warm-up) runs of `--bench`: `--iterations
 /// 4294967295` reserved 68 GB for its timings and aborted (issue 90).
 const MAX_ITERATIONS: i64 = 1_000_000;
@@ -139,7 +145,8 @@ const INTERRUPTED: i32 = 130;
 
 impl Cli {
     fn image_bound(&self) -> ImageBound {
-        ImageBound { max_pixels: self.max_pixels, knob: MAX_PIXELS_FLAG }
+        let default = if self.stream.is_some() { STREAM_MAX_PIXELS } else { DEFAULT_MAX_PIXELS };
+        ImageBound { max_pixels: self.max_pixels.unwrap_or(default), knob: MAX_PIXELS_FLAG }
     }
 
     /// How an image file is sized: `--size`, or by its own size within `--photo-pixels`.
@@ -204,7 +211,6 @@ fn run(cli: &Cli) -> Result<bool> {
     }
     let source = cli.model.clone().map_or(ModelSource::Embedded, ModelSource::File);
     let mut detector = Runner::load(source)?;
-    detector.set_engine(cli.engine);
     if let Some((w, h)) = cli.size {
         detector.set_run_size(w, h)?;
     }

@@ -16,9 +16,9 @@
 //! engine (`fast.rs`) sizes the buffers.
 
 use super::planes::Planes;
-use grin_model::kernels::lines::LineLayout;
-use grin_model::kernels::simd::{load, store, taps_sum};
-use grin_model::FoldedConv;
+use grin_kernels::lines::LineLayout;
+use grin_kernels::simd::{load, store, taps_sum};
+use grin_net::FoldedConv;
 use pulp::{Simd, WithSimd};
 
 /// Output channels per tile of the 1x1 kernel: 6 rows x 2 vectors are 12

@@ -9,7 +9,7 @@
 //! scratch on a pool thread needs no lock.
 
 use super::{Group, Map};
-use grin_model::kernels::lines::LineLayout;
+use grin_kernels::lines::LineLayout;
 use std::cell::RefCell;
 
 /// Buffers one thread keeps at most: a pass holds a handful at once (the

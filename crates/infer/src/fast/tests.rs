@@ -1,5 +1,5 @@
 use super::*;
-use grin_model::{FoldedFuse, FoldedHead};
+use grin_net::{FoldedFuse, FoldedHead};
 
 /// Deterministic values in -1..1.
 fn values(n: usize, seed: u64) -> Vec<f32> {
@@ -165,7 +165,7 @@ fn every_kind_of_layer_matches_the_definition_at_every_edge() {
     // with a remainder, at stride 1 and 2, at every dispatch level.
     for (h, w) in [(1, 1), (3, 5), (8, 7), (17, 11), (30, 41), (64, 48)] {
         for channels in [1, 3] {
-            for level in grin_model::kernels::dispatch_levels() {
+            for level in grin_kernels::dispatch_levels() {
                 check_at(channels, h, w, level, 7);
             }
         }
@@ -183,7 +183,7 @@ proptest::proptest! {
         colour in proptest::bool::ANY,
         seed in 0u64..1000,
     ) {
-        for level in grin_model::kernels::dispatch_levels() {
+        for level in grin_kernels::dispatch_levels() {
             check_at(if colour { 3 } else { 1 }, h, w, level, seed);
         }
     }

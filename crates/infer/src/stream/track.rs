@@ -10,7 +10,7 @@
 //! does not either. A track unseen for more than `patience` frames ends;
 //! if it was smiling, its smile ends with it.
 
-use grin_model::Detection;
+use grin_net::Detection;
 use grin_terms::boxes::iou;
 use serde::Serialize;
 

@@ -122,7 +122,7 @@ fn block<S: Simd, const R: usize>(simd: S, a: [&[f32]; R], b: [&[f32]; 4]) -> [[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::dispatch_levels;
+    use grin_kernels::dispatch_levels;
 
     /// Every level against the definition, at sizes around the blocks, a
     /// vector and a chunk, with rows that start past their slice's start.

@@ -7,7 +7,7 @@
 //! so each (channel, image) plane is one contiguous run.
 
 use super::layer::{Act, Input, InputGrad, LayerGrads};
-use crate::folded::add_upsampled;
+use grin_net::add_upsampled;
 
 /// `act.y = skip + upsampled(x)`, planes of `act`'s size.
 pub(crate) fn forward(x: Input, skip: &[f32], act: &mut Act) {

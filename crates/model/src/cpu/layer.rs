@@ -14,8 +14,8 @@ use super::gemm::matmul;
 use super::net::{Kind, Layer};
 use super::rows;
 use super::view::View;
-use crate::kernels::affine::Affine;
-use crate::kernels::plane3x3::Plane3x3;
+use grin_kernels::affine::Affine;
+use grin_kernels::plane3x3::Plane3x3;
 use rayon::prelude::*;
 
 mod act;

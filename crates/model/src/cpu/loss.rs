@@ -7,7 +7,7 @@
 //! image.
 
 use crate::loss::LossWeights;
-use crate::points::{Points, CENTER_RADIUS};
+use grin_net::{Points, CENTER_RADIUS};
 use grin_terms::label::LABEL_IGNORE;
 use grin_terms::output::{DISTANCE, FACE, LOG_DISTANCE_RANGE, OUTPUTS, SMILE};
 use rayon::prelude::*;

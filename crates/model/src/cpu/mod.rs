@@ -28,11 +28,11 @@ pub use loss::{Labels, LossValues};
 use crate::backend::DetectorBackend;
 use crate::detector::{Detector, Trainable};
 use crate::loss::LossWeights;
-use crate::points::Points;
 use burn::module::Param;
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
+use grin_net::Points;
 use layer::{Act, Input, InputGrad};
 use net::{Kind, Net};
 

@@ -5,9 +5,9 @@
 
 use crate::backend::{values_of as values, DetectorBackend};
 use crate::detector::{Detector, Trainable};
-use crate::folded::FoldedConv;
 use crate::graph::{fused_channels, Wiring};
 use crate::layers::folded_conv;
+use grin_net::FoldedConv;
 
 pub(crate) use crate::graph::Kind;
 
@@ -112,6 +112,7 @@ impl Net {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::InitDetector;
     use burn::backend::NdArray;
 
     /// Which layers leave their output to their readers, with top-down

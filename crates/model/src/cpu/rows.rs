@@ -4,7 +4,7 @@
 //! time). Written as plain loops they compiled for the default x86-64
 //! target: 4 lanes, no fused multiply-add, and `f32::mul_add` a libm call.
 
-use crate::kernels::affine::Affine;
+use grin_kernels::affine::Affine;
 use pulp::{Arch, Simd, WithSimd};
 
 /// Runs `op` with the CPU's widest vectors.
@@ -365,7 +365,7 @@ mod tests {
     #[test]
     fn rows_match_their_scalar_definitions_at_lengths_around_a_vector() {
         for n in [1usize, 7, 8, 9, 31, 64, 77] {
-            for (_, arch) in crate::kernels::dispatch_levels() {
+            for (_, arch) in grin_kernels::dispatch_levels() {
                 check(n, 0.0, arch);
             }
         }
@@ -375,7 +375,7 @@ mod tests {
         /// Any length, at every dispatch level the host has.
         #[test]
         fn rows_match_their_definitions_at_any_length_and_level(n in 1usize..300, phase in 0.0f32..6.0) {
-            for (_, arch) in crate::kernels::dispatch_levels() {
+            for (_, arch) in grin_kernels::dispatch_levels() {
                 check(n, phase, arch);
             }
         }

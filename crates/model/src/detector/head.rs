@@ -2,13 +2,13 @@
 //! into the finest one.
 
 use crate::backend::DetectorBackend;
-use crate::folded::FoldedConv;
-use crate::layers::{conv, folded_conv, into_corner, DwSep, FeatureMap};
+use crate::layers::{conv, into_corner, DwSep, FeatureMap};
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
-use grin_terms::output::{FACE, OUTPUTS};
+use grin_net::Conv;
+use grin_terms::output::FACE;
 
 /// Initial face probability, so the focal loss starts near its optimum for
 /// the (overwhelming) background instead of spending steps getting there.
@@ -24,16 +24,12 @@ pub(crate) struct TopDown<B: Backend> {
 impl<B: Backend> TopDown<B> {
     /// Zero weights and bias: a new fusion changes nothing until trained,
     /// so a model without one fine-tunes into one from where it was.
-    pub(super) fn new(from: usize, into: usize, device: &B::Device) -> Self {
+    pub(super) fn new(lateral: &Conv, device: &B::Device) -> Self {
+        let (from, into) = (lateral.input, lateral.output);
         let mut lateral = Conv2dConfig::new([from, into], [1, 1]).init(device);
         lateral.weight = Param::from_tensor(Tensor::zeros([into, from, 1, 1], device));
         lateral.bias = Some(Param::from_tensor(Tensor::zeros([into], device)));
         TopDown { lateral }
-    }
-
-    pub(super) fn macs(&self, h: usize, w: usize) -> u64 {
-        let [o, i, _, _] = self.lateral.weight.dims();
-        (h * w * o * i) as u64
     }
 }
 
@@ -65,13 +61,13 @@ pub struct Head<B: Backend> {
 }
 
 impl<B: Backend> Head<B> {
-    pub(super) fn new(input: usize, mix: usize, device: &B::Device) -> Self {
-        let mut out = Conv2dConfig::new([mix, OUTPUTS], [1, 1]).init(device);
+    pub(super) fn new(depthwise: &Conv, pointwise: &Conv, out: &Conv, device: &B::Device) -> Self {
+        let mut conv = Conv2dConfig::new([out.input, out.output], [1, 1]).init(device);
         let prior = -((1.0 - PRIOR_PROBABILITY) / PRIOR_PROBABILITY).ln();
-        let mut bias = [0.0f32; OUTPUTS];
+        let mut bias = vec![0.0f32; out.output];
         bias[FACE] = prior;
-        out.bias = Some(Param::from_tensor(Tensor::from_data(TensorData::new(bias.to_vec(), [OUTPUTS]), device)));
-        Head { mix: DwSep::new(input, mix, 1, device), out }
+        conv.bias = Some(Param::from_tensor(Tensor::from_data(TensorData::new(bias, [out.output]), device)));
+        Head { mix: DwSep::new(depthwise, pointwise, device), out: conv }
     }
 
     /// `wider` (this head with a wider mixing layer, freshly drawn) computing
@@ -94,21 +90,9 @@ impl<B: Backend> Head<B> {
     pub(super) fn input_channels(&self) -> usize {
         self.mix.layers()[0].conv.weight.dims()[0]
     }
-
-    pub(super) fn macs(&self, h: usize, w: usize) -> u64 {
-        let (mix, h, w) = self.mix.macs(h, w);
-        let [o, i, kh, kw] = self.out.weight.dims();
-        mix + (h * w * o * i * kh * kw) as u64
-    }
 }
 
 impl<B: DetectorBackend> Head<B> {
-    pub(super) fn folded(&self) -> Vec<FoldedConv> {
-        let mut convs: Vec<FoldedConv> = self.mix.layers().iter().map(|layer| layer.folded()).collect();
-        convs.push(folded_conv(&self.out, false));
-        convs
-    }
-
     /// `[batch, OUTPUTS, points of this level]`.
     pub(super) fn forward(&self, x: FeatureMap<B>) -> Tensor<B, 3> {
         conv(&self.out, self.mix.forward(x)).values

@@ -22,11 +22,11 @@
 //! bias), the ONNX graph and every evaluation unchanged.
 
 use super::Detector;
-use crate::config::{BoxScale, LevelThresholds, BOX_SCALES};
-use crate::points::STRIDES;
 use burn::module::Param;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
+use grin_net::STRIDES;
+use grin_net::{BoxScale, LevelThresholds, BOX_SCALES};
 use grin_terms::output::{DISTANCE, FACE, OUTPUTS};
 
 /// One shift per level, finest first (the order of [`STRIDES`]).
@@ -115,9 +115,10 @@ impl<B: Backend> Detector<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ModelConfig;
-    use crate::detector::DetectorSpec;
+    use crate::InitDetector;
     use burn::backend::NdArray;
+    use grin_net::DetectorSpec;
+    use grin_net::ModelConfig;
 
     #[test]
     fn thresholds_become_shifts_and_bad_ones_are_named() {

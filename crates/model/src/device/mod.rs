@@ -20,12 +20,12 @@ use crate::backend::DetectorBackend;
 use crate::cpu::Phase;
 use crate::detector::{Detector, Trainable};
 use crate::loss::{LossParts, LossWeights};
-use crate::points::Points;
 use burn::backend::NdArray;
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Int, Tensor, TensorPrimitive};
+use grin_net::Points;
 use std::collections::HashMap;
 
 /// Values per chunk of the flat layout: every parameter starts at a whole

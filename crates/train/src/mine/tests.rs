@@ -3,6 +3,7 @@ use crate::test_photos::face_free;
 use burn_ndarray::NdArray;
 use grin_features::Smile;
 use grin_image::Raster;
+use grin_model::InitDetector;
 use grin_terms::photo::{self, PHOTO_MAX_PIXELS};
 
 fn face(x0: f32, y0: f32, x1: f32, y1: f32) -> FaceBox {

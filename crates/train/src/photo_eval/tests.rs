@@ -1,4 +1,5 @@
 use super::*;
+use grin_model::InitDetector;
 
 /// A report of two photos whose curve has a sure hit (0.9) and a doubtful
 /// one (0.4), for the tests of what is drawn and printed from reports.

@@ -2,7 +2,7 @@
 //! statistics) and the views the passes read and write through.
 
 use crate::cpu::net::Layer;
-use crate::kernels::affine::Affine;
+use grin_kernels::affine::Affine;
 
 /// A layer's activations and gradients, kept across steps.
 #[derive(Debug, Default)]

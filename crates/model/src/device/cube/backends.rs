@@ -7,8 +7,8 @@ use crate::cpu::Phase;
 use crate::detector::Detector;
 use crate::device::{DeviceBatch, DeviceOutput, DeviceStep, StepKernels};
 use crate::loss::LossWeights;
-use crate::points::Points;
 use burn::tensor::ops::FloatTensor;
+use grin_net::Points;
 
 /// The CubeCL backends (CUDA, wgpu): training runs grin's device step,
 /// the optimizer its flat kernels.

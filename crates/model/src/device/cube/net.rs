@@ -9,10 +9,10 @@ use super::{Cube, Dev};
 use crate::detector::{Detector, Trainable};
 use crate::device::DeviceStep;
 use crate::graph::{Kind, Wiring};
-use crate::points::Points;
 use burn::module::{Param, ParamId};
 use burn::tensor::{Tensor, TensorData};
 use burn_cubecl::{BoolElement, CubeBackend, FloatElement, IntElement};
+use grin_net::Points;
 use std::collections::HashMap;
 
 pub(super) type B<R, F, I, BT> = CubeBackend<R, F, I, BT>;

@@ -15,9 +15,9 @@ use crate::detector::Detector;
 use crate::device::{DeviceBatch, DeviceOutput, DeviceStep};
 use crate::graph::{Kind, Wiring};
 use crate::loss::LossWeights;
-use crate::points::Points;
 use burn::tensor::{Tensor, TensorPrimitive};
 use burn_cubecl::{BoolElement, FloatElement, IntElement};
+use grin_net::Points;
 use grin_terms::output::OUTPUTS;
 
 /// A layer's activations: its size, the conv's output `z` (before

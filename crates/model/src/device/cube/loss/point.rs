@@ -3,8 +3,8 @@
 //! (focal, GIoU, BCE) and their gradients with respect to its raw outputs.
 
 use super::LossShape;
-use crate::points::CENTER_RADIUS;
 use cubecl::prelude::*;
+use grin_net::CENTER_RADIUS;
 use grin_terms::label::{LABEL_IGNORE, LABEL_PADDING};
 use grin_terms::output::{DISTANCE, FACE, LOG_DISTANCE_RANGE, OUTPUTS, SMILE};
 

@@ -2,7 +2,7 @@
 //! without Burn: every conv with its BatchNorm folded into its weights and
 //! bias, in the order the layers run, and where each head reads the trunk.
 //!
-//! [`crate::Detector::folded`] builds it from the same walk `forward` takes,
+//! [`crate::Weights::folded`] builds it from the architecture's one list of convs,
 //! so an engine that runs it needs to know no layer order, channel count or
 //! tap of its own (as candle's yolo-v8 folds BatchNorm on load).
 
@@ -61,7 +61,7 @@ pub fn add_upsampled(into: &mut [f32], coarse: &[f32], channels: usize, height: 
 }
 
 /// The whole detector. Its raw output is the heads' outputs, finest level
-/// first, concatenated point-wise as [`crate::DetectorOutput`] holds them.
+/// first, concatenated point-wise (as grin-model's `DetectorOutput` holds them).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FoldedDetector {
     pub trunk: Vec<FoldedConv>,

@@ -3,7 +3,7 @@
 //! stride 1 as the forward kernel with the taps turned).
 
 use super::Plane3x3;
-use crate::kernels::simd::{load, store};
+use crate::simd::{load, store};
 use pulp::{Simd, WithSimd};
 
 /// The input gradient at stride 2. Input row `2p` takes only tap row 1 of

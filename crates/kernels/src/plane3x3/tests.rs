@@ -59,7 +59,7 @@ fn kernels_match_the_definition_at_every_size_and_stride() {
     // Sides down to 1, odd and even, rows shorter and longer than a vector.
     for (h, w) in [(1, 1), (2, 3), (5, 4), (7, 19), (6, 17), (9, 33), (3, 8)] {
         for s in [1, 2] {
-            for level in crate::kernels::dispatch_levels() {
+            for level in crate::dispatch_levels() {
                 check(h, w, s, level, 1);
             }
         }
@@ -77,7 +77,7 @@ proptest::proptest! {
         s in 1usize..=2,
         seed in 0u32..1000,
     ) {
-        for level in crate::kernels::dispatch_levels() {
+        for level in crate::dispatch_levels() {
             check(h, w, s, level, seed);
         }
     }
@@ -118,7 +118,7 @@ fn a_dense_conv_sums_its_input_planes_for_each_output() {
 #[test]
 fn several_images_in_one_call_are_each_image_in_turn() {
     for (h, w, s) in [(7, 19, 1), (6, 17, 2), (3, 40, 1), (5, 9, 2)] {
-        for level in crate::kernels::dispatch_levels() {
+        for level in crate::dispatch_levels() {
             let p = Plane3x3::new(h, w, s).with_arch(level.1);
             let (n_in, n_out, images) = (p.in_len(), p.out_len(), 3);
             let (x, g, taps) = (values(images * n_in, 11), values(images * n_out, 12), values(9, 13));
@@ -153,7 +153,7 @@ fn several_images_in_one_call_are_each_image_in_turn() {
 fn an_input_read_through_a_map_is_the_mapped_input() {
     let map = Affine { scale: 1.7, shift: -0.3, relu: true };
     for (h, w, s) in [(7, 19, 1), (6, 17, 2), (3, 40, 1), (1, 3, 2)] {
-        for level in crate::kernels::dispatch_levels() {
+        for level in crate::dispatch_levels() {
             let p = Plane3x3::new(h, w, s).with_arch(level.1);
             let images = 2;
             let (x, g, taps) = (values(images * p.in_len(), 21), values(images * p.out_len(), 22), values(9, 23));

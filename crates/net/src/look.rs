@@ -105,6 +105,7 @@ impl SecondLook {
     /// `--second-look-below` turns it on, or `--second-look-below 0` turns
     /// it off) is refused by name: each changed nothing, silently (issues
     /// 80 and 90).
+    #[cfg(feature = "cli")]
     pub(crate) fn with_flags(
         mut self,
         below: Option<f32>,
@@ -237,6 +238,7 @@ mod tests {
     /// Issue 80, cause 6: `--second-look-mirror` on a look-off model
     /// changed nothing and said nothing.
     #[test]
+    #[cfg(feature = "cli")]
     fn a_mirror_flag_where_no_look_runs_is_refused_by_name() {
         let off = SecondLook::default();
         let e = off.with_flags(None, None, true).unwrap_err();

@@ -79,7 +79,7 @@ pub type BoxScale = [f32; 4];
 
 /// The range of a box side's scale: past it a model is being retrained,
 /// not re-read.
-pub(crate) const BOX_SCALES: std::ops::RangeInclusive<f32> = 0.25..=4.0;
+pub const BOX_SCALES: std::ops::RangeInclusive<f32> = 0.25..=4.0;
 
 /// Widest network a config or model file may ask for: 4x the default is
 /// already ~1.2M parameters, far past what this detector is for.
@@ -107,7 +107,7 @@ impl Default for ModelConfig {
 
 /// `pyramid_above` is 0 (one pass) or a face side a pass can hold; the
 /// message says which, for callers to prefix with the key or flag.
-pub(crate) fn check_pyramid_above(above: f32) -> Result<(), String> {
+pub fn check_pyramid_above(above: f32) -> Result<(), String> {
     if above == 0.0 || (8.0..=4096.0).contains(&above) {
         Ok(())
     } else {

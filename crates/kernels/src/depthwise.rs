@@ -24,11 +24,11 @@ pub struct Shape {
 }
 
 impl Shape {
-    pub(crate) fn out_height(&self) -> usize {
+    pub fn out_height(&self) -> usize {
         self.height.div_ceil(self.stride)
     }
 
-    pub(crate) fn out_width(&self) -> usize {
+    pub fn out_width(&self) -> usize {
         self.width.div_ceil(self.stride)
     }
 

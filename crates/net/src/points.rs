@@ -3,17 +3,20 @@
 //! Each level owns a range of face sizes, so a 16 px face is found at
 //! stride 8 and a 160 px face at stride 32.
 
-use crate::layers::conv_out;
+/// Output side of a 3x3 (pad 1) or 1x1 conv with the given stride.
+pub fn conv_out(side: usize, stride: usize) -> usize {
+    side.div_ceil(stride)
+}
 
 /// Output strides, finest first.
-pub(crate) const STRIDES: [usize; 3] = [8, 16, 32];
+pub const STRIDES: [usize; 3] = [8, 16, 32];
 
 /// Face sizes (longest side, pixels) each level is trained on. The ranges
 /// overlap so a face near a boundary is learned by both levels.
-pub(crate) const SIZE_RANGES: [(f32, f32); 3] = [(0.0, 48.0), (32.0, 96.0), (80.0, f32::INFINITY)];
+pub const SIZE_RANGES: [(f32, f32); 3] = [(0.0, 48.0), (32.0, 96.0), (80.0, f32::INFINITY)];
 
 /// Positives are points within this many strides of a face's centre.
-pub(crate) const CENTER_RADIUS: f32 = 1.5;
+pub const CENTER_RADIUS: f32 = 1.5;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Points {

@@ -8,7 +8,7 @@ use pulp::Simd;
 /// One channel's BatchNorm, folded: `z * scale + shift`, then ReLU when
 /// `relu`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Affine {
+pub struct Affine {
     pub scale: f32,
     pub shift: f32,
     pub relu: bool,
@@ -16,7 +16,7 @@ pub(crate) struct Affine {
 
 impl Affine {
     /// BatchNorm with these statistics and parameters, folded.
-    pub(crate) fn batch_norm(mean: f32, inv_std: f32, gamma: f32, beta: f32, relu: bool) -> Affine {
+    pub fn batch_norm(mean: f32, inv_std: f32, gamma: f32, beta: f32, relu: bool) -> Affine {
         Affine { scale: gamma * inv_std, shift: beta - mean * gamma * inv_std, relu }
     }
 
@@ -45,7 +45,7 @@ impl Affine {
     /// `to[i] = self(from[i])`: whole vectors, then the last few values one
     /// at a time.
     #[inline(always)]
-    pub(crate) fn map<S: Simd>(self, simd: S, from: &[f32], to: &mut [f32]) {
+    pub fn map<S: Simd>(self, simd: S, from: &[f32], to: &mut [f32]) {
         assert_eq!(from.len(), to.len(), "affine map sizes");
         let (from_head, from_tail) = S::as_simd_f32s(from);
         let (to_head, to_tail) = S::as_mut_simd_f32s(to);

@@ -1,10 +1,15 @@
-//! CPU loops over plain `f32` slices: the depthwise 3x3 convolution of the
-//! CPU backend's forward pass, the Pi's engine and the CPU training step.
+//! grin-kernels: CPU loops over plain `f32` slices, the depthwise and 3x3
+//! convolutions that the Pi's engine (grin-infer), the CPU backend's forward
+//! pass and the CPU training step (grin-model) all run, each checked at
+//! every instruction-set level the host has against its plain definition.
+//!
+//! It depends on no other grin crate and on no Burn: whatever runs a
+//! grin model on a CPU may use it.
 
-pub(crate) mod affine;
+pub mod affine;
 pub mod depthwise;
 pub mod lines;
-pub(crate) mod plane3x3;
+pub mod plane3x3;
 pub mod simd;
 
 /// Every instruction-set level this host can dispatch the SIMD kernels to,

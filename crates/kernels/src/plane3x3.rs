@@ -25,7 +25,7 @@ thread_local! {
 
 /// One plane's geometry: an `in_h x in_w` input, stride 1 or 2.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Plane3x3 {
+pub struct Plane3x3 {
     pub in_h: usize,
     pub in_w: usize,
     pub stride: usize,
@@ -38,7 +38,7 @@ pub(crate) struct Plane3x3 {
 }
 
 impl Plane3x3 {
-    pub(crate) fn new(in_h: usize, in_w: usize, stride: usize) -> Plane3x3 {
+    pub fn new(in_h: usize, in_w: usize, stride: usize) -> Plane3x3 {
         assert!(stride == 1 || stride == 2, "3x3 convs run at stride 1 or 2, not {stride}");
         let (out_h, out_w) = (in_h.div_ceil(stride), in_w.div_ceil(stride));
         Plane3x3 { in_h, in_w, stride, out_h, out_w, input: None, arch: Arch::new() }
@@ -48,21 +48,21 @@ impl Plane3x3 {
     /// input: `forward` and `weight_grad` apply `input` to each image's
     /// plane (in cache, just before padding it into lines), so that layer
     /// never writes its output. `input_grad` reads no input.
-    pub(crate) fn with_input(self, input: Option<Affine>) -> Plane3x3 {
+    pub fn with_input(self, input: Option<Affine>) -> Plane3x3 {
         Plane3x3 { input, ..self }
     }
 
     /// The same geometry dispatched to `arch` (tests run every level).
     #[cfg(test)]
-    pub(crate) fn with_arch(self, arch: Arch) -> Plane3x3 {
+    pub fn with_arch(self, arch: Arch) -> Plane3x3 {
         Plane3x3 { arch, ..self }
     }
 
-    pub(crate) fn in_len(&self) -> usize {
+    pub fn in_len(&self) -> usize {
         self.in_h * self.in_w
     }
 
-    pub(crate) fn out_len(&self) -> usize {
+    pub fn out_len(&self) -> usize {
         self.out_h * self.out_w
     }
 
@@ -81,7 +81,7 @@ impl Plane3x3 {
     /// back: a depthwise conv has one input and one output plane, a dense
     /// one several of each (an image's inputs are padded once for all
     /// outputs).
-    pub(crate) fn forward(&self, xs: &[&[f32]], w: &[f32], outs: &mut [&mut [f32]]) {
+    pub fn forward(&self, xs: &[&[f32]], w: &[f32], outs: &mut [&mut [f32]]) {
         let images = self.images(xs, outs.iter().map(|o| o.len()));
         assert_eq!(w.len(), 9 * xs.len() * outs.len(), "3x3 taps");
         LINES.with_borrow_mut(|lines| {
@@ -93,7 +93,7 @@ impl Plane3x3 {
     /// `taps[(o * xs.len() + i) * 9..][..9] += ` the taps' gradient for
     /// input plane `xs[i]` from output `o`'s gradient `gs[o]`, summed over
     /// the images the slices hold.
-    pub(crate) fn weight_grad(&self, xs: &[&[f32]], gs: &[&[f32]], taps: &mut [f32]) {
+    pub fn weight_grad(&self, xs: &[&[f32]], gs: &[&[f32]], taps: &mut [f32]) {
         let images = self.images(xs, gs.iter().map(|g| g.len()));
         assert_eq!(taps.len(), 9 * xs.len() * gs.len(), "3x3 taps");
         LINES.with_borrow_mut(|lines| {
@@ -104,7 +104,7 @@ impl Plane3x3 {
 
     /// `dx = conv^T(g)` with taps `w`, or `dx +=` it when `accumulate`,
     /// image by image.
-    pub(crate) fn input_grad(&self, g: &[f32], w: &[f32], dx: &mut [f32], accumulate: bool) {
+    pub fn input_grad(&self, g: &[f32], w: &[f32], dx: &mut [f32], accumulate: bool) {
         assert_eq!(w.len(), 9, "3x3 taps");
         let images = g.len() / self.out_len().max(1);
         assert_eq!(g.len(), images * self.out_len(), "3x3 output gradient size");
