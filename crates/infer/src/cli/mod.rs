@@ -132,8 +132,8 @@ const MAX_PIXELS_FLAG: &str = "--max-pixels";
 /// 12.3 megapixels and 4K video's 8.3. A stream holds several frames at
 /// once (the one being read, the one detected on, its grey copy), so at
 /// 64 megapixels, the image files' default, an 8000x8000 RGB stream
-/// needed more than a Pi's 1 GB and aborted (issue 90, E28); at 16 it
-/// needs about 0.3 GB.
+/// needed more than a Pi's 1 GB and aborted (issue 90, E28); a 4000x4000
+/// one peaks at 120 MB and runs under a 1 GB address-space limit.
 const STREAM_MAX_PIXELS: u64 = 16_000_000;
 
 /// The most timed (or warm-up) runs of `--bench`: `--iterations
