@@ -90,7 +90,16 @@ fn bad_keys_are_named_and_nothing_is_written() {
     );
     let none = grin(&["model-set", "--model", path]);
     assert!(String::from_utf8_lossy(&none.stderr).contains("nothing to set"));
+    // Issue 90, round 6: --out a hard link to --model said it held the new
+    // settings and kept the old ones (the rewrite replaced --model's name).
+    let linked = dir.path().join("linked.grin");
+    std::fs::hard_link(&model, &linked).unwrap();
+    let run = grin(&["model-set", "--model", path, "--out", linked.to_str().unwrap(), "--set", "model.nms_iou=0.45"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is another name (a hard link) of --model"), "{stderr}");
     assert_eq!(std::fs::read(&model).unwrap(), original, "a refused change leaves the file as it was");
+    assert_eq!(std::fs::read(&linked).unwrap(), original);
 }
 
 #[test]

@@ -53,6 +53,17 @@ pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
     // model-sets lost one of their changes, issue 90).
     let out = args.out.as_ref().unwrap_or(&args.model);
     let in_place = args.out.is_none() || grin_output::is_same_file(out, &args.model);
+    // A second name of the same file (a hard link, not a symbolic one): the
+    // rewrite replaces --model's name with a new file, so --out would keep
+    // the old settings while the command said it held the new ones (issue 90).
+    if in_place && args.out.is_some() && out.canonicalize().ok() != args.model.canonicalize().ok() {
+        bail!(
+            "--out {} is another name (a hard link) of --model {}: a rewrite would part them; leave --out out to \
+             change the model in place, or name a new file",
+            out.display(),
+            args.model.display()
+        );
+    }
     let held = if in_place { Some(grin_output::hold(&args.model)?) } else { None };
     let device = Default::default();
     let (mut spec, mut model) = file::load_model::<burn_ndarray::NdArray<f32>>(&args.model, &device)?;

@@ -548,6 +548,27 @@ fn image_bombs_are_refused_at_once_and_max_pixels_moves_the_bound() {
     assert!(text(&zero.stderr).contains("--max-pixels"), "{}", text(&zero.stderr));
 }
 
+/// Issue 90, round 6: within the largest --max-pixels, a buffer past what the
+/// process may have aborted the decoder or the stream (exit 134). Under an
+/// address-space limit, about a Pi's memory, each is an error naming it.
+#[test]
+fn a_buffer_past_the_process_memory_is_an_error_not_an_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("huge.png");
+    std::fs::write(&png, fixtures::png_claiming(60000, 60000)).unwrap();
+    let bin = env!("CARGO_BIN_EXE_grin-detect");
+    let limited = |script: String| {
+        std::process::Command::new("sh").arg("-c").arg(format!("ulimit -v 1000000; {script}")).output().unwrap()
+    };
+    let image = limited(format!("exec {bin} --max-pixels 4000000000 {}", png.display()));
+    assert_eq!(image.status.code(), Some(1), "{}", text(&image.stderr));
+    assert!(text(&image.stderr).contains("huge.png: image 60000x60000 needs"), "{}", text(&image.stderr));
+    let args = "--stream - --input-format gray8 --input-size 40000x40000 --max-pixels 1600000000";
+    let stream = limited(format!("head -c 100 /dev/zero | {bin} {args}"));
+    assert_ne!(stream.status.code(), Some(134), "{}", text(&stream.stderr));
+    assert!(text(&stream.stderr).contains("more memory than this process may take"), "{}", text(&stream.stderr));
+}
+
 /// Issue 90, causes D and E: flags that cannot apply were dropped without
 /// a word, and `--iterations 4294967295` reserved 68 GB and aborted. Each
 /// is now refused before anything runs, naming the flag.
@@ -558,7 +579,7 @@ fn a_flag_that_cannot_apply_or_a_count_past_its_bound_is_refused_by_name() {
     let scene = scene();
     // (A model without a look, `--second-look-confirm` alone: the same rule,
     // grin_model's `look.rs` tests.)
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 9] = [
         (&["--second-look-below", "0", "--second-look-confirm", "0.99"], "--second-look-confirm: no second look runs"),
         (&["--bench", "--draw", s(&drawn)], "--draw"),
         (&["--bench", "--iterations", "4294967295"], "--iterations"),
@@ -566,6 +587,9 @@ fn a_flag_that_cannot_apply_or_a_count_past_its_bound_is_refused_by_name() {
         (&["--stream", "-", "--json"], "--json"),
         (&["--stream", "-", "--photo-pixels", "100000"], "--photo-pixels"),
         (&["--stream", "-", "--track-patience", "4294967295"], "--track-patience"),
+        // Round 6: ignored on a stream without a word.
+        (&["--stream", "-", "--iterations", "5"], "--iterations"),
+        (&["--stream", "-", "--warmup", "3"], "--warmup"),
     ];
     for (args, named) in cases {
         let mut all = args.to_vec();

@@ -27,8 +27,8 @@ mod legacy;
 const MAGIC: &[u8; 8] = b"GRINMDL3";
 const PARTS: [&str; 2] = ["header", "weights"];
 /// Largest model file read: the widest detector a config may ask for
-/// stays far below it, and `--model /dev/zero` stops here instead of at
-/// the end of memory.
+/// stays far below it, and a huge file stops here instead of at the end
+/// of memory.
 pub const MAX_MODEL_BYTES: u64 = 256 << 20;
 const ARCHITECTURE: &str = "grin-detector-v1";
 
@@ -112,7 +112,9 @@ pub fn read(path: &Path) -> Result<Weights, ModelFileError> {
     use std::io::Read;
     let fail = |message: String| ModelFileError { path: path.to_path_buf(), message };
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
+    // A plain file only, opened without waiting: a FIFO with no writer hung
+    // every command that reads a model (issue 90, round 6).
+    grin_output::open_plain(path)
         .and_then(|f| f.take(MAX_MODEL_BYTES + 1).read_to_end(&mut bytes))
         .map_err(|e| fail(format!("cannot read model: {e}")))?;
     if bytes.len() as u64 > MAX_MODEL_BYTES {
@@ -142,6 +144,7 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Weights, String> {
     // no trained model has; the record's reader checks both.
     let tensors = match header.record_layout {
         1 if !header.spec.model.top_down => record::decode(record, &arch, false)?,
+        1 => return Err("header: a record of layout 1 holds no top-down fusion, and the header's model has it".into()),
         RECORD_LAYOUT => record::decode(record, &arch, true)?,
         other => return Err(format!("header: record layout {other}, this build reads 1 and {RECORD_LAYOUT}")),
     };

@@ -125,11 +125,18 @@ fn describe(path: &Path, mode: LockMode, e: io::Error) -> io::Error {
 }
 
 fn odd(what: &str) -> io::Error {
+    // A lock file grin made holds only its holder's PID; a folder of that
+    // name may hold anything, so it is moved aside, not removed.
+    let what_to_do = if what == "a folder" {
+        "move it elsewhere (it is not grin's) and run again"
+    } else {
+        "remove it (it holds no data) and run again"
+    };
     io::Error::new(
         io::ErrorKind::InvalidInput,
         format!(
             "is {what}, not a lock file grin made: grin locks a folder through a plain file of that name, never \
-             through a link; remove it (it holds no data) and run again"
+             through a link; {what_to_do}"
         ),
     )
 }

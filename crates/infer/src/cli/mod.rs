@@ -105,10 +105,10 @@ struct Cli {
     /// Timed runs with `--bench`, cycling over the images from the first
     /// (a multiple of their count times each one equally); at most a
     /// million (each keeps six timings: 96 MB).
-    #[arg(long, default_value_t = 200, requires = "bench", value_parser = clap::value_parser!(u32).range(1..=MAX_ITERATIONS))]
+    #[arg(long, default_value_t = 200, requires = "bench", conflicts_with = "stream", value_parser = clap::value_parser!(u32).range(1..=MAX_ITERATIONS))]
     iterations: u32,
     /// Untimed runs before timing with `--bench` (at most a million).
-    #[arg(long, default_value_t = 10, requires = "bench", value_parser = clap::value_parser!(u32).range(0..=MAX_ITERATIONS))]
+    #[arg(long, default_value_t = 10, requires = "bench", conflicts_with = "stream", value_parser = clap::value_parser!(u32).range(0..=MAX_ITERATIONS))]
     warmup: u32,
 }
 

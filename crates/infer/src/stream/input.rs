@@ -152,7 +152,8 @@ impl<R: Read> FrameReader<R> {
         bound: ImageBound,
     ) -> Result<Self, String> {
         if format != InputFormat::Mjpeg && size.is_none() {
-            return Err(format!("--input-format {format:?}: give --input-size WxH (raw frames carry no size)"));
+            let name = clap::ValueEnum::to_possible_value(&format).map(|v| v.get_name().to_owned()).unwrap_or_default();
+            return Err(format!("--input-format {name}: give --input-size WxH (raw frames carry no size)"));
         }
         if let Some((w, h)) = size {
             if w == 0 || h == 0 {
@@ -204,7 +205,16 @@ impl<R: Read> FrameReader<R> {
     }
 
     fn next_raw(&mut self, n: usize) -> Option<Result<Vec<u8>, BadFrame>> {
-        let mut frame = vec![0u8; n];
+        // Reserved, not assumed: a frame within --max-pixels can still be
+        // more than the process may have (65535x65535 rgb24 is 12.9 GB), and
+        // a failed allocation aborted (issue 90, round 6).
+        let mut frame = Vec::new();
+        if frame.try_reserve_exact(n).is_err() {
+            let why = format!("a frame of {n} bytes is more memory than this process may take (lower --input-size)");
+            self.failed(std::io::Error::new(ErrorKind::OutOfMemory, why));
+            return None;
+        }
+        frame.resize(n, 0);
         let mut got = 0;
         while got < n {
             match self.bytes.read(&mut frame[got..]) {

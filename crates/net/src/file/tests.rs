@@ -155,6 +155,32 @@ fn a_model_file_past_the_size_bound_is_refused_without_reading_it_all() {
     assert!(e.to_string().ends_with("huge.grin: more than 256 MiB: not a grin model file"), "{e}");
 }
 
+/// A layout-1 record ends before the fusion's tag: a header with fusion
+/// and that layout is refused for what it is (round 6 of issue 90).
+#[test]
+fn a_layout_1_header_with_fusion_is_refused_for_it() {
+    let fused = weights_of(DetectorSpec { model: ModelConfig { top_down: true, ..spec().model }, ..spec() });
+    let (mut header, record) = cut(&to_bytes(&fused));
+    header["record_layout"] = 1.into();
+    let e = load(&parts::frame(MAGIC, &[&serde_json::to_vec(&header).unwrap(), &record])).err().unwrap();
+    assert_eq!(e, "header: a record of layout 1 holds no top-down fusion, and the header's model has it");
+}
+
+/// Issue 90, round 6: a FIFO with no writer hung every command that reads
+/// a model; a device or a folder is no model either.
+#[test]
+fn a_fifo_a_device_or_a_folder_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("model.grin");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let e = read(&fifo).err().unwrap().to_string();
+    assert!(e.ends_with("model.grin: cannot read model: not a regular file (a FIFO, device or socket)"), "{e}");
+    let e = read(Path::new("/dev/zero")).err().unwrap().to_string();
+    assert!(e.ends_with("not a regular file (a FIFO, device or socket)"), "{e}");
+    let e = read(dir.path()).err().unwrap().to_string();
+    assert!(e.ends_with("cannot read model: is a folder, not a file"), "{e}");
+}
+
 #[test]
 fn files_written_before_the_one_framing_still_load() {
     let (weights, bytes) = saved();
