@@ -3,7 +3,7 @@
 //!
 //! - the depthwise 3x3 convolution: on the CPU, Burn's generic grouped conv
 //!   was 8-14x slower than a loop over each plane ([`grin_kernels`]),
-//!   which evaluation and `grin-detect --engine burn` run;
+//!   which evaluation and grin-detect's parity tests run;
 //! - training-mode BatchNorm (+ ReLU);
 //! - the training step on the CPU (`crate::cpu`), and the optimizer's flat
 //!   update and views as kernels on CUDA and wgpu (implemented beside their
