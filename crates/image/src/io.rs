@@ -112,6 +112,10 @@ pub const DEFAULT_MAX_PIXELS: u64 = 64_000_000;
 /// profile it cannot inflate) or refused, never inflated whole.
 const METADATA_BYTES: u64 = 16 << 20;
 
+/// Pixel buffers larger than this are asked for before decoding
+/// (`decode_image`); a photo's few megabytes are not probed on every decode.
+const PROBE_ABOVE: usize = 64 << 20;
+
 /// The largest side an image may have: the most a JPEG header can state (a
 /// PNG header may state two billion).
 pub(crate) const MAX_IMAGE_SIDE: u32 = 65_535;
@@ -273,7 +277,7 @@ pub fn decode_image(bytes: &[u8], bound: ImageBound) -> Result<DynamicImage, Dec
     // buffer could not be had (issue 90, round 6). Asked for first, the
     // answer is an error naming the image.
     let total = usize::try_from(decoder.total_bytes()).unwrap_or(usize::MAX);
-    if Vec::<u8>::new().try_reserve_exact(total).is_err() {
+    if total > PROBE_ABOVE && Vec::<u8>::new().try_reserve_exact(total).is_err() {
         return Err(DecodeError {
             kind: BadInputKind::ImageTooLarge,
             message: format!(
