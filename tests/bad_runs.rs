@@ -303,6 +303,27 @@ fn train_init_names_a_missing_or_mismatched_model_and_loads_a_matching_one() {
         e.contains("key `train.init`") && e.contains("of 12 -> 20 channels cannot widen into one of 12 -> 12"),
         "{e}"
     );
+
+    // A grey model starts a colour one (its first conv split by the luma
+    // shares); a colour one cannot start a grey one.
+    let colour = [&fused[..], &["--set", "features.channels=3"]].concat();
+    let out = grin(
+        &[&["train", "--backend", "cpu", "--quiet", "--set", "name=colour"][..], &colour].concat(),
+        &write_config(dir.path(), &format!("init = {:?}\n", fused_model.display().to_string())),
+        &runs,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("reads grey; its first conv is split between R, G and B"), "{}", stderr(&out));
+    let colour_model = runs.join("colour/model.grin");
+    let config = write_config(dir.path(), &format!("init = {:?}\n", colour_model.display().to_string()));
+    let out = grin(
+        &[&["train", "--backend", "cpu", "--quiet", "--set", "name=grey-again"][..], &fused].concat(),
+        &config,
+        &runs,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("key `train.init`") && e.contains("has 3 channel(s)"), "{e}");
 }
 
 /// Issue 28, item 1: a finished run is never replaced by a rerun of its

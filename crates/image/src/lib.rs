@@ -22,4 +22,4 @@ pub use io::{
 pub use letterbox::{
     crop_square, letterbox, letterbox_image, letterbox_photo, Letterbox, LetterboxedPhoto, LookCuts, LETTERBOX_FILL,
 };
-pub use raster::{resample_region, resize, sub_raster, taps, to_u8, Raster, Tap};
+pub use raster::{resample_region, resize, sub_raster, taps, to_u8, Raster, Tap, LUMA_SHARES};

@@ -123,6 +123,12 @@ fn luma_avx2(simd: pulp::x86::V3, rgb: &[u8], out: &mut [u8]) -> usize {
 /// Rec. 709's weights times 65536 (they sum to 65536).
 const LUMA_WEIGHTS: [u32; 3] = [13_933, 46_871, 4_732];
 
+/// Each of R, G and B's share of the luma a grey model reads: how a grey
+/// model's first conv splits into a colour one that computes the same on a
+/// grey photo, and within a level of it on a colour one.
+pub const LUMA_SHARES: [f32; 3] =
+    [LUMA_WEIGHTS[0] as f32 / 65_536.0, LUMA_WEIGHTS[1] as f32 / 65_536.0, LUMA_WEIGHTS[2] as f32 / 65_536.0];
+
 /// The luma of each RGB pixel of `rgb` into `out` (a third of its length).
 #[inline(always)]
 fn luma_into(rgb: &[u8], out: &mut [u8]) {

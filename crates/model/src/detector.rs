@@ -137,6 +137,23 @@ impl<B: Backend> Detector<B> {
         self
     }
 
+    /// This grey model reading colour: its first conv's weights split
+    /// between R, G and B by `shares` (each channel's share of the luma it
+    /// was trained on, summing to 1), so that it computes on a colour photo
+    /// what it computed on the photo's luma. A grey model is where a colour
+    /// one's fine-tuning starts. `None` where the model does not read one
+    /// channel.
+    pub fn with_colour_input(mut self, shares: [f32; 3]) -> Option<Self> {
+        let [out, 1, kh, kw] = self.stem.conv.weight.dims() else {
+            return None;
+        };
+        let w = self.stem.conv.weight.val();
+        let split = shares.map(|share| w.clone().mul_scalar(share));
+        // Detached: a leaf of its own, as a loaded weight is.
+        self.stem.conv.weight = Param::from_tensor(Tensor::cat(split.to_vec(), 1).reshape([out, 3, kh, kw]).detach());
+        Some(self)
+    }
+
     /// This model with `wider`'s stride-8 head (a model of the same trunk
     /// whose `model.fine_head` is wider, freshly drawn) holding this one's
     /// head in its first channels: it computes what it did, and the new

@@ -45,7 +45,10 @@ pub(crate) fn start<B: TrainBackend>(
     if let (Some(init), false) = (&cfg.init, run.resume) {
         let (init_spec, loaded) =
             file::load_model::<B>(init, device).map_err(|e| anyhow::anyhow!("key `train.init`: {e}"))?;
-        if init_spec.channels != spec.channels || init_spec.widths() != spec.widths() {
+        // A grey model reads colour from where it was: the one change of
+        // input it can start from.
+        let to_colour = init_spec.channels == 1 && spec.channels == 3;
+        if (init_spec.channels != spec.channels && !to_colour) || init_spec.widths() != spec.widths() {
             bail!(
                 "key `train.init`: {} has {} channel(s) and widths {:?}; this run's model has {} and {:?}",
                 init.display(),
@@ -55,6 +58,16 @@ pub(crate) fn start<B: TrainBackend>(
                 spec.widths()
             );
         }
+        let loaded = if to_colour {
+            eprintln!(
+                "{}: {} reads grey; its first conv is split between R, G and B by their share of the luma",
+                run.name,
+                init.display()
+            );
+            loaded.with_colour_input(grin_image::LUMA_SHARES).expect("a one-channel model's first conv")
+        } else {
+            loaded
+        };
         let loaded = if init_spec.head_widths() == spec.head_widths() {
             loaded
         } else {

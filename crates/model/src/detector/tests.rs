@@ -34,3 +34,21 @@ fn a_widened_fine_head_computes_what_the_narrow_one_did() {
         format!("a stride-8 head of {tap} -> {} channels cannot widen into one of {tap} -> {tap}", tap + 28)
     );
 }
+
+#[test]
+fn a_grey_model_split_into_colour_computes_what_it_did_on_the_luma() {
+    let device = Default::default();
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/default.grin");
+    let (spec, grey) = crate::file::load_model::<NdArray<f32>>(&shipped, &device).unwrap();
+    assert_eq!(spec.channels, 1);
+    let shares = [0.2126, 0.7152, 0.0722];
+    let colour = grey.clone().with_colour_input(shares).unwrap();
+    assert_eq!(colour.num_params(), grey.num_params() + 2 * spec.widths()[0] * 9);
+    let rgb = Tensor::<NdArray<f32>, 4>::random([2, 3, spec.height, spec.width], Distribution::Default, &device);
+    let luma = (0..3).map(|c| rgb.clone().narrow(1, c, 1).mul_scalar(shares[c])).reduce(|a, b| a + b).unwrap();
+    let (before, after) = (grey.forward(luma).raw, colour.forward(rgb).raw);
+    let worst = (before - after).abs().max().into_scalar();
+    assert!(worst < 1e-3, "the colour model's outputs moved by {worst}");
+    // A model that reads colour already has no grey conv to split.
+    assert!(colour.with_colour_input(shares).is_none());
+}
