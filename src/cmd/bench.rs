@@ -4,11 +4,11 @@
 use super::{BackendArg, ConfigArgs};
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use grin_model::TrainBackend;
 use grin_train::backend::{self, BackendChoice};
 use grin_train::bench::Windows;
 use grin_train::LoadedConfig;
 use grin_train::OptimizerImpl;
+use grin_train::TrainBackend;
 use grin_train::{build_feed, FeedPlan, Mode};
 use grin_train::{train, RunSpec};
 use std::path::{Path, PathBuf};

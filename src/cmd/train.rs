@@ -3,9 +3,9 @@
 use super::{BackendArg, ConfigArgs};
 use anyhow::{Context, Result};
 use clap::Args;
-use grin_model::TrainBackend;
 use grin_train::backend::{self, BackendChoice};
 use grin_train::LoadedConfig;
+use grin_train::TrainBackend;
 use grin_train::{build_feed, PlanRequest, RunPlan};
 use grin_train::{train_parallel, Interrupt, Summary};
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! BatchNorm's per-channel map and ReLU, `y = max(z * scale + shift, 0)`,
 //! over a run of values: written once for the CPU step's two places that
-//! apply it, normalising a layer's row ([`crate::cpu`]'s `rows`) and
+//! apply it, normalising a layer's row (grin-cpu-step's `rows`) and
 //! reading a layer whose output was left unapplied ([`super::plane3x3`]).
 
 use pulp::Simd;

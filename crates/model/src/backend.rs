@@ -5,9 +5,10 @@
 //!   was 8-14x slower than a loop over each plane ([`grin_kernels`]),
 //!   which evaluation and grin-detect's parity tests run;
 //! - training-mode BatchNorm (+ ReLU);
-//! - the training step on the CPU (`crate::cpu`), and the optimizer's flat
-//!   update and views as kernels on CUDA and wgpu (implemented beside their
-//!   device step, `crate::device::cube`).
+//! - what the trainer asks of a backend: whether its tensors live in host
+//!   memory, whether it copies between its devices, and whether it trains
+//!   through the CPU step (grin-cpu-step). A backend's own training step and
+//!   optimizer kernels are grin-device-step's `StepKernels`.
 //!
 //! The defaults are Burn's own ops ([`burn_ops`]), which Burn's autodiff
 //! differentiates: the reference the parity tests hold both steps to.
@@ -18,7 +19,7 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::ndarray::NdArrayTensor;
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::ops::{FloatTensor, IntTensor};
+use burn::tensor::ops::FloatTensor;
 use burn::tensor::{Tensor, TensorMetadata, TensorPrimitive};
 use grin_kernels as kernels;
 use std::borrow::Cow;
@@ -55,41 +56,12 @@ pub struct NormOutput<B: Backend> {
     pub var: FloatTensor<B>,
 }
 
-/// One AdamW step's scalars: Burn's AdamW with each parameter's gradient
-/// clipped to `clip_norm`, `decay` = learning rate × weight decay, and the
-/// moments' bias corrections `1 - beta^time`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AdamwScalars {
-    pub lr: f32,
-    pub beta_1: f32,
-    pub beta_2: f32,
-    pub epsilon: f32,
-    pub decay: f32,
-    pub clip_norm: f32,
-    pub correction_1: f32,
-    pub correction_2: f32,
-}
-
-/// The flat optimizer state one AdamW step reads (grin-train's
-/// `FlatAdamW`, in [`crate::device::FlatLayout`]): values, gradients and
-/// moments `[chunks * CHUNK]`, each chunk's parameter (`chunk_slot`) and
-/// each parameter's (start, len) (`spans`, flattened), both ints.
-pub struct FlatState<B: Backend> {
-    pub values: FloatTensor<B>,
-    pub grads: FloatTensor<B>,
-    pub moment_1: FloatTensor<B>,
-    pub moment_2: FloatTensor<B>,
-    pub chunk_slot: IntTensor<B>,
-    pub spans: IntTensor<B>,
-    pub slots: usize,
-}
-
 /// A backend that can run the detector. Tensors are `[batch, channels,
 /// points]`; the depthwise weight is `[channels, 1, 3, 3]` (padding 1, no
 /// bias), gamma and beta are `[channels]`.
 pub trait DetectorBackend: Backend {
     /// Training on autodiff over this backend runs grin's own CPU step
-    /// (`crate::cpu::CpuStep`) instead of Burn's autodiff graph.
+    /// (grin-cpu-step's `CpuStep`) instead of Burn's autodiff graph.
     const CPU_STEP: bool = false;
 
     /// Whether `Tensor::to_device` works between two of this backend's
@@ -115,27 +87,6 @@ pub trait DetectorBackend: Backend {
         settings: NormSettings,
     ) -> NormOutput<Self> {
         burn_ops::batch_norm_train::<Self>(x, gamma, beta, settings)
-    }
-
-    /// Values `start..start + dims.product()` of a flat tensor, shaped
-    /// `dims`: a parameter's slot of the flat layout. A copy by default; a
-    /// view of the same memory on a device.
-    fn flat_view(flat: FloatTensor<Self>, start: usize, dims: &[usize]) -> FloatTensor<Self> {
-        let len = dims.iter().product::<usize>();
-        let part = Self::float_slice(flat, &[burn::tensor::Slice::from(start..start + len)]);
-        Self::float_reshape(part, dims.to_vec().into())
-    }
-
-    /// One AdamW step over the flat state, as kernels of this backend's
-    /// own: the new values and moments. `None` where it has none, and the
-    /// optimizer composes the step from Burn's ops.
-    #[allow(clippy::type_complexity)]
-    fn adamw_flat(
-        state: FlatState<Self>,
-        scalars: AdamwScalars,
-    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>)> {
-        let _ = (state, scalars);
-        None
     }
 
     /// Hands `f` the tensor's values in row-major order: how the CPU step
@@ -200,6 +151,19 @@ impl DetectorBackend for NdArray<f32> {
 /// `NdArray<f32>` this computes in f32 too, a third rounding order.
 impl DetectorBackend for NdArray<f64> {
     const HOST_MEMORY: bool = true;
+}
+
+/// The CubeCL backends run Burn's own ops here; their training step and
+/// optimizer are grin-device-step's kernels.
+#[cfg(feature = "cuda")]
+impl DetectorBackend for burn_cuda::Cuda<f32, i32> {}
+
+// wgpu's `to_device` does not work between two of its devices
+// (`not implemented` in cubecl-runtime 0.10's server-to-server copy):
+// data-parallel training copies through the host.
+#[cfg(feature = "wgpu")]
+impl DetectorBackend for burn_wgpu::Wgpu<f32, i32> {
+    const COPIES_BETWEEN_DEVICES: bool = false;
 }
 
 /// Autodiff differentiates the defaults, Burn's own ops.

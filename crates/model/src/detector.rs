@@ -219,9 +219,9 @@ impl<B: Backend> Detector<B> {
 
     /// Every trainable conv in one list, the trunk in run order and then
     /// each head's convs, finest level first, and where each head sits in
-    /// it: the order the CPU step (`crate::cpu`) keeps its layers and
+    /// it: the order the CPU step (grin-cpu-step) keeps its layers and
     /// gradients in.
-    pub(crate) fn trainables(&self) -> (Vec<Trainable<'_, B>>, Vec<HeadSpan>) {
+    pub fn trainables(&self) -> (Vec<Trainable<'_, B>>, Vec<HeadSpan>) {
         fn conv_bn<B: Backend>(layer: &ConvBn<B>) -> Trainable<'_, B> {
             Trainable::ConvBn { conv: &layer.conv, norm: &layer.norm, relu: layer.relu }
         }
@@ -257,7 +257,7 @@ impl<B: Backend> Detector<B> {
 
 /// One trainable conv: with its BatchNorm and activation (trunk and head
 /// mixing layers), or a head's output conv with its bias.
-pub(crate) enum Trainable<'a, B: Backend> {
+pub enum Trainable<'a, B: Backend> {
     ConvBn {
         conv: &'a Conv2d<B>,
         norm: &'a BatchNorm<B>,
@@ -277,7 +277,7 @@ pub(crate) enum Trainable<'a, B: Backend> {
 
 /// A head's place in [`Detector::trainables`]' list: it reads the output of
 /// entry `after` (a trunk conv) and is entries `first..first + len`.
-pub(crate) struct HeadSpan {
+pub struct HeadSpan {
     pub after: usize,
     pub first: usize,
     pub len: usize,

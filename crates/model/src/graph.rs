@@ -1,8 +1,8 @@
 //! The detector as a training step walks it: every trainable conv in one
 //! list ([`Detector::trainables`]), what kind of conv each is, and where
 //! each reads its input. Read from the module's shapes alone, never its
-//! values: the CPU step (`crate::cpu`) and the device step
-//! (`crate::device`) both take their layer order, widths and taps from
+//! values: the CPU step (grin-cpu-step) and the device step
+//! (grin-device-step) both take their layer order, widths and taps from
 //! here, and neither knows one of its own.
 
 use crate::detector::{HeadSpan, Trainable};
@@ -11,7 +11,7 @@ use burn::tensor::backend::Backend;
 
 /// How a conv reads its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// 3x3, padding 1, every output channel reads every input: the stem.
     Dense { stride: usize },
     /// 3x3, padding 1, output channel c reads input channel c.
@@ -25,7 +25,7 @@ pub(crate) enum Kind {
 
 impl Kind {
     /// The kind of `conv` (square kernels and strides, padding 1 on a 3x3).
-    pub(crate) fn of<B: Backend>(conv: &Conv2d<B>) -> Kind {
+    pub fn of<B: Backend>(conv: &Conv2d<B>) -> Kind {
         let [out_channels, in_per_group, kernel, _] = conv.weight.dims();
         let stride = conv.stride[0];
         let depthwise = conv.groups > 1;
@@ -38,7 +38,7 @@ impl Kind {
         }
     }
 
-    pub(crate) fn stride(&self) -> usize {
+    pub fn stride(&self) -> usize {
         match *self {
             Kind::Dense { stride } | Kind::Depthwise { stride } => stride,
             Kind::Pointwise | Kind::AddUp { .. } => 1,
@@ -50,7 +50,7 @@ impl Kind {
 /// (`None`: the image), and which layers' outputs are the raw levels,
 /// finest first.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Wiring {
+pub struct Wiring {
     pub inputs: Vec<Option<usize>>,
     pub outputs: Vec<usize>,
 }
@@ -59,7 +59,7 @@ impl Wiring {
     /// Each layer reads the one before it, but a fusion's lateral conv
     /// reads its tap and each head's first layer the trunk layer it hangs
     /// from.
-    pub(crate) fn of<B: Backend>(trainables: &[Trainable<'_, B>], heads: &[HeadSpan]) -> Wiring {
+    pub fn of<B: Backend>(trainables: &[Trainable<'_, B>], heads: &[HeadSpan]) -> Wiring {
         let mut inputs: Vec<Option<usize>> = (0..trainables.len()).map(|i| i.checked_sub(1)).collect();
         for (i, t) in trainables.iter().enumerate() {
             if let Trainable::Lateral { from, .. } = t {
@@ -75,13 +75,13 @@ impl Wiring {
     }
 
     /// The layers that read layer `i`'s output.
-    pub(crate) fn readers(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+    pub fn readers(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
         (0..self.inputs.len()).filter(move |&j| self.inputs[j] == Some(i))
     }
 }
 
 /// The channels a fusion adds into: those of its trunk layer `skip`.
-pub(crate) fn fused_channels<B: Backend>(trainables: &[Trainable<'_, B>], skip: usize) -> usize {
+pub fn fused_channels<B: Backend>(trainables: &[Trainable<'_, B>], skip: usize) -> usize {
     match &trainables[skip] {
         Trainable::ConvBn { conv, .. } => conv.weight.dims()[0],
         _ => unreachable!("fusion adds into a trunk layer"),

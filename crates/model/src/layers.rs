@@ -78,7 +78,7 @@ impl<B: Backend> ConvBn<B> {
 }
 
 /// `conv` as plain data; a conv without bias gets zeros.
-pub(crate) fn folded_conv<B: DetectorBackend>(conv: &Conv2d<B>, relu: bool) -> FoldedConv {
+pub fn folded_conv<B: DetectorBackend>(conv: &Conv2d<B>, relu: bool) -> FoldedConv {
     let [out_channels, in_per_group, kernel, kw] = conv.weight.dims();
     debug_assert!(kernel == kw && conv.stride[0] == conv.stride[1], "square kernels and strides only");
     let depthwise = conv.groups > 1;

@@ -9,27 +9,31 @@
 //! the trained weights to grin-net, whose file and folded engine need no Burn.
 //! The model runs on any [`DetectorBackend`]: Burn's backend plus the two
 //! ops (depthwise conv, training BatchNorm) that grin supplies itself.
+//!
+//! The two training engines build on this crate and it on neither: grin's
+//! CPU step (grin-cpu-step) and the device step on CUDA and wgpu
+//! (grin-device-step) take the layer list and wiring ([`graph`]), the loss's
+//! rule and the running averages ([`running`]) from here. grin-detect needs
+//! none of it: it reads grin-net's folded weights, without Burn.
 
 // Modules named by path (by other crates, or this one's tests and
 // examples); the rest is re-exported below.
 pub mod backend;
-pub mod cpu;
 mod detector;
-pub mod device;
 pub mod file;
 pub mod fixtures;
-mod graph;
+pub mod graph;
 mod layers;
 mod loss;
 mod metrics;
-mod running;
+mod phase;
+pub mod running;
 mod seeded;
 mod targets;
 
 pub use backend::{values_of, DetectorBackend};
 pub use detector::level_shift::{parse_level_thresholds, scales_for_box, shift_between, LevelShift};
-pub use detector::{detect, Detector, DetectorOutput, InitDetector};
-pub use device::{StepKernels, TrainBackend};
+pub use detector::{detect, Detector, DetectorOutput, HeadSpan, InitDetector, Trainable};
 pub use file::{load_model, save_model};
 pub use grin_net::{
     add_upsampled, decode, halve, merge_passes, nested_in, nms, pass_sizes, second_look, BoxScale, Budget,
@@ -39,8 +43,9 @@ pub use grin_net::{
 };
 #[cfg(feature = "cli")]
 pub use grin_net::{score, DecodeFlags};
-pub use layers::{batch_norm, depthwise3x3};
+pub use layers::{batch_norm, depthwise3x3, folded_conv};
 pub use loss::{loss, LossParts, LossWeights};
 pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint, LOOSE_MATCH_IOU};
+pub use phase::Phase;
 pub use seeded::seeded;
 pub use targets::{assign, PointTensors, Targets};

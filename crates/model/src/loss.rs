@@ -1,8 +1,8 @@
 //! Focal loss on faces, GIoU on boxes, BCE on smiles at positives only, as
 //! Burn's ops: what Burn's autodiff differentiates for the parity tests'
 //! reference, and what evaluation scores with. The training steps state
-//! the same terms per point with their gradients by hand (`crate::cpu::loss`,
-//! `crate::device`).
+//! the same terms per point with their gradients by hand (grin-cpu-step's
+//! `loss`, grin-device-step's `cube::loss`).
 
 use crate::detector::DetectorOutput;
 use crate::targets::{PointTensors, Targets};

@@ -12,7 +12,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 
 /// `state = (1 - momentum) * state + momentum * batch`, as Burn's BatchNorm.
-pub(crate) fn update<B: AutodiffBackend>(
+pub fn update<B: AutodiffBackend>(
     state: &RunningState<Tensor<B, 1>>,
     batch: Vec<f32>,
     momentum: f64,
@@ -26,7 +26,7 @@ pub(crate) fn update<B: AutodiffBackend>(
 
 /// Sets a running average to `value`, one already moved by the momentum,
 /// in the value every clone of the state shares.
-pub(crate) fn set<B: Backend>(state: &RunningState<Tensor<B, 1>>, value: Tensor<B, 1>) {
+pub fn set<B: Backend>(state: &RunningState<Tensor<B, 1>>, value: Tensor<B, 1>) {
     struct To<B: Backend>(Option<Tensor<B, 1>>);
     impl<B: Backend> ModuleMapper<B> for To<B> {
         fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {

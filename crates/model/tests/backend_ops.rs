@@ -1,8 +1,8 @@
 //! The detector's two backend ops against Burn's conv and BatchNorm: what
 //! the model runs under Burn's autodiff (the parity tests' reference), and
 //! the CPU backend's own depthwise forward pass. (The CPU training step's
-//! fused ops are tested in `src/cpu/layer.rs` and `tests/cpu_step.rs`, the
-//! device step's kernels in `src/device/cube/tests.rs`.)
+//! fused ops are tested in grin-cpu-step, the device step's kernels in
+//! grin-device-step's `src/cube/tests.rs`.)
 
 use burn::backend::{Autodiff, NdArray};
 use burn::module::Module;

@@ -24,6 +24,7 @@ mod host;
 mod layout;
 mod params;
 
+use crate::TrainBackend;
 use burn::module::AutodiffModule;
 use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::record::AdaptorRecord;
@@ -31,15 +32,15 @@ use burn::optim::{AdamW, AdamWConfig, GradientsParams, MultiGradientsParams};
 use burn::optim::{LearningRate, Optimizer};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData, TensorPrimitive};
-use grin_model::backend::{AdamwScalars, FlatState};
-use grin_model::{DetectorBackend, TrainBackend};
+use grin_device_step::{AdamwScalars, FlatState, StepKernels};
+use grin_model::DetectorBackend;
 use layout::Flat;
 use params::{Collect, Grads, Spread};
 use std::marker::PhantomData;
 
 /// Values per chunk: a parameter is padded to whole chunks so that each
 /// chunk belongs to one parameter (and starts where a device can bind a view).
-use grin_model::device::CHUNK;
+use grin_device_step::CHUNK;
 
 /// Burn's per-parameter optimizer state, keyed by parameter: the record
 /// both optimizers write.
@@ -185,7 +186,7 @@ impl<M: AutodiffModule<B>, B: TrainBackend> FlatAdamW<M, B> {
         module.map(&mut Spread { updated })
     }
 
-    /// The update as the backend's own kernels (`DetectorBackend::adamw_flat`:
+    /// The update as the backend's own kernels (`StepKernels::adamw_flat`:
     /// two launches on CUDA and wgpu), when it has them and every slot has
     /// taken the same steps (one bias correction for all).
     fn kernel_step(

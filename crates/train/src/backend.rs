@@ -3,6 +3,15 @@
 //! never chosen automatically, only with `--backend wgpu`.
 
 use anyhow::{bail, Result};
+use burn::tensor::backend::AutodiffBackend;
+use grin_device_step::StepKernels;
+use grin_model::DetectorBackend;
+
+/// A backend the trainer can use: autodiff over a detector backend, whose
+/// inner backend (evaluation, `model.valid()`, the device step) is one too,
+/// with its own step kernels where it has them.
+pub trait TrainBackend: DetectorBackend + AutodiffBackend<InnerBackend: StepKernels> {}
+impl<B: DetectorBackend + AutodiffBackend<InnerBackend: StepKernels>> TrainBackend for B {}
 
 /// The CPU training backend; also what tests and CI run.
 pub type Cpu = burn::backend::Autodiff<burn_ndarray::NdArray<f32>>;

@@ -10,9 +10,10 @@ use crate::photo_plots::plot_pr;
 use crate::run::RunSpec;
 use crate::run_folder::run_paths;
 use crate::summary::{mean_ap_loose, summarise, Summary};
+use crate::TrainBackend;
 use anyhow::{Context, Result};
 use grin_features::Split;
-use grin_model::{file, Detector, TrainBackend};
+use grin_model::{file, Detector};
 use grin_terms::summary::SUMMARY_FILE;
 use std::path::Path;
 

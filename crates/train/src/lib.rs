@@ -49,6 +49,7 @@ pub mod checkpoint;
 // A run: its config, its plan, its feed, the step and the loop, and what
 // it leaves behind (the best model, the summary with the balance check's
 // prediction).
+pub use backend::TrainBackend;
 pub use balance::Prediction;
 pub use best::Best;
 pub use config::{

@@ -10,13 +10,14 @@
 //! DistributedDataParallel does without SyncBatchNorm; the running averages
 //! are then the shards' averages weighted by their share of the batch.
 
+use crate::TrainBackend;
 use anyhow::{Context, Result};
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{BasicOps, Device, Tensor, TensorData};
-use grin_model::{Detector, DetectorBackend, TrainBackend};
+use grin_model::{Detector, DetectorBackend};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::marker::PhantomData;

@@ -13,8 +13,8 @@ use crate::feed::in_vram::fits_in_device;
 use crate::feed::precomputed::open_store;
 use crate::feed::FeedPlan;
 use crate::run::RunSpec;
+use crate::TrainBackend;
 use anyhow::{bail, Result};
-use grin_model::TrainBackend;
 use std::path::{Path, PathBuf};
 
 /// What the user asked for on the command line, besides the config.

@@ -6,12 +6,13 @@ use crate::checkpoint::{self, Checkpoint, LoopState};
 use crate::ema::Ema;
 use crate::run::RunSpec;
 use crate::step::{self, Optim};
+use crate::TrainBackend;
 use anyhow::{bail, Context, Result};
 use burn::module::AutodiffModule;
 use burn::optim::Optimizer;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
 use grin_model::InitDetector;
-use grin_model::{file, Detector, DetectorSpec, TrainBackend};
+use grin_model::{file, Detector, DetectorSpec};
 use std::path::Path;
 
 /// Where a run starts.

@@ -4,7 +4,7 @@
 //! time the check predicts with is the time the loop spends.
 //!
 //! Where the gradients come from depends on the backend: on the CPU,
-//! grin's own fused step (`grin_model::cpu`); elsewhere (CUDA), Burn's
+//! grin's own fused step (grin-cpu-step); elsewhere (CUDA), Burn's
 //! autodiff over the model's ops. Both hand Burn's optimizer the same
 //! gradients (`grin_model`'s `tests/cpu_step.rs`).
 
@@ -12,15 +12,17 @@ use crate::adamw::{FlatAdamW, Settings};
 use crate::config::TrainConfig;
 use crate::device_batch::DeviceBatch;
 use crate::parallel;
+use crate::TrainBackend;
 use anyhow::{Context, Result};
 use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::{AdamW, GradientsParams, Optimizer};
 use burn::tensor::{Tensor, TensorData};
-use grin_model::cpu::{Batch, CpuStep, Labels, Phase};
-use grin_model::device::DeviceStep;
+use grin_cpu_step::{Batch, CpuStep, Labels};
+use grin_device_step::DeviceStep;
 use grin_model::InitDetector;
+use grin_model::Phase;
+use grin_model::PointTensors;
 use grin_model::{assign, loss, Detector, DetectorBackend, DetectorSpec, LossParts, LossWeights, Points};
-use grin_model::{PointTensors, TrainBackend};
 use std::time::{Duration, Instant};
 
 /// Time spent in each phase of the steps timed, device work included
@@ -296,7 +298,7 @@ impl<B: TrainBackend> Stepper<B> {
                 }
             };
             let batch =
-                grin_model::device::DeviceBatch { images: &batch.images, boxes: &batch.boxes, labels: &batch.labels };
+                grin_device_step::DeviceBatch { images: &batch.images, boxes: &batch.boxes, labels: &batch.labels };
             let step = &mut self.device_step;
             return Ok(step.gradients(model, batch, &self.points, self.weights, scale, &mut phase));
         }

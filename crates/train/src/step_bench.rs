@@ -5,12 +5,12 @@
 use crate::config::{GrinConfig, Mode};
 use crate::feed::{build_feed, FeedPlan};
 use crate::step::{burn_optimizer, optimizer, OptimizerImpl, PhaseTimes, Stepper};
+use crate::TrainBackend;
 use anyhow::{bail, Result};
 use burn::module::Module;
 use burn::optim::Optimizer;
 use grin_model::Detector;
 use grin_model::InitDetector;
-use grin_model::TrainBackend;
 use grin_store::Store;
 use serde::Serialize;
 use std::time::Instant;

@@ -15,10 +15,11 @@ use crate::run::RunSpec;
 use crate::run_folder::run_paths;
 use crate::step::Stepper;
 use crate::summary::Summary;
+use crate::TrainBackend;
 use anyhow::{bail, Context, Result};
 use burn::module::AutodiffModule;
 use burn::tensor::ElementConversion;
-use grin_model::{file, Detector, TrainBackend};
+use grin_model::{file, Detector};
 use std::path::PathBuf;
 use std::time::Instant;
 

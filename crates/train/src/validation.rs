@@ -14,9 +14,10 @@
 
 use crate::eval::{evaluate_split, EvalReport};
 use crate::run::RunSpec;
+use crate::TrainBackend;
 use anyhow::{Context, Result};
 use grin_features::Split;
-use grin_model::{Detector, TrainBackend};
+use grin_model::Detector;
 
 /// Face AP and smile accuracy on the validation scenes when the interval
 /// `(since, step]` holds a multiple of `train.eval_every`, else `None`.

@@ -18,9 +18,9 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Device, ElementConversion, Tensor};
 use grin_features::{FeatureConfig, HostBatch, Pipeline, SourceConfig, Split};
 use grin_model::fixtures::{allowed_error, max_abs, max_diff, U};
-use grin_model::TrainBackend;
 use grin_model::{file, Detector, DetectorSpec, InitDetector, LossParts, ModelConfig};
 use grin_train::backend::{adapters, wgpu_devices, BackendChoice, Cpu, Wgpu};
+use grin_train::TrainBackend;
 use grin_train::{optimizer, Stepper};
 use grin_train::{upload, TrainConfig};
 

@@ -47,7 +47,7 @@ pub fn depthwise3x3<B: Backend>(x: FloatTensor<B>, weight: FloatTensor<B>, geome
     flat::<B>(B::conv2d(image::<B>(x, height, width), weight, None, conv_options(channels, stride)))
 }
 
-pub(crate) fn batch_norm_train<B: Backend>(
+pub fn batch_norm_train<B: Backend>(
     x: FloatTensor<B>,
     gamma: FloatTensor<B>,
     beta: FloatTensor<B>,

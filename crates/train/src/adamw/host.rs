@@ -10,9 +10,10 @@
 
 use super::params::Entry;
 use super::{Inner, Records, Settings, ToRecord};
+use crate::TrainBackend;
 use burn::module::{AutodiffModule, ParamId};
 use burn::tensor::{Tensor, TensorData};
-use grin_model::{values_of, DetectorBackend, TrainBackend};
+use grin_model::{values_of, DetectorBackend};
 use std::collections::HashMap;
 
 /// One parameter's moments, in host memory.

@@ -1,14 +1,14 @@
 //! The flat state's layout: each parameter's slot in the chunks
-//! (`grin_model::device::FlatLayout`, the one a device step writes its
+//! (`grin_device_step::FlatLayout`, the one a device step writes its
 //! gradients in), the moments laid out from Burn's per-parameter records
 //! and dissolved back into them.
 
 use super::params::Entry;
 use super::{FlatAdamW, Inner, ToRecord};
+use crate::TrainBackend;
 use burn::module::{AutodiffModule, ParamId};
 use burn::tensor::{Int, Tensor, TensorData};
-use grin_model::device::{FlatLayout, CHUNK};
-use grin_model::TrainBackend;
+use grin_device_step::{FlatLayout, CHUNK};
 
 /// One parameter's place in the flat tensors.
 pub(super) struct Slot<B: TrainBackend> {

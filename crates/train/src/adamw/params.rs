@@ -3,13 +3,13 @@
 //! each its slice of the updated weights.
 
 use super::{FromRecord, Inner, ToRecord};
+use crate::TrainBackend;
 use burn::module::{ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::record::AdaptorRecord;
 use burn::optim::{AdamW, AdamWState, AdaptiveMomentumState, GradientsParams, MultiGradientsParams};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Shape, Tensor};
-use grin_model::device::FlatLayout;
-use grin_model::TrainBackend;
+use grin_device_step::FlatLayout;
 use std::collections::HashMap;
 
 /// A parameter that has a gradient this step.
@@ -55,7 +55,7 @@ pub(super) enum Grads {
 
 impl Grads {
     /// A device step's flat (values, gradients) in the optimizer's layout
-    /// (`grin_model::device::FlatLayout`), taken out: one device's only,
+    /// (`grin_device_step::FlatLayout`), taken out: one device's only,
     /// where they are the step's whole gradients.
     pub(super) fn flat<B: Backend>(&mut self) -> Option<(Tensor<B, 1>, Tensor<B, 1>)> {
         let Grads::Single(g) = self else { return None };

@@ -1,8 +1,9 @@
 //! What the training tests share: a short CPU run of a half-width detector.
 
 use grin_features::{FeatureConfig, SourceConfig};
-use grin_model::{ModelConfig, TrainBackend};
+use grin_model::ModelConfig;
 use grin_train::backend::{BackendChoice, Cpu};
+use grin_train::TrainBackend;
 use grin_train::{build_feed, train, FeedPlan, Mode, RunSpec, Summary, TrainConfig};
 use std::path::Path;
 

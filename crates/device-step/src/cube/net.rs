@@ -1,17 +1,17 @@
 //! The device step's view of the detector: each layer's parameters on
 //! the device with the slots of the flat buffers its gradients go to, in
-//! [`crate::graph`]'s order and wiring; and the point table, kept on each
+//! [`grin_model::graph`]'s order and wiring; and the point table, kept on each
 //! device across steps.
 
 use super::loss::PointTable;
 use super::norm::NormParams;
 use super::{Cube, Dev};
-use crate::detector::{Detector, Trainable};
-use crate::device::DeviceStep;
-use crate::graph::{Kind, Wiring};
+use crate::DeviceStep;
 use burn::module::{Param, ParamId};
 use burn::tensor::{Tensor, TensorData};
 use burn_cubecl::{BoolElement, CubeBackend, FloatElement, IntElement};
+use grin_model::graph::{Kind, Wiring};
+use grin_model::{Detector, Trainable};
 use grin_net::Points;
 use std::collections::HashMap;
 

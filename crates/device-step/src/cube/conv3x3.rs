@@ -30,9 +30,9 @@ pub(crate) struct Shape3x3 {
 impl Shape3x3 {
     /// The conv over `[batch, cin, height, width]` into `cout` channels at
     /// `stride`: the output's size as every 3x3 conv of grin's has it
-    /// ([`crate::backend::Geometry::out_size`]).
+    /// ([`grin_model::backend::Geometry::out_size`]).
     pub(crate) fn new(batch: usize, cin: usize, cout: usize, height: usize, width: usize, stride: usize) -> Self {
-        let (out_height, out_width) = crate::backend::Geometry { height, width, stride }.out_size();
+        let (out_height, out_width) = grin_model::backend::Geometry { height, width, stride }.out_size();
         Shape3x3 { batch, cin, cout, height, width, out_height, out_width, stride }
     }
 

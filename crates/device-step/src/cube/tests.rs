@@ -10,14 +10,14 @@ use super::loss::{self, LossShape, PointTable};
 use super::norm::{self, NormGradsAt, NormParams, NormShape};
 use super::pointwise::{self, Shape1x1};
 use super::{Dev, Flat, Target};
-use crate::loss::LossWeights;
-use crate::targets::{assign, PointTensors};
-use crate::{DetectorOutput, Points};
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Int, Tensor, TensorData, TensorPrimitive};
 use burn_wgpu::{Wgpu, WgpuDevice, WgpuRuntime};
+use grin_model::LossWeights;
+use grin_model::{assign, PointTensors};
+use grin_model::{DetectorOutput, Points};
 
 type Gpu = Wgpu<f32, i32>;
 type Ref = Autodiff<NdArray<f32>>;
@@ -212,11 +212,11 @@ fn batch_norm_kernels_equal_burns_batch_norm_and_its_gradients() {
             (random(channels, 12), random(channels, 13).iter().map(|v| v.abs() + 0.5).collect::<Vec<_>>());
         let gs = random(batch * channels * points, 14);
 
-        let settings = crate::backend::NormSettings { epsilon, relu };
+        let settings = grin_model::backend::NormSettings { epsilon, relu };
         let (z, gamma, beta) =
             (reference(&zs, [batch, channels, points]), reference(&gammas, [channels]), reference(&betas, [channels]));
         let prim = |t: &Tensor<Ref, 1>| t.clone().into_primitive().tensor();
-        let out = crate::backend::burn_ops::batch_norm_train::<Ref>(
+        let out = grin_model::backend::burn_ops::batch_norm_train::<Ref>(
             z.clone().into_primitive().tensor(),
             prim(&gamma),
             prim(&beta),
@@ -301,7 +301,7 @@ fn the_loss_kernels_equal_burns_loss_and_its_autodiff_gradient() {
     let (batch, n) = (2, points.len());
     // Labels that put every term in play; raw outputs wide enough that some
     // log-distances fall outside the clamp's range.
-    let (boxes, labels, slots) = crate::fixtures::labelled_boxes(batch);
+    let (boxes, labels, slots) = grin_model::fixtures::labelled_boxes(batch);
     let raws: Vec<f32> = random(batch * 6 * n, 18).iter().map(|v| 4.0 * v).collect();
 
     let table = PointTensors::<Ref>::new(&points, &Default::default());
@@ -309,7 +309,8 @@ fn the_loss_kernels_equal_burns_loss_and_its_autodiff_gradient() {
     let label_t =
         Tensor::<Ref, 2, Int>::from_data(TensorData::new(labels.clone(), [batch, slots]), &Default::default());
     let raw = reference(&raws, [batch, 6, n]);
-    let parts = crate::loss(&DetectorOutput { raw: raw.clone() }, &assign(&table, box_t, label_t), &table, weights);
+    let parts =
+        grin_model::loss(&DetectorOutput { raw: raw.clone() }, &assign(&table, box_t, label_t), &table, weights);
     let draw = host(raw.grad(&parts.total.backward()).unwrap());
     let want = [&parts.total, &parts.face, &parts.boxes, &parts.smile].map(|t| t.clone().into_scalar());
 

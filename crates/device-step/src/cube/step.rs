@@ -1,7 +1,7 @@
-//! The device step on runtime `R`: the layers of [`crate::graph`] forward,
+//! The device step on runtime `R`: the layers of [`grin_model::graph`] forward,
 //! the loss, and back, each through this module's kernels, the gradients
 //! and the parameters written into the flat buffers
-//! ([`crate::device::FlatLayout`]).
+//! ([`crate::FlatLayout`]).
 
 use super::conv3x3::{self, Shape3x3};
 use super::fuse::{self, FuseShape};
@@ -10,13 +10,13 @@ use super::net::{layers, prim, table, Layer, Norm, B};
 use super::norm::{self, NormGradsAt, NormShape};
 use super::pointwise::{self, Shape1x1};
 use super::{Cube, Dev, Flat, Target};
-use crate::cpu::Phase;
-use crate::detector::Detector;
-use crate::device::{DeviceBatch, DeviceOutput, DeviceStep};
-use crate::graph::{Kind, Wiring};
-use crate::loss::LossWeights;
+use crate::{DeviceBatch, DeviceOutput, DeviceStep};
 use burn::tensor::{Tensor, TensorPrimitive};
 use burn_cubecl::{BoolElement, FloatElement, IntElement};
+use grin_model::graph::{Kind, Wiring};
+use grin_model::Detector;
+use grin_model::LossWeights;
+use grin_model::Phase;
 use grin_net::Points;
 use grin_terms::output::OUTPUTS;
 
@@ -49,7 +49,7 @@ struct Net<R: Cube> {
     level_starts: Vec<usize>,
 }
 
-/// The device step; see [`crate::device`].
+/// The device step; see [the crate's own docs].
 pub(crate) fn run<R: Cube, F: FloatElement, I: IntElement, BT: BoolElement>(
     step: &mut DeviceStep,
     model: &Detector<B<R, F, I, BT>>,

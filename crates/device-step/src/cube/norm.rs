@@ -240,7 +240,7 @@ pub(crate) fn backward<R: Cube>(
     let (count, dim) = reducing(z, s.channels, s.batch * s.points);
     // SAFETY: as in `forward`, each cube its own channel c < channels; the
     // flat buffers at gamma_at + c and beta_at + c, inside them by the
-    // caller's layout (`crate::device::FlatLayout`).
+    // caller's layout (`crate::FlatLayout`).
     unsafe {
         norm_backward::launch_unchecked::<R>(
             &z.client,

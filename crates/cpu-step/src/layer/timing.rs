@@ -1,5 +1,5 @@
 use super::*;
-use crate::cpu::net::Norm;
+use crate::net::Norm;
 
 /// The median wall time of `runs` calls of `f`, in milliseconds.
 fn median_ms(runs: usize, f: &mut dyn FnMut()) -> f64 {
@@ -22,8 +22,8 @@ fn timing_batch() -> usize {
 /// Width 1.0's trunk at 160x120, in run order, from the detector's own
 /// widths: (kind, in, out, input height, input width) per conv.
 fn trunk_at_width_1() -> Vec<(Kind, usize, usize, usize, usize)> {
-    let spec = crate::DetectorSpec {
-        model: crate::ModelConfig { width_mult: 1.0, ..crate::ModelConfig::default() },
+    let spec = grin_model::DetectorSpec {
+        model: grin_model::ModelConfig { width_mult: 1.0, ..grin_model::ModelConfig::default() },
         width: 160,
         height: 120,
         channels: 1,
@@ -87,8 +87,8 @@ fn time_layers() {
 #[test]
 #[ignore]
 fn time_products() {
-    use crate::cpu::gemm::matmul;
-    use crate::cpu::view::View;
+    use crate::gemm::matmul;
+    use crate::view::View;
     let batch = timing_batch();
     // Width 1.0's 1x1 convs: (out, in, points per image).
     for (cout, cin, points) in [(32, 32, 1200), (48, 48, 300), (80, 80, 80), (112, 112, 20), (6, 48, 300), (48, 80, 80)]
@@ -102,7 +102,7 @@ fn time_products() {
         let f = time(&mut || matmul(View::rows(&w, cout, cin), View::rows(&x, cin, row), &mut y, false));
         let mut dw = vec![0.0; cout * cin];
         let g = time(&mut || matmul(View::rows(&dz, cout, row), View::rows(&x, cin, row).t(), &mut dw, false));
-        let h = time(&mut || crate::cpu::dots::dots(View::rows(&dz, cout, row), View::rows(&x, cin, row), &mut dw));
+        let h = time(&mut || crate::dots::dots(View::rows(&dz, cout, row), View::rows(&x, cin, row), &mut dw));
         let mut dx = vec![0.0; cin * row];
         let d = time(&mut || matmul(View::rows(&w, cout, cin).t(), View::rows(&dz, cout, row), &mut dx, false));
         println!(

@@ -2,15 +2,15 @@
 //! point), in two kernels: the first assigns and sums each cube's terms,
 //! the second adds those sums up (every cube for itself: a few hundred
 //! values), normalises, and writes each point's gradient. The rule and the
-//! terms are the CPU step's (`crate::cpu::loss`), which its tests hold to
-//! [`crate::targets::assign`] and [`crate::loss()`].
+//! terms are the CPU step's (grin-cpu-step's `loss`), which its tests hold to
+//! [`grin_model::assign`] and [`grin_model::loss()`].
 
 mod point;
 
 use super::{tree_sum, Cube, Dev, REDUCE_THREADS};
-use crate::loss::LossWeights;
 use cubecl::prelude::*;
 use cubecl::server::CubeCountSelection;
+use grin_model::LossWeights;
 use grin_terms::output::{FACE, OUTPUTS, SMILE};
 use point::{point_terms, PointTableArgs, PointTableArgsLaunch};
 

@@ -1,19 +1,15 @@
-//! The CubeCL backends grin trains on, as [`DetectorBackend`]s and
-//! [`StepKernels`]: their training step and optimizer are this module's
-//! kernels.
+//! The CubeCL backends grin trains on, as [`StepKernels`]: their training
+//! step and optimizer are this module's kernels. (grin-model makes them
+//! [`grin_model::DetectorBackend`]s, with Burn's own ops.)
 
-use crate::backend::{AdamwScalars, DetectorBackend, FlatState};
-use crate::cpu::Phase;
-use crate::detector::Detector;
-use crate::device::{DeviceBatch, DeviceOutput, DeviceStep, StepKernels};
-use crate::loss::LossWeights;
+use crate::{AdamwScalars, DeviceBatch, DeviceOutput, DeviceStep, FlatState, StepKernels};
 use burn::tensor::ops::FloatTensor;
-use grin_net::Points;
+use grin_model::{Detector, LossWeights, Phase, Points};
 
 /// The CubeCL backends (CUDA, wgpu): training runs grin's device step,
 /// the optimizer its flat kernels.
 macro_rules! cube_backend {
-    ($backend:ty, copies_between_devices: $copies:expr) => {
+    ($backend:ty) => {
         impl StepKernels for $backend {
             const DEVICE_STEP: bool = true;
 
@@ -28,10 +24,6 @@ macro_rules! cube_backend {
             ) -> Option<DeviceOutput<Self>> {
                 Some(super::step::run(step, model, batch, points, weights, scale, phase))
             }
-        }
-
-        impl DetectorBackend for $backend {
-            const COPIES_BETWEEN_DEVICES: bool = $copies;
 
             fn flat_view(flat: FloatTensor<Self>, start: usize, dims: &[usize]) -> FloatTensor<Self> {
                 super::view(&flat, start, dims)
@@ -49,10 +41,7 @@ macro_rules! cube_backend {
 }
 
 #[cfg(feature = "cuda")]
-cube_backend!(burn_cuda::Cuda<f32, i32>, copies_between_devices: true);
+cube_backend!(burn_cuda::Cuda<f32, i32>);
 
-// wgpu's `to_device` does not work between two of its devices
-// (`not implemented` in cubecl-runtime 0.10's server-to-server copy):
-// data-parallel training copies through the host.
 #[cfg(feature = "wgpu")]
-cube_backend!(burn_wgpu::Wgpu<f32, i32>, copies_between_devices: false);
+cube_backend!(burn_wgpu::Wgpu<f32, i32>);

@@ -1,15 +1,15 @@
 //! The detector as the CPU step trains it: every conv as plain data, in one
 //! list, with where each one reads its input. Built from the same walk as
-//! `forward` and `folded` ([`crate::Detector::trainables`]), so the step
+//! `forward` and `folded` ([`grin_model::Detector::trainables`]), so the step
 //! knows no layer order, width or tap of its own.
 
-use crate::backend::{values_of as values, DetectorBackend};
-use crate::detector::{Detector, Trainable};
-use crate::graph::{fused_channels, Wiring};
-use crate::layers::folded_conv;
+use grin_model::folded_conv;
+use grin_model::graph::{fused_channels, Wiring};
+use grin_model::{values_of as values, DetectorBackend};
+use grin_model::{Detector, Trainable};
 use grin_net::FoldedConv;
 
-pub(crate) use crate::graph::Kind;
+pub(crate) use grin_model::graph::Kind;
 
 /// Training BatchNorm's parameters.
 #[derive(Debug, Clone)]
@@ -112,8 +112,8 @@ impl Net {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InitDetector;
     use burn::backend::NdArray;
+    use grin_model::InitDetector;
 
     /// Which layers leave their output to their readers, with top-down
     /// fusion on and off: exactly the BatchNorm layers that only depthwise
@@ -122,8 +122,8 @@ mod tests {
     #[test]
     fn only_layers_read_by_depthwise_layers_alone_defer_their_output() {
         for top_down in [false, true] {
-            let spec = crate::DetectorSpec {
-                model: crate::ModelConfig { top_down, ..crate::ModelConfig::default() },
+            let spec = grin_model::DetectorSpec {
+                model: grin_model::ModelConfig { top_down, ..grin_model::ModelConfig::default() },
                 width: 64,
                 height: 48,
                 channels: 1,

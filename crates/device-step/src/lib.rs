@@ -1,7 +1,8 @@
-//! grin's own training step on a CubeCL device (CUDA, wgpu): forward,
-//! target assignment, loss and backward for the whole detector in a few
-//! kernels per layer ([`cube`]), and the gradients handed to the optimizer
-//! in one flat buffer.
+//! grin-device-step: grin's own training step on a CubeCL device (CUDA,
+//! wgpu): forward, target assignment, loss and backward for the whole
+//! detector in a few kernels per layer ([`cube`]), the gradients handed to
+//! the optimizer in one flat buffer ([`FlatLayout`]), and the optimizer's
+//! flat update as kernels ([`StepKernels::adamw_flat`]).
 //!
 //! Why: the detector is small, so on a GPU its step is host-bound. Through
 //! Burn's ops and autodiff the step was about 1,340 kernel launches (434 of
@@ -10,21 +11,22 @@
 //! each conv is one kernel per direction, BatchNorm (+ ReLU) one per
 //! direction, the loss two, and AdamW two (grin-train's `FlatAdamW`).
 //!
-//! The layer order, kinds and wiring come from [`crate::graph`], as the CPU
-//! step's do; the loss rule and terms are the CPU step's.
+//! Depends on grin-model: the layer order, kinds and wiring come from
+//! [`grin_model::graph`], as the CPU step's do, and the loss's rule and
+//! terms are the CPU step's (grin-cpu-step, which this crate does not
+//! depend on). Without the `cuda` or `wgpu` feature it holds only the
+//! traits and the flat layout, and compiles no kernel.
 
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
-pub(crate) mod cube;
+mod cube;
 
-use crate::backend::DetectorBackend;
-use crate::cpu::Phase;
-use crate::detector::{Detector, Trainable};
-use crate::loss::{LossParts, LossWeights};
 use burn::backend::NdArray;
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::ops::{FloatTensor, IntTensor};
 use burn::tensor::{Int, Tensor, TensorPrimitive};
+use grin_model::{Detector, DetectorBackend, LossParts, LossWeights, Phase, Trainable};
 use grin_net::Points;
 use std::collections::HashMap;
 
@@ -88,10 +90,40 @@ impl FlatLayout {
     }
 }
 
-/// A backend's training step on its own kernels, where it has one (CUDA
-/// and wgpu: `cube`). A trait of its own, not a part of
+/// One AdamW step's scalars: Burn's AdamW with each parameter's gradient
+/// clipped to `clip_norm`, `decay` = learning rate × weight decay, and the
+/// moments' bias corrections `1 - beta^time`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdamwScalars {
+    pub lr: f32,
+    pub beta_1: f32,
+    pub beta_2: f32,
+    pub epsilon: f32,
+    pub decay: f32,
+    pub clip_norm: f32,
+    pub correction_1: f32,
+    pub correction_2: f32,
+}
+
+/// The flat optimizer state one AdamW step reads (grin-train's
+/// `FlatAdamW`, in [`FlatLayout`]): values, gradients and moments
+/// `[chunks * CHUNK]`, each chunk's parameter (`chunk_slot`) and each
+/// parameter's (start, len) (`spans`, flattened), both ints.
+pub struct FlatState<B: Backend> {
+    pub values: FloatTensor<B>,
+    pub grads: FloatTensor<B>,
+    pub moment_1: FloatTensor<B>,
+    pub moment_2: FloatTensor<B>,
+    pub chunk_slot: IntTensor<B>,
+    pub spans: IntTensor<B>,
+    pub slots: usize,
+}
+
+/// A backend's training step and optimizer on its own kernels, where it
+/// has them (CUDA and wgpu: `cube`). A trait of its own, not a part of
 /// [`DetectorBackend`], because its signature names the detector, which
-/// is built on `DetectorBackend`.
+/// is built on `DetectorBackend`, and so that the detector's crate holds
+/// no training engine.
 pub trait StepKernels: DetectorBackend {
     /// Whether training on this backend runs the device step
     /// ([`DeviceStep::gradients`]) instead of Burn's autodiff graph.
@@ -111,17 +143,33 @@ pub trait StepKernels: DetectorBackend {
         let _ = (step, model, batch, points, weights, scale, phase);
         None
     }
+
+    /// Values `start..start + dims.product()` of a flat tensor, shaped
+    /// `dims`: a parameter's slot of the flat layout. A copy by default; a
+    /// view of the same memory on a device.
+    fn flat_view(flat: FloatTensor<Self>, start: usize, dims: &[usize]) -> FloatTensor<Self> {
+        let len = dims.iter().product::<usize>();
+        let part = Self::float_slice(flat, &[burn::tensor::Slice::from(start..start + len)]);
+        Self::float_reshape(part, dims.to_vec().into())
+    }
+
+    /// One AdamW step over the flat state, as kernels of this backend's
+    /// own: the new values and moments. `None` where it has none, and the
+    /// optimizer composes the step from Burn's ops.
+    #[allow(clippy::type_complexity)]
+    fn adamw_flat(
+        state: FlatState<Self>,
+        scalars: AdamwScalars,
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>)> {
+        let _ = (state, scalars);
+        None
+    }
 }
 
 /// The CPU backend trains through grin's CPU step, the f64 one (a parity
 /// reference) through Burn's autodiff.
 impl StepKernels for NdArray<f32> {}
 impl StepKernels for NdArray<f64> {}
-
-/// A backend the trainer can use: autodiff over a detector backend, whose
-/// inner backend (evaluation, `model.valid()`, the device step) is one too.
-pub trait TrainBackend: DetectorBackend + AutodiffBackend<InnerBackend: StepKernels> {}
-impl<B: DetectorBackend + AutodiffBackend<InnerBackend: StepKernels>> TrainBackend for B {}
 
 /// What a device step hands back: the gradients of every trained parameter
 /// in one flat buffer ([`FlatLayout::of_model`]) and the parameters' values
@@ -172,9 +220,9 @@ impl DeviceStep {
     /// the BatchNorm running averages updated as Burn's `BatchNorm` updates
     /// them in training; the gradients scaled by `scale` (a shard's share of
     /// a data-parallel batch). `phase` hears each phase end (for timing). The two
-    /// flat buffers themselves ride along under [`FlatLayout::GRADS`] and
-    /// [`FlatLayout::VALUES`], for an optimizer that works on them whole.
-    pub fn gradients<B: TrainBackend>(
+    /// flat buffers themselves ride along under [`FlatLayout::grads_id`] and
+    /// [`FlatLayout::values_id`], for an optimizer that works on them whole.
+    pub fn gradients<B: DetectorBackend + AutodiffBackend<InnerBackend: StepKernels>>(
         &mut self,
         model: &Detector<B>,
         batch: DeviceBatch<'_, B>,
@@ -204,8 +252,8 @@ impl DeviceStep {
         let (trainables, _) = model.trainables();
         for (t, running) in trainables.iter().zip(out.running) {
             if let (Trainable::ConvBn { norm, .. }, Some((mean, var))) = (t, running) {
-                crate::running::set(&norm.running_mean, Tensor::from_inner(mean));
-                crate::running::set(&norm.running_var, Tensor::from_inner(var));
+                grin_model::running::set(&norm.running_mean, Tensor::from_inner(mean));
+                grin_model::running::set(&norm.running_var, Tensor::from_inner(var));
             }
         }
         let [total, face, boxes, smile] = out.parts.map(Tensor::from_inner);

@@ -3,7 +3,7 @@
 //! statistics behind the running averages, at odd sizes and both strides.
 
 use super::*;
-use crate::cpu::net::Norm;
+use crate::net::Norm;
 use burn::backend::{Autodiff, NdArray};
 use burn::module::{Module, Param};
 use burn::nn::{BatchNorm, BatchNormConfig};

@@ -1,6 +1,6 @@
 //! The device step's kernels, written in CubeCL, for every CubeCL runtime
 //! Burn trains on (CUDA, wgpu): one launch per op, where Burn's own ops
-//! and autodiff took several (`crate::device` says why that matters).
+//! and autodiff took several (the crate's own docs says why that matters).
 
 pub(crate) mod adamw;
 mod backends;
@@ -25,7 +25,7 @@ impl<R: CubeRuntime> Cube for R {}
 /// A device tensor of runtime `R`.
 pub(crate) type Dev<R> = CubeTensor<R>;
 
-/// The two flat buffers a step writes in [`crate::device::FlatLayout`]:
+/// The two flat buffers a step writes in [`crate::FlatLayout`]:
 /// every trained parameter's gradient, and its value as the step read it
 /// (the optimizer's input, so it need not gather the parameters).
 pub(crate) struct Flat<R: Cube> {
@@ -121,7 +121,7 @@ pub(crate) fn reducing<R: Cube>(like: &Dev<R>, cubes: usize, work: usize) -> (Cu
 /// `dims` values of contiguous `flat` from `start`, as a tensor of the same
 /// memory: a parameter's slot of the flat layout. A copy where the start
 /// breaks the device's alignment for a binding's offset (never, for
-/// starts on [`crate::device::CHUNK`]).
+/// starts on [`crate::CHUNK`]).
 pub(crate) fn view<R: Cube>(flat: &Dev<R>, start: usize, dims: &[usize]) -> Dev<R> {
     let len = dims.iter().product::<usize>();
     let total = flat.meta.num_elements();

@@ -7,7 +7,7 @@ use burn::backend::{Autodiff, NdArray};
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
-use grin_model::cpu::{Batch, CpuStep, Labels};
+use grin_cpu_step::{Batch, CpuStep, Labels};
 use grin_model::InitDetector;
 use grin_model::{assign, loss, Detector, DetectorSpec, LossWeights, ModelConfig, PointTensors};
 

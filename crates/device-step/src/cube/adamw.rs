@@ -4,11 +4,11 @@
 //! Burn's `AdamW` with per-parameter norm clipping, op for op.
 
 use super::{elementwise, reducing, tree_sum, Cube, Dev, REDUCE_THREADS};
-use crate::backend::AdamwScalars;
+use crate::AdamwScalars;
 use cubecl::prelude::*;
 
 /// Values per chunk of the flat layout: a parameter starts at a chunk.
-pub(crate) const CHUNK: usize = crate::device::CHUNK;
+pub(crate) const CHUNK: usize = crate::CHUNK;
 
 #[derive(CubeLaunch, CubeType, Clone, Copy)]
 struct Hyper {

@@ -1,18 +1,18 @@
 //! Target assignment and the loss with its gradient, written out per point:
-//! the same rule as [`crate::targets::assign`] and the same terms as
-//! [`crate::loss()`] (focal loss on faces, GIoU on boxes, BCE on known
+//! the same rule as [`grin_model::assign`] and the same terms as
+//! [`grin_model::loss()`] (focal loss on faces, GIoU on boxes, BCE on known
 //! smiles, each normalised as there), with the derivatives taken by hand.
 //! As tensor ops, these were some sixty small Burn ops forward and as many
 //! backward on `[batch, points, slots]` tensors; here they are one pass per
 //! image.
 
-use crate::loss::LossWeights;
+use grin_model::LossWeights;
 use grin_net::{Points, CENTER_RADIUS};
 use grin_terms::label::LABEL_IGNORE;
 use grin_terms::output::{DISTANCE, FACE, LOG_DISTANCE_RANGE, OUTPUTS, SMILE};
 use rayon::prelude::*;
 
-/// The loss and its parts, as [`crate::LossParts`] holds them.
+/// The loss and its parts, as [`grin_model::LossParts`] holds them.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct LossValues {
     pub total: f32,

@@ -1,7 +1,7 @@
 //! What a layer keeps across steps (its activations, gradients and batch
 //! statistics) and the views the passes read and write through.
 
-use crate::cpu::net::Layer;
+use crate::net::Layer;
 use grin_kernels::affine::Affine;
 
 /// A layer's activations and gradients, kept across steps.
@@ -15,7 +15,7 @@ pub(crate) struct Act {
     /// The layer's output (empty when `deferred`).
     pub y: Vec<f32>,
     /// Each channel's BatchNorm, folded, when the layer leaves its output to
-    /// its readers ([`crate::cpu::net::Net::deferred`]): they map `z` as they
+    /// its readers ([`crate::net::Net::deferred`]): they map `z` as they
     /// read it, and the output is never written.
     pub deferred: Option<Vec<Affine>>,
     /// The gradient at `y`; backward turns it, in place, into the gradient

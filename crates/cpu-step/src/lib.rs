@@ -1,6 +1,6 @@
-//! grin's own training step on the CPU: forward, target assignment, loss
-//! and backward for the whole detector, written out, with every buffer
-//! kept from one step to the next.
+//! grin-cpu-step: grin's own training step on the CPU: forward, target
+//! assignment, loss and backward for the whole detector, written out, with
+//! every buffer kept from one step to the next.
 //!
 //! On burn-ndarray the same step composed from Burn ops was a few hundred
 //! small ops, each allocating its output (and page-faulting it in), with
@@ -10,8 +10,11 @@
 //! ([`layer`]), 1x1 convs are GEMMs ([`gemm`]), and the loss is one pass per
 //! image ([`loss`]). Burn still owns the parameters, the optimizer and the
 //! checkpoints: [`CpuStep::gradients`] hands back Burn gradients, and GPU
-//! backends run the same step through Burn's autodiff instead
-//! (`grin_train`'s `step`).
+//! backends run grin-device-step's step instead (`grin_train`'s `step`).
+//!
+//! Depends on grin-model (the detector, its layer list and wiring, the
+//! loss's rule) and on the CPU kernels; never on grin-device-step, grin-train
+//! or a GPU backend.
 
 mod dots;
 mod fuse;
@@ -25,13 +28,13 @@ mod view;
 pub use layer::LayerGrads;
 pub use loss::{Labels, LossValues};
 
-use crate::backend::DetectorBackend;
-use crate::detector::{Detector, Trainable};
-use crate::loss::LossWeights;
 use burn::module::Param;
 use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
+use grin_model::LossWeights;
+use grin_model::{Detector, Trainable};
+use grin_model::{DetectorBackend, Phase};
 use grin_net::Points;
 use layer::{Act, Input, InputGrad};
 use net::{Kind, Net};
@@ -58,14 +61,6 @@ pub struct CpuStep {
     input: Vec<f32>,
     acts: Vec<Act>,
     scratch: loss::LossScratch,
-}
-
-/// Which phase of the step just ended: what `grin bench step` times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    Forward,
-    Loss,
-    Backward,
 }
 
 impl CpuStep {
@@ -238,8 +233,8 @@ impl CpuStep {
             if let (Some(norm), Some((gamma, beta)), Some((mean, var))) = (norm, g.norm, g.stats) {
                 register(&mut grads, &norm.gamma, gamma, device);
                 register(&mut grads, &norm.beta, beta, device);
-                crate::running::update(&norm.running_mean, mean, norm.momentum, device);
-                crate::running::update(&norm.running_var, var, norm.momentum, device);
+                grin_model::running::update(&norm.running_mean, mean, norm.momentum, device);
+                grin_model::running::update(&norm.running_var, var, norm.momentum, device);
             }
         }
         (values, grads)

@@ -1,5 +1,5 @@
 //! One point's part of the loss, as the CPU step states it
-//! (`crate::cpu::loss`): its target by the assignment rule, its terms
+//! (grin-cpu-step's `loss`): its target by the assignment rule, its terms
 //! (focal, GIoU, BCE) and their gradients with respect to its raw outputs.
 
 use super::LossShape;
