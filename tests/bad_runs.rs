@@ -92,7 +92,13 @@ fn an_endless_config_file_is_capped() {
     let runs = dir.path().join("runs");
     let out = grin(&["train", "--backend", "cpu", "--quiet"], Path::new("/dev/zero"), &runs);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("/dev/zero: config is larger than 1024 KiB"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("/dev/zero: cannot read config: not a regular file"), "{}", stderr(&out));
+    // A plain file past the cap is read only up to it.
+    let big = dir.path().join("big.toml");
+    std::fs::write(&big, vec![b'#'; 2 << 20]).unwrap();
+    let out = grin(&["train", "--backend", "cpu", "--quiet"], &big, &runs);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("big.toml: config is larger than 1024 KiB"), "{}", stderr(&out));
 }
 
 #[test]
@@ -571,7 +577,7 @@ fn eval_out_with_no_photo_source_is_refused_and_nothing_written() {
     let out_dir = dir.path().join("eval");
     let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/default.grin");
     let out = Command::new(GRIN)
-        .args(["eval", "--samples", "2", "--photos", "5", "--model"])
+        .args(["eval", "--samples", "2", "--model"])
         .arg(&model)
         .arg("--config")
         .arg(&config)
@@ -586,6 +592,16 @@ fn eval_out_with_no_photo_source_is_refused_and_nothing_written() {
         stderr(&out)
     );
     assert!(!out_dir.exists(), "nothing written");
+    // --photos on such a config was dropped without a word (round 7).
+    let out = Command::new(GRIN)
+        .args(["eval", "--samples", "2", "--photos", "5", "--model"])
+        .arg(&model)
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--photos 5: the config's source holds no real photos"), "{}", stderr(&out));
 }
 
 #[test]
@@ -895,4 +911,161 @@ fn a_run_never_rewrites_the_config_it_was_given() {
     assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(e.contains("is the run's own config.toml") && e.contains("copy it elsewhere"), "{e}");
     assert_eq!(std::fs::read(&own).unwrap(), before);
+}
+
+fn mkfifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+/// `grin` with `args`, given 30 s: a hang is a failure, not a stuck suite.
+fn grin_within(args: &[&std::ffi::OsStr]) -> Output {
+    let mut child = Command::new(GRIN)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("grin {args:?} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Issue 90, round 7: a FIFO as a run's checkpoint, as a finished run's
+/// summary or as `--config` hung every command that read it. Each is one
+/// line naming the file, at once.
+#[test]
+fn a_fifo_for_a_checkpoint_a_summary_or_a_config_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let config = write_config(dir.path(), "");
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let train = |extra: &[&str]| {
+        let mut args = vec![os("train"), os("--backend"), os("cpu"), os("--quiet"), os("--config")];
+        args.push(config.clone().into_os_string());
+        args.push(os("--runs-dir"));
+        args.push(runs.clone().into_os_string());
+        args.extend(extra.iter().map(|s| os(s)));
+        args
+    };
+    let refs = |v: &[std::ffi::OsString]| grin_within(&v.iter().map(|s| s.as_os_str()).collect::<Vec<_>>());
+
+    // The checkpoint, with and without --resume.
+    let run = runs.join("tiny");
+    std::fs::create_dir_all(&run).unwrap();
+    mkfifo(&run.join("checkpoint.ckpt"));
+    for extra in [&[][..], &["--resume"][..]] {
+        let out = refs(&train(extra));
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("checkpoint.ckpt") && stderr(&out).contains("not a regular file"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    std::fs::remove_dir_all(&run).unwrap();
+
+    // A finished run's summary: a rerun of its name, and simulate --from-run.
+    assert!(refs(&train(&[])).status.success());
+    std::fs::remove_file(run.join("summary.json")).unwrap();
+    mkfifo(&run.join("summary.json"));
+    let out = refs(&train(&[]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let svg = dir.path().join("t.svg");
+    let out =
+        refs(&[os("simulate"), os("--from-run"), run.clone().into_os_string(), os("--out"), svg.into_os_string()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("summary.json") && stderr(&out).contains("not a regular file"), "{}", stderr(&out));
+
+    // A --name that is no folder name is named as the flag (round 7).
+    let out = refs(&train(&["--name", "../x"]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("error: --name \"../x\" must be a plain folder name"), "{}", stderr(&out));
+
+    // The config itself.
+    let fifo = dir.path().join("c.toml");
+    mkfifo(&fifo);
+    for command in [&["config", "--config"][..], &["train", "--backend", "cpu", "--config"][..]] {
+        let mut args: Vec<_> = command.iter().map(|s| os(s)).collect();
+        args.push(fifo.clone().into_os_string());
+        let out = refs(&args);
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("c.toml") && stderr(&out).contains("not a regular file"), "{}", stderr(&out));
+    }
+}
+
+/// Issue 90, round 7: outputs landed on inputs by way of a folder. A
+/// command writing into a folder that holds its config (eval's report,
+/// precompute's shards), an output in the run folder of the model read
+/// (export, model-set), and bench modes over a `grin train` run each
+/// replaced what was there, exit 0. Each is refused now, nothing changed.
+#[test]
+fn an_output_never_lands_on_a_config_a_run_record_or_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let config = write_config(dir.path(), "");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/default.grin");
+
+    // A config inside the folder eval and precompute write into.
+    let folder = dir.path().join("out");
+    std::fs::create_dir(&folder).unwrap();
+    let inside = folder.join("photos.json");
+    std::fs::copy(&config, &inside).unwrap();
+    let eval = Command::new(GRIN)
+        .args(["eval", "--samples", "2", "--model"])
+        .arg(&model)
+        .arg("--config")
+        .arg(&inside)
+        .arg("--out")
+        .arg(&folder)
+        .output()
+        .unwrap();
+    let pre = precompute(&inside, &folder, &[]);
+    for out in [eval, pre] {
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("holds an input") && stderr(&out).contains("photos.json"), "{}", stderr(&out));
+    }
+    assert_eq!(std::fs::read(&inside).unwrap(), std::fs::read(&config).unwrap());
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 1, "nothing written");
+
+    // A finished run: its record is no output of export or model-set.
+    assert!(grin(&["train", "--backend", "cpu", "--quiet"], &config, &runs).status.success());
+    let run = runs.join("tiny");
+    let run_model = run.join("model.grin");
+    let record: Vec<Vec<u8>> =
+        ["config.toml", "summary.json"].iter().map(|f| std::fs::read(run.join(f)).unwrap()).collect();
+    let cases: [&[&str]; 2] = [
+        &["export", "--out", "R/config.toml", "--model", "M"],
+        &["model-set", "--set", "model.score_threshold=0.4", "--out", "R/summary.json", "--model", "M"],
+    ];
+    for case in cases {
+        let args: Vec<String> = case
+            .iter()
+            .map(|a| a.replace("R/", &format!("{}/", run.display())).replace('M', &run_model.display().to_string()))
+            .collect();
+        let out = Command::new(GRIN).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("inside an input folder"), "{}", stderr(&out));
+    }
+    for (f, was) in ["config.toml", "summary.json"].iter().zip(&record) {
+        assert_eq!(&std::fs::read(run.join(f)).unwrap(), was, "{f} unchanged");
+    }
+
+    // bench modes over that run (its folder named as a mode's).
+    std::fs::rename(&run, runs.join("on-the-fly")).unwrap();
+    let out = Command::new(GRIN)
+        .args(["bench", "modes", "--backend", "cpu", "--steps", "2", "--modes", "on-the-fly", "--config"])
+        .arg(&config)
+        .arg("--runs-dir")
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("holds a finished run that grin bench modes did not write"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(runs.join("on-the-fly/summary.json")).unwrap(), record[1]);
 }

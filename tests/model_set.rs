@@ -13,7 +13,7 @@ fn shipped() -> String {
 }
 
 /// A model file's `[model]` table and its weights, as plain numbers.
-fn read(path: &Path) -> (grin_model::ModelConfig, grin_model::FoldedDetector) {
+fn read(path: &Path) -> (grin_net::ModelConfig, grin_net::FoldedDetector) {
     let (spec, detector) = grin_model::load_model::<burn_ndarray::NdArray<f32>>(path, &Default::default()).unwrap();
     let folded = detector.folded(&spec);
     (spec.model, folded)
@@ -46,7 +46,7 @@ fn settings_change_and_weights_stay() {
     assert_eq!(after.second_look.below, 0.61);
     assert_eq!(after.second_look.side, 160);
     assert_eq!(after.score_threshold, 0.45);
-    let untouched = grin_model::ModelConfig {
+    let untouched = grin_net::ModelConfig {
         second_look: before.second_look,
         score_threshold: before.score_threshold,
         ..after.clone()
@@ -113,8 +113,8 @@ fn level_thresholds_fold_into_the_face_biases_and_bad_lists_are_refused() {
     let ((before, weights_before), (after, weights_after)) = (read(Path::new(&shipped)), read(&out));
     assert_eq!(after.score_threshold, 0.5);
     assert_eq!(after.level_thresholds, Some([0.6, 0.5, 0.4]), "the file records what its weights hold");
-    let unrecorded = grin_model::ModelConfig { level_thresholds: None, ..after.clone() };
-    assert_eq!(grin_model::ModelConfig { score_threshold: before.score_threshold, ..unrecorded }, before);
+    let unrecorded = grin_net::ModelConfig { level_thresholds: None, ..after.clone() };
+    assert_eq!(grin_net::ModelConfig { score_threshold: before.score_threshold, ..unrecorded }, before);
     // Each head's last conv: the face logit's bias moves by logit(0.5) - logit(T), the rest stays.
     for ((head_before, head_after), t) in weights_before.heads.iter().zip(&weights_after.heads).zip([0.6f32, 0.5, 0.4])
     {
@@ -183,7 +183,7 @@ fn a_box_scale_folds_into_the_distance_biases_and_a_bad_one_is_refused() {
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let ((before, weights_before), (after, weights_after)) = (read(Path::new(&shipped)), read(&out));
     assert_eq!(after.box_scale, Some([1.1, 2.0, 1.1, 1.25]), "the file records the scales");
-    assert_eq!(grin_model::ModelConfig { box_scale: before.box_scale, ..after }, before, "the settings stay");
+    assert_eq!(grin_net::ModelConfig { box_scale: before.box_scale, ..after }, before, "the settings stay");
     let distance = grin_terms::output::DISTANCE;
     // The shipped model is itself re-boxed: the new scales replace the ones it records.
     let recorded = before.box_scale.unwrap_or([1.0; 4]);

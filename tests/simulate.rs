@@ -103,4 +103,19 @@ fn bad_input_is_one_clear_error() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(text(&out).1.contains(why), "{args:?}: {}", text(&out).1);
     }
+    // Round 7: the drawn length had no range (-3, 0, NaN drew nothing), and
+    // a negative number was read as a flag.
+    for (flag, value, why) in [
+        ("--timeline-seconds", "-3", "-3 must be a number of seconds > 0"),
+        ("--timeline-seconds", "nan", "nan must be a number of seconds > 0"),
+        ("--step-ms", "-1", "step time -1 ms must be > 0"),
+    ] {
+        let mut args = vec!["simulate", "--load-ms", "10", "--loaders", "2", flag, value];
+        if flag != "--step-ms" {
+            args.extend(["--step-ms", "5"]);
+        }
+        let out = grin(&args, dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(text(&out).1.contains(why), "{args:?}: {}", text(&out).1);
+    }
 }

@@ -71,7 +71,7 @@ def nested_in(inner, outer, s):
 
 
 def nms(found, s):
-    """grin_model::nms over [x0, y0, x1, y1, score, smile] lists, with the
+    """grin_net::nms over [x0, y0, x1, y1, score, smile] lists, with the
     decode settings `s` (an export's metadata): greedy, best first, the
     smile a score-weighted vote in logits. Plain Python, not NumPy: on a few
     boxes it is the faster, and onnx_peer.py times it (measured: onnxruntime's

@@ -49,6 +49,8 @@ pub(crate) struct BenchStepArgs {
     pub config: ConfigArgs,
     #[command(flatten)]
     pub backend: BackendArg,
+    #[command(flatten)]
+    pub stale: super::StaleArg,
     /// The precomputed dataset to cut batches from (built there from the config if missing).
     #[arg(long, default_value = "runs/bench-step/data")]
     pub store: PathBuf,
@@ -85,6 +87,8 @@ pub(crate) struct BenchModesArgs {
     pub config: ConfigArgs,
     #[command(flatten)]
     pub backend: BackendArg,
+    #[command(flatten)]
+    pub stale: super::StaleArg,
     /// Training steps per mode.
     #[arg(long, default_value_t = 60, value_parser = super::count::<usize>(super::MAX_STEPS))]
     pub steps: usize,
@@ -190,7 +194,7 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
     }
     let c = &loaded.config;
     bench_store(c, &args.store, args.samples, 1024)?;
-    let store = grin_train::bench::open_store(&args.store, &c.features, false)?;
+    let store = grin_train::bench::open_store(&args.store, &c.features, args.stale.allow_stale)?;
     if let Some(path) = &args.json {
         // Again, now that a store built here is a folder: before the timing.
         super::check_outputs(&[path], &inputs)?;
@@ -274,6 +278,9 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
     // it reads. The JSON goes over none of it, nor over what the runs wrote;
     // checked before the runs, and again when it is written after them.
     super::check_outputs(&[&args.runs_dir], &loaded.inputs())?;
+    for run in &runs {
+        grin_train::bench::refuse_a_run_not_its_own(run)?;
+    }
     let mut inputs = loaded.inputs();
     inputs.push(&dir);
     inputs.extend(runs.iter().map(PathBuf::as_path));
@@ -285,7 +292,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
     c.train.log_every = (args.steps / 4).max(1);
     c.train.checkpoint_every = 0;
     bench_store(&c, &dir, args.samples, 512)?;
-    let store = grin_train::bench::open_store(&dir, &c.features, false)?;
+    let store = grin_train::bench::open_store(&dir, &c.features, args.stale.allow_stale)?;
     if let Some(path) = &args.json {
         // Again, now that a store built here is a folder: before the runs.
         super::check_outputs(&[path], &inputs)?;
@@ -310,6 +317,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
         run.evaluate = false;
         eprintln!("bench: {} for {} steps", mode.name(), args.steps);
         let s = train::<B>(&run, device, &mut |start| build_feed::<B>(&plan, device, start))?;
+        grin_train::bench::mark_as_its_own(&run.run_dir)?;
         let s = s.run;
         let simulated = if s.loaders == 0 {
             100.0 * s.step_ms / (s.step_ms + s.load_ms_per_batch).max(1e-9)

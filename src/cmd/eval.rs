@@ -3,7 +3,8 @@
 
 use anyhow::Result;
 use clap::Args;
-use grin_model::{file, DetectorSpec};
+use grin_model::file;
+use grin_net::DetectorSpec;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
@@ -41,7 +42,7 @@ pub(crate) struct EvalArgs {
     #[arg(long, conflicts_with = "run_size")]
     pub own_size: bool,
     #[command(flatten)]
-    pub decode: grin_model::DecodeFlags,
+    pub decode: grin_net::DecodeFlags,
     /// Which held-out scenes and photos: `test` (what is reported) or `val`
     /// (what settings are chosen on, so the test split stays unseen).
     #[arg(long, value_enum, default_value = "test")]
@@ -106,6 +107,9 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     // A config whose source holds no photos scores none, whatever --photos says.
     let (photos, none_because) = if grin_features::has_held_out_photos(&c.features.source) {
         (args.photos.unwrap_or(c.train.eval_photos), "--photos 0 or train.eval_photos = 0")
+    } else if let Some(asked @ 1..) = args.photos {
+        // Asked for, not dropped: --out, --run-size and --own-size are refused alike.
+        anyhow::bail!("--photos {asked}: the config's source holds no real photos to score");
     } else {
         (0, "the config's source holds no real photos")
     };

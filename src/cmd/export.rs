@@ -32,8 +32,9 @@ pub(crate) fn export(args: ExportArgs) -> Result<()> {
         (None, None) => bail!("give --model FILE or --run runs/<name>"),
     };
     // A run folder is an input as a whole: its config and summary are as
-    // much the run's as its model.
-    let inputs: Vec<&Path> = std::iter::once(path.as_path()).chain(args.run.as_deref()).collect();
+    // much the run's as its model, whether named by --run or by its model.
+    let run = args.run.as_deref().or_else(|| grin_train::run_of_model(&path));
+    let inputs: Vec<&Path> = std::iter::once(path.as_path()).chain(run).collect();
     grin_output::check(&args.out, &inputs)?;
     let weights = grin_net::file::read(&path)?;
     let spec = &weights.spec;

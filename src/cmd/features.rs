@@ -46,7 +46,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, default_value_t = 300, value_parser = super::count::<usize>(super::MAX_ITEMS))]
     pub samples: usize,
     /// Worker threads C for the parallel figure (default: the config's, 0 = all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = super::count_or_zero::<usize>(grin_features::MAX_WORKERS as u64))]
     pub workers: Option<usize>,
     /// Print one JSON object instead of the table (for scripts).
     #[arg(long, hide = true)]

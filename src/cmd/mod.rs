@@ -156,6 +156,17 @@ pub(crate) struct BackendArg {
     pub backend: Option<grin_train::backend::BackendChoice>,
 }
 
+/// `--allow-stale`, declared once: what the stale-dataset refusal advises,
+/// so every command that may refuse one takes it (bench step and bench
+/// modes advised it and rejected it, issue 90 round 7).
+#[derive(Args, Clone, Copy)]
+pub(crate) struct StaleArg {
+    /// Read a precomputed dataset even if its fingerprint differs from the
+    /// config (never one of another record size).
+    #[arg(long)]
+    pub allow_stale: bool,
+}
+
 pub(crate) mod bench;
 pub(crate) mod config_cmd;
 pub(crate) mod eval;

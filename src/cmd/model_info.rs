@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use grin_model::{Budget, DetectorSpec};
+use grin_net::{Budget, DetectorSpec};
 use grin_train::GrinConfig;
 
 /// `[model]` and the input size come from `--config`, or without one from

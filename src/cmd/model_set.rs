@@ -5,7 +5,7 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use grin_model::{file, parse_level_thresholds, scales_for_box, shift_between};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub(crate) struct ModelSetArgs {
@@ -32,7 +32,7 @@ pub(crate) struct ModelSetArgs {
     /// box definition (docs/design.md, "The face box"). The file records
     /// them: given again, they replace the ones folded before.
     #[arg(long, value_name = "L,T,R,B", value_parser = scales_for_box)]
-    pub box_scale: Option<grin_model::BoxScale>,
+    pub box_scale: Option<grin_net::BoxScale>,
 }
 
 pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
@@ -90,7 +90,13 @@ pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
     let bytes = file::to_bytes(&spec, &model);
     match &held {
         Some(held) => held.write_back(&bytes)?,
-        None => grin_output::write_file(out, &[&args.model], &bytes)?,
+        // A new file: never inside the run folder --model sits in (its
+        // config and summary are the run's, as `grin export` holds too).
+        None => {
+            let inputs: Vec<&Path> =
+                std::iter::once(args.model.as_path()).chain(grin_train::run_of_model(&args.model)).collect();
+            grin_output::write_file(out, &inputs, &bytes)?
+        }
     }
     outln!("{}: {} with [model] now:", out.display(), args.model.display());
     let after = toml::to_string(&spec.model)?;

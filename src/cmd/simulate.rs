@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 /// Every figure can come from a flag or, with `--from-run`, from the run's
 /// `summary.json`; a flag given next to `--from-run` overrides the run.
+/// A negative number is a value (refused by its range), not a flag.
 #[derive(Args)]
+#[command(allow_negative_numbers = true)]
 pub(crate) struct SimulateArgs {
     /// Mean host time for one loader to produce one batch (ms).
     #[arg(long)]
@@ -31,11 +33,20 @@ pub(crate) struct SimulateArgs {
     #[arg(long, value_name = super::OUT, default_value = "timeline.svg")]
     out: PathBuf,
     /// Length of the drawn part of the run (s).
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, value_parser = positive_seconds)]
     timeline_seconds: f64,
     /// A training run folder (`runs/<name>`) whose summary.json supplies the figures.
     #[arg(long)]
     from_run: Option<PathBuf>,
+}
+
+/// A length of time that is a number > 0 (-3, 0 and NaN drew an empty
+/// timeline without a word, issue 90 round 7).
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{text} must be a number of seconds > 0")),
+    }
 }
 
 pub(crate) fn run(args: SimulateArgs) -> Result<()> {

@@ -38,9 +38,8 @@ pub(crate) struct TrainArgs {
     /// run (either is replaced).
     #[arg(long, conflicts_with = "resume")]
     pub overwrite: bool,
-    /// Train on a precomputed dataset even if its fingerprint differs from the config.
-    #[arg(long)]
-    pub allow_stale: bool,
+    #[command(flatten)]
+    pub stale: super::StaleArg,
     /// Skip the balance check before the run (it takes a few seconds; `--mode auto` always runs it).
     #[arg(long)]
     pub no_balance: bool,
@@ -52,6 +51,8 @@ pub(crate) fn train(args: TrainArgs) -> Result<()> {
         sets.push(format!("train.mode={}", mode.name()));
     }
     if let Some(name) = &args.name {
+        // Named as the flag the user gave, not as the `--set` it becomes.
+        grin_train::check_run_name(name).map_err(|e| anyhow::anyhow!("--name {e}"))?;
         sets.push(format!("name={name:?}"));
     }
     let loaded = grin_train::load_config(&args.config.config, &sets)?;
@@ -123,7 +124,7 @@ fn train_on<B: TrainBackend>(
         runs_dir: args.runs_dir.clone(),
         resume: args.resume,
         overwrite: args.overwrite,
-        allow_stale: args.allow_stale,
+        allow_stale: args.stale.allow_stale,
         show_progress: true,
         balance: !args.no_balance,
     };

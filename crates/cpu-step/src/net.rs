@@ -122,8 +122,8 @@ mod tests {
     #[test]
     fn only_layers_read_by_depthwise_layers_alone_defer_their_output() {
         for top_down in [false, true] {
-            let spec = grin_model::DetectorSpec {
-                model: grin_model::ModelConfig { top_down, ..grin_model::ModelConfig::default() },
+            let spec = grin_net::DetectorSpec {
+                model: grin_net::ModelConfig { top_down, ..grin_net::ModelConfig::default() },
                 width: 64,
                 height: 48,
                 channels: 1,

@@ -9,7 +9,8 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
 use grin_cpu_step::{Batch, CpuStep, Labels};
 use grin_model::InitDetector;
-use grin_model::{assign, loss, Detector, DetectorSpec, LossWeights, ModelConfig, PointTensors};
+use grin_model::{assign, loss, Detector, LossWeights, PointTensors};
+use grin_net::{DetectorSpec, ModelConfig};
 
 type B = Autodiff<NdArray<f32>>;
 

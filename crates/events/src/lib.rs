@@ -6,6 +6,8 @@
 //! scalar plugin's data. [`read`] parses a file back (checksums verified),
 //! so a writer's output is checked without TensorBoard; a test also reads
 //! it with TensorBoard's own `EventAccumulator`.
+//!
+//! A leaf: it depends on no grin crate and on no Burn.
 
 #![forbid(unsafe_code)]
 

@@ -303,7 +303,8 @@ fn decode_level(g: &mut Graph, level: usize, y: &str, stride: f32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use grin_model::{InitDetector, ModelConfig};
+    use grin_model::InitDetector;
+    use grin_net::ModelConfig;
     use std::collections::HashSet;
 
     fn exported(channels: usize) -> (DetectorSpec, FoldedDetector, ModelProto) {

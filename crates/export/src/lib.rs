@@ -7,6 +7,9 @@
 //! generated from `proto/onnx.proto` by prost) and encoded to bytes. The
 //! graph decodes its outputs itself; threshold and NMS stay with the
 //! caller, as in YOLO's exports (docs/onnx.md).
+//!
+//! It reads a model through grin-net and may not depend on Burn, grin-model or
+//! a training engine (grin-model and grin-infer are its tests' references only).
 
 #![forbid(unsafe_code)]
 

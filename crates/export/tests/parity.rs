@@ -11,7 +11,7 @@ use grin_model::InitDetector;
 
 /// Plain f32 ndarray: the models exported here are drawn and read by Burn, as training does.
 type CpuBackend = burn_ndarray::NdArray<f32>;
-use grin_model::{DecodeParams, Detection, DetectorSpec, FoldedConv, FoldedDetector, FoldedHead, Points, OUTPUTS};
+use grin_net::{DecodeParams, Detection, DetectorSpec, FoldedConv, FoldedDetector, FoldedHead, Points, OUTPUTS};
 use std::path::Path;
 use tract_onnx::prelude::*;
 
@@ -55,7 +55,7 @@ fn consume(rows: &[f32], width: usize, height: usize, params: &DecodeParams) -> 
             smile: r[5],
         })
         .collect();
-    grin_model::nms(found, params)
+    grin_net::nms(found, params)
 }
 
 fn close(a: f32, b: f32) -> bool {
@@ -98,14 +98,14 @@ fn the_export_matches_the_fast_path_on_the_test_scene_at_two_sizes() {
     let loose = DecodeParams { score_threshold: 0.05, smile_vote_floor: 0.05, ..deployed };
     for (w, h) in [(spec.width, spec.height), (173, 97)] {
         runner.set_run_size(w, h).unwrap();
-        let frame = runner.frame(&scene);
+        let frame = runner.frame(&scene).unwrap();
         let (rows, raw) = run(&plan, frame.channels, w, h, frame.pixels.clone());
         let fast = runner.raw(frame);
         let worst = max_difference(&raw, &fast);
         assert!(worst <= TOLERANCE, "{w}x{h}: raw outputs differ by {worst}");
         for params in [deployed, loose] {
             let what = format!("{w}x{h} at threshold {}", params.score_threshold);
-            let grin = grin_model::decode(&fast, runner.points(), &params);
+            let grin = grin_net::decode(&fast, runner.points(), &params);
             assert_same_detections(&consume(&rows, w, h, &params), &grin, &what);
         }
     }
@@ -126,8 +126,8 @@ fn the_metadata_holds_what_decoding_needs() {
     assert_eq!(prop("smile_vote_floor").parse::<f32>().unwrap(), p.smile_vote_floor);
     assert_eq!(prop("max_detections").parse::<usize>().unwrap(), p.max_detections);
     assert_eq!(prop("pyramid_above").parse::<f32>().unwrap(), p.pyramid_above);
-    assert_eq!(prop("pyramid_min_side").parse::<usize>().unwrap(), grin_model::MIN_PASS_SIDE);
-    assert_eq!(prop("pyramid_seam").parse::<f32>().unwrap(), grin_model::SEAM);
+    assert_eq!(prop("pyramid_min_side").parse::<usize>().unwrap(), grin_net::MIN_PASS_SIDE);
+    assert_eq!(prop("pyramid_seam").parse::<f32>().unwrap(), grin_net::SEAM);
     assert_eq!((prop("run_width"), prop("run_height")), (spec.width.to_string(), spec.height.to_string()));
     assert_eq!(prop("channels"), spec.channels.to_string());
     assert_eq!(prop("strides"), "8,16,32");
@@ -137,7 +137,7 @@ fn the_metadata_holds_what_decoding_needs() {
     assert_eq!(prop("second_look_side").parse::<usize>().unwrap(), look.side);
     assert_eq!(prop("second_look_confirm").parse::<f32>().unwrap(), look.confirm);
     assert_eq!(prop("second_look_mirror").parse::<bool>().unwrap(), look.mirror);
-    assert_eq!(prop("second_look_mirror_floor").parse::<f32>().unwrap(), grin_model::MIRROR_FLOOR);
+    assert_eq!(prop("second_look_mirror_floor").parse::<f32>().unwrap(), grin_net::MIRROR_FLOOR);
     let ir = *parsed.properties.get("onnx.ir_version").unwrap().try_as_plain_ram().unwrap().to_scalar::<i64>().unwrap();
     assert_eq!(ir, 7, "the IR version of opset 13");
 }
@@ -197,7 +197,7 @@ fn a_fourth_level_at_stride_4_is_exported_finest_first_and_decodes_as_grin_decod
         levels.push((stride, side.0, side.1));
     }
     let params = DecodeParams { score_threshold: 0.02, smile_vote_floor: 0.02, ..spec.model.decode_params() };
-    let grin = grin_model::decode(&raw, &points_of(&levels, w, h), &params);
+    let grin = grin_net::decode(&raw, &points_of(&levels, w, h), &params);
     assert_same_detections(&consume(&rows, w, h, &params), &grin, "four levels");
 }
 
@@ -222,7 +222,7 @@ fn points_of(levels: &[(usize, usize, usize)], width: usize, height: usize) -> P
 fn a_model_with_top_down_fusion_and_a_wider_fine_head_exports_both_at_odd_sizes() {
     // The stride-8 head mixes into 40 channels from its tap's 24.
     let spec = DetectorSpec {
-        model: grin_model::ModelConfig { width_mult: 0.5, top_down: true, fine_head: 40, ..Default::default() },
+        model: grin_net::ModelConfig { width_mult: 0.5, top_down: true, fine_head: 40, ..Default::default() },
         width: 96,
         height: 64,
         channels: 1,
@@ -238,7 +238,7 @@ fn a_model_with_top_down_fusion_and_a_wider_fine_head_exports_both_at_odd_sizes(
     // 100x70 has an odd stride-8 map (13x9): the upsampled map is cut.
     for (w, h) in [(96, 64), (100, 70)] {
         runner.set_run_size(w, h).unwrap();
-        let frame = runner.frame(&scene);
+        let frame = runner.frame(&scene).unwrap();
         let (_, raw) = run(&plan, 1, w, h, frame.pixels.clone());
         let worst = max_difference(&raw, &runner.raw(frame));
         assert!(worst <= TOLERANCE, "{w}x{h}: raw outputs differ by {worst}");

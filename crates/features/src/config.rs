@@ -10,7 +10,7 @@ mod photo_crops;
 pub use photo_crops::PhotoCrops;
 
 /// Most feature workers a config may name.
-pub(crate) const MAX_WORKERS: usize = 1024;
+pub const MAX_WORKERS: usize = 1024;
 /// Largest face side a source may be asked to draw (px): the largest input side.
 const MAX_FACE_SIDE: f32 = 4096.0;
 

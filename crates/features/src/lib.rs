@@ -9,6 +9,9 @@
 //! packs samples into a fixed-layout [`HostBatch`] on a private thread pool.
 //! Files are listed and decoded once, by grin-image, and assigned to a split by a
 //! hash of their name, so any worker count yields the same bytes.
+//!
+//! It depends on grin-terms and grin-image only: never on Burn, the model or
+//! the trainer, so the feature workers compile none of them.
 
 #![forbid(unsafe_code)]
 
@@ -45,7 +48,9 @@ mod shared_data;
 pub mod bench;
 
 pub use class_balance::ClassBalancer;
-pub use config::{AugmentConfig, ClassBalanceConfig, FeatureConfig, PhotoCrops, SourceConfig, Split, SplitConfig};
+pub use config::{
+    AugmentConfig, ClassBalanceConfig, FeatureConfig, PhotoCrops, SourceConfig, Split, SplitConfig, MAX_WORKERS,
+};
 pub use pipeline::Pipeline;
 pub use preview::{colour, contact_sheet};
 pub use sample::{FaceBox, HostBatch, Sample, SceneClass, Smile, LABEL_IGNORE, LABEL_PADDING, MAX_BOXES};

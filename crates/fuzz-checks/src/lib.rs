@@ -3,6 +3,9 @@
 //! libFuzzer) calls them with generated inputs; this crate's tests replay
 //! every input that ever broke one (`fuzz/regressions/`) and the seeds
 //! (`fuzz/seeds/`) under plain `cargo test`.
+//!
+//! Test scaffolding: it may depend on any grin crate, and nothing but `fuzz/`
+//! and its own tests depends on it.
 
 #![forbid(unsafe_code)]
 
@@ -35,7 +38,8 @@ pub fn model_weights(data: &[u8]) {
             let channels = runner.spec().channels;
             let image =
                 image::DynamicImage::ImageLuma8(image::GrayImage::from_fn(64, 48, |x, y| image::Luma([(x * y) as u8])));
-            let detections = runner.detect(grin_infer::Frame::new(&image, channels, 64, 48));
+            let frame = grin_infer::Frame::new(&image, channels, 64, 48).expect("a 64x48 frame fits in memory");
+            let detections = runner.detect(frame);
             assert!(
                 detections.iter().all(|d| d.score.is_finite() && d.x0.is_finite()),
                 "finite weights, finite detections"

@@ -2,7 +2,7 @@
 //! text, and decoding images. Every failure names the file at fault.
 
 use crate::error::{skip_or_fail, BadInputKind, InputError, OnBadSample, SkipCounts};
-use crate::raster::Raster;
+use crate::raster::{OutOfMemory, Raster};
 use image::metadata::Orientation;
 use image::{DynamicImage, ImageDecoder, ImageReader};
 use rayon::prelude::*;
@@ -95,9 +95,17 @@ pub fn load_all(
     Ok(images)
 }
 
+/// An image decoded but past the memory left for its conversion, as the
+/// error naming the file.
+pub fn too_large(path: &Path, image: &DynamicImage, e: OutOfMemory) -> InputError {
+    let (w, h) = (image.width(), image.height());
+    InputError::bad(path, None, BadInputKind::ImageTooLarge, format!("image {w}x{h}: {e}"))
+}
+
 /// Reads and decodes one image into `channels` (1 = luma, 3 = RGB).
 pub fn decode(path: &Path, channels: u32, bound: ImageBound) -> Result<Raster, InputError> {
-    Ok(Raster::from_image(&read_image(path, bound)?, channels))
+    let image = read_image(path, bound)?;
+    Raster::from_image(&image, channels).map_err(|e| too_large(path, &image, e))
 }
 
 /// The default of [`ImageBound::max_pixels`]: 64 megapixels, past any phone
@@ -276,7 +284,10 @@ pub fn decode_image(bytes: &[u8], bound: ImageBound) -> Result<DynamicImage, Dec
     // 65535x65535 under the largest --max-pixels aborted when its 4.3 GB
     // buffer could not be had (issue 90, round 6). Asked for first, the
     // answer is an error naming the image.
-    let total = usize::try_from(decoder.total_bytes()).unwrap_or(usize::MAX);
+    let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
+    // Turning a photo upright copies its pixels: the two at once.
+    let copies = if orientation == Orientation::NoTransforms { 1 } else { 2 };
+    let total = usize::try_from(decoder.total_bytes()).unwrap_or(usize::MAX).saturating_mul(copies);
     if total > PROBE_ABOVE && Vec::<u8>::new().try_reserve_exact(total).is_err() {
         return Err(DecodeError {
             kind: BadInputKind::ImageTooLarge,
@@ -286,7 +297,6 @@ pub fn decode_image(bytes: &[u8], bound: ImageBound) -> Result<DynamicImage, Dec
             ),
         });
     }
-    let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
     let mut image = DynamicImage::from_decoder(decoder).map_err(failed)?;
     image.apply_orientation(orientation);
     Ok(image)

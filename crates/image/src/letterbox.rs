@@ -13,7 +13,7 @@
 
 use crate::error::InputError;
 use crate::io::{read_image, ImageBound};
-use crate::raster::{resize, Raster};
+use crate::raster::{resize, OutOfMemory, Raster};
 use image::DynamicImage;
 use std::path::Path;
 
@@ -106,7 +106,7 @@ impl Letterbox {
 }
 
 /// One frame's second-look cuts, view by view, for every engine that looks
-/// again (grin-detect's, `grin eval`'s): `grin_model::second_look` asks for
+/// again (grin-detect's, `grin eval`'s): `grin_net::second_look` asks for
 /// the plain view first, and the mirrored view is then those cuts' mirror
 /// images, not cut and scaled again (a quarter of a view's time at 640x480:
 /// docs/benchmarks.md). The same pixels as [`Letterbox::cut`] either way.
@@ -144,7 +144,7 @@ impl Raster {
     }
 
     /// The raster mirrored left to right, in place: the second look's other
-    /// view (`grin_model::SecondLook::mirror`).
+    /// view (`grin_net::SecondLook::mirror`).
     pub fn mirrored(mut self) -> Raster {
         let c = self.channels as usize;
         for row in self.pixels.chunks_exact_mut(self.width as usize * c) {
@@ -186,7 +186,7 @@ pub fn letterbox(image: &Raster, width: u32, height: u32) -> (Raster, Letterbox)
 
 /// The square `window` (`[x0, y0, x1, y1]` in `image`'s pixels) cut from
 /// `image` and scaled to `side` x `side`, for a second look at a box
-/// (`grin_model::second_look`). The window may reach past the picture:
+/// (`grin_net::second_look`). The window may reach past the picture:
 /// what lies outside is [`LETTERBOX_FILL`], as in every frame. Only the
 /// part inside is scaled, so a window many times the picture costs no more
 /// than the picture.
@@ -217,10 +217,15 @@ pub fn crop_square(image: &Raster, window: [f32; 4], side: u32) -> Raster {
 /// A decoded image (a camera frame, a photo already read) letterboxed into
 /// a `channels`-plane `width` x `height` frame: [`Raster::from_image`],
 /// kept as the source, then [`letterbox`].
-pub fn letterbox_image(image: &DynamicImage, channels: u32, width: u32, height: u32) -> LetterboxedPhoto {
-    let source = Raster::from_image(image, channels);
+pub fn letterbox_image(
+    image: &DynamicImage,
+    channels: u32,
+    width: u32,
+    height: u32,
+) -> Result<LetterboxedPhoto, OutOfMemory> {
+    let source = Raster::from_image(image, channels)?;
     let (frame, placement) = letterbox(&source, width, height);
-    LetterboxedPhoto { source, frame, placement }
+    Ok(LetterboxedPhoto { source, frame, placement })
 }
 
 /// A photo as the network sees it, with the picture kept for what needs
@@ -242,7 +247,8 @@ pub fn letterbox_photo(
     height: u32,
     bound: ImageBound,
 ) -> Result<LetterboxedPhoto, InputError> {
-    Ok(letterbox_image(&read_image(path, bound)?, channels, width, height))
+    let image = read_image(path, bound)?;
+    letterbox_image(&image, channels, width, height).map_err(|e| crate::io::too_large(path, &image, e))
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! the feature pipeline): listing and decoding images within a size bound,
 //! EXIF orientation, resampling, the letterbox, and errors that name the
 //! file (and line) at fault, or count it as a skip.
+//!
+//! It depends on grin-output only, and on no Burn: grin-detect builds it.
 
 #![forbid(unsafe_code)]
 
@@ -16,10 +18,10 @@ pub mod fixtures;
 
 pub use error::{skip_or_fail, BadInputKind, InputError, OnBadSample, SkipCounts};
 pub use io::{
-    decode, decode_image, is_image_path, list_images, load_all, open_file, read_image, read_text, DecodeError,
-    ImageBound, DEFAULT_MAX_PIXELS,
+    decode, decode_image, is_image_path, list_images, load_all, open_file, read_image, read_text, too_large,
+    DecodeError, ImageBound, DEFAULT_MAX_PIXELS,
 };
 pub use letterbox::{
     crop_square, letterbox, letterbox_image, letterbox_photo, Letterbox, LetterboxedPhoto, LookCuts, LETTERBOX_FILL,
 };
-pub use raster::{resample_region, resize, sub_raster, taps, to_u8, Raster, Tap, LUMA_SHARES};
+pub use raster::{resample_region, resize, sub_raster, taps, to_u8, OutOfMemory, Raster, Tap, LUMA_SHARES};

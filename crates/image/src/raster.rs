@@ -9,23 +9,68 @@ pub struct Raster {
     pub pixels: Vec<u8>,
 }
 
+/// A buffer the process could not have: an image or frame too large for
+/// the memory left, reported instead of aborting (issue 90, round 7: a
+/// 36 MP photo under a 200 MB limit decoded, then its grey copy aborted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfMemory {
+    pub bytes: usize,
+}
+
+impl std::fmt::Display for OutOfMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "its pixels need {:.1} MB more, past the memory this process may take", self.bytes as f64 / 1e6)
+    }
+}
+
+impl std::error::Error for OutOfMemory {}
+
+/// A zeroed buffer of `len` bytes, asked for rather than assumed.
+fn zeroed(len: usize) -> Result<Vec<u8>, OutOfMemory> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| OutOfMemory { bytes: len })?;
+    v.resize(len, 0);
+    Ok(v)
+}
+
 impl Raster {
     /// A decoded image as `channels` (1: luma, 3: RGB) interleaved u8
-    /// planes; luma is the image crate's conversion, for every reader alike.
+    /// planes; luma is Rec. 709's, for every reader alike. Its buffer is
+    /// asked for, so an image past the memory left is an error.
     ///
     /// # Panics
     /// On another channel count: configs and model headers are checked for
     /// 1 or 3 when they are loaded, long before an image is read.
-    pub fn from_image(image: &image::DynamicImage, channels: u32) -> Raster {
+    pub fn from_image(image: &image::DynamicImage, channels: u32) -> Result<Raster, OutOfMemory> {
+        use image::DynamicImage::{ImageLuma8, ImageRgb8};
         let (width, height) = (image.width(), image.height());
+        let len = width as usize * height as usize * channels as usize;
         let pixels = match (channels, image) {
-            (1, image::DynamicImage::ImageRgb8(rgb)) => luma_of_rgb(rgb.as_raw()),
-            (1, _) => image.to_luma8().into_raw(),
-            (3, _) => image.to_rgb8().into_raw(),
+            (1, ImageRgb8(rgb)) => luma_of_rgb(rgb.as_raw())?,
+            (1, ImageLuma8(grey)) => copied(grey.as_raw())?,
+            (3, ImageRgb8(rgb)) => copied(rgb.as_raw())?,
+            (1 | 3, _) => {
+                // The image crate's conversion allocates itself: ask first.
+                // (Other pixel types come from image files only, whose
+                // decoding already asked for their buffer.)
+                drop(zeroed(len)?);
+                if channels == 1 {
+                    image.to_luma8().into_raw()
+                } else {
+                    image.to_rgb8().into_raw()
+                }
+            }
             (n, _) => panic!("{n} channels: images become 1 (luma) or 3 (RGB)"),
         };
-        Raster { width, height, channels, pixels }
+        Ok(Raster { width, height, channels, pixels })
     }
+}
+
+fn copied(pixels: &[u8]) -> Result<Vec<u8>, OutOfMemory> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(pixels.len()).map_err(|_| OutOfMemory { bytes: pixels.len() })?;
+    v.extend_from_slice(pixels);
+    Ok(v)
 }
 
 /// Rec. 709 luma of RGB pixels, (2126 R + 7152 G + 722 B) / 10000 rounded,
@@ -34,18 +79,18 @@ impl Raster {
 /// through f32 colour-space code, pixel by pixel) took most of a frame's
 /// scaling time, and a camera frame or a decoded JPEG is RGB. Within one
 /// level of `to_luma8`, and equal for over 99% of colours (test).
-fn luma_of_rgb(rgb: &[u8]) -> Vec<u8> {
-    let mut out = vec![0u8; rgb.len() / 3];
+fn luma_of_rgb(rgb: &[u8]) -> Result<Vec<u8>, OutOfMemory> {
+    let mut out = zeroed(rgb.len() / 3)?;
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = pulp::x86::V3::try_new() {
         let done = simd.vectorize(|| luma_avx2(simd, rgb, &mut out));
         luma_into(&rgb[3 * done..], &mut out[done..]);
-        return out;
+        return Ok(out);
     }
     // AArch64's NEON splits the channels in its loads (`ld3`): the plain
     // loop vectorises there.
     luma_into(rgb, &mut out);
-    out
+    Ok(out)
 }
 
 /// Where pixel `d` of 16 finds channel `channel` in the 16-byte part `part`

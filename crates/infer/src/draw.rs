@@ -64,11 +64,22 @@ pub(crate) fn output_path(out: &Path, index: usize, count: usize) -> PathBuf {
     out.with_file_name(name)
 }
 
+/// The format a drawing at `target` is written in, from its extension; a
+/// folder or an unknown extension is refused, naming `--draw`. Checked
+/// before detection runs, and again when writing.
+pub(crate) fn format_of(target: &Path) -> anyhow::Result<image::ImageFormat> {
+    if target.is_dir() {
+        anyhow::bail!("--draw {}: is a folder; name the drawing's file, such as out.png", target.display());
+    }
+    image::ImageFormat::from_path(target).map_err(|_| {
+        anyhow::anyhow!("--draw {}: unknown image format: name the drawing .png or .jpg", target.display())
+    })
+}
+
 /// Encodes `drawing` in the format `target`'s extension names and writes it
 /// through `grin_output`: never over one of the `inputs` (the photos).
 pub(crate) fn save(drawing: &RgbImage, target: &Path, inputs: &[&Path]) -> anyhow::Result<()> {
-    let format = image::ImageFormat::from_path(target)
-        .map_err(|_| anyhow::anyhow!("unknown image format: name the drawing .png or .jpg"))?;
+    let format = format_of(target)?;
     let mut bytes = std::io::Cursor::new(Vec::new());
     drawing.write_to(&mut bytes, format)?;
     grin_output::write_file(target, inputs, bytes.get_ref()).map_err(|e| anyhow::anyhow!(e.message))

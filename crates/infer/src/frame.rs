@@ -6,7 +6,7 @@
 //! only becomes f32 planes, and boxes are mapped back through the same
 //! placement.
 
-use grin_image::{letterbox_image, Letterbox, Raster};
+use grin_image::{letterbox_image, Letterbox, OutOfMemory, Raster};
 use grin_net::Detection;
 use grin_terms::pixel;
 use image::DynamicImage;
@@ -40,9 +40,11 @@ impl Mapping {
 impl Frame {
     /// `image` letterboxed into a `width` x `height` frame of `channels`
     /// (1: luma, 3: RGB).
-    pub fn new(image: &DynamicImage, channels: usize, width: usize, height: usize) -> Frame {
-        let photo = letterbox_image(image, channels as u32, width as u32, height as u32);
-        Frame::from_letterboxed(&photo.frame, photo.placement, Some(photo.source))
+    /// Its picture's buffer is asked for: an image past the memory left is
+    /// an error, not an abort.
+    pub fn new(image: &DynamicImage, channels: usize, width: usize, height: usize) -> Result<Frame, OutOfMemory> {
+        let photo = letterbox_image(image, channels as u32, width as u32, height as u32)?;
+        Ok(Frame::from_letterboxed(&photo.frame, photo.placement, Some(photo.source)))
     }
 
     /// A frame from the photo path's u8 pixels (interleaved), as planes of

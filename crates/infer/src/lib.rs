@@ -5,13 +5,18 @@
 //!
 //! Data flow: an image file is decoded and letterboxed to the run size (a
 //! still photo: its own size, within [`PHOTO_MAX_PIXELS`]) by
-//! grin-features' one photo path (`letterbox_photo`, what training and
-//! evaluation use), made a [`Frame`], pushed through the network by a [`Runner`] (a
-//! hand-written CPU pass, `fast.rs`, or the Burn model definition training
-//! uses; they agree to 1e-4), decoded by `grin_net::decode` (the one
-//! decoder of the project), and the boxes are mapped back to the original
-//! image's pixels. [`report`] rounds them for printing. [`stream`] runs the
-//! same path on a live camera stream, with tracking and smile events.
+//! grin-image's one photo path (`letterbox_photo`, what training and
+//! evaluation use), made a [`Frame`], pushed through the network by a
+//! [`Runner`] (a hand-written CPU pass, `fast.rs`, which its tests hold to
+//! the Burn model training uses, within 1e-4), decoded by
+//! `grin_net::decode` (the one decoder of the project), and the boxes are
+//! mapped back to the original image's pixels. [`report`] rounds them for
+//! printing. [`stream`] runs the same path on a live camera stream, with
+//! tracking and smile events.
+//!
+//! It may depend on grin-net, grin-kernels, grin-image, grin-terms and
+//! grin-output only: never on Burn or a training crate (`cargo tree -p
+//! grin-infer -e normal` lists none; the Burn reference is in its tests).
 
 pub mod bench;
 pub mod cli;

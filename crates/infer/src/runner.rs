@@ -151,7 +151,7 @@ impl Runner {
     }
 
     /// Scales `image` into a frame of the run size and channel count.
-    pub fn frame(&self, image: &image::DynamicImage) -> Frame {
+    pub fn frame(&self, image: &image::DynamicImage) -> Result<Frame, grin_image::OutOfMemory> {
         let (w, h) = self.run_size();
         Frame::new(image, self.spec.channels, w, h)
     }
@@ -169,7 +169,7 @@ impl Runner {
     ) -> Result<(image::DynamicImage, Frame), InputError> {
         let image = grin_image::read_image(path, bound)?;
         self.size_for(&image, size);
-        let frame = self.frame(&image);
+        let frame = self.frame(&image).map_err(|e| grin_image::too_large(path, &image, e))?;
         Ok((image, frame))
     }
 

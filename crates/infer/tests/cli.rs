@@ -480,7 +480,7 @@ fn eval_and_grin_detect_make_the_same_frame_byte_for_byte() {
         // Eval's boxes, mapped back by grin-detect's mapping, are the faces.
         assert_eq!(evaluated.boxes.len(), faces.len());
         for (b, face) in evaluated.boxes.iter().zip(&faces) {
-            let d = grin_model::Detection { x0: b.x0, y0: b.y0, x1: b.x1, y1: b.y1, score: 1.0, smile: 0.0 };
+            let d = grin_net::Detection { x0: b.x0, y0: b.y0, x1: b.x1, y1: b.y1, score: 1.0, smile: 0.0 };
             let back = frame.mapping().to_source(d).unwrap();
             let got = [back.x0, back.y0, back.x1, back.y1];
             assert!(got.iter().zip(face).all(|(&g, &f)| (g as f64 - f).abs() < 0.01), "{got:?} vs {face:?}");
@@ -579,7 +579,11 @@ fn a_flag_that_cannot_apply_or_a_count_past_its_bound_is_refused_by_name() {
     let scene = scene();
     // (A model without a look, `--second-look-confirm` alone: the same rule,
     // grin_model's `look.rs` tests.)
-    let cases: [(&[&str], &str); 9] = [
+    let odd_name = dir.path().join("drawn.xyz");
+    let cases: [(&[&str], &str); 11] = [
+        // Round 7: found only after detection ran (exit 1).
+        (&["--draw", s(dir.path())], "is a folder; name the drawing's file"),
+        (&["--draw", s(&odd_name)], "unknown image format"),
         (&["--second-look-below", "0", "--second-look-confirm", "0.99"], "--second-look-confirm: no second look runs"),
         (&["--bench", "--draw", s(&drawn)], "--draw"),
         (&["--bench", "--iterations", "4294967295"], "--iterations"),

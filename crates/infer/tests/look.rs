@@ -5,7 +5,7 @@
 
 use grin_image::{crop_square, Letterbox, Raster};
 use grin_infer::{ModelSource, Runner};
-use grin_model::{Detection, ModelConfig, SecondLook};
+use grin_net::{Detection, ModelConfig, SecondLook};
 use image::DynamicImage;
 use std::path::Path;
 
@@ -43,7 +43,7 @@ fn expected(found: &[Detection], look: &SecondLook, picture: &DynamicImage) -> V
         ..model
     };
     at_cut.set_model(at_cut_model).unwrap();
-    let source = Raster::from_image(picture, 1);
+    let source = Raster::from_image(picture, 1).unwrap();
     let frame = Letterbox::fit(source.width, source.height, 320, 240);
     found
         .iter()
@@ -65,7 +65,7 @@ fn expected(found: &[Detection], look: &SecondLook, picture: &DynamicImage) -> V
                 .into_iter()
                 .map(|v| {
                     let v = DynamicImage::ImageLuma8(image::GrayImage::from_raw(v.width, v.height, v.pixels).unwrap());
-                    at_cut.detect(at_cut.frame(&v))
+                    at_cut.detect(at_cut.frame(&v).unwrap())
                 })
                 .collect();
             look.confirms(&seen.iter().map(Vec::as_slice).collect::<Vec<_>>(), &params)
@@ -80,7 +80,7 @@ fn a_box_stays_only_if_its_close_cut_finds_a_face_in_its_place() {
     let mut runner = Runner::load(ModelSource::Embedded).unwrap();
     // The boxes as the network and decoding give them, before any look.
     set_look(&mut runner, SecondLook::default()).unwrap();
-    let before = runner.detect(runner.frame(&picture));
+    let before = runner.detect(runner.frame(&picture).unwrap());
     assert!(before.len() >= 3, "the scene's faces: {before:?}");
     // Every box is looked at.
     // At the shipped model's context: its boxes run forehead to chin, so the
@@ -88,7 +88,7 @@ fn a_box_stays_only_if_its_close_cut_finds_a_face_in_its_place() {
     let context = runner.spec().model.second_look.context;
     let look = SecondLook { below: 1.0, context, ..SecondLook::default() };
     set_look(&mut runner, look).unwrap();
-    let after = runner.detect(runner.frame(&picture));
+    let after = runner.detect(runner.frame(&picture).unwrap());
     assert!(!after.is_empty(), "the scene's faces are found again close up: {before:?}");
     let close = |a: &[Detection], b: &[Detection]| {
         a.len() == b.len()
@@ -99,7 +99,7 @@ fn a_box_stays_only_if_its_close_cut_finds_a_face_in_its_place() {
     // With a mirror: the mean of the cut's and its mirror's scores decides.
     let mirror = SecondLook { mirror: true, ..look };
     set_look(&mut runner, mirror).unwrap();
-    let mirrored = runner.detect(runner.frame(&picture));
+    let mirrored = runner.detect(runner.frame(&picture).unwrap());
     let want = expected(&before, &mirror, &picture);
     assert!(close(&mirrored, &want), "runner {mirrored:?}\nparts  {want:?}");
     assert!(mirrored.contains(&before[0]), "the scene's best face holds both ways round: {mirrored:?}");
@@ -107,7 +107,7 @@ fn a_box_stays_only_if_its_close_cut_finds_a_face_in_its_place() {
     // A face in the cut must score what the box would be reported at: asking
     // a near-certain score drops the doubtful ones.
     set_look(&mut runner, SecondLook { confirm: 0.999, ..look }).unwrap();
-    let strict = runner.detect(runner.frame(&picture));
+    let strict = runner.detect(runner.frame(&picture).unwrap());
     assert!(strict.len() < after.len() && strict.iter().all(|d| after.contains(d)), "{strict:?} of {after:?}");
 }
 

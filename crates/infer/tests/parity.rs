@@ -7,7 +7,8 @@
 use crate::reference::{BurnModel, Cpu};
 use burn::tensor::backend::Backend;
 use grin_infer::{ModelSource, Runner, DEFAULT_MODEL};
-use grin_model::{DecodeParams, DetectorSpec, InitDetector, ModelConfig};
+use grin_model::InitDetector;
+use grin_net::{DecodeParams, DetectorSpec, ModelConfig};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -23,8 +24,8 @@ fn check(detector: &mut Runner, burn: &BurnModel, image: &image::DynamicImage, s
     let params = DecodeParams {
         score_threshold: 0.005,
         nms_iou: 0.4,
-        nested_cover: grin_model::NESTED_COVER,
-        nested_area: grin_model::NESTED_AREA,
+        nested_cover: grin_net::NESTED_COVER,
+        nested_area: grin_net::NESTED_AREA,
         max_detections: 100,
         pyramid_above: 0.0,
         smile_vote_floor: 0.3,
@@ -34,18 +35,18 @@ fn check(detector: &mut Runner, burn: &BurnModel, image: &image::DynamicImage, s
         let mut raw = Vec::new();
         for reference in [None, Some(burn.reference())] {
             detector.set_reference(reference);
-            raw.push(detector.raw(detector.frame(image)));
+            raw.push(detector.raw(detector.frame(image).unwrap()));
         }
         detector.set_reference(None);
         assert_eq!(raw[0].len(), raw[1].len());
         let worst = raw[0].iter().zip(&raw[1]).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
         assert!(worst <= TOLERANCE, "{w}x{h}: raw outputs differ by {worst}");
-        let fast = grin_model::decode(&raw[0], detector.points(), &params);
-        let burn = grin_model::decode(&raw[1], detector.points(), &params);
+        let fast = grin_net::decode(&raw[0], detector.points(), &params);
+        let burn = grin_net::decode(&raw[1], detector.points(), &params);
         assert!(!burn.is_empty(), "{w}x{h}: nothing to compare");
         assert_eq!(fast.len(), burn.len(), "{w}x{h}");
         for f in &fast {
-            let same = |b: &grin_model::Detection| {
+            let same = |b: &grin_net::Detection| {
                 [(f.x0, b.x0), (f.y0, b.y0), (f.x1, b.x1), (f.y1, b.y1), (f.score, b.score), (f.smile, b.smile)]
                     .iter()
                     .all(|&(x, y)| close(x, y))

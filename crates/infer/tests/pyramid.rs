@@ -8,7 +8,7 @@
 use crate::reference::{BurnModel, Cpu};
 use burn::tensor::{Tensor, TensorData};
 use grin_infer::{Mapping, ModelSource, Runner, DEFAULT_MODEL};
-use grin_model::{Detection, ModelConfig};
+use grin_net::{Detection, ModelConfig};
 use image::imageops::FilterType;
 use image::DynamicImage;
 use std::path::Path;
@@ -50,13 +50,13 @@ fn a_face_too_close_for_one_pass_is_found_by_the_half_size_pass() {
     let mut runner = Runner::load(ModelSource::Embedded).unwrap();
     // The shipped model keeps faces up to 161 px a pass: at half size, 160x120 holds any face.
     assert_eq!(runner.pass_sizes(), [(320, 240), (160, 120)]);
-    let found = runner.detect(runner.frame(&image));
+    let found = runner.detect(runner.frame(&image).unwrap());
     assert_eq!(found.len(), 1, "one face, one detection: {found:?}");
     assert!(iou(&found[0], face) >= 0.5, "the pyramid misses the close face: {found:?}");
 
     runner.set_model(ModelConfig { pyramid_above: 0.0, ..runner.spec().model.clone() }).unwrap();
     assert_eq!(runner.pass_sizes(), [(320, 240)]);
-    let one_pass = runner.detect(runner.frame(&image));
+    let one_pass = runner.detect(runner.frame(&image).unwrap());
     assert!(!one_pass.iter().any(|d| iou(d, face) >= 0.5), "one pass finds it after all: {one_pass:?}");
 }
 
@@ -68,7 +68,7 @@ fn grin_detect_and_training_evaluation_make_the_same_pyramid() {
     // The pyramid alone, look off (tests/look.rs covers the look), at a low
     // threshold, which the smile votes follow as they follow the file's own.
     let decisions =
-        ModelConfig { second_look: grin_model::SecondLook::default(), score_threshold: 0.05, ..spec.model.clone() };
+        ModelConfig { second_look: grin_net::SecondLook::default(), score_threshold: 0.05, ..spec.model.clone() };
     runner.set_model(decisions.clone()).unwrap();
     let params = decisions.decode_params();
     assert_eq!(params.smile_vote_floor, 0.05);
@@ -77,7 +77,8 @@ fn grin_detect_and_training_evaluation_make_the_same_pyramid() {
     for image in [scene(), close_up().0].map(|i| widened(&i)) {
         // Evaluation's input: the photo path's u8 frame, divided by 255 as
         // training's batch upload divides it.
-        let grin_image::LetterboxedPhoto { frame, placement, .. } = grin_image::letterbox_image(&image, 1, 320, 240);
+        let grin_image::LetterboxedPhoto { frame, placement, .. } =
+            grin_image::letterbox_image(&image, 1, 320, 240).unwrap();
         let pixels: Vec<f32> = frame.pixels.iter().map(|&v| v as f32 / 255.0).collect();
         let input = Tensor::<Cpu, 4>::from_data(TensorData::new(pixels, [1, 1, 240, 320]), &device);
         let evaluated: Vec<Detection> = grin_model::detect(&model, input, &params)
@@ -90,7 +91,7 @@ fn grin_detect_and_training_evaluation_make_the_same_pyramid() {
         compared += evaluated.len();
         for (engine, reference) in [("fast", None), ("burn", Some(burn.reference()))] {
             runner.set_reference(reference);
-            let detected = runner.detect(runner.frame(&image));
+            let detected = runner.detect(runner.frame(&image).unwrap());
             assert_eq!(detected.len(), evaluated.len(), "{engine}");
             for (a, b) in detected.iter().zip(&evaluated) {
                 let close =

@@ -1,6 +1,6 @@
 //! grin-kernels: CPU loops over plain `f32` slices, the depthwise and 3x3
 //! convolutions that the Pi's engine (grin-infer), the CPU backend's forward
-//! pass and the CPU training step (grin-model) all run, each checked at
+//! pass and the CPU training step (grin-cpu-step) all run, each checked at
 //! every instruction-set level the host has against its plain definition.
 //!
 //! It depends on no other grin crate and on no Burn: whatever runs a

@@ -1,6 +1,7 @@
 //! grin-model: the face + smile detector in Burn, generic over the backend,
 //! built from grin-net's statement of it (the architecture, the weights
-//! file, the decoding, re-exported here).
+//! file, the decoding: imported from grin-net by every crate, not
+//! re-exported here).
 //!
 //! Data flow: [`Detector::forward`] gives raw outputs at every point of
 //! three levels; during training [`assign`] + [`loss()`] turn labelled boxes
@@ -15,6 +16,10 @@
 //! (grin-device-step) take the layer list and wiring ([`graph`]), the loss's
 //! rule and the running averages ([`running`]) from here. grin-detect needs
 //! none of it: it reads grin-net's folded weights, without Burn.
+//!
+//! It may not depend on a training engine, the trainer or the feature
+//! pipeline, nor on a GPU backend beyond naming its type (features `cuda`,
+//! `wgpu`).
 
 // Modules named by path (by other crates, or this one's tests and
 // examples); the rest is re-exported below.
@@ -35,14 +40,6 @@ pub use backend::{values_of, DetectorBackend};
 pub use detector::level_shift::{parse_level_thresholds, scales_for_box, shift_between, LevelShift};
 pub use detector::{detect, Detector, DetectorOutput, HeadSpan, InitDetector, Trainable};
 pub use file::{load_model, save_model};
-pub use grin_net::{
-    add_upsampled, decode, halve, merge_passes, nested_in, nms, pass_sizes, second_look, BoxScale, Budget,
-    DecodeParams, Detection, DetectorSpec, FoldedConv, FoldedDetector, FoldedFuse, FoldedHead, LevelThresholds,
-    ModelConfig, Points, SecondLook, CONFIRM_IOU, LOG_DISTANCE_RANGE, MIN_PASS_SIDE, MIRROR_FLOOR, NESTED_AREA,
-    NESTED_COVER, OUTPUTS, SEAM,
-};
-#[cfg(feature = "cli")]
-pub use grin_net::{score, DecodeFlags};
 pub use layers::{batch_norm, depthwise3x3, folded_conv};
 pub use loss::{loss, LossParts, LossWeights};
 pub use metrics::{Evaluation, FaceMatch, GroundTruth, PrPoint, LOOSE_MATCH_IOU};

@@ -6,8 +6,9 @@
 use burn::backend::NdArray;
 use burn::module::{Module, Param};
 use burn::tensor::Tensor;
+use grin_model::Detector;
 use grin_model::InitDetector;
-use grin_model::{Detector, DetectorSpec, ModelConfig};
+use grin_net::{DetectorSpec, ModelConfig};
 
 #[test]
 fn a_seeded_model_draws_the_same_weights_whatever_draws_beside_it() {

@@ -154,8 +154,13 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Weights, String> {
 /// The header's fields; the path names the key at fault (NaN is written as
 /// `null`, which no f32 reads back as).
 fn parse_header<T: serde::de::DeserializeOwned>(json: &[u8]) -> Result<T, String> {
-    serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(json))
-        .map_err(|e| format!("malformed model header: key `{}`: {}", e.path(), e.inner()))
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let value = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| format!("malformed model header: key `{}`: {}", e.path(), e.inner()))?;
+    // Nothing but whitespace after the object (round 7 of issue 90: `{…} xx`
+    // was read as the object alone).
+    de.end().map_err(|e| format!("malformed model header: {e}"))?;
+    Ok(value)
 }
 
 /// Sizes and settings a header may name: anything else would panic or

@@ -24,7 +24,10 @@ pub fn is_tapped(block: usize) -> bool {
 }
 
 /// Everything needed to rebuild a detector: architecture plus input shape.
+/// Unknown keys are refused, as `model`'s are: a key this build does not
+/// know may shape the weights.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DetectorSpec {
     pub model: ModelConfig,
     pub width: usize,

@@ -27,6 +27,8 @@
 //! what a crash cannot: a file damaged after it was written. A file the
 //! user named is read through [`open_plain`]: a FIFO or a device never hangs
 //! a read.
+//!
+//! A leaf: it depends on no grin crate and on no Burn.
 #![forbid(unsafe_code)]
 
 mod lock;
@@ -82,12 +84,39 @@ pub fn write_with(
 /// The refusals [`write_with`] makes before writing (an output that is an
 /// input, or inside an input folder), made now: a command checks its
 /// outputs before its work (minutes of training or timing), not only after.
+///
+/// An output that is a folder (a command writes its files into it) must
+/// not hold an input: an input named like one of the files it writes
+/// (`photos.json`, `shard-00000.bin`) would be replaced (issue 90, round 7).
 pub fn check(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
     refuse_input_folders(path, inputs)?;
     match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => refuse_inputs_inside(path, inputs),
         Ok(m) => refuse_inputs(path, &m, inputs),
         Err(_) => Ok(()),
     }
+}
+
+/// An input file inside the output folder `path`, compared by resolved
+/// paths as [`refuse_input_folders`] compares.
+fn refuse_inputs_inside(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
+    let Ok(folder) = std::fs::canonicalize(path) else { return Ok(()) };
+    for input in inputs {
+        match std::fs::canonicalize(input) {
+            Ok(resolved) if resolved.starts_with(&folder) => {
+                return Err(fail(
+                    path,
+                    format!(
+                        "holds an input ({}), which the files written there could replace; name another output \
+                         folder, or move the input out of it",
+                        input.display()
+                    ),
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Whether `a` and `b` name one existing file (by device and inode: a

@@ -90,6 +90,27 @@ fn nothing_is_written_inside_an_input_folder_new_file_or_old() {
     write_file(&dir.path().join("sheet.png"), &[&data], b"sheet").unwrap();
 }
 
+/// Issue 90, round 7: `grin eval --config OUT/photos.json --out OUT`
+/// replaced its own config with its report. An output folder holding an
+/// input is refused, however the input is named.
+#[test]
+fn an_output_folder_that_holds_an_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(out.join("sub")).unwrap();
+    let config = out.join("sub").join("photos.json");
+    std::fs::write(&config, b"[features]").unwrap();
+    let through = dir.path().join("out").join("..").join("out");
+    for folder in [&out, &through] {
+        let e = grin_output::check(folder, &[&config]).unwrap_err().to_string();
+        assert!(e.contains("holds an input") && e.contains("photos.json"), "{e}");
+    }
+    // A folder beside the input, or one not made yet, is fine.
+    grin_output::check(&dir.path().join("elsewhere"), &[&config]).unwrap();
+    std::fs::create_dir(dir.path().join("beside")).unwrap();
+    grin_output::check(&dir.path().join("beside"), &[&config]).unwrap();
+}
+
 #[test]
 fn a_symbolic_link_is_written_through_and_survives() {
     let dir = tempfile::tempdir().unwrap();

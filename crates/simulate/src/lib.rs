@@ -2,6 +2,8 @@
 //! model of N loader workers, a bounded batch queue and one consumer, checked
 //! against the closed-form steady state min(1, N·S/L) and, with `--from-run`,
 //! against a real run's measured GPU-busy %.
+//!
+//! It depends on grin-terms only.
 
 #![forbid(unsafe_code)]
 

@@ -66,6 +66,9 @@
 //! **Reading.** [`Store::open`] checks each shard's size; [`Store::check_checksums`]
 //! hashes every shard once against the manifest (what training does when it
 //! opens a dataset), so a record `grin verify` would reject is never trained on.
+//!
+//! It depends on grin-output, grin-image and grin-features (a sample's
+//! layout) and on Burn's `Dataset` trait only: never on the model or the trainer.
 
 // Public as a module because the CLI calls it by path: `grin store info`'s
 // canonical fingerprint.

@@ -1,5 +1,6 @@
 //! The terms every grin crate shares, each defined once and imported
-//! everywhere else. A leaf: it depends on no other grin crate.
+//! everywhere else. Nearly a leaf: it depends on no other grin crate but
+//! grin-output (a run's summary is read as a plain file only).
 //!
 //! - [`median`] and [`percentile`]: what every timing and benchmark figure
 //!   reports (step times, T_g, latency, a sweep's windows).

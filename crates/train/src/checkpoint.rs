@@ -48,7 +48,11 @@ pub fn save(path: &Path, checkpoint: &Checkpoint) -> Result<()> {
 }
 
 pub fn load(path: &Path) -> Result<Checkpoint> {
-    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read checkpoint", path.display()))?;
+    // A plain file only: a FIFO as the checkpoint hung `grin train`.
+    let mut bytes = Vec::new();
+    grin_output::open_plain(path)
+        .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
+        .with_context(|| format!("{}: cannot read checkpoint", path.display()))?;
     let names = match bytes.get(..parts::MAGIC_LEN) {
         Some(m) if m == MAGIC => &PARTS[..],
         Some(m) if m == MAGIC_BEFORE_EMA => &PARTS[..3],

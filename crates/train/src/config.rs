@@ -4,7 +4,8 @@
 
 use anyhow::{bail, Result};
 use grin_features::FeatureConfig;
-use grin_model::{DetectorSpec, LossWeights, ModelConfig};
+use grin_model::LossWeights;
+use grin_net::{DetectorSpec, ModelConfig};
 use grin_terms::{MAX_SIDE, MIN_SIDE};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -166,18 +167,7 @@ impl GrinConfig {
         }
         f.validate()?;
         f.image_bound().map_err(|e| anyhow::anyhow!("{e}"))?;
-        // A run folder's name: a filesystem takes at most 255 bytes (a 900 KB
-        // name failed at mkdir with a 900 KB error line, issue 90).
-        if c.name.len() > MAX_NAME_BYTES {
-            let start: String = c.name.chars().take(40).collect();
-            bail!(
-                "key `name`: \"{start}…\" is {} bytes; a run's name is a folder name, at most {MAX_NAME_BYTES}",
-                c.name.len()
-            );
-        }
-        if c.name.is_empty() || c.name.contains(['/', '\\']) || c.name == ".." || c.name == "." {
-            bail!("key `name`: {:?} must be a plain folder name", c.name);
-        }
+        check_run_name(&c.name).map_err(|e| anyhow::anyhow!("key `name`: {e}"))?;
         c.model.validate().map_err(anyhow::Error::msg)?;
         for (key, set, flag) in [
             ("model.level_thresholds", c.model.level_thresholds.is_some(), "--level-thresholds"),
@@ -204,6 +194,24 @@ pub const MAX_STEPS: usize = 100_000_000;
 /// The longest run name (`name`, `--name`): a folder name, which most
 /// filesystems bound at 255 bytes.
 const MAX_NAME_BYTES: usize = 255;
+
+/// Whether `name` can be a run's folder name: plain (no separator, not `.`
+/// or `..`) and within a filesystem's 255 bytes (a 900 KB name failed at
+/// mkdir with a 900 KB error line, issue 90). The config's `name` and
+/// `grin train --name` both answer to it.
+pub fn check_run_name(name: &str) -> Result<(), String> {
+    if name.len() > MAX_NAME_BYTES {
+        let start: String = name.chars().take(40).collect();
+        return Err(format!(
+            "\"{start}…\" is {} bytes; a run's name is a folder name, at most {MAX_NAME_BYTES}",
+            name.len()
+        ));
+    }
+    if name.is_empty() || name.contains(['/', '\\']) || name == ".." || name == "." {
+        return Err(format!("{name:?} must be a plain folder name"));
+    }
+    Ok(())
+}
 
 /// The most held-out scenes or photos one evaluation scores
 /// (`train.eval_samples`, `train.eval_photos`, and `grin eval`'s

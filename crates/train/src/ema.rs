@@ -97,8 +97,9 @@ mod tests {
     use super::*;
     use burn::backend::{Autodiff, NdArray};
     use burn::module::AutodiffModule;
+    use grin_model::values_of;
     use grin_model::InitDetector;
-    use grin_model::{values_of, DetectorSpec, ModelConfig};
+    use grin_net::{DetectorSpec, ModelConfig};
 
     type B = NdArray<f32>;
 

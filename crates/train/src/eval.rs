@@ -3,7 +3,8 @@
 use crate::device_batch::upload;
 use anyhow::Result;
 use grin_features::{FaceBox, FeatureConfig, HostBatch, Pipeline, Split};
-use grin_model::{detect, DecodeParams, Detector, DetectorBackend, DetectorSpec, Evaluation, GroundTruth};
+use grin_model::{detect, Detector, DetectorBackend, Evaluation, GroundTruth};
+use grin_net::{DecodeParams, DetectorSpec};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, Serialize)]

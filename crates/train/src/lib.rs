@@ -6,6 +6,10 @@
 //! a [`Feed`] (on-the-fly, precomputed or in-VRAM, one file each under
 //! `feed/`); [`train`] pulls a [`DeviceBatch`] from it every
 //! step, runs forward + loss + backward, and accounts for the wait.
+//!
+//! The top of the library stack: it may depend on every grin crate but
+//! grin-infer, grin-export and grin-simulate, and only the `grin` binary (and
+//! the fuzz checks) depend on it.
 
 #![forbid(unsafe_code)]
 
@@ -53,14 +57,14 @@ pub use backend::TrainBackend;
 pub use balance::Prediction;
 pub use best::Best;
 pub use config::{
-    detector_spec, load_config, parse_config, set_model_keys, DeviceAugment, GrinConfig, LoadedConfig, Mode,
-    TrainConfig, MAX_EVAL, MAX_STEPS,
+    check_run_name, detector_spec, load_config, parse_config, set_model_keys, DeviceAugment, GrinConfig, LoadedConfig,
+    Mode, TrainConfig, MAX_EVAL, MAX_STEPS,
 };
 pub use device_batch::{upload, DeviceBatch};
 pub use feed::{build_feed, Feed, FeedPlan};
 pub use plan::{plan, PlanRequest, RunPlan};
 pub use run::{Interrupt, RunSpec};
-pub use run_folder::{run_model, RunLock};
+pub use run_folder::{run_model, run_of_model, RunLock};
 pub use step::{optimizer, OptimizerImpl, PhaseTimes, Stepper};
 pub use summary::Summary;
 pub use trainer::{train, train_parallel, Interrupted};
@@ -96,6 +100,7 @@ pub mod bench {
     pub use crate::feed::precomputed::open_store;
     #[cfg(any(feature = "cuda", feature = "wgpu"))]
     pub use crate::launches::install_launch_counter;
+    pub use crate::run_folder::{mark_as_its_own, refuse_a_run_not_its_own};
     pub use crate::step_bench::{bench_step, Launches, StepBench, StepTimes, Windows};
     pub use crate::store_bench::{batch_order, time_reads, warm_page_cache, write_order, Throughput, MAX_ORDER};
 }

@@ -1,12 +1,13 @@
 //! `grin eval`'s and `grin calibrate`'s second look at low-scoring boxes:
-//! the rule is `grin_model::second_look`, the cuts `grin_image::LookCuts`
+//! the rule is `grin_net::second_look`, the cuts `grin_image::LookCuts`
 //! (as in grin-detect); here the cuts of one photo run as one batch through
 //! the model being scored.
 
 use crate::device_batch::upload;
 use grin_features::{HeldOutPhoto, HostBatch, Sample};
 use grin_image::LookCuts;
-use grin_model::{detect, second_look, DecodeParams, Detection, Detector, DetectorBackend, SecondLook};
+use grin_model::{detect, Detector, DetectorBackend};
+use grin_net::{second_look, DecodeParams, Detection, SecondLook};
 
 /// `found` (one photo's detections in its frame's pixels, best first)
 /// without the boxes a second look does not confirm. Only boxes at or above
@@ -50,7 +51,7 @@ pub(crate) fn look_again<B: DetectorBackend>(
 mod tests {
     use super::*;
     use grin_image::{letterbox, Raster};
-    use grin_model::nms;
+    use grin_net::nms;
 
     type B = burn_ndarray::NdArray<f32>;
 
@@ -68,7 +69,7 @@ mod tests {
         let scene = image::open(concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets/test-scene.png")).unwrap();
         let mut canvas = image::GrayImage::from_pixel(570, 240, image::Luma([90]));
         image::imageops::overlay(&mut canvas, &scene.to_luma8(), 0, 0);
-        let source = Raster::from_image(&image::DynamicImage::ImageLuma8(canvas), 1);
+        let source = Raster::from_image(&image::DynamicImage::ImageLuma8(canvas), 1).unwrap();
         let (frame, placement) = letterbox(&source, 320, 240);
         let sample = Sample { width: 320, height: 240, channels: 1, pixels: frame.pixels, boxes: Vec::new() };
         let mut batch = HostBatch::with_capacity(1, 320, 240, 1);

@@ -16,7 +16,8 @@ use crate::device_batch::upload;
 use anyhow::{Context, Result};
 use grin_features::{photos_of_split, FaceBox, FeatureConfig, HeldOutPhoto, HostBatch, Sample, Split};
 use grin_image::{OnBadSample, LETTERBOX_FILL};
-use grin_model::{detect, DecodeParams, Detection, Detector, DetectorBackend, DetectorSpec, SecondLook};
+use grin_model::{detect, Detector, DetectorBackend};
+use grin_net::{DecodeParams, Detection, DetectorSpec, SecondLook};
 use std::path::{Path, PathBuf};
 
 /// Photos with more annotated faces than this are not mined.

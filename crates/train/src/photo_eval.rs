@@ -15,8 +15,10 @@ use crate::look::look_again;
 use anyhow::{Context, Result};
 use grin_features::{photos_of_split, FaceBox, FeatureConfig, HeldOutPhoto, HeldOutPhotos, HostBatch, Split};
 use grin_image::OnBadSample;
-use grin_model::{detect, nested_in, DecodeParams, Detection, Detector, DetectorBackend, DetectorSpec, Evaluation};
-use grin_model::{PrPoint, LOOSE_MATCH_IOU, NESTED_COVER};
+use grin_model::{detect, Detector, DetectorBackend, Evaluation};
+use grin_model::{PrPoint, LOOSE_MATCH_IOU};
+use grin_net::NESTED_COVER;
+use grin_net::{nested_in, DecodeParams, Detection, DetectorSpec};
 use serde::{Deserialize, Serialize};
 
 mod calibrate;

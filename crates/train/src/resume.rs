@@ -12,7 +12,8 @@ use burn::module::AutodiffModule;
 use burn::optim::Optimizer;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder};
 use grin_model::InitDetector;
-use grin_model::{file, Detector, DetectorSpec};
+use grin_model::{file, Detector};
+use grin_net::DetectorSpec;
 use std::path::Path;
 
 /// Where a run starts.

@@ -4,7 +4,7 @@ use crate::backend::BackendChoice;
 use crate::config::{GrinConfig, Mode, TrainConfig};
 use anyhow::Result;
 use grin_features::FeatureConfig;
-use grin_model::{DetectorSpec, ModelConfig};
+use grin_net::{DetectorSpec, ModelConfig};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

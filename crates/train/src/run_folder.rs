@@ -158,6 +158,9 @@ pub fn run_model(run_dir: &Path, best: bool) -> anyhow::Result<(PathBuf, PathBuf
         anyhow::bail!("{shown}: no such run (a run folder is runs/<name>, or <runs-dir>/<name>)");
     }
     let config = run_dir.join("config.toml");
+    if config.exists() && !config.is_file() {
+        anyhow::bail!("{}: not a regular file (a FIFO, device or folder); a run's config is a file", config.display());
+    }
     if !config.is_file() {
         anyhow::bail!("{shown}: not a run folder: it holds no config.toml (grin train writes one)");
     }
@@ -167,6 +170,39 @@ pub fn run_model(run_dir: &Path, best: bool) -> anyhow::Result<(PathBuf, PathBuf
         anyhow::bail!("{shown}: no {}: {why}", model.file_name().unwrap_or_default().to_string_lossy());
     }
     Ok((model, config))
+}
+
+/// The file `grin bench modes` leaves in each run folder it writes: what it
+/// may replace without `--overwrite`.
+const BENCH_MARK: &str = "bench-modes.txt";
+
+/// A run folder that holds a finished run `grin bench modes` did not write
+/// (a `grin train` run of the same name) is refused: bench modes replaced
+/// it, model and figures, without a word (issue 90, round 7).
+pub fn refuse_a_run_not_its_own(run_dir: &Path) -> Result<()> {
+    if finished_run(run_dir).is_some() && !run_dir.join(BENCH_MARK).exists() {
+        bail!(
+            "{}: holds a finished run that grin bench modes did not write; it replaces only its own runs: name \
+             another --runs-dir",
+            run_dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Marks `run_dir` as written by `grin bench modes`, which may replace it.
+pub fn mark_as_its_own(run_dir: &Path) -> Result<()> {
+    std::fs::write(run_dir.join(BENCH_MARK), "written by grin bench modes, which replaces it each time\n")
+        .with_context(|| format!("{}: cannot mark the run as grin bench modes'", run_dir.display()))
+}
+
+/// The run folder `model` sits in (one that holds a `config.toml`), if any:
+/// a command that reads a run's model through `--model` takes the folder as
+/// an input as a whole, as `--run` does, so that its output never lands on
+/// the run's config or summary (issue 90, round 7).
+pub fn run_of_model(model: &Path) -> Option<&Path> {
+    let folder = model.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })?;
+    folder.join("config.toml").exists().then_some(folder)
 }
 
 /// `checkpoint.ckpt`, `model.grin` and `metrics.csv` of a run folder.

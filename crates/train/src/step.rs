@@ -22,7 +22,8 @@ use grin_device_step::DeviceStep;
 use grin_model::InitDetector;
 use grin_model::Phase;
 use grin_model::PointTensors;
-use grin_model::{assign, loss, Detector, DetectorBackend, DetectorSpec, LossParts, LossWeights, Points};
+use grin_model::{assign, loss, Detector, DetectorBackend, LossParts, LossWeights};
+use grin_net::{DetectorSpec, Points};
 use std::time::{Duration, Instant};
 
 /// Time spent in each phase of the steps timed, device work included

@@ -1,7 +1,7 @@
 //! Held-out photos made for tests: face-free textures of chosen sizes.
 
 use grin_features::{FeatureConfig, SourceConfig, Split, SplitConfig};
-use grin_model::{DetectorSpec, ModelConfig};
+use grin_net::{DetectorSpec, ModelConfig};
 
 /// Face-free images of the given sizes (`p0.png`, `p1.png`, ...), every one
 /// in `split`, and a small untrained model that takes the config's frames.

@@ -22,8 +22,8 @@ fn timing_batch() -> usize {
 /// Width 1.0's trunk at 160x120, in run order, from the detector's own
 /// widths: (kind, in, out, input height, input width) per conv.
 fn trunk_at_width_1() -> Vec<(Kind, usize, usize, usize, usize)> {
-    let spec = grin_model::DetectorSpec {
-        model: grin_model::ModelConfig { width_mult: 1.0, ..grin_model::ModelConfig::default() },
+    let spec = grin_net::DetectorSpec {
+        model: grin_net::ModelConfig { width_mult: 1.0, ..grin_net::ModelConfig::default() },
         width: 160,
         height: 120,
         channels: 1,

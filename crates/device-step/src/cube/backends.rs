@@ -4,7 +4,8 @@
 
 use crate::{AdamwScalars, DeviceBatch, DeviceOutput, DeviceStep, FlatState, StepKernels};
 use burn::tensor::ops::FloatTensor;
-use grin_model::{Detector, LossWeights, Phase, Points};
+use grin_model::{Detector, LossWeights, Phase};
+use grin_net::Points;
 
 /// The CubeCL backends (CUDA, wgpu): training runs grin's device step,
 /// the optimizer its flat kernels.

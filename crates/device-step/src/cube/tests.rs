@@ -15,9 +15,10 @@ use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Int, Tensor, TensorData, TensorPrimitive};
 use burn_wgpu::{Wgpu, WgpuDevice, WgpuRuntime};
+use grin_model::DetectorOutput;
 use grin_model::LossWeights;
 use grin_model::{assign, PointTensors};
-use grin_model::{DetectorOutput, Points};
+use grin_net::Points;
 
 type Gpu = Wgpu<f32, i32>;
 type Ref = Autodiff<NdArray<f32>>;

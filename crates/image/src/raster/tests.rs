@@ -42,7 +42,7 @@ fn rgb_luma_is_within_a_level_of_image_crates_own() {
     }
     let n = pixels.len() / 3;
     let image = image::DynamicImage::ImageRgb8(image::RgbImage::from_raw(n as u32, 1, pixels).unwrap());
-    let (ours, theirs) = (Raster::from_image(&image, 1).pixels, image.to_luma8().into_raw());
+    let (ours, theirs) = (Raster::from_image(&image, 1).unwrap().pixels, image.to_luma8().into_raw());
     let apart: Vec<i32> = ours.iter().zip(&theirs).map(|(a, b)| (*a as i32 - *b as i32).abs()).collect();
     assert!(apart.iter().all(|d| *d <= 1), "more than one level apart");
     let equal = apart.iter().filter(|d| **d == 0).count() as f64 / n as f64;
@@ -55,7 +55,7 @@ fn the_simd_luma_is_the_plain_loops_at_every_length() {
         let rgb: Vec<u8> = (0..3 * n as u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
         let mut plain = vec![0u8; n];
         luma_into(&rgb, &mut plain);
-        assert_eq!(luma_of_rgb(&rgb), plain, "{n} pixels");
+        assert_eq!(luma_of_rgb(&rgb).unwrap(), plain, "{n} pixels");
     }
 }
 
@@ -83,4 +83,14 @@ fn the_simd_resizer_matches_the_triangle_filter_within_a_level() {
         // Integer coefficients against image's f32 ones: at most one grey level apart.
         assert!(max <= 1 && mean <= 0.35, "{w}x{h}x{c} -> {ow}x{oh}: max {max}, mean {mean:.3}");
     }
+}
+
+/// Issue 90, round 7: a buffer the process cannot have is an error naming
+/// its size, not an abort (the conversion of a frame that was read).
+#[test]
+fn a_buffer_past_the_memory_left_is_an_error() {
+    let e = zeroed(isize::MAX as usize).unwrap_err();
+    assert_eq!(e, OutOfMemory { bytes: isize::MAX as usize });
+    assert!(e.to_string().contains("past the memory this process may take"), "{e}");
+    assert_eq!(zeroed(3).unwrap(), [0, 0, 0]);
 }

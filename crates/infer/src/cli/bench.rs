@@ -64,7 +64,7 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         // Not timed: the output points of a new size are built once per size.
         detector.size_for(image, cli.photo_size());
         let start = Instant::now();
-        let frame = detector.frame(image);
+        let frame = detector.frame(image)?;
         let scaled = start.elapsed();
         let (detections, phases) = detector.detect_timed(frame);
         let elapsed = start.elapsed();

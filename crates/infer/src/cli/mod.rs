@@ -29,6 +29,8 @@ use std::sync::Arc;
 
 #[derive(Parser)]
 #[command(name = "grin-detect", version, about = "Find faces and smiles in images with a grin model (CPU).")]
+// A negative number is a value (refused by its range: `--threshold -0.1`), not a flag.
+#[command(allow_negative_numbers = true)]
 struct Cli {
     /// Images to run on (PNG or JPEG).
     #[arg(required_unless_present = "stream", conflicts_with = "stream")]
@@ -206,7 +208,13 @@ fn run(cli: &Cli) -> Result<bool> {
         // model file (`--draw MODEL` replaced the model, issue 90).
         let inputs = draw_inputs(cli);
         for i in 0..cli.images.len() {
-            grin_output::check(&draw::output_path(out, i, cli.images.len()), &inputs)?;
+            let target = draw::output_path(out, i, cli.images.len());
+            // An input named first: the worse mistake. (A folder is no
+            // drawing's file, whatever it holds: `format_of` says so.)
+            if !target.is_dir() {
+                grin_output::check(&target, &inputs)?;
+            }
+            draw::format_of(&target)?;
         }
     }
     let source = cli.model.clone().map_or(ModelSource::Embedded, ModelSource::File);

@@ -222,7 +222,18 @@ pub(crate) fn run<R: Read + Send + 'static, W: Write + Send + 'static>(
                 continue;
             }
         };
-        let detections = detector.detect(detector.frame(&image));
+        let frame = match detector.frame(&image) {
+            Ok(frame) => frame,
+            Err(e) => {
+                // Read, but past the memory left for its picture: told and
+                // counted as a frame too large, as one past --max-pixels is.
+                let bad = BadFrame::TooLarge(format!("{}x{} frame: {e}", image.width(), image.height()));
+                eprintln!("warning: frame {}: {bad}", item.number);
+                *summary.bad.entry(bad.kind()).or_default() += 1;
+                continue;
+            }
+        };
+        let detections = detector.detect(frame);
         let (faces, events) = tracker.update(&detections);
         summary.smile_events += events.len() as u64;
         let mut lines = Vec::with_capacity(1 + events.len());

@@ -280,6 +280,15 @@ fn a_header_naming_another_architecture_or_size_is_refused_before_the_weights() 
     // serde_json writes a NaN as null: the key is named, not just "malformed".
     let nan = with_header(&|h| h["spec"]["model"]["nms_iou"] = serde_json::Value::Null);
     assert!(nan.starts_with("malformed model header: key `spec.model.nms_iou`: invalid type: null"), "{nan}");
+    // Round 7 of issue 90: an unknown key under `spec`, and bytes after the
+    // header's object, were read past.
+    let unknown = with_header(&|h| h["spec"]["depth"] = 3.into());
+    assert!(unknown.starts_with("malformed model header: key `spec.depth`: unknown field `depth`"), "{unknown}");
+    let (header, record) = cut(&bytes);
+    let mut json = serde_json::to_vec(&header).unwrap();
+    json.extend_from_slice(b" xx");
+    let trailing = load(&parts::frame(MAGIC, &[&json[..], &record[..]])).err().unwrap();
+    assert!(trailing.starts_with("malformed model header: trailing characters"), "{trailing}");
 }
 
 #[test]

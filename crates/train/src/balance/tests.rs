@@ -41,7 +41,7 @@ fn the_balance_check_times_the_trainers_step() {
     // The default source: synthetic scenes, no files needed.
     let features = FeatureConfig { width: 64, height: 64, workers: 1, ..FeatureConfig::default() };
     let spec =
-        crate::config::detector_spec(&grin_model::ModelConfig { width_mult: 0.5, ..Default::default() }, &features);
+        crate::config::detector_spec(&grin_net::ModelConfig { width_mult: 0.5, ..Default::default() }, &features);
     let train = TrainConfig { batch_size: 2, ..TrainConfig::default() };
     let device = Default::default();
     let before = crate::step::calls_on_this_thread();

@@ -5,7 +5,7 @@
 
 use super::GrinConfig;
 use anyhow::{bail, Context, Result};
-use grin_model::ModelConfig;
+use grin_net::ModelConfig;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -172,7 +172,8 @@ pub fn load_config(path: &Path, sets: &[String]) -> Result<LoadedConfig> {
 
 fn read_capped(path: &Path) -> Result<String> {
     use std::io::Read;
-    let file = std::fs::File::open(path).with_context(|| format!("{}: cannot read config", path.display()))?;
+    // A plain file only: a FIFO named as the config hung every command.
+    let file = grin_output::open_plain(path).with_context(|| format!("{}: cannot read config", path.display()))?;
     let mut bytes = Vec::new();
     file.take(MAX_CONFIG_BYTES + 1)
         .read_to_end(&mut bytes)

@@ -1,7 +1,7 @@
 //! What the training tests share: a short CPU run of a half-width detector.
 
 use grin_features::{FeatureConfig, SourceConfig};
-use grin_model::ModelConfig;
+use grin_net::ModelConfig;
 use grin_train::backend::{BackendChoice, Cpu};
 use grin_train::TrainBackend;
 use grin_train::{build_feed, train, FeedPlan, Mode, RunSpec, Summary, TrainConfig};
