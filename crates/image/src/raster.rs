@@ -19,7 +19,7 @@ pub struct OutOfMemory {
 
 impl std::fmt::Display for OutOfMemory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "its pixels need {:.1} MB more, past the memory this process may take", self.bytes as f64 / 1e6)
+        write!(f, "needs {:.1} MB more, past the memory this process may take", self.bytes as f64 / 1e6)
     }
 }
 

@@ -44,6 +44,11 @@ impl Frame {
     /// an error, not an abort.
     pub fn new(image: &DynamicImage, channels: usize, width: usize, height: usize) -> Result<Frame, OutOfMemory> {
         let photo = letterbox_image(image, channels as u32, width as u32, height as u32)?;
+        // The frame's floats, asked for before they are made.
+        let floats = channels * width * height;
+        if Vec::<f32>::new().try_reserve_exact(floats).is_err() {
+            return Err(OutOfMemory { bytes: floats * std::mem::size_of::<f32>() });
+        }
         Ok(Frame::from_letterboxed(&photo.frame, photo.placement, Some(photo.source)))
     }
 

@@ -150,10 +150,19 @@ impl Runner {
         Ok(())
     }
 
-    /// Scales `image` into a frame of the run size and channel count.
+    /// Scales `image` into a frame of the run size and channel count. The
+    /// pass's working memory is asked for first (a bound: every map of the
+    /// first pass, [`Budget::activations`]), so that a photo whose maps the
+    /// process cannot have is an error, not an abort in the pass (issue 90,
+    /// round 7: a 9000x9000 photo under 400 MB).
     pub fn frame(&self, image: &image::DynamicImage) -> Result<Frame, grin_image::OutOfMemory> {
         let (w, h) = self.run_size();
-        Frame::new(image, self.spec.channels, w, h)
+        let frame = Frame::new(image, self.spec.channels, w, h)?;
+        let floats = self.budget().activations;
+        if Vec::<f32>::new().try_reserve_exact(floats).is_err() {
+            return Err(grin_image::OutOfMemory { bytes: floats * std::mem::size_of::<f32>() });
+        }
+        Ok(frame)
     }
 
     /// Reads an image file within `bound` and makes its frame by the one

@@ -180,6 +180,13 @@ pub struct Budget {
     pub params: usize,
     /// 2 FLOPs per multiply-add, as papers count them.
     pub mflops: f64,
+    /// Values a pass may hold at its peak, with room to spare: twice the
+    /// largest map and every head's maps (grin-detect's engine runs a layer
+    /// group over row bands and frees a map once read; the band scratch and
+    /// each thread's own buffers come on top, so a bound of once these
+    /// still aborted near the limit). What grin-detect asks for before a
+    /// pass.
+    pub activations: usize,
 }
 
 impl Budget {
@@ -189,12 +196,18 @@ impl Budget {
         let params = arch.tensor_shapes().iter().map(|s| s.iter().product::<usize>()).sum();
         let (mut trunk, mut size) = (0, (spec.height, spec.width));
         let mut tapped = Vec::new();
-        let (macs, h, w) = arch.stem.macs(size.0, size.1);
+        let (mut largest, mut heads_maps) = (0, 0);
+        let mut out = |conv: &Conv, (h, w): (usize, usize)| {
+            let (macs, h, w) = conv.macs(h, w);
+            largest = largest.max(conv.output * h * w);
+            (macs, h, w)
+        };
+        let (macs, h, w) = out(&arch.stem, size);
         trunk += macs;
         size = (h, w);
         for (i, block) in arch.blocks.iter().enumerate() {
             for conv in block {
-                let (macs, h, w) = conv.macs(size.0, size.1);
+                let (macs, h, w) = out(conv, size);
                 trunk += macs;
                 size = (h, w);
             }
@@ -203,13 +216,22 @@ impl Budget {
             }
         }
         // The lateral conv runs on the stride-16 tap, before its upsampling.
-        let fusion = arch.top_down.map_or(0, |lateral| lateral.macs(tapped[1].0, tapped[1].1).0);
+        let fusion = arch.top_down.map_or(0, |lateral| out(&lateral, tapped[1]).0);
         let heads: u64 = arch
             .heads
             .iter()
             .zip(&tapped)
-            .map(|(head, &(h, w))| head.iter().map(|conv| conv.macs(h, w).0).sum::<u64>())
+            .map(|(head, &size)| {
+                head.iter()
+                    .map(|conv| {
+                        let (macs, h, w) = out(conv, size);
+                        heads_maps += conv.output * h * w;
+                        macs
+                    })
+                    .sum::<u64>()
+            })
             .sum();
-        Budget { params, mflops: 2.0 * (trunk + fusion + heads) as f64 / 1e6 }
+        let activations = 2 * (largest + heads_maps);
+        Budget { params, mflops: 2.0 * (trunk + fusion + heads) as f64 / 1e6, activations }
     }
 }
