@@ -4,7 +4,7 @@
 
 mod cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(name = "grin", version, about, propagate_version = true)]
@@ -53,8 +53,16 @@ enum Command {
     Config(cmd::config_cmd::ConfigCmdArgs),
 }
 
+/// Every command and subcommand reads a negative number as a value, which
+/// its range then refuses by name (`--threshold -0.1` was "unexpected
+/// argument '-0'", issue 90 round 8): the rule held here, once.
+fn negative_numbers_are_values(command: clap::Command) -> clap::Command {
+    command.allow_negative_numbers(true).mut_subcommands(negative_numbers_are_values)
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let matches = negative_numbers_are_values(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     grin_train::set_quiet(cli.quiet);
     let result = match cli.command {
         Command::Train(args) => cmd::train::train(args),

@@ -703,6 +703,82 @@ fn store_bench_never_writes_into_its_store_and_bounds_its_counts() {
     let out = bench(&["--batches", "2", "--batch", "4", "--order-out", order.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(std::fs::metadata(&order).unwrap().len(), 2 * 4 * 8);
+    // Round 8: a batch past the store reserved batch x record bytes (19.5 GB
+    // for 10^6, exit 134); two outputs on one path kept only the second.
+    let out = bench(&["--batch", "1000000"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--batch 1000000:") && stderr(&out).contains("batches of 8"), "{}", stderr(&out));
+    let out = bench(&["--order-out", order.to_str().unwrap(), "--json", order.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--order-out and --json name one file"), "{}", stderr(&out));
+}
+
+/// Issue 90, round 8: what `grin train` writes in its run folder reached
+/// its inputs (a `metrics.csv` linked to the config, a config named
+/// `metrics.csv` in the run folder, `train.init` in the folder
+/// `--overwrite` empties); a run killed before its first checkpoint left a
+/// `best.grin` a fresh run kept; bench modes replaced a folder holding an
+/// interrupted run. Each is refused before anything is written.
+#[test]
+fn a_run_never_writes_over_what_it_reads_and_keeps_no_stale_best_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let config = write_config(dir.path(), "");
+    let original = std::fs::read(&config).unwrap();
+    let run = runs.join("tiny");
+    std::fs::create_dir_all(&run).unwrap();
+    std::os::unix::fs::symlink(&config, run.join("metrics.csv")).unwrap();
+    let out = grin(&["train", "--backend", "cpu", "--quiet"], &config, &runs);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("metrics.csv: is also an input"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&config).unwrap(), original);
+    std::fs::remove_dir_all(&run).unwrap();
+
+    // The config inside the run folder, named as a run's file.
+    std::fs::create_dir_all(&run).unwrap();
+    let inside = run.join("metrics.csv");
+    std::fs::copy(&config, &inside).unwrap();
+    let out = grin(&["train", "--backend", "cpu", "--quiet"], &inside, &runs);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("holds an input"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&inside).unwrap(), original);
+    std::fs::remove_dir_all(&run).unwrap();
+
+    // train.init in the folder --overwrite empties.
+    assert!(grin(&["train", "--backend", "cpu", "--quiet"], &config, &runs).status.success());
+    let init = run.join("model.grin");
+    let train = format!("steps = 6\nbatch_size = 2\ninit = {:?}\n", init.display().to_string());
+    let with_init = tiny_config(dir.path(), "init.toml", &train);
+    let before = std::fs::read(&init).unwrap();
+    let out = grin(&["train", "--backend", "cpu", "--quiet", "--overwrite"], &with_init, &runs);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("holds an input") && stderr(&out).contains("model.grin"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&init).unwrap(), before);
+
+    // Only a best.grin (killed before the first checkpoint): not kept silently.
+    std::fs::rename(run.join("model.grin"), run.join("best.grin")).unwrap();
+    for name in ["summary.json", "config.toml"] {
+        std::fs::remove_file(run.join(name)).unwrap();
+    }
+    let out = grin(&["train", "--backend", "cpu", "--quiet"], &config, &runs);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("holds an earlier run's best.grin"), "{}", stderr(&out));
+    assert!(grin(&["train", "--backend", "cpu", "--quiet", "--overwrite"], &config, &runs).status.success());
+
+    // bench modes over a folder it did not write, finished or not.
+    let bench_runs = dir.path().join("bench");
+    std::fs::create_dir_all(bench_runs.join("on-the-fly")).unwrap();
+    std::fs::write(bench_runs.join("on-the-fly/NOTES.txt"), "mine").unwrap();
+    let out = Command::new(GRIN)
+        .args(["bench", "modes", "--backend", "cpu", "--steps", "2", "--modes", "on-the-fly", "--config"])
+        .arg(&config)
+        .arg("--runs-dir")
+        .arg(&bench_runs)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("holds files that grin bench modes did not write"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(bench_runs.join("on-the-fly/NOTES.txt")).unwrap(), b"mine");
 }
 
 /// Issue 80, cause 2: two runs into one folder both exited 0, the second's
@@ -982,10 +1058,21 @@ fn a_fifo_for_a_checkpoint_a_summary_or_a_config_is_refused_at_once() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("summary.json") && stderr(&out).contains("not a regular file"), "{}", stderr(&out));
 
-    // A --name that is no folder name is named as the flag (round 7).
+    // A --name that is no folder name is named as the flag (round 7), a
+    // newline in it too (round 8).
     let out = refs(&train(&["--name", "../x"]));
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).starts_with("error: --name \"../x\" must be a plain folder name"), "{}", stderr(&out));
+    let out = refs(&train(&["--name", "x\ny"]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("must be a plain folder name"), "{}", stderr(&out));
+
+    // A run's model that is a FIFO is named so, not "not finished" (round 8).
+    std::fs::remove_file(run.join("model.grin")).unwrap();
+    mkfifo(&run.join("model.grin"));
+    let out = refs(&[os("eval"), os("--samples"), os("2"), os("--run"), run.clone().into_os_string()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("model.grin: not a regular file"), "{}", stderr(&out));
 
     // The config itself.
     let fifo = dir.path().join("c.toml");

@@ -282,7 +282,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
         grin_train::bench::refuse_a_run_not_its_own(run)?;
     }
     let mut inputs = loaded.inputs();
-    inputs.push(&dir);
+    inputs.extend([args.runs_dir.as_path(), dir.as_path()]);
     inputs.extend(runs.iter().map(PathBuf::as_path));
     if let Some(path) = &args.json {
         super::check_outputs(&[path], &inputs)?;

@@ -99,6 +99,10 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     let label = args.split.label();
     let loaded = grin_train::load_config(&config_path, &args.config.set.sets)?;
     if let Some(out) = &args.out {
+        // A folder, checked before the scoring, not at the end of it.
+        if out.exists() && !out.is_dir() {
+            anyhow::bail!("--out {}: is a file; --out names the folder the report is written into", out.display());
+        }
         let mut inputs = loaded.inputs();
         inputs.push(&model_path);
         super::check_outputs(&[out], &inputs)?;

@@ -5,9 +5,7 @@ use std::path::PathBuf;
 
 /// Every figure can come from a flag or, with `--from-run`, from the run's
 /// `summary.json`; a flag given next to `--from-run` overrides the run.
-/// A negative number is a value (refused by its range), not a flag.
 #[derive(Args)]
-#[command(allow_negative_numbers = true)]
 pub(crate) struct SimulateArgs {
     /// Mean host time for one loader to produce one batch (ms).
     #[arg(long)]

@@ -208,7 +208,29 @@ fn bench(args: BenchArgs) -> Result<()> {
     // Both outputs are checked before any timing, not after it (issue 90).
     let outputs: Vec<&Path> = args.order_out.iter().chain(&args.json).map(PathBuf::as_path).collect();
     super::check_outputs(&outputs, &[&args.dir])?;
+    // Two outputs on one path: the second would replace the first (round 8).
+    if let (Some(order), Some(json)) = (&args.order_out, &args.json) {
+        if order == json || grin_output::is_same_file(order, json) {
+            anyhow::bail!("--order-out and --json name one file ({}): name two", json.display());
+        }
+    }
     let store = Store::open(&args.dir)?;
+    // A batch holds its records in memory at once: never more than the
+    // store has (--batch 1000000 on 64 records reserved 19.5 GB, round 8).
+    let mut args = args;
+    if store.is_empty() {
+        anyhow::bail!("{}: holds no records to time", args.dir.display());
+    }
+    if args.batch as u64 > store.len() {
+        eprintln!(
+            "note: --batch {}: {} holds {} records; batches of {}",
+            args.batch,
+            args.dir.display(),
+            store.len(),
+            store.len()
+        );
+        args.batch = store.len() as usize;
+    }
     let batches = args.batches.unwrap_or_else(|| (store.len() as usize).div_ceil(args.batch));
     // The order lives in memory (8 bytes an index): bounded before it is drawn.
     if batches.saturating_mul(args.batch) > grin_train::bench::MAX_ORDER {

@@ -86,13 +86,29 @@ pub(crate) fn train(args: TrainArgs) -> Result<()> {
 /// dataset it trains from), and a `--config` that is the run folder's own
 /// `config.toml` unless the run would write it back as it is (a `--resume`
 /// from the run's saved config): the run writes its resolved config there.
+///
+/// Round 8 of issue 90: the config and `train.init` are inputs too (a
+/// config kept in the run folder, or named like a run's file, was replaced;
+/// an init model in the folder `--overwrite` empties was lost), and every
+/// file the run writes there is checked against them now, before training:
+/// one that is a link to an input (`metrics.csv -> the config`) is refused.
 fn check_run_folder(run_dir: &Path, loaded: &LoadedConfig) -> Result<()> {
     let mut inputs = loaded.config.features.source.inputs();
     let store = loaded.config.store_dir();
     inputs.push(&store);
-    super::check_outputs(&[run_dir], &inputs)?;
     let own = run_dir.join("config.toml");
-    if grin_output::is_same_file(&own, &loaded.path) {
+    let is_own = grin_output::is_same_file(&own, &loaded.path);
+    if !is_own {
+        inputs.push(&loaded.path);
+    }
+    if let Some(init) = &loaded.config.train.init {
+        inputs.push(init);
+    }
+    super::check_outputs(&[run_dir], &inputs)?;
+    for name in grin_train::run_files() {
+        super::check_outputs(&[&run_dir.join(name)], &inputs)?;
+    }
+    if is_own {
         let read = std::fs::read_to_string(&own).with_context(|| format!("{}: cannot read", own.display()))?;
         if read != toml::to_string(&loaded.config)? {
             anyhow::bail!(

@@ -207,7 +207,13 @@ pub fn check_run_name(name: &str) -> Result<(), String> {
             name.len()
         ));
     }
-    if name.is_empty() || name.contains(['/', '\\']) || name == ".." || name == "." {
+    // A control character (a newline) splits every line that names the run.
+    if name.is_empty()
+        || name.contains(['/', '\\'])
+        || name == ".."
+        || name == "."
+        || name.chars().any(char::is_control)
+    {
         return Err(format!("{name:?} must be a plain folder name"));
     }
     Ok(())

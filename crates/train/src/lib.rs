@@ -64,7 +64,7 @@ pub use device_batch::{upload, DeviceBatch};
 pub use feed::{build_feed, Feed, FeedPlan};
 pub use plan::{plan, PlanRequest, RunPlan};
 pub use run::{Interrupt, RunSpec};
-pub use run_folder::{run_model, run_of_model, RunLock};
+pub use run_folder::{run_files, run_model, run_of_model, RunLock};
 pub use step::{optimizer, OptimizerImpl, PhaseTimes, Stepper};
 pub use summary::Summary;
 pub use trainer::{train, train_parallel, Interrupted};

@@ -73,6 +73,12 @@ const RESULTS: [&str; 7] = [
     "pr_curve.svg",
 ];
 
+/// Every file a run writes into its folder: its results, its checkpoint
+/// and its resolved config. None may be (a link to) one of the run's inputs.
+pub fn run_files() -> impl Iterator<Item = &'static str> {
+    RESULTS.into_iter().chain(["checkpoint.ckpt", "config.toml"])
+}
+
 /// Refuses to start in `run_dir` unless `resume` / `overwrite` says what
 /// to do with what is there. Reads only; called before anything slow (a
 /// store build, a balance measurement) and again by the trainer.
@@ -98,6 +104,18 @@ pub(crate) fn check(run_dir: &Path, resume: bool, overwrite: bool) -> Result<()>
         bail!(
             "{} holds a finished run ({finished}): give this run another name (--name), or add --overwrite to replace it",
             run_dir.display()
+        );
+    }
+    // A run killed before its first checkpoint leaves its best model: a
+    // fresh run beside it would keep it, and `--best` would score it
+    // (round 8 of issue 90).
+    let best = run_dir.join(crate::best::BEST_MODEL);
+    if best.exists() {
+        bail!(
+            "{} holds an earlier run's {} (it stopped before its first checkpoint): add --overwrite to start \
+             again, or give this run another name (--name)",
+            run_dir.display(),
+            crate::best::BEST_MODEL
         );
     }
     Ok(())
@@ -158,13 +176,12 @@ pub fn run_model(run_dir: &Path, best: bool) -> anyhow::Result<(PathBuf, PathBuf
         anyhow::bail!("{shown}: no such run (a run folder is runs/<name>, or <runs-dir>/<name>)");
     }
     let config = run_dir.join("config.toml");
-    if config.exists() && !config.is_file() {
-        anyhow::bail!("{}: not a regular file (a FIFO, device or folder); a run's config is a file", config.display());
-    }
+    refuse_a_non_file(&config)?;
     if !config.is_file() {
         anyhow::bail!("{shown}: not a run folder: it holds no config.toml (grin train writes one)");
     }
     let model = model_path(run_dir, best);
+    refuse_a_non_file(&model)?;
     if !model.is_file() {
         let why = if best { "the run kept no best.grin (train.eval_every was 0)" } else { "the run has not finished" };
         anyhow::bail!("{shown}: no {}: {why}", model.file_name().unwrap_or_default().to_string_lossy());
@@ -176,14 +193,16 @@ pub fn run_model(run_dir: &Path, best: bool) -> anyhow::Result<(PathBuf, PathBuf
 /// may replace without `--overwrite`.
 const BENCH_MARK: &str = "bench-modes.txt";
 
-/// A run folder that holds a finished run `grin bench modes` did not write
-/// (a `grin train` run of the same name) is refused: bench modes replaced
-/// it, model and figures, without a word (issue 90, round 7).
+/// A folder `grin bench modes` did not write (a `grin train` run of the
+/// same name, finished or interrupted, or anything else) is refused: bench
+/// modes replaced it without a word (issue 90, rounds 7 and 8).
 pub fn refuse_a_run_not_its_own(run_dir: &Path) -> Result<()> {
-    if finished_run(run_dir).is_some() && !run_dir.join(BENCH_MARK).exists() {
+    let holds_files = std::fs::read_dir(run_dir).is_ok_and(|mut entries| entries.next().is_some());
+    if holds_files && !run_dir.join(BENCH_MARK).exists() {
+        let what = if finished_run(run_dir).is_some() { "a finished run" } else { "files" };
         bail!(
-            "{}: holds a finished run that grin bench modes did not write; it replaces only its own runs: name \
-             another --runs-dir",
+            "{}: holds {what} that grin bench modes did not write; it replaces only its own runs: name another \
+             --runs-dir",
             run_dir.display()
         );
     }
@@ -203,6 +222,16 @@ pub fn mark_as_its_own(run_dir: &Path) -> Result<()> {
 pub fn run_of_model(model: &Path) -> Option<&Path> {
     let folder = model.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })?;
     folder.join("config.toml").exists().then_some(folder)
+}
+
+/// A run's file that is there but is no plain file (a FIFO, a device, a
+/// folder, a link to nothing or to itself) is named as such, not as missing
+/// (round 8 of issue 90: "the run has not finished" for a FIFO model).
+fn refuse_a_non_file(path: &Path) -> anyhow::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok() && !path.is_file() {
+        anyhow::bail!("{}: not a regular file (a FIFO, device, folder or broken link)", path.display());
+    }
+    Ok(())
 }
 
 /// `checkpoint.ckpt`, `model.grin` and `metrics.csv` of a run folder.
