@@ -3,11 +3,11 @@
 //! generator without seeding it (fresh models, random inputs), which no lock
 //! of grin's can keep out of a seeding.
 
+use crate::Detector;
+use crate::InitDetector;
 use burn::backend::NdArray;
 use burn::module::{Module, Param};
 use burn::tensor::Tensor;
-use grin_model::Detector;
-use grin_model::InitDetector;
 use grin_net::{DetectorSpec, ModelConfig};
 
 #[test]
@@ -38,7 +38,7 @@ fn a_seeded_model_draws_the_same_weights_whatever_draws_beside_it() {
                 s.spawn(move || {
                     for step in 0..50 {
                         let seed = 100 + 10 * i + step;
-                        grin_model::seeded::<B, _>(device, seed, || spec.init::<B>(device).folded(spec));
+                        crate::seeded::<B, _>(device, seed, || spec.init::<B>(device).folded(spec));
                     }
                 })
             })

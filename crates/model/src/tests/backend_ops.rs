@@ -4,6 +4,8 @@
 //! fused ops are tested in grin-cpu-step, the device step's kernels in
 //! grin-device-step's `src/cube/tests.rs`.)
 
+use crate::backend::{burn_ops, DetectorBackend, Geometry};
+use crate::{batch_norm, depthwise3x3};
 use burn::backend::{Autodiff, NdArray};
 use burn::module::Module;
 use burn::nn::{BatchNorm, BatchNormConfig};
@@ -12,8 +14,6 @@ use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::TensorPrimitive;
 use burn::tensor::{Distribution, Tensor};
-use grin_model::backend::{burn_ops, DetectorBackend, Geometry};
-use grin_model::{batch_norm, depthwise3x3};
 
 type B = Autodiff<NdArray<f32>>;
 
@@ -70,7 +70,7 @@ fn drawn<K: burn::tensor::backend::Backend, const D: usize>(
 ) -> Tensor<K, D> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let seed = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    grin_model::seeded::<K, _>(device, seed, || Tensor::random(shape, distribution, device))
+    crate::seeded::<K, _>(device, seed, || Tensor::random(shape, distribution, device))
 }
 
 /// BatchNorm as the model calls it (Burn's ops composed, on this backend)

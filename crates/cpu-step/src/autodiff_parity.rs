@@ -3,11 +3,11 @@
 //! averages. Burn's side runs the ops CUDA runs (the backend trait's
 //! defaults), so this also pins the GPU path to the CPU one.
 
+use crate::{Batch, CpuStep, Labels};
 use burn::backend::{Autodiff, NdArray};
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
-use grin_cpu_step::{Batch, CpuStep, Labels};
 use grin_model::InitDetector;
 use grin_model::{assign, loss, Detector, LossWeights, PointTensors};
 use grin_net::{DetectorSpec, ModelConfig};
