@@ -16,10 +16,6 @@
 //! loss's rule) and on the CPU kernels; never on grin-device-step, grin-train
 //! or a GPU backend.
 
-// The step against Burn's autodiff, in the lib's test binary: one binary
-// less to link (each monomorphises the detector's training again).
-#[cfg(test)]
-mod autodiff_parity;
 mod dots;
 mod fuse;
 mod gemm;
