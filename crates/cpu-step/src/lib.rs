@@ -16,6 +16,12 @@
 //! loss's rule) and on the CPU kernels; never on grin-device-step, grin-train
 //! or a GPU backend.
 
+// The step against Burn's autodiff, in the lib's test binary: one binary
+// less to link (each monomorphises the detector's training again). It
+// builds its model on both sides from Burn's generator, so every test here
+// that draws from it does so under grin's lock (`grin_model::seeded`).
+#[cfg(test)]
+mod autodiff_parity;
 mod dots;
 mod fuse;
 mod gemm;

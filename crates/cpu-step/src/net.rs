@@ -128,7 +128,10 @@ mod tests {
                 height: 48,
                 channels: 1,
             };
-            let net = Net::new(&spec.init::<NdArray<f32>>(&Default::default()));
+            // Under grin's generator lock: the parameters are drawn as `Net` reads them.
+            let device = Default::default();
+            let net =
+                grin_model::seeded::<NdArray<f32>, _>(&device, 3, || Net::new(&spec.init::<NdArray<f32>>(&device)));
             assert!(net.deferred[0], "the stem, read by the first depthwise layer");
             for (i, layer) in net.layers.iter().enumerate() {
                 let readers: Vec<Kind> =

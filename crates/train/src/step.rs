@@ -6,7 +6,7 @@
 //! Where the gradients come from depends on the backend: on the CPU,
 //! grin's own fused step (grin-cpu-step); elsewhere (CUDA), Burn's
 //! autodiff over the model's ops. Both hand Burn's optimizer the same
-//! gradients (grin-cpu-step's `tests/cpu_step.rs`).
+//! gradients (grin-cpu-step's `autodiff_parity.rs`).
 
 use crate::adamw::{FlatAdamW, Settings};
 use crate::config::TrainConfig;

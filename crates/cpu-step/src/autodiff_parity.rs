@@ -1,16 +1,13 @@
-// Its own test binary: the model it builds on both sides must be drawn with
-// no other test drawing from Burn's generator (in the lib's test binary,
-// the layer tests did, and the two sides differed).
 //! The CPU training step against Burn's autodiff on the same model and
 //! batch: the loss, every parameter's gradient and the BatchNorm running
 //! averages. Burn's side runs the ops CUDA runs (the backend trait's
 //! defaults), so this also pins the GPU path to the CPU one.
 
+use crate::{Batch, CpuStep, Labels};
 use burn::backend::{Autodiff, NdArray};
 use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
-use grin_cpu_step::{Batch, CpuStep, Labels};
 use grin_model::InitDetector;
 use grin_model::{assign, loss, Detector, LossWeights, PointTensors};
 use grin_net::{DetectorSpec, ModelConfig};
