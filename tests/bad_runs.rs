@@ -171,6 +171,38 @@ fn calibration_run(dir: &Path, manifest: &str) -> PathBuf {
     run
 }
 
+/// Issue 90, round 9: `eval` and `mine` at `--run-size 4096x4096` under a
+/// memory limit aborted in the pass (exit 134); each is an error naming the
+/// frames and the flag, before the pass.
+#[test]
+fn a_run_size_past_the_process_memory_is_an_error_not_an_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    image::GrayImage::from_fn(128, 96, |x, y| image::Luma([((x * 3 + y * 5) % 256) as u8]))
+        .save(dir.path().join("a.png"))
+        .unwrap();
+    // A batch of 16 photos: 16 frames' maps at once.
+    let manifest: Vec<String> =
+        (0..16).map(|_| r#"{"image": "a.png", "boxes": [[30, 20, 70, 70]]}"#.to_string()).collect();
+    let run = calibration_run(dir.path(), &manifest.join("\n"));
+    let (model, config) = (run.join("model.grin"), run.join("config.toml"));
+    let train_split = dir.path().join("train.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace("train = 0.0\nval = 1.0", "train = 1.0\nval = 0.0");
+    std::fs::write(&train_split, text).unwrap();
+    let (m, c, t) = (model.display(), config.display(), train_split.display());
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mined = elsewhere.path().join("mined");
+    for command in [
+        format!("eval --model {m} --config {c} --split val --samples 0 --run-size 4096x4096"),
+        format!("mine --model {m} --config {t} --out {} --run-size 4096x4096", mined.display()),
+    ] {
+        let script = format!("ulimit -v 2000000; exec {GRIN} {command} --quiet");
+        let out = Command::new("sh").arg("-c").arg(&script).output().unwrap();
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{command}: {e}");
+        assert!(e.contains("frame(s) of 4096x4096: the pass needs") && e.contains("--run-size"), "{command}: {e}");
+    }
+}
+
 #[test]
 fn calibrate_refuses_to_guess_and_leaves_the_model_alone() {
     let dir = tempfile::tempdir().unwrap();
@@ -845,15 +877,17 @@ fn an_odd_lock_file_is_refused_by_what_it_is_and_what_it_points_to_is_kept() {
     let elsewhere = dir.path().join("elsewhere");
     type Make<'a> = &'a dyn Fn(&Path);
     // A folder of that name may hold anything: moved aside, not removed (round 6).
-    let cases: [(Make<'_>, &str, &str); 3] = [
+    // A hard link to a file: cut to the PID under --overwrite (round 9).
+    let cases: [(Make<'_>, &str, &str); 4] = [
         (&|p| std::os::unix::fs::symlink(&precious, p).unwrap(), "is a symbolic link", "remove it"),
         (&|p| std::os::unix::fs::symlink(&elsewhere, p).unwrap(), "is a symbolic link", "remove it"),
         (&|p| std::fs::create_dir(p).unwrap(), "is a folder", "move it elsewhere"),
+        (&|p| std::fs::hard_link(&precious, p).unwrap(), "is a hard link", "remove this name"),
     ];
     for (make, said, to_do) in cases {
         std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
         make(&lock);
-        let out = grin(&["train", "--backend", "cpu", "--quiet", "--no-balance"], &config, &runs);
+        let out = grin(&["train", "--backend", "cpu", "--quiet", "--no-balance", "--overwrite"], &config, &runs);
         let e = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{e}");
         assert!(e.contains(&lock.display().to_string()) && e.contains(said) && e.contains(to_do), "{e}");
@@ -987,6 +1021,27 @@ fn a_run_never_rewrites_the_config_it_was_given() {
     assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(e.contains("is the run's own config.toml") && e.contains("copy it elsewhere"), "{e}");
     assert_eq!(std::fs::read(&own).unwrap(), before);
+}
+
+/// Issue 90, round 9: a folder holding no run, only files a run writes (a
+/// config.toml of the user's, a metrics.csv and a training.svg), had them
+/// replaced without a word. Each is now refused without --overwrite.
+#[test]
+fn files_a_run_writes_in_a_folder_holding_no_run_need_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let runs = dir.path().join("runs");
+    let folder = runs.join("tiny");
+    for name in ["config.toml", "metrics.csv", "training.svg"] {
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join(name), "the user's").unwrap();
+        let out = grin(&["train", "--backend", "cpu", "--quiet", "--no-balance"], &config, &runs);
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{e}");
+        assert!(e.contains(&format!("holds {name}, a file a run writes")) && e.contains("--overwrite"), "{e}");
+        assert_eq!(std::fs::read_to_string(folder.join(name)).unwrap(), "the user's", "{name} kept");
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
 }
 
 fn mkfifo(path: &Path) {

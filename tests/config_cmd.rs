@@ -121,3 +121,18 @@ fn eval_and_calibrate_name_a_run_that_is_not_there() {
         }
     }
 }
+
+/// Issue 90, round 9: without `--config`, `grin model-info` dropped its
+/// `--set`s (a budget for a model the user did not ask about, exit 0).
+/// They apply over the built-in defaults, by the same rules.
+#[test]
+fn model_info_applies_set_over_the_built_in_defaults() {
+    let info = grin(&["model-info", "--set", "model.width_mult=2", "--set", "features.width=160"]);
+    let out = String::from_utf8_lossy(&info.stdout);
+    assert!(info.status.success(), "{}", String::from_utf8_lossy(&info.stderr));
+    assert!(out.starts_with("grin detector, width_mult 2, input 160x240x1"), "{out}");
+    let unknown = grin(&["model-info", "--set", "no.such=1"]);
+    let e = String::from_utf8_lossy(&unknown.stderr);
+    assert_eq!(unknown.status.code(), Some(2), "{e}");
+    assert!(e.contains("--set no.such=1 (over the built-in defaults): key `no`: unknown field"), "{e}");
+}

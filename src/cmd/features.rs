@@ -251,16 +251,20 @@ fn run_preview(args: PreviewArgs) -> Result<()> {
     let mut inputs = cfg.source.inputs();
     inputs.push(&args.common.config.config);
     super::check_outputs(&[&args.out], &inputs)?;
+    // The sheet's format and size, before a sample is made: a JPEG past its
+    // side, or a sheet past the memory left, was found only after (issue
+    // 90, round 9). Asked for at once: the samples, the sheet and its
+    // encoding, as a sheet's worth each.
+    let format = grin_image::picture_format(&args.out, "--out").map_err(anyhow::Error::msg)?;
+    let size = grin_features::sheet_size(args.count, args.cols, (cfg.width, cfg.height));
+    grin_image::check_picture(&args.out, "--out", format, size, 3).map_err(anyhow::Error::msg)?;
     let (pipeline, load_skips) = open(&cfg, args.common.split)?;
     let indices: Vec<u64> = (0..args.count.max(1) as u64).collect();
     let batch = pipeline.batch(&indices)?;
     let samples: Vec<_> = (0..batch.len).map(|i| batch.sample(i)).collect();
     let sheet = grin_features::contact_sheet(&samples, args.cols);
-    let format = image::ImageFormat::from_path(&args.out)
-        .map_err(|_| anyhow::anyhow!("{}: unknown image format: name the sheet .png or .jpg", args.out.display()))?;
-    let mut png = std::io::Cursor::new(Vec::new());
-    sheet.write_to(&mut png, format)?;
-    grin_output::write_file(&args.out, &inputs, png.get_ref())?;
+    let bytes = grin_image::encode_picture(&sheet, &args.out, format).map_err(anyhow::Error::msg)?;
+    grin_output::write_file(&args.out, &inputs, &bytes)?;
     let faces: usize = samples.iter().map(|s| s.boxes.len()).sum();
     outln!(
         "wrote {} ({} samples, {} faces; green = smiling, red = not smiling, yellow = unknown)",

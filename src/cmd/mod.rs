@@ -97,6 +97,16 @@ impl OptionalConfigArgs {
             None => Ok(None),
         }
     }
+
+    /// [`Self::load`]'s config, or without `--config` the built-in defaults
+    /// with the `--set`s applied to them by the same rules (round 9 of
+    /// issue 90: `grin model-info --set ...` dropped them without a word).
+    pub(crate) fn load_or_defaults(&self) -> Result<grin_train::GrinConfig> {
+        match self.load()? {
+            Some(loaded) => Ok(loaded.config),
+            None => grin_train::parse_config("", "the built-in defaults", &self.set.sets),
+        }
+    }
 }
 
 /// The value parser of every count option (`--batches`, `--repeats`,

@@ -5,10 +5,9 @@
 use anyhow::Result;
 use clap::Args;
 use grin_net::{Budget, DetectorSpec};
-use grin_train::GrinConfig;
 
 /// `[model]` and the input size come from `--config`, or without one from
-/// the built-in defaults (320x240x1).
+/// the built-in defaults (320x240x1), `--set` applied over either.
 #[derive(Args)]
 pub(crate) struct ModelInfoArgs {
     #[command(flatten)]
@@ -22,7 +21,7 @@ pub(crate) const MFLOP_BUDGET: f64 = 150.0;
 const BUDGET_SIZE: (usize, usize) = (320, 240);
 
 pub(crate) fn model_info(args: ModelInfoArgs) -> Result<()> {
-    let c = args.config.load()?.map(|loaded| loaded.config).unwrap_or_else(GrinConfig::default);
+    let c = args.config.load_or_defaults()?;
     let spec = c.detector_spec();
     let b = Budget::of(&spec);
     let points = spec.points();

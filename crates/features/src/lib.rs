@@ -52,7 +52,7 @@ pub use config::{
     AugmentConfig, ClassBalanceConfig, FeatureConfig, PhotoCrops, SourceConfig, Split, SplitConfig, MAX_WORKERS,
 };
 pub use pipeline::Pipeline;
-pub use preview::{colour, contact_sheet};
+pub use preview::{colour, contact_sheet, sheet_size};
 pub use sample::{FaceBox, HostBatch, Sample, SceneClass, Smile, LABEL_IGNORE, LABEL_PADDING, MAX_BOXES};
 pub use source::Source;
 

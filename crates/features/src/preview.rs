@@ -17,12 +17,28 @@ pub fn colour(smile: Smile) -> Rgb<u8> {
     }
 }
 
-/// Samples in a grid of `cols` columns; every cell has the first sample's size.
+/// `(columns, rows)` of a sheet of `count` samples in `cols` columns.
+fn grid(count: usize, cols: usize) -> (u64, u64) {
+    let cols = cols.clamp(1, count.max(1)) as u64;
+    (cols, (count as u64).div_ceil(cols).max(1))
+}
+
+/// `(width, height)` of the sheet of `count` samples of `cell` size in
+/// `cols` columns: what [`contact_sheet`] makes, known before the samples
+/// are (`grin features preview` checks it first).
+pub fn sheet_size(count: usize, cols: usize, (cw, ch): (u32, u32)) -> (u64, u64) {
+    let (cols, rows) = grid(count, cols);
+    let m = u64::from(MARGIN);
+    (cols * (u64::from(cw) + m) + m, rows * (u64::from(ch) + m) + m)
+}
+
+/// Samples in a grid of `cols` columns; every cell has the first sample's
+/// size. The sheet's sides are within u32 (callers check [`sheet_size`]).
 pub fn contact_sheet(samples: &[Sample], cols: usize) -> RgbImage {
-    let cols = cols.clamp(1, samples.len().max(1)) as u32;
-    let rows = (samples.len() as u32).div_ceil(cols).max(1);
-    let (cw, ch) = samples.first().map(|s| (s.width, s.height)).unwrap_or((1, 1));
-    let mut sheet = RgbImage::from_pixel(cols * (cw + MARGIN) + MARGIN, rows * (ch + MARGIN) + MARGIN, BACKDROP);
+    let cell = samples.first().map(|s| (s.width, s.height)).unwrap_or((1, 1));
+    let (width, height) = sheet_size(samples.len(), cols, cell);
+    let mut sheet = RgbImage::from_pixel(width as u32, height as u32, BACKDROP);
+    let (cols, (cw, ch)) = (grid(samples.len(), cols).0 as u32, cell);
     for (i, sample) in samples.iter().enumerate() {
         let (col, row) = (i as u32 % cols, i as u32 / cols);
         let (ox, oy) = (MARGIN + col * (cw + MARGIN), MARGIN + row * (ch + MARGIN));

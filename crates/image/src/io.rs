@@ -288,7 +288,7 @@ pub fn decode_image(bytes: &[u8], bound: ImageBound) -> Result<DynamicImage, Dec
     // Turning a photo upright copies its pixels: the two at once.
     let copies = if orientation == Orientation::NoTransforms { 1 } else { 2 };
     let total = usize::try_from(decoder.total_bytes()).unwrap_or(usize::MAX).saturating_mul(copies);
-    if total > PROBE_ABOVE && Vec::<u8>::new().try_reserve_exact(total).is_err() {
+    if total > PROBE_ABOVE && crate::reserved::<u8>(total).is_err() {
         return Err(DecodeError {
             kind: BadInputKind::ImageTooLarge,
             message: format!(
@@ -351,6 +351,10 @@ fn scan_end(bytes: &[u8], mut at: usize) -> Option<usize> {
 
 /// `BMP`, `TIFF`, ...: the format's usual name, from its first extension.
 fn format_name(format: image::ImageFormat) -> String {
+    // One family, several extensions: a PPM was called a PBM (round 9).
+    if format == image::ImageFormat::Pnm {
+        return "PNM (PBM, PGM, PPM)".into();
+    }
     format.extensions_str().first().map(|e| e.to_uppercase()).unwrap_or_else(|| format!("{format:?}"))
 }
 

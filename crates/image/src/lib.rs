@@ -11,6 +11,7 @@
 mod error;
 mod io;
 mod letterbox;
+mod picture;
 mod raster;
 
 // Hostile and EXIF-turned image files, written by the tests of every crate.
@@ -24,4 +25,5 @@ pub use io::{
 pub use letterbox::{
     crop_square, letterbox, letterbox_image, letterbox_photo, Letterbox, LetterboxedPhoto, LookCuts, LETTERBOX_FILL,
 };
-pub use raster::{resample_region, resize, sub_raster, taps, to_u8, OutOfMemory, Raster, Tap, LUMA_SHARES};
+pub use picture::{check_picture, encode_picture, picture_format};
+pub use raster::{resample_region, reserved, resize, sub_raster, taps, to_u8, OutOfMemory, Raster, Tap, LUMA_SHARES};

@@ -25,10 +25,18 @@ impl std::fmt::Display for OutOfMemory {
 
 impl std::error::Error for OutOfMemory {}
 
+/// An empty buffer with room for `len` values, asked for rather than
+/// assumed: what every buffer sized by an input goes through (drop it at
+/// once to ask for memory a library will take).
+pub fn reserved<T>(len: usize) -> Result<Vec<T>, OutOfMemory> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| OutOfMemory { bytes: len.saturating_mul(std::mem::size_of::<T>()) })?;
+    Ok(v)
+}
+
 /// A zeroed buffer of `len` bytes, asked for rather than assumed.
 fn zeroed(len: usize) -> Result<Vec<u8>, OutOfMemory> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| OutOfMemory { bytes: len })?;
+    let mut v = reserved(len)?;
     v.resize(len, 0);
     Ok(v)
 }
@@ -67,8 +75,7 @@ impl Raster {
 }
 
 fn copied(pixels: &[u8]) -> Result<Vec<u8>, OutOfMemory> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(pixels.len()).map_err(|_| OutOfMemory { bytes: pixels.len() })?;
+    let mut v = reserved(pixels.len())?;
     v.extend_from_slice(pixels);
     Ok(v)
 }

@@ -65,24 +65,28 @@ pub(crate) fn output_path(out: &Path, index: usize, count: usize) -> PathBuf {
 }
 
 /// The format a drawing at `target` is written in, from its extension; a
-/// folder or an unknown extension is refused, naming `--draw`. Checked
-/// before detection runs, and again when writing.
+/// folder, a missing folder or a format grin does not write is refused,
+/// naming `--draw`. Checked before detection runs, and again when writing.
 pub(crate) fn format_of(target: &Path) -> anyhow::Result<image::ImageFormat> {
-    if target.is_dir() {
-        anyhow::bail!("--draw {}: is a folder; name the drawing's file, such as out.png", target.display());
-    }
-    image::ImageFormat::from_path(target).map_err(|_| {
-        anyhow::anyhow!("--draw {}: unknown image format: name the drawing .png or .jpg", target.display())
-    })
+    grin_image::picture_format(target, "--draw").map_err(anyhow::Error::msg)
 }
 
-/// Encodes `drawing` in the format `target`'s extension names and writes it
-/// through `grin_output`: never over one of the `inputs` (the photos).
-pub(crate) fn save(drawing: &RgbImage, target: &Path, inputs: &[&Path]) -> anyhow::Result<()> {
+/// Draws `detections` on `image` and writes the drawing in the format
+/// `target`'s extension names, through `grin_output`: never over one of the
+/// `inputs` (the photos). Its RGB copy and the encoding are asked for
+/// first: a photo detection had room for aborted here (issue 90, round 9).
+/// Every error names `target`.
+pub(crate) fn save(
+    image: &DynamicImage,
+    detections: &[Detection],
+    target: &Path,
+    inputs: &[&Path],
+) -> anyhow::Result<()> {
     let format = format_of(target)?;
-    let mut bytes = std::io::Cursor::new(Vec::new());
-    drawing.write_to(&mut bytes, format)?;
-    grin_output::write_file(target, inputs, bytes.get_ref()).map_err(|e| anyhow::anyhow!(e.message))
+    let size = (u64::from(image.width()), u64::from(image.height()));
+    grin_image::check_picture(target, "--draw", format, size, 2).map_err(anyhow::Error::msg)?;
+    let bytes = grin_image::encode_picture(&draw(image, detections), target, format).map_err(anyhow::Error::msg)?;
+    grin_output::write_file(target, inputs, &bytes).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 #[cfg(test)]

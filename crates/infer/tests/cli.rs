@@ -567,6 +567,17 @@ fn a_buffer_past_the_process_memory_is_an_error_not_an_abort() {
     let stream = limited(format!("head -c 100 /dev/zero | {bin} {args}"));
     assert_ne!(stream.status.code(), Some(134), "{}", text(&stream.stderr));
     assert!(text(&stream.stderr).contains("more memory than this process may take"), "{}", text(&stream.stderr));
+    // Round 9: an 8000x8000 grey photo is found in 64 MB, but its drawing is
+    // an RGB copy of 192 MB and its encoding: that copy panicked in the
+    // image crate, or aborted.
+    let grey = dir.path().join("grey.png");
+    image::GrayImage::from_pixel(8000, 8000, image::Luma([128])).save(&grey).unwrap();
+    let drawn = dir.path().join("drawn.png");
+    let draw = limited(format!("ulimit -v 400000; exec {bin} {} --draw {}", grey.display(), drawn.display()));
+    let stderr = text(&draw.stderr);
+    assert_eq!(draw.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("--draw {}: a 8000x8000 picture needs", drawn.display())), "{stderr}");
+    assert!(!drawn.exists(), "nothing written");
 }
 
 /// Issue 90, causes D and E: flags that cannot apply were dropped without
@@ -580,10 +591,16 @@ fn a_flag_that_cannot_apply_or_a_count_past_its_bound_is_refused_by_name() {
     // (A model without a look, `--second-look-confirm` alone: the same rule,
     // grin_model's `look.rs` tests.)
     let odd_name = dir.path().join("drawn.xyz");
-    let cases: [(&[&str], &str); 11] = [
+    // Round 9: a missing folder and a format grin does not write (.gif)
+    // were found after detection, the latter in the image crate's words.
+    let no_folder = dir.path().join("absent").join("drawn.png");
+    let gif = dir.path().join("drawn.gif");
+    let cases: [(&[&str], &str); 13] = [
         // Round 7: found only after detection ran (exit 1).
-        (&["--draw", s(dir.path())], "is a folder; name the drawing's file"),
-        (&["--draw", s(&odd_name)], "unknown image format"),
+        (&["--draw", s(dir.path())], "is a folder; name the picture's file"),
+        (&["--draw", s(&odd_name)], "grin writes pictures as .png or .jpg"),
+        (&["--draw", s(&no_folder)], "absent is not a folder"),
+        (&["--draw", s(&gif)], "drawn.gif: grin writes pictures as .png or .jpg"),
         (&["--second-look-below", "0", "--second-look-confirm", "0.99"], "--second-look-confirm: no second look runs"),
         (&["--bench", "--draw", s(&drawn)], "--draw"),
         (&["--bench", "--iterations", "4294967295"], "--iterations"),

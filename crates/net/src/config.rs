@@ -53,7 +53,11 @@ pub struct ModelConfig {
     #[serde(skip_serializing_if = "is_one")]
     pub level_scale: f32,
     /// Boxes scoring low are looked at again on a close cut (`look.rs`).
-    #[serde(skip_serializing_if = "SecondLook::is_off")]
+    /// Its defaults (off) are not written, so files without it read as they
+    /// did; an off look with other settings keeps them, so turning it on
+    /// again restores them (issue 90, round 9: `below = 0` dropped the
+    /// shipped look's context, side and mirror).
+    #[serde(skip_serializing_if = "SecondLook::is_default")]
     pub second_look: SecondLook,
     /// The face-score thresholds per output level, finest first, that
     /// `grin model-set --level-thresholds` folded into the face biases:

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 pub const CONFIRM_IOU: f32 = 0.3;
 
 /// The `[model.second_look]` table. Model files written before it existed
-/// read it as off, and an off one is not written.
+/// read it as off, and one at its defaults is not written.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SecondLook {
@@ -67,6 +67,10 @@ const SIDES: std::ops::RangeInclusive<usize> = 32..=512;
 impl SecondLook {
     pub fn is_off(&self) -> bool {
         self.below <= 0.0
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == SecondLook::default()
     }
 
     /// Every key's range; the message names the dotted key.

@@ -80,9 +80,16 @@ fn open_lock_file(path: &Path, mode: LockMode) -> io::Result<File> {
         // Say what is there rather than the errno (ELOOP, EISDIR, EACCES).
         Err(e) => return Err(describe(path, mode, e)),
     };
-    let kind = file.metadata()?.file_type();
-    if !kind.is_file() {
-        return Err(odd(what_is(&kind)));
+    let metadata = file.metadata()?;
+    if !metadata.file_type().is_file() {
+        return Err(odd(what_is(&metadata.file_type())));
+    }
+    // Another name of some file (a hard link): the PID a holder writes
+    // would replace what it holds (issue 90, round 9: a model linked as a
+    // run's grin.lock was cut to 4 bytes).
+    #[cfg(unix)]
+    if std::os::unix::fs::MetadataExt::nlink(&metadata) > 1 {
+        return Err(odd(HARD_LINK));
     }
     Ok(file)
 }
@@ -124,13 +131,15 @@ fn describe(path: &Path, mode: LockMode, e: io::Error) -> io::Error {
     }
 }
 
+const HARD_LINK: &str = "a hard link (one more name of a file)";
+
 fn odd(what: &str) -> io::Error {
     // A lock file grin made holds only its holder's PID; a folder of that
     // name may hold anything, so it is moved aside, not removed.
-    let what_to_do = if what == "a folder" {
-        "move it elsewhere (it is not grin's) and run again"
-    } else {
-        "remove it (it holds no data) and run again"
+    let what_to_do = match what {
+        "a folder" => "move it elsewhere (it is not grin's) and run again",
+        HARD_LINK => "remove this name (the file keeps its others) and run again",
+        _ => "remove it (it holds no data) and run again",
     };
     io::Error::new(
         io::ErrorKind::InvalidInput,

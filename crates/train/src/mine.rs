@@ -129,6 +129,7 @@ pub fn mine<B: DetectorBackend>(
             let (fw, fh) = (first.sample.width, first.sample.height);
             let mut batch = HostBatch::with_capacity(samples.len(), fw, fh, c);
             samples.iter().for_each(|(_, p)| batch.push(&p.sample));
+            crate::photo_eval::ask_for_pass(spec, &batch)?;
             let found = detect(model, upload::<B>(&batch, device).images, &params);
             for ((i, photo), found) in samples.iter().zip(found) {
                 let sample = &photo.sample;

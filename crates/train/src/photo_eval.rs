@@ -166,6 +166,20 @@ fn load_chunk(
     Ok((samples, skipped))
 }
 
+/// Asks for the working memory of one pass over `batch` before it runs, so
+/// that frames the process cannot have maps for (`--run-size 4096x4096`
+/// under a memory limit) are an error naming the size, not an abort (issue
+/// 90, round 9). Burn's forward holds more maps at once than grin-detect's
+/// banded pass, whose bound `Budget::activations` is: twice that a frame.
+pub(crate) fn ask_for_pass(spec: &DetectorSpec, batch: &HostBatch) -> Result<()> {
+    let (width, height) = (batch.width as usize, batch.height as usize);
+    let frame = grin_net::Budget::of(&DetectorSpec { width, height, ..spec.clone() }).activations;
+    let floats = frame.saturating_mul(2).saturating_mul(batch.len.max(1));
+    grin_image::reserved::<f32>(floats).map(drop).map_err(|e| {
+        anyhow::anyhow!("{} frame(s) of {width}x{height}: the pass {e}; give a smaller --run-size", batch.len)
+    })
+}
+
 fn score_set<B: DetectorBackend>(
     model: &Detector<B>,
     spec: &DetectorSpec,
@@ -201,6 +215,7 @@ fn score_set<B: DetectorBackend>(
         for photo in &samples {
             batch.push(&photo.sample);
         }
+        ask_for_pass(spec, &batch)?;
         let on_device = upload::<B>(&batch, device);
         let detections = detect(model, on_device.images, &params);
         for (photo, found) in samples.iter().zip(detections) {

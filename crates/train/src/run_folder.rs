@@ -118,6 +118,16 @@ pub(crate) fn check(run_dir: &Path, resume: bool, overwrite: bool) -> Result<()>
             crate::best::BEST_MODEL
         );
     }
+    // Files a run writes, in a folder holding no run named above: left by a
+    // run killed before its first checkpoint, or the user's own (round 9: a
+    // config.toml of the user's was replaced without a word).
+    if let Some(name) = run_files().find(|name| run_dir.join(name).symlink_metadata().is_ok()) {
+        bail!(
+            "{} holds {name}, a file a run writes, but no run grin can resume: add --overwrite to replace it, \
+             or give this run another name (--name)",
+            run_dir.display()
+        );
+    }
     Ok(())
 }
 

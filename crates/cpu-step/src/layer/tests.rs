@@ -49,7 +49,7 @@ fn every_layer_kind_equals_burns_conv_and_batch_norm() {
 }
 
 fn every_layer_kind_at(device: &burn::tensor::Device<B>) {
-    let device = device.clone();
+    let device = *device;
     // (kind, cin, cout, height, width, batch norm, relu)
     let cases: [(Kind, usize, usize, usize, usize, bool, bool); 7] = [
         (Kind::Dense { stride: 2 }, 1, 4, 13, 17, true, true),

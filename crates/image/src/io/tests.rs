@@ -41,7 +41,8 @@ fn a_bmp_or_tiff_is_named_as_a_format_grin_does_not_read() {
     // The first bytes are enough for the format to be recognised.
     let bmp = [b"BM".as_slice(), &[0; 64]].concat();
     let tiff = [b"II*\0".as_slice(), &[0; 64]].concat();
-    for (bytes, name) in [(bmp, "BMP"), (tiff, "TIFF")] {
+    let ppm = [b"P6\n4 4\n255\n".as_slice(), &[0; 48]].concat();
+    for (bytes, name) in [(bmp, "BMP"), (tiff, "TIFF"), (ppm, "PNM (PBM, PGM, PPM)")] {
         let bound = ImageBound::new(DEFAULT_MAX_PIXELS, "--max-pixels").unwrap();
         let e = decode_image(&bytes, bound).unwrap_err();
         assert_eq!(e.message, format!("{name} images are not read (grin reads PNG and JPEG): convert it first"));

@@ -248,10 +248,6 @@ fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}").split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn report_failure(path: &Path, e: &anyhow::Error) {
-    eprintln!("error: {}: {}", path.display(), one_line(e));
-}
-
 /// `running at 640x480 + 320x240 + ...`: every pass of the run size.
 fn passes_text(detector: &Runner) -> String {
     let passes: Vec<String> = detector.pass_sizes().iter().map(|(w, h)| format!("{w}x{h}")).collect();
@@ -300,11 +296,11 @@ fn detect_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
         if let Some(out) = &cli.draw {
             let target = draw::output_path(out, i, cli.images.len());
             let inputs = draw_inputs(cli);
-            match draw::save(&draw::draw(&image, &detections), &target, &inputs) {
+            match draw::save(&image, &detections, &target, &inputs) {
                 // On standard error, so that --json's standard output stays one line per image.
                 Ok(()) => eprintln!("{}", draw::wrote(&target, &detections)),
                 Err(e) => {
-                    report_failure(&target, &e);
+                    eprintln!("error: {}", one_line(&e));
                     ok = false;
                 }
             }

@@ -19,6 +19,7 @@ pub fn parse_config(text: &str, origin: &str, sets: &[String]) -> Result<GrinCon
         anyhow::anyhow!("{origin}:{line}: {}", e.message())
     })?;
     checked(&table, sets)?.map_err(|e| {
+        let e = cut(&e, 240);
         // A value refused is blamed on the `--set` that brought it when the
         // file alone is accepted: the file is not what the user must fix.
         let file_alone = matches!(checked(&table, &[]), Ok(Ok(_)));
@@ -34,10 +35,15 @@ pub fn parse_config(text: &str, origin: &str, sets: &[String]) -> Result<GrinCon
 /// A `--set` as an error line shows it: a value past a line's width is cut
 /// (a 900 KB run name made a 900 KB error line).
 fn shown(set: &str) -> String {
-    const SHOWN: usize = 80;
-    match set.char_indices().nth(SHOWN) {
-        Some((end, _)) => format!("{}…", &set[..end]),
-        None => set.to_string(),
+    cut(set, 80)
+}
+
+/// `text` cut after `chars` characters: a problem quotes the value it
+/// refuses, which a `--set` may make any length (round 9: 120 KB).
+fn cut(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
     }
 }
 
@@ -46,7 +52,7 @@ fn shown(set: &str) -> String {
 fn checked(table: &toml::Table, sets: &[String]) -> Result<std::result::Result<GrinConfig, String>> {
     let mut table = table.clone();
     for set in sets {
-        apply_set(&mut table, set).with_context(|| format!("--set {set}"))?;
+        apply_set(&mut table, set).with_context(|| format!("--set {}", shown(set)))?;
     }
     Ok(serde_path_to_error::deserialize(toml::Value::Table(table))
         .map_err(key_error)
@@ -68,9 +74,9 @@ pub fn set_model_keys(model: &ModelConfig, sets: &[String]) -> Result<ModelConfi
     let keys: Vec<&str> = sets.iter().map(|set| set.split_once('=').map_or(set.as_str(), |(k, _)| k).trim()).collect();
     for (set, key) in sets.iter().zip(&keys) {
         if !key.starts_with("model.") {
-            bail!("--set {set}: a model file holds only `model.*` keys");
+            bail!("--set {}: a model file holds only `model.*` keys", shown(set));
         }
-        apply_set(&mut table, set).with_context(|| format!("--set {set}"))?;
+        apply_set(&mut table, set).with_context(|| format!("--set {}", shown(set)))?;
     }
     let changed: ModelConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
         .map(|only: Only| only.model)
@@ -86,11 +92,6 @@ pub fn set_model_keys(model: &ModelConfig, sets: &[String]) -> Result<ModelConfi
             bail!("key `{key}`: records what the weights hold; change it with {flag}, which folds it in");
         }
         bail!("key `{key}`: shapes the weights, so it is set by training, not in a model file");
-    }
-    // An off look is not written, so its other keys would be lost unseen.
-    let look_key = keys.iter().find(|k| k.starts_with("model.second_look.") && **k != "model.second_look.below");
-    if let (true, Some(key)) = (changed.second_look.is_off(), look_key) {
-        bail!("key `{key}`: the second look is off (`model.second_look.below` is 0), so it would not be kept; set below too");
     }
     Ok(changed)
 }

@@ -179,6 +179,10 @@ fn a_run_name_past_a_folder_names_bound_is_refused_by_key() {
     );
     assert!(e.len() < 400, "one short line: {} bytes", e.len());
     assert!(load(&path, &[format!("name={:?}", "n".repeat(255))]).is_ok());
+    // Round 9: a value the problem quotes (a 120 KB string for a number).
+    let nested = format!("train.lr={}{}", "[".repeat(60_000), "]".repeat(60_000));
+    let e = error(&path, &[&nested]);
+    assert!(e.contains("key `train.lr`") && e.len() < 600, "one short line: {} bytes", e.len());
 }
 
 /// `model.level_thresholds` records what `grin model-set` folded into a
