@@ -1121,6 +1121,10 @@ fn a_fifo_for_a_checkpoint_a_summary_or_a_config_is_refused_at_once() {
     let out = refs(&train(&["--name", "x\ny"]));
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("must be a plain folder name"), "{}", stderr(&out));
+    // A blank one made a folder named " " (round 9).
+    let out = refs(&train(&["--name", " "]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("\" \" must be a plain folder name"), "{}", stderr(&out));
 
     // A run's model that is a FIFO is named so, not "not finished" (round 8).
     std::fs::remove_file(run.join("model.grin")).unwrap();

@@ -87,6 +87,11 @@ fn an_unwritable_out_is_one_line_naming_it() {
         let e = error_line(&grin_export(&["--model", model, "--out", out.to_str().unwrap()]));
         assert!(e.contains(&format!("error: {}: ", out.display())), "{e}");
     }
+    // An ONNX graph under a model's name replaced another run's model.grin
+    // (issue 90, round 9).
+    let named_grin = dir.path().join("model.GRIN");
+    let e = error_line(&grin_export(&["--model", model, "--out", named_grin.to_str().unwrap()]));
+    assert!(e.contains("an ONNX graph is no .grin model file; name it .onnx"), "{e}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no temporary left behind");
 }
 

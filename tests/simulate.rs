@@ -94,9 +94,9 @@ fn bad_input_is_one_clear_error() {
 
     // Counts are bounded: 10^8 loaders exhausted memory, 10^7 ran for minutes (issue 90).
     for (loaders, queue, why) in [
-        ("0", "1", "loaders 0 must be within 1..=4096"),
+        ("0", "1", "--loaders: loaders 0 must be within 1..=4096"),
         ("100000000", "1", "loaders 100000000 must be within 1..=4096"),
-        ("4", "4294967296", "queue capacity 4294967296 must be within 1..=1048576 batches"),
+        ("4", "4294967296", "--queue: queue capacity 4294967296 must be within 1..=1048576 batches"),
     ] {
         let args = ["simulate", "--load-ms", "10", "--step-ms", "5", "--loaders", loaders, "--queue", queue];
         let out = grin(&args, dir.path());
@@ -108,9 +108,14 @@ fn bad_input_is_one_clear_error() {
     for (flag, value, why) in [
         ("--timeline-seconds", "-3", "-3 must be a number of seconds > 0"),
         ("--timeline-seconds", "nan", "nan must be a number of seconds > 0"),
-        ("--step-ms", "-1", "step time -1 ms must be > 0"),
+        // Round 9: the quantity was named, not its flag.
+        ("--step-ms", "-1", "--step-ms: step time -1 ms must be > 0"),
+        ("--load-ms", "-1", "--load-ms: load time -1 ms must be a finite number >= 0"),
     ] {
-        let mut args = vec!["simulate", "--load-ms", "10", "--loaders", "2", flag, value];
+        let mut args = vec!["simulate", "--loaders", "2", flag, value];
+        if flag != "--load-ms" {
+            args.extend(["--load-ms", "10"]);
+        }
         if flag != "--step-ms" {
             args.extend(["--step-ms", "5"]);
         }

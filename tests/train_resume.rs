@@ -166,6 +166,14 @@ fn interrupted_run_checkpoints_where_it_stopped() {
         assert!(runs.join(name).join("checkpoint.ckpt").exists(), "{name}: no checkpoint after the interrupt");
         assert!(!runs.join(name).join("model.grin").exists(), "{name}: an interrupted run wrote a model");
 
+        // Another config is refused, naming what changed (round 9 of issue
+        // 90: it named nothing), and the checkpoint is kept.
+        let changed = train_to_end_with(&config, &runs, name, true, &["--set", "train.lr=0.0123"]);
+        let stderr = String::from_utf8_lossy(&changed.stderr);
+        assert_eq!(changed.status.code(), Some(2), "{name}: {stderr}");
+        assert!(stderr.contains("(key `train.lr`: ") && stderr.contains("0.0123 now)"), "{name}: {stderr}");
+        assert!(runs.join(name).join("checkpoint.ckpt").exists(), "{name}: the checkpoint kept");
+
         // Resume from the interrupt's step, not from 0.
         let resumed = train_to_end(&config, &runs, name, true);
         let stderr = String::from_utf8_lossy(&resumed.stderr);

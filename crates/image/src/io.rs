@@ -48,15 +48,28 @@ pub fn list_images(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     Ok(files)
 }
 
-/// A whole annotation file as text.
+/// A whole annotation file as text, at most [`MAX_TEXT_BYTES`], a leading
+/// byte-order mark dropped.
 pub fn read_text(path: &Path) -> Result<String, InputError> {
     use std::io::Read;
     let unreadable =
         |e: std::io::Error| InputError::bad(path, None, BadInputKind::UnreadableFile, format!("cannot read: {e}"));
     let mut text = String::new();
-    open_file(path)?.read_to_string(&mut text).map_err(unreadable)?;
-    Ok(text)
+    open_file(path)?.take(MAX_TEXT_BYTES + 1).read_to_string(&mut text).map_err(unreadable)?;
+    if text.len() as u64 > MAX_TEXT_BYTES {
+        let message = format!("more than {} MiB: not an annotation file", MAX_TEXT_BYTES >> 20);
+        return Err(InputError::bad(path, None, BadInputKind::UnreadableFile, message));
+    }
+    // A byte-order mark, as some editors save UTF-8: not part of line 1.
+    match text.strip_prefix('\u{feff}') {
+        Some(rest) => Ok(rest.to_string()),
+        None => Ok(text),
+    }
 }
+
+/// Largest annotation file read: CelebA's full attribute list is 26 MB, and
+/// a 3 GB sparse file was read whole before it was refused (round 9).
+const MAX_TEXT_BYTES: u64 = 256 << 20;
 
 /// Opens an input file (a photo, an annotation file) for reading, without
 /// ever waiting: a FIFO or a device is refused by name, where it is opened.

@@ -65,6 +65,9 @@ pub struct Runner {
     params: DecodeParams,
     /// The output points of every pass at the run size, finest first.
     passes: Vec<Points>,
+    /// The first pass's working memory in floats (`Budget::activations`),
+    /// asked for before each frame: set with the passes, not per frame.
+    activations: usize,
     source: ModelSource,
 }
 
@@ -83,14 +86,16 @@ impl Runner {
         }
         let fast = FastDetector::new(weights.folded());
         let params = spec.model.decode_params();
-        Ok(Runner {
-            fast,
-            reference: None,
-            passes: pass_points(spec.width, spec.height, &params),
-            params,
-            spec,
-            source,
-        })
+        let (width, height) = (spec.width, spec.height);
+        let mut runner = Runner { fast, reference: None, passes: vec![], activations: 0, params, spec, source };
+        runner.set_passes(width, height);
+        Ok(runner)
+    }
+
+    /// The passes at a `width`x`height` run size, and their working memory.
+    fn set_passes(&mut self, width: usize, height: usize) {
+        self.passes = pass_points(width, height, &self.params);
+        self.activations = Budget::of(&DetectorSpec { width, height, ..self.spec.clone() }).activations;
     }
 
     pub fn spec(&self) -> &DetectorSpec {
@@ -112,7 +117,7 @@ impl Runner {
                 bail!("--size: {name} {side} is outside {MIN_SIDE}..={MAX_SIDE}");
             }
         }
-        self.passes = pass_points(width, height, &self.params);
+        self.set_passes(width, height);
         Ok(())
     }
 
@@ -144,9 +149,9 @@ impl Runner {
             bail!("{}: key `{key}` shapes the loaded weights; it cannot be set over them", self.source);
         }
         self.params = model.decode_params();
-        let (width, height) = self.run_size();
-        self.passes = pass_points(width, height, &self.params);
         self.spec.model = model;
+        let (width, height) = self.run_size();
+        self.set_passes(width, height);
         Ok(())
     }
 
@@ -158,10 +163,7 @@ impl Runner {
     pub fn frame(&self, image: &image::DynamicImage) -> Result<Frame, grin_image::OutOfMemory> {
         let (w, h) = self.run_size();
         let frame = Frame::new(image, self.spec.channels, w, h)?;
-        let floats = self.budget().activations;
-        if Vec::<f32>::new().try_reserve_exact(floats).is_err() {
-            return Err(grin_image::OutOfMemory { bytes: floats * std::mem::size_of::<f32>() });
-        }
+        grin_image::reserved::<f32>(self.activations)?;
         Ok(frame)
     }
 
@@ -187,7 +189,7 @@ impl Runner {
         if let PhotoSize::Own { max_pixels } = size {
             let (w, h) = own_size(image.width(), image.height(), max_pixels);
             if (w, h) != self.run_size() {
-                self.passes = pass_points(w, h, &self.params);
+                self.set_passes(w, h);
             }
         }
     }

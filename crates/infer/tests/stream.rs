@@ -328,6 +328,11 @@ fn a_zero_frame_size_a_folder_or_a_huge_raw_frame_is_refused() {
         "{}",
         String::from_utf8_lossy(&zero.stderr)
     );
+    // A side past u32 was quoted clamped, as 4294967295 (round 9).
+    let past = detect(&["--stream", "-", "--input-format", "gray8", "--input-size", "4294967616x240"]);
+    assert_eq!(past.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&past.stderr);
+    assert!(stderr.contains("--input-size 4294967616x240: a side is at most 4294967295 px"), "{stderr}");
     let dir = tempfile::tempdir().unwrap();
     let folder = detect(&["--stream", dir.path().to_str().unwrap()]);
     assert_eq!(folder.status.code(), Some(2));

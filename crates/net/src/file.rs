@@ -109,14 +109,10 @@ pub fn resigned(bytes: &[u8]) -> Option<Vec<u8>> {
 }
 
 pub fn read(path: &Path) -> Result<Weights, ModelFileError> {
-    use std::io::Read;
     let fail = |message: String| ModelFileError { path: path.to_path_buf(), message };
-    let mut bytes = Vec::new();
     // A plain file only, opened without waiting: a FIFO with no writer hung
     // every command that reads a model (issue 90, round 6).
-    grin_output::open_plain(path)
-        .and_then(|f| f.take(MAX_MODEL_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| fail(format!("cannot read model: {e}")))?;
+    let bytes = grin_output::read_plain(path, MAX_MODEL_BYTES).map_err(|e| fail(format!("cannot read model: {e}")))?;
     if bytes.len() as u64 > MAX_MODEL_BYTES {
         return Err(fail(format!("more than {} MiB: not a grin model file", MAX_MODEL_BYTES >> 20)));
     }

@@ -39,7 +39,7 @@ mod rewrite;
 mod temp;
 
 pub use lock::{try_lock, LockMode, Locked, LOCK_FILE};
-pub use plain::{open_plain, FOLDER, NOT_A_FILE};
+pub use plain::{open_plain, read_plain, FOLDER, NOT_A_FILE};
 pub use rewrite::{hold, Held};
 
 use std::fmt;

@@ -36,6 +36,16 @@ pub fn open_plain(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// `path`'s bytes, opened as [`open_plain`] opens it: at most `limit` + 1
+/// of them, so that a caller refusing a file past `limit` sees that it is,
+/// without reading a huge one whole.
+pub fn read_plain(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    open_plain(path)?.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,5 +64,15 @@ mod tests {
         assert_eq!(open_plain(Path::new("/dev/zero")).unwrap_err().to_string(), NOT_A_FILE);
         assert_eq!(open_plain(dir.path()).unwrap_err().to_string(), FOLDER);
         assert_eq!(open_plain(&dir.path().join("absent")).unwrap_err().kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn a_read_stops_one_byte_past_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "abcdef").unwrap();
+        assert_eq!(read_plain(&file, 3).unwrap(), b"abcd");
+        assert_eq!(read_plain(&file, u64::MAX).unwrap(), b"abcdef");
+        assert_eq!(read_plain(Path::new("/dev/zero"), 3).unwrap_err().to_string(), NOT_A_FILE);
     }
 }

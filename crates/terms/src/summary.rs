@@ -100,10 +100,8 @@ impl std::error::Error for SummaryError {}
 pub fn read(run_dir: &Path) -> Result<RunFigures, SummaryError> {
     let path = run_dir.join(SUMMARY_FILE);
     let error = |message: String| SummaryError { path: path.clone(), message };
-    let mut bytes = Vec::new();
-    grin_output::open_plain(&path)
-        .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
-        .map_err(|e| error(format!("cannot read the run's summary: {e}")))?;
+    let bytes =
+        grin_output::read_plain(&path, u64::MAX).map_err(|e| error(format!("cannot read the run's summary: {e}")))?;
     serde_json::from_slice(&bytes).map_err(|e| error(format!("not a run summary: {e}")))
 }
 

@@ -31,6 +31,57 @@ pub struct LoopState {
     pub watch: crate::best::Watch,
 }
 
+/// What [`LoopState::config_json`] holds: a run's three sections, in this
+/// order, as a JSON array.
+const SECTIONS: [&str; 3] = ["features", "model", "train"];
+
+/// [`LoopState::config_json`] of a run's config sections.
+pub(crate) fn config_json(
+    features: &grin_features::FeatureConfig,
+    model: &grin_net::ModelConfig,
+    train: &crate::TrainConfig,
+) -> Result<String> {
+    Ok(serde_json::to_string(&(features, model, train))?)
+}
+
+/// Refuses to resume the checkpoint at `path`, written with the config
+/// `then`, under another config `now`, naming the first key that changed.
+pub(crate) fn same_config(path: &Path, then: &str, now: &str) -> Result<()> {
+    if then == now {
+        return Ok(());
+    }
+    let key = changed_key(then, now).map_or_else(String::new, |key| format!(" (key {key})"));
+    bail!(
+        "{}: checkpoint was written with a different config{key}; resume with the config it was written with (the \
+         run's config.toml), or start again with --overwrite or another run name",
+        path.display()
+    )
+}
+
+/// The first key whose value differs between two [`config_json`]s, dotted
+/// as a config names it, with both values when they are short: what a
+/// refused `--resume` says changed (round 9 of issue 90: it named nothing).
+fn changed_key(then: &str, now: &str) -> Option<String> {
+    use serde_json::Value;
+    fn differs(key: String, a: &Value, b: &Value) -> Option<String> {
+        match (a, b) {
+            (Value::Object(a), Value::Object(b)) => {
+                let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+                let at = |o: &serde_json::Map<String, Value>, k: &String| o.get(k).cloned().unwrap_or(Value::Null);
+                keys.into_iter().find_map(|k| differs(format!("{key}.{k}"), &at(a, k), &at(b, k)))
+            }
+            _ if a == b => None,
+            _ if a.to_string().len() + b.to_string().len() <= 80 => Some(format!("`{key}`: {a} then, {b} now")),
+            _ => Some(format!("`{key}`")),
+        }
+    }
+    let (Value::Array(then), Value::Array(now)) = (serde_json::from_str(then).ok()?, serde_json::from_str(now).ok()?)
+    else {
+        return None;
+    };
+    SECTIONS.iter().zip(then.iter().zip(&now)).find_map(|(name, (a, b))| differs(name.to_string(), a, b))
+}
+
 pub struct Checkpoint {
     pub state: LoopState,
     pub model: Vec<u8>,
@@ -49,9 +100,7 @@ pub fn save(path: &Path, checkpoint: &Checkpoint) -> Result<()> {
 
 pub fn load(path: &Path) -> Result<Checkpoint> {
     // A plain file only: a FIFO as the checkpoint hung `grin train`.
-    let mut bytes = Vec::new();
-    grin_output::open_plain(path)
-        .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
+    let bytes = grin_output::read_plain(path, u64::MAX)
         .with_context(|| format!("{}: cannot read checkpoint", path.display()))?;
     let names = match bytes.get(..parts::MAGIC_LEN) {
         Some(m) if m == MAGIC => &PARTS[..],

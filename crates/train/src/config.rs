@@ -208,7 +208,8 @@ pub fn check_run_name(name: &str) -> Result<(), String> {
         ));
     }
     // A control character (a newline) splits every line that names the run.
-    if name.is_empty()
+    // A blank name (" ") made a folder no listing shows (round 9).
+    if name.trim().is_empty()
         || name.contains(['/', '\\'])
         || name == ".."
         || name == "."

@@ -33,7 +33,7 @@ pub(crate) fn start<B: TrainBackend>(
     ckpt_path: &Path,
 ) -> Result<Start<B>> {
     let cfg = &run.train;
-    let config_json = serde_json::to_string(&(&run.features, &run.model, &run.train))?;
+    let config_json = checkpoint::config_json(&run.features, &run.model, &run.train)?;
     let mut model: Detector<B> = spec.init_seeded(run.features.seed, device);
     let mut optim = step::optimizer::<B>(cfg);
     let mut state = LoopState {
@@ -98,9 +98,7 @@ pub(crate) fn start<B: TrainBackend>(
     let mut ema = (cfg.ema > 0.0).then(|| Ema::new(cfg.ema, model.valid(), 0));
     if run.resume {
         let ck = checkpoint::load(ckpt_path)?;
-        if ck.state.config_json != config_json {
-            bail!("{}: checkpoint was written with a different config; start a new run name", ckpt_path.display());
-        }
+        checkpoint::same_config(ckpt_path, &ck.state.config_json, &config_json)?;
         let (_, loaded) =
             file::from_bytes::<B>(&ck.model, device).map_err(|e| anyhow::anyhow!("{}: {e}", ckpt_path.display()))?;
         model = loaded;

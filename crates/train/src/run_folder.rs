@@ -314,6 +314,9 @@ mod tests {
         for name in RESULTS {
             assert!(!dir.path().join(name).exists(), "{name} left behind");
         }
-        check(dir.path(), false, false).unwrap();
+        // The config stays for the new run to rewrite (it may be the one
+        // the run was given); without --overwrite it is not replaced.
+        let e = check(dir.path(), false, false).unwrap_err().to_string();
+        assert!(e.contains("holds config.toml, a file a run writes"), "{e}");
     }
 }

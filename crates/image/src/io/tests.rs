@@ -49,6 +49,22 @@ fn a_bmp_or_tiff_is_named_as_a_format_grin_does_not_read() {
     }
 }
 
+/// Round 9 of issue 90: a JSONL saved with a byte-order mark failed at
+/// `:1: expected value` (the TOML reader took it), and a file of any size
+/// was read whole.
+#[test]
+fn annotation_text_drops_a_byte_order_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.jsonl");
+    std::fs::write(&path, "\u{feff}{\"image\": \"a.png\"}\n").unwrap();
+    assert_eq!(read_text(&path).unwrap(), "{\"image\": \"a.png\"}\n");
+    // A 3 GB sparse file was read whole before it was refused.
+    let big = dir.path().join("big.jsonl");
+    std::fs::File::create(&big).unwrap().set_len(MAX_TEXT_BYTES + 1).unwrap();
+    let e = read_text(&big).unwrap_err().to_string();
+    assert!(e.contains("big.jsonl") && e.contains("more than 256 MiB: not an annotation file"), "{e}");
+}
+
 #[test]
 fn a_truncated_jpeg_is_corrupt() {
     let mut bytes = Vec::new();

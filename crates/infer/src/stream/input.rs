@@ -159,8 +159,11 @@ impl<R: Read> FrameReader<R> {
             if w == 0 || h == 0 {
                 return Err(format!("--input-size {w}x{h}: a frame has at least one pixel a side"));
             }
-            let side = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
-            bound.check(side(w), side(h)).map_err(|e| format!("--input-size: a frame of {e}"))?;
+            // Not clamped: a message quoting 4294967295 for 4294967616 (round 9).
+            let (Ok(sw), Ok(sh)) = (u32::try_from(w), u32::try_from(h)) else {
+                return Err(format!("--input-size {w}x{h}: a side is at most {} px", u32::MAX));
+            };
+            bound.check(sw, sh).map_err(|e| format!("--input-size: a frame of {e}"))?;
         }
         if let (InputFormat::Yuv420, Some((w, h))) = (format, size) {
             if w % 2 == 1 || h % 2 == 1 {

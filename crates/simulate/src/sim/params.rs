@@ -47,28 +47,31 @@ impl SimParams {
         }
     }
 
+    /// Each refusal names its flag: the value came from it, or from the run
+    /// `--from-run` read, which the flag overrides (round 9: the quantity
+    /// alone was named).
     pub(crate) fn validate(&self) -> Result<()> {
         let finite_non_negative = |v: f64| v.is_finite() && v >= 0.0;
         if !finite_non_negative(self.load_ms) {
-            bail!("load time {} ms must be a finite number >= 0", self.load_ms);
+            bail!("--load-ms: load time {} ms must be a finite number >= 0", self.load_ms);
         }
         if !finite_non_negative(self.load_jitter_ms) {
-            bail!("load jitter {} ms must be a finite number >= 0", self.load_jitter_ms);
+            bail!("--load-jitter-ms: load jitter {} ms must be a finite number >= 0", self.load_jitter_ms);
         }
         // Each loader is simulated (its clock, its row of intervals): a count
         // past any host's is a typo, and 10^8 of them exhausted memory.
         if self.loaders == 0 || self.loaders > MAX_LOADERS {
-            bail!("loaders {} must be within 1..={MAX_LOADERS}", self.loaders);
+            bail!("--loaders: loaders {} must be within 1..={MAX_LOADERS}", self.loaders);
         }
         // A zero-time consumer fed by zero-time loaders would never advance the clock.
         if !(self.step_ms.is_finite() && self.step_ms > 0.0) {
-            bail!("step time {} ms must be > 0", self.step_ms);
+            bail!("--step-ms: step time {} ms must be > 0", self.step_ms);
         }
         if !(self.seconds.is_finite() && self.seconds > 0.0) {
-            bail!("simulated time {} s must be > 0", self.seconds);
+            bail!("--seconds: simulated time {} s must be > 0", self.seconds);
         }
         if self.queue == 0 || self.queue > MAX_QUEUE {
-            bail!("queue capacity {} must be within 1..={MAX_QUEUE} batches", self.queue);
+            bail!("--queue: queue capacity {} must be within 1..={MAX_QUEUE} batches", self.queue);
         }
         let steps = self.seconds * 1000.0 / self.step_ms;
         // Each consumed batch costs about two events (one load, one step).

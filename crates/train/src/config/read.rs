@@ -172,12 +172,8 @@ pub fn load_config(path: &Path, sets: &[String]) -> Result<LoadedConfig> {
 }
 
 fn read_capped(path: &Path) -> Result<String> {
-    use std::io::Read;
     // A plain file only: a FIFO named as the config hung every command.
-    let file = grin_output::open_plain(path).with_context(|| format!("{}: cannot read config", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
+    let bytes = grin_output::read_plain(path, MAX_CONFIG_BYTES)
         .with_context(|| format!("{}: cannot read config", path.display()))?;
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
         bail!("{}: config is larger than {} KiB; is it the right file?", path.display(), MAX_CONFIG_BYTES / 1024);
