@@ -203,6 +203,34 @@ fn a_run_size_past_the_process_memory_is_an_error_not_an_abort() {
     }
 }
 
+/// Issue 90, round 10: `grin export --out` or `grin simulate --out` naming
+/// another run's config, summary or plot (or a dataset's manifest or shard)
+/// replaced it, exit 0, and the run no longer read. A new file there is
+/// the user's to add.
+#[test]
+fn an_output_never_replaces_a_file_of_a_run_or_dataset_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = calibration_run(dir.path(), "");
+    std::fs::write(run.join(grin_output::LOCK_FILE), "").unwrap();
+    std::fs::write(run.join("summary.json"), "{}").unwrap();
+    let before = std::fs::read(run.join("config.toml")).unwrap();
+    let model = format!("{}/assets/default.grin", env!("CARGO_MANIFEST_DIR"));
+    let export =
+        |out: &Path| Command::new(GRIN).args(["export", "--model", &model, "--out"]).arg(out).output().unwrap();
+    let simulate = |out: &Path| {
+        let figures = ["simulate", "--load-ms", "5", "--loaders", "2", "--step-ms", "3", "--seconds", "1", "--out"];
+        Command::new(GRIN).args(figures).arg(out).output().unwrap()
+    };
+    for out in [export(&run.join("config.toml")), simulate(&run.join("summary.json"))] {
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{e}");
+        assert!(e.contains("a grin run's or dataset's folder (it holds grin.lock)"), "{e}");
+    }
+    assert_eq!(std::fs::read(run.join("config.toml")).unwrap(), before);
+    assert_eq!(std::fs::read_to_string(run.join("summary.json")).unwrap(), "{}");
+    assert!(export(&run.join("new.onnx")).status.success(), "a new file in the folder");
+}
+
 #[test]
 fn calibrate_refuses_to_guess_and_leaves_the_model_alone() {
     let dir = tempfile::tempdir().unwrap();

@@ -35,7 +35,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<()> {
     // much the run's as its model, whether named by --run or by its model.
     let run = args.run.as_deref().or_else(|| grin_train::run_of_model(&path));
     let inputs: Vec<&Path> = std::iter::once(path.as_path()).chain(run).collect();
-    grin_output::check(&args.out, &inputs)?;
+    super::check_outputs(&[&args.out], &inputs)?;
     // An ONNX graph under a model file's name replaced a run's model.grin
     // (round 9 of issue 90), and every grin command would misread it.
     if args.out.extension().is_some_and(|e| e.eq_ignore_ascii_case("grin")) {

@@ -149,11 +149,13 @@ pub(crate) const OUT: &str = "OUT";
 pub(crate) const OUT_DIR: &str = "OUT_DIR";
 
 /// Refuses, before any work, every output among `outputs` that is one of
-/// `inputs` or lies inside an input folder (`grin_output::check`); the
-/// writes themselves check again.
+/// `inputs` or lies inside an input folder (`grin_output::check`), or that
+/// is already a file of a run's or dataset's folder
+/// (`grin_output::refuse_a_kept_file`); the writes themselves check again.
 pub(crate) fn check_outputs(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
     for out in outputs {
         grin_output::check(out, inputs)?;
+        grin_output::refuse_a_kept_file(out)?;
     }
     Ok(())
 }

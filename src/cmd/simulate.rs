@@ -51,7 +51,7 @@ pub(crate) fn run(args: SimulateArgs) -> Result<()> {
     // A run folder is read, never written into (its summary or model was
     // replaced by the picture, issue 90).
     let inputs: Vec<&std::path::Path> = args.from_run.iter().map(PathBuf::as_path).collect();
-    grin_output::check(&args.out, &inputs)?;
+    super::check_outputs(&[&args.out], &inputs)?;
     let figures = args.from_run.as_deref().map(read_run).transpose()?;
     let flags = Flags {
         load_ms: args.load_ms,

@@ -104,9 +104,11 @@ fn check_run_folder(run_dir: &Path, loaded: &LoadedConfig) -> Result<()> {
     if let Some(init) = &loaded.config.train.init {
         inputs.push(init);
     }
-    super::check_outputs(&[run_dir], &inputs)?;
+    // The run's own files: the check for outputs, without the refusal of
+    // a run folder's files (`check_outputs`), which these are.
+    grin_output::check(run_dir, &inputs)?;
     for name in grin_train::run_files() {
-        super::check_outputs(&[&run_dir.join(name)], &inputs)?;
+        grin_output::check(&run_dir.join(name), &inputs)?;
     }
     if is_own {
         let read = std::fs::read_to_string(&own).with_context(|| format!("{}: cannot read", own.display()))?;

@@ -97,6 +97,28 @@ pub fn check(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
     }
 }
 
+/// Refuses a file the user named as an output when it already is a file of
+/// a folder grin keeps for a run or a dataset (one holding [`LOCK_FILE`]):
+/// its config, summary, checkpoint, plots and shards are that run's or
+/// dataset's, and writing over one damaged it (issue 90, round 10: `grin
+/// export --out runs/other/config.toml`). A new file there is the user's
+/// to add. Not for the run's or dataset's own writer.
+pub fn refuse_a_kept_file(path: &Path) -> Result<(), OutputError> {
+    let Ok(real) = std::fs::canonicalize(path) else { return Ok(()) };
+    let Some(folder) = real.parent().filter(|_| real.is_file()) else { return Ok(()) };
+    if folder.join(LOCK_FILE).symlink_metadata().is_ok() {
+        return Err(fail(
+            path,
+            format!(
+                "is a file of {}, a grin run's or dataset's folder (it holds {LOCK_FILE}): writing over it would \
+                 damage that run or dataset; name another output",
+                folder.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// An input file inside the output folder `path`, compared by resolved
 /// paths as [`refuse_input_folders`] compares.
 fn refuse_inputs_inside(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {

@@ -138,7 +138,10 @@ pub fn mine<B: DetectorBackend>(
                 let false_ones =
                     found.iter().filter(|d| d.score >= options.score && clear_of(d, &sample.boxes, clearance));
                 for (k, d) in false_ones.take(options.per_photo).enumerate() {
-                    let name = format!("{}-{stem}-{fw}x{fh}-{k}.png", set.name);
+                    // The photo's index in its set as well as its name: FDDB
+                    // names photos `img_N` in each day's folder, and a second
+                    // photo's crops replaced the first's (issue 90, round 10).
+                    let name = format!("{}-{i}-{stem}-{fw}x{fh}-{k}.png", set.name);
                     let crop = match &options.as_looked {
                         Some(look) => as_looked(photo, d, look, options.crop),
                         None => frame_window(sample, d, options.crop),

@@ -213,6 +213,7 @@ fn run(cli: &Cli) -> Result<bool> {
             // drawing's file, whatever it holds: `format_of` says so.)
             if !target.is_dir() {
                 grin_output::check(&target, &inputs)?;
+                grin_output::refuse_a_kept_file(&target)?;
             }
             draw::format_of(&target)?;
         }

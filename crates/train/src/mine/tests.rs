@@ -125,10 +125,30 @@ fn own_size_mines_each_photo_at_the_photo_default() {
     assert_eq!((report[0].photos, report[0].crops), (2, 2), "{report:?}");
     for (k, &(w, h)) in sizes.iter().enumerate() {
         let (ow, oh) = photo::own_size(w, h, PHOTO_MAX_PIXELS);
-        let name = format!("{}-p{k}-{ow}x{oh}-0.png", report[0].source);
+        let name = format!("{}-{k}-p{k}-{ow}x{oh}-0.png", report[0].source);
         let crop = image::open(out.path().join(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!((crop.width(), crop.height()), (64, 48), "{name}: the training input's size");
     }
+}
+
+/// Two photos with one name (FDDB's `img_N` in two days' folders; here
+/// `p0.png` and `p0.jpg`): each keeps its own crop (issue 90, round 10).
+#[test]
+fn photos_sharing_a_name_keep_a_crop_each() {
+    let (photos, features, spec) = face_free(&[(200, 150)], Split::Train);
+    image::open(photos.path().join("p0.png")).unwrap().save(photos.path().join("p0.jpg")).unwrap();
+    let device = Default::default();
+    let model = spec.init::<NdArray<f32>>(&device);
+    let out = tempfile::tempdir().unwrap();
+    let report = mine(&model, &spec, &features, &options(out.path()), &device).unwrap();
+    assert_eq!((report[0].photos, report[0].crops), (2, 2), "{report:?}");
+    let manifest = std::fs::read_to_string(out.path().join(MANIFEST)).unwrap();
+    let names: std::collections::BTreeSet<String> = manifest
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["image"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names.len(), 2, "{manifest}");
+    assert!(names.iter().all(|name| out.path().join(name).is_file()), "{names:?}");
 }
 
 #[test]
