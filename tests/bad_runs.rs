@@ -148,6 +148,11 @@ fn a_full_disk_at_checkpoint_time_names_the_file_and_leaves_no_temporary() {
 
 /// A run folder whose validation photos are `manifest` (jsonl, every photo
 /// in the validation split), with an untrained model.
+/// A 128x96 grey texture (no face) saved at `path`: a photo the JSONL runs read.
+fn textured_photo(path: &Path) {
+    image::GrayImage::from_fn(128, 96, |x, y| image::Luma([((x * 3 + y * 5) % 256) as u8])).save(path).unwrap();
+}
+
 fn calibration_run(dir: &Path, manifest: &str) -> PathBuf {
     let run = dir.join("runs/cal");
     std::fs::create_dir_all(&run).unwrap();
@@ -177,9 +182,7 @@ fn calibration_run(dir: &Path, manifest: &str) -> PathBuf {
 #[test]
 fn a_run_size_past_the_process_memory_is_an_error_not_an_abort() {
     let dir = tempfile::tempdir().unwrap();
-    image::GrayImage::from_fn(128, 96, |x, y| image::Luma([((x * 3 + y * 5) % 256) as u8]))
-        .save(dir.path().join("a.png"))
-        .unwrap();
+    textured_photo(&dir.path().join("a.png"));
     // A batch of 16 photos: 16 frames' maps at once.
     let manifest: Vec<String> =
         (0..16).map(|_| r#"{"image": "a.png", "boxes": [[30, 20, 70, 70]]}"#.to_string()).collect();
@@ -234,9 +237,7 @@ fn an_output_never_replaces_a_file_of_a_run_or_dataset_folder() {
 #[test]
 fn calibrate_refuses_to_guess_and_leaves_the_model_alone() {
     let dir = tempfile::tempdir().unwrap();
-    image::GrayImage::from_fn(128, 96, |x, y| image::Luma([((x * 3 + y * 5) % 256) as u8]))
-        .save(dir.path().join("a.png"))
-        .unwrap();
+    textured_photo(&dir.path().join("a.png"));
     std::fs::write(dir.path().join("b.jpg"), b"not a picture").unwrap();
     let cases = [
         // An untrained model finds no face: F is 0 at every threshold.
@@ -931,9 +932,7 @@ fn an_odd_lock_file_is_refused_by_what_it_is_and_what_it_points_to_is_kept() {
 #[test]
 fn calibrate_refuses_a_model_another_grin_is_rewriting() {
     let dir = tempfile::tempdir().unwrap();
-    image::GrayImage::from_fn(128, 96, |x, y| image::Luma([((x * 3 + y * 5) % 256) as u8]))
-        .save(dir.path().join("a.png"))
-        .unwrap();
+    textured_photo(&dir.path().join("a.png"));
     let run = calibration_run(dir.path(), r#"{"image": "a.png", "boxes": [[30, 20, 70, 70]]}"#);
     let before = std::fs::read(run.join("model.grin")).unwrap();
     let held = grin_output::hold(&run.join("model.grin")).unwrap();
