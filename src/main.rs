@@ -89,7 +89,8 @@ fn main() {
         // One line, outermost context first: "file: key: problem".
         eprintln!("error: {error:#}");
         // 130, as a shell reports a Ctrl-C: scripts can tell "stopped, resumable" from "failed".
-        let interrupted = error.downcast_ref::<grin_train::Interrupted>().is_some();
+        let interrupted = error.downcast_ref::<grin_train::Interrupted>().is_some()
+            || error.downcast_ref::<grin_train::InterruptedScoring>().is_some();
         std::process::exit(if interrupted { 130 } else { 2 });
     }
 }

@@ -232,6 +232,43 @@ fn an_output_never_replaces_a_file_of_a_run_or_dataset_folder() {
     assert_eq!(std::fs::read(run.join("config.toml")).unwrap(), before);
     assert_eq!(std::fs::read_to_string(run.join("summary.json")).unwrap(), "{}");
     assert!(export(&run.join("new.onnx")).status.success(), "a new file in the folder");
+
+    // Round 11: `model-set --out` went around the check (another run's
+    // model, config, checkpoint, a dataset's manifest replaced), and a new
+    // file under a run's file name (`best.grin`) was taken for the run's.
+    let model_set = |out: &Path| {
+        let set = ["model-set", "--set", "model.nms_iou=0.3", "--model", &model, "--out"];
+        Command::new(GRIN).args(set).arg(out).output().unwrap()
+    };
+    for (out, why) in [
+        (run.join("model.grin"), "a grin run's or dataset's folder (it holds grin.lock)"),
+        (run.join("best.grin"), "best.grin is a file a grin run writes, and this folder is a run's"),
+    ] {
+        let refused = model_set(&out);
+        assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+        assert!(stderr(&refused).contains(why), "{}", stderr(&refused));
+    }
+    assert!(!run.join("best.grin").exists());
+    // Round 11: `eval --out` another run's folder replaced its pr_curve.svg.
+    // (Outside `dir`, which holds the run's photo manifest: an input folder.)
+    let elsewhere = tempfile::tempdir().unwrap();
+    let other = elsewhere.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join(grin_output::LOCK_FILE), "").unwrap();
+    std::fs::write(other.join("pr_curve.svg"), "<svg/>").unwrap();
+    let eval = Command::new(GRIN).args(["eval", "--run"]).arg(&run).arg("--out").arg(&other).output().unwrap();
+    assert_eq!(eval.status.code(), Some(2), "{}", stderr(&eval));
+    let e = stderr(&eval);
+    assert!(e.contains("is a grin run's or dataset's folder (it holds grin.lock): name a new folder"), "{e}");
+    assert_eq!(std::fs::read_to_string(other.join("pr_curve.svg")).unwrap(), "<svg/>");
+    // Round 11: calibrate through a link into another run rewrote that run's model.
+    std::fs::copy(run.join("config.toml"), other.join("config.toml")).unwrap();
+    std::os::unix::fs::symlink(run.join("model.grin"), other.join("model.grin")).unwrap();
+    let kept = std::fs::read(run.join("model.grin")).unwrap();
+    let calibrate = Command::new(GRIN).args(["calibrate", "--run"]).arg(&other).output().unwrap();
+    assert_eq!(calibrate.status.code(), Some(2));
+    assert!(stderr(&calibrate).contains("outside the run; calibrate rewrites the run's own model"));
+    assert_eq!(std::fs::read(run.join("model.grin")).unwrap(), kept);
 }
 
 #[test]
@@ -627,6 +664,14 @@ fn grin_mine_refuses_bad_input_in_one_line() {
     let out = mine(&model, &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("the config's source has no real photos to mine"), "{}", stderr(&out));
+    // Round 10: the refusal left an empty --out folder.
+    assert!(!out_dir.exists(), "a refused mining makes no folder");
+    // Round 10: --out naming a file failed after the model loaded ("File exists").
+    std::fs::write(&out_dir, b"notes").unwrap();
+    let out = mine(&missing, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--out") && stderr(&out).contains("is not a folder"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&out_dir).unwrap(), b"notes");
 }
 
 #[test]
@@ -998,7 +1043,10 @@ fn more_flags_that_cannot_apply_and_counts_past_their_bound_are_refused_by_name(
     let cases: [(&[&str], &str); 6] = [
         // A store is built where it is missing: never over an input or a file ("File exists" before).
         (&["bench", "step", "--backend", "cpu", "--config", c, "--store", c], "is also an input"),
-        (&["bench", "step", "--backend", "cpu", "--config", c, "--store", m], "not a folder"),
+        (
+            &["bench", "step", "--backend", "cpu", "--config", c, "--store", m],
+            "is not a folder; --store names the folder",
+        ),
         (
             &["eval", "--samples", "1", "--photos", "0", "--model", m, "--config", c, "--own-size"],
             "--own-size: no photos are scored",
@@ -1241,4 +1289,52 @@ fn an_output_never_lands_on_a_config_a_run_record_or_a_run() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("holds a finished run that grin bench modes did not write"), "{}", stderr(&out));
     assert_eq!(std::fs::read(runs.join("on-the-fly/summary.json")).unwrap(), record[1]);
+}
+
+/// Issue 90, round 11's borderlines: a run and a dataset shared one folder
+/// without a word; `--allow-stale` with no dataset to read was dropped;
+/// `--shard-size -5M` was "unexpected argument"; `grin verify` read a
+/// dataset a precompute was rewriting and called its shards bad.
+#[test]
+fn a_run_and_a_dataset_never_share_a_folder_and_odd_flags_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let runs = dir.path().join("runs");
+    let store = dir.path().join("store");
+    assert!(precompute(&config, &store, &[]).status.success());
+    // A run into the dataset's folder, --overwrite or not.
+    for extra in [&[][..], &["--overwrite"][..]] {
+        let args = [&["train", "--backend", "cpu", "--no-balance", "--name", "store"], extra].concat();
+        let out = Command::new(GRIN).args(args).arg("--config").arg(&config).arg("--runs-dir").arg(dir.path()).output();
+        let out = out.unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("is a precomputed dataset's folder (it holds manifest.json)"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // A dataset into a run's folder.
+    std::fs::create_dir_all(runs.join("r")).unwrap();
+    std::fs::write(runs.join("r/metrics.csv"), "step\n").unwrap();
+    let out = precompute(&config, &runs.join("r"), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("holds metrics.csv, a grin run's file: a dataset needs a folder of its own"));
+    assert!(!runs.join("r/manifest.json").exists());
+    // Flags that cannot apply, or whose value looks like a flag.
+    let stale =
+        grin(&["train", "--backend", "cpu", "--mode", "on-the-fly", "--allow-stale", "--name", "s"], &config, &runs);
+    assert_eq!(stale.status.code(), Some(2));
+    assert!(stderr(&stale).contains("--allow-stale: mode on-the-fly reads no precomputed dataset"));
+    let out =
+        Command::new(GRIN).args(["precompute", "--plan", "--shard-size", "-5M", "--config"]).arg(&config).output();
+    let out = out.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("\"-5M\" is not a size like 128M"), "{}", stderr(&out));
+    // Verify while a writer holds the dataset: refused as such.
+    let lock = grin_output::try_lock(&store.join(grin_output::LOCK_FILE), grin_output::LockMode::Exclusive).unwrap();
+    assert!(matches!(lock, grin_output::Locked::Held(_)));
+    let out = Command::new(GRIN).arg("verify").arg(&store).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("a grin precompute or merge is writing this dataset"), "{}", stderr(&out));
 }

@@ -25,6 +25,10 @@ fn get_keys_and_full_toml_agree_with_the_overrides() {
     // Defaults the file does not name are filled in, f32s print as written.
     assert!(keys.lines().any(|l| l == "train.device_augment.flip = 0.5"), "{keys}");
     assert!(keys.lines().any(|l| l.starts_with("features.augment.blur_sigma = [")), "{keys}");
+    // Keys a model file leaves out at their defaults are listed too.
+    for key in ["model.second_look.side = 144", "model.fine_head = 0", "model.level_scale = 1.0"] {
+        assert!(keys.lines().any(|l| l == key), "{key} in {keys}");
+    }
 
     // The full TOML is itself a config grin loads to the same values.
     let full = grin(&["config", "--config", &demo, "--set", "train.steps=7"]);

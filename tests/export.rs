@@ -87,6 +87,10 @@ fn an_unwritable_out_is_one_line_naming_it() {
         let e = error_line(&grin_export(&["--model", model, "--out", out.to_str().unwrap()]));
         assert!(e.contains(&format!("error: {}: ", out.display())), "{e}");
     }
+    // Round 10: a missing folder was named only as a temporary file that
+    // could not be made, after the export's work.
+    let e = error_line(&grin_export(&["--model", model, "--out", &format!("{}/no/x.onnx", dir.path().display())]));
+    assert!(e.ends_with("/no is not a folder (grin makes no folder for a file it writes)"), "{e}");
     // An ONNX graph under a model's name replaced another run's model.grin
     // (issue 90, round 9).
     let named_grin = dir.path().join("model.GRIN");

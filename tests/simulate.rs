@@ -26,6 +26,7 @@ fn figure(stdout: &str, label: &str) -> f64 {
 fn flags_give_the_steady_state_and_a_timeline() {
     let dir = tempfile::tempdir().unwrap();
     let args = ["simulate", "--load-ms", "100", "--load-jitter-ms", "10", "--loaders", "2", "--step-ms", "10"];
+    std::fs::create_dir(dir.path().join("pics")).unwrap();
     let out = grin(&[&args[..], &["--seconds", "60", "--seed", "3", "--out", "pics/t.svg"]].concat(), dir.path());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
@@ -103,13 +104,26 @@ fn bad_input_is_one_clear_error() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(text(&out).1.contains(why), "{args:?}: {}", text(&out).1);
     }
+    // Round 10: an SVG under another name, a missing folder found at the end.
+    for (out_name, why) in [
+        ("t.png", "--out t.png: the timeline is an SVG picture; name it .svg"),
+        ("missing/t.svg", "missing/t.svg: missing is not a folder (grin makes no folder for a file it writes)"),
+    ] {
+        let args = ["simulate", "--load-ms", "10", "--step-ms", "5", "--loaders", "2", "--out", out_name];
+        let out = grin(&args, dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(text(&out).1.contains(why), "{args:?}: {}", text(&out).1);
+        assert!(!dir.path().join("missing").exists() && !dir.path().join("t.png").exists());
+    }
     // Round 7: the drawn length had no range (-3, 0, NaN drew nothing), and
     // a negative number was read as a flag.
     for (flag, value, why) in [
         ("--timeline-seconds", "-3", "-3 must be a number of seconds > 0"),
         ("--timeline-seconds", "nan", "nan must be a number of seconds > 0"),
         // Round 9: the quantity was named, not its flag.
-        ("--step-ms", "-1", "--step-ms: step time -1 ms must be > 0"),
+        ("--step-ms", "-1", "--step-ms: step time -1.0 ms must be at least 0.001 ms"),
+        // Round 10: a step of 1e-300 ms was blamed on --seconds.
+        ("--step-ms", "1e-300", "--step-ms: step time 1e-300 ms must be at least"),
         ("--load-ms", "-1", "--load-ms: load time -1 ms must be a finite number >= 0"),
     ] {
         let mut args = vec!["simulate", "--loaders", "2", flag, value];

@@ -185,3 +185,42 @@ fn interrupted_run_checkpoints_where_it_stopped() {
         assert!(!runs.join(name).join("checkpoint.ckpt").exists(), "{name}: finished run kept its checkpoint");
     }
 }
+
+/// Issue 90, round 11: a SIGTERM while the finished model was scored was
+/// answered "stopping after this step with a checkpoint", then ignored for
+/// the whole scoring (47 s), exit 0. Now it quits at once: the model is
+/// written, no checkpoint is left, and the folder reads as a finished run.
+#[test]
+fn an_interrupt_during_the_final_scoring_quits_at_once_keeping_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    // A long scoring (200,000 held-out scenes) after ten steps.
+    let train = "steps = 10\nbatch_size = 4\nlog_every = 10\ncheckpoint_every = 0\neval_samples = 200000\n";
+    let config = tiny_config(dir.path(), "long-scoring.toml", train);
+    let runs = dir.path().join("runs");
+    let mut child =
+        train_command(&config, &runs, "scored").stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let model = runs.join("scored/model.grin");
+    let started = Instant::now();
+    while !model.exists() {
+        assert!(started.elapsed() < Duration::from_secs(300), "no model written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let signalled = Instant::now();
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    while child.try_wait().unwrap().is_none() {
+        if signalled.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("the interrupt was not answered within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("`grin eval --run") && stderr.contains("scores it"), "{stderr}");
+    let run = runs.join("scored");
+    assert!(model.exists() && !run.join("checkpoint.ckpt").exists() && !run.join("summary.json").exists());
+    let again = train_to_end(&config, &runs, "scored", false);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("holds a finished run (model.grin, no readable summary.json)"), "{stderr}");
+}

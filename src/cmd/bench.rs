@@ -137,7 +137,7 @@ fn chosen_modes(modes: &[Mode]) -> Result<Vec<Mode>> {
 /// `default`) when missing. `--samples` given for a dataset that holds
 /// another count would change nothing: refused, naming both counts.
 fn bench_store(c: &grin_train::GrinConfig, dir: &Path, samples: Option<u64>, default: u64) -> Result<()> {
-    if !dir.join("manifest.json").exists() {
+    if !dir.join(grin_store::MANIFEST_FILE).exists() {
         grin_train::write_whole_store(&c.features, samples.unwrap_or(default), dir)?;
         return Ok(());
     }
@@ -184,10 +184,7 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
     let mut inputs = loaded.inputs();
     // The store is built where it is missing: never inside the config's
     // sources (a dataset landed in a photo folder, issue 90), nor over a file.
-    super::check_outputs(&[&args.store], &inputs)?;
-    if args.store.exists() && !args.store.is_dir() {
-        anyhow::bail!("--store {}: not a folder; a store is a dataset folder", args.store.display());
-    }
+    super::check_out_folder("--store", &args.store, &inputs)?;
     inputs.push(&args.store);
     if let Some(path) = &args.json {
         super::check_outputs(&[path], &inputs)?;
@@ -277,7 +274,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
     // Its store and runs are scratch, replaced each time: never inside what
     // it reads. The JSON goes over none of it, nor over what the runs wrote;
     // checked before the runs, and again when it is written after them.
-    super::check_outputs(&[&args.runs_dir], &loaded.inputs())?;
+    super::check_out_folder("--runs-dir", &args.runs_dir, &loaded.inputs())?;
     for run in &runs {
         grin_train::bench::refuse_a_run_not_its_own(run)?;
     }

@@ -22,6 +22,15 @@ pub(crate) struct ConfigCmdArgs {
 pub(crate) fn run(args: ConfigCmdArgs) -> Result<()> {
     let loaded = args.config.load()?;
     let mut value = toml::Value::try_from(&loaded.config)?;
+    // A file leaves some keys out at their defaults; a resolved config names
+    // them all (`--keys` listed no `model.second_look.*`).
+    if let (Some(toml::Value::Table(model)), toml::Value::Table(unwritten)) =
+        (value.get_mut("model"), toml::Value::try_from(loaded.config.model.unwritten())?)
+    {
+        for (key, v) in unwritten {
+            model.entry(key).or_insert(v);
+        }
+    }
     tidy_floats(&mut value);
     if let Some(key) = &args.get {
         let mut node = &value;

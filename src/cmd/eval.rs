@@ -100,12 +100,9 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     let loaded = grin_train::load_config(&config_path, &args.config.set.sets)?;
     if let Some(out) = &args.out {
         // A folder, checked before the scoring, not at the end of it.
-        if out.exists() && !out.is_dir() {
-            anyhow::bail!("--out {}: is a file; --out names the folder the report is written into", out.display());
-        }
         let mut inputs = loaded.inputs();
         inputs.push(&model_path);
-        super::check_outputs(&[out], &inputs)?;
+        super::check_report_folder("--out", out, &inputs)?;
     }
     let c = &loaded.config;
     // A config whose source holds no photos scores none, whatever --photos says.
@@ -202,6 +199,17 @@ fn parse_beta(text: &str) -> Result<f32, String> {
 pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
     use grin_train::photos::{best_threshold, evaluate_split, PhotoScoring};
     let (model_path, config_path) = grin_train::run_model(&args.run, args.best)?;
+    // The run's own file: through a link into another run's folder, that
+    // run's model was rewritten (round 11).
+    if let (Ok(real), Ok(run)) = (model_path.canonicalize(), args.run.canonicalize()) {
+        if real.parent() != Some(run.as_path()) {
+            anyhow::bail!(
+                "{}: is a link to {}, outside the run; calibrate rewrites the run's own model: copy it in",
+                model_path.display(),
+                real.display()
+            );
+        }
+    }
     // Held (locked, its content noted) for the whole run: the threshold is
     // written back only into the model it was chosen for (a model replaced
     // during calibration was overwritten with the old one, issue 90).

@@ -148,14 +148,67 @@ pub(crate) const OUT: &str = "OUT";
 /// See [`OUT`].
 pub(crate) const OUT_DIR: &str = "OUT_DIR";
 
-/// Refuses, before any work, every output among `outputs` that is one of
-/// `inputs` or lies inside an input folder (`grin_output::check`), or that
-/// is already a file of a run's or dataset's folder
-/// (`grin_output::refuse_a_kept_file`); the writes themselves check again.
+/// Refuses, before any work, every output file among `outputs` that names
+/// no file in an existing folder, is one of `inputs` or lies inside an
+/// input folder, or is already a file of a run's or dataset's folder
+/// (`grin_output::check_file`); the writes themselves check again.
 pub(crate) fn check_outputs(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
     for out in outputs {
-        grin_output::check(out, inputs)?;
-        grin_output::refuse_a_kept_file(out)?;
+        grin_output::check_file(out, inputs)?;
+        // A new file under a name a run writes, in a run's folder, would be
+        // taken for the run's own (round 11: `model-set --out R/best.grin`,
+        // which `eval --best` then scored).
+        let name = out.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if is_kept_folder(folder_of(out)) && grin_train::run_files().any(|f| f == name) {
+            anyhow::bail!(
+                "{}: {name} is a file a grin run writes, and this folder is a run's (it holds {}): name another output",
+                out.display(),
+                grin_output::LOCK_FILE
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A folder grin keeps for a run or a dataset: one holding its lock file.
+fn is_kept_folder(folder: &Path) -> bool {
+    folder.join(grin_output::LOCK_FILE).symlink_metadata().is_ok()
+}
+
+/// The folder a file output lands in (`.` for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+/// [`check_out_folder`] for a report's folder (`eval --out`, `mine --out`):
+/// never a run's or a dataset's own folder, whose files the report's would
+/// replace (round 11: `eval --out OTHER_RUN` replaced its `pr_curve.svg`).
+pub(crate) fn check_report_folder(flag: &str, folder: &Path, inputs: &[&Path]) -> Result<()> {
+    check_out_folder(flag, folder, inputs)?;
+    if is_kept_folder(folder) {
+        anyhow::bail!(
+            "{flag} {}: is a grin run's or dataset's folder (it holds {}): name a new folder for the report, \
+             such as {}",
+            folder.display(),
+            grin_output::LOCK_FILE,
+            folder.join("report").display()
+        );
+    }
+    Ok(())
+}
+
+/// [`check_outputs`] for the folder `flag` names, which a command writes
+/// its files into (made when missing): no file, and it must not be, nor lie
+/// inside, nor hold an input (`grin_output::check`). Before any work
+/// (round 10: `mine --out FILE` failed after the model loaded, "File exists").
+pub(crate) fn check_out_folder(flag: &str, folder: &Path, inputs: &[&Path]) -> Result<()> {
+    // An input named first: the worse mistake.
+    grin_output::check(folder, inputs)?;
+    if folder.symlink_metadata().is_ok() && !folder.is_dir() {
+        anyhow::bail!(
+            "{flag} {}: is not a folder; {flag} names the folder its files are written into",
+            folder.display()
+        );
     }
     Ok(())
 }

@@ -64,6 +64,14 @@ pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
             args.model.display()
         );
     }
+    // A new file: checked as every output is, before the work (round 11:
+    // `--out` another run's model, config, checkpoint or a dataset's
+    // manifest replaced it).
+    let inputs: Vec<&Path> =
+        std::iter::once(args.model.as_path()).chain(grin_train::run_of_model(&args.model)).collect();
+    if !in_place {
+        super::check_outputs(&[out], &inputs)?;
+    }
     let held = if in_place { Some(grin_output::hold(&args.model)?) } else { None };
     let device = Default::default();
     let (mut spec, mut model) = file::load_model::<burn_ndarray::NdArray<f32>>(&args.model, &device)?;
@@ -92,11 +100,7 @@ pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
         Some(held) => held.write_back(&bytes)?,
         // A new file: never inside the run folder --model sits in (its
         // config and summary are the run's, as `grin export` holds too).
-        None => {
-            let inputs: Vec<&Path> =
-                std::iter::once(args.model.as_path()).chain(grin_train::run_of_model(&args.model)).collect();
-            grin_output::write_file(out, &inputs, &bytes)?
-        }
+        None => grin_output::write_file(out, &inputs, &bytes)?,
     }
     outln!("{}: {} with [model] now:", out.display(), args.model.display());
     let after = toml::to_string(&spec.model)?;

@@ -52,6 +52,11 @@ pub(crate) fn run(args: SimulateArgs) -> Result<()> {
     // replaced by the picture, issue 90).
     let inputs: Vec<&std::path::Path> = args.from_run.iter().map(PathBuf::as_path).collect();
     super::check_outputs(&[&args.out], &inputs)?;
+    // What the file is must be what its name says (round 10: `--out x.png`
+    // held an SVG).
+    if !args.out.extension().is_some_and(|e| e.eq_ignore_ascii_case("svg")) {
+        anyhow::bail!("--out {}: the timeline is an SVG picture; name it .svg", args.out.display());
+    }
     let figures = args.from_run.as_deref().map(read_run).transpose()?;
     let flags = Flags {
         load_ms: args.load_ms,
@@ -66,9 +71,6 @@ pub(crate) fn run(args: SimulateArgs) -> Result<()> {
     let params = resolve(&flags, figures.as_ref())?;
     let result = simulate(&params)?;
     out!("{}", report(&result, figures.as_ref()));
-    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).with_context(|| format!("{}: cannot create folder", parent.display()))?;
-    }
     let svg = render_svg(&result)?;
     grin_output::write_file(&args.out, &inputs, svg.as_bytes()).context("cannot write the timeline")?;
     outln!("  timeline           {} (first {:.2} s)", args.out.display(), result.timeline.window_ms / 1000.0);

@@ -28,7 +28,8 @@ pub(crate) struct PrecomputeArgs {
     #[arg(long, value_name = "A..B")]
     pub shards: Option<String>,
     /// Shard file size: bytes, or with a K/M/G suffix.
-    #[arg(long, default_value = "128M", value_parser = grin_train::parse_shard_bytes)]
+    // A hyphen value reaches the parser, which names it (`-5M` was "unexpected argument").
+    #[arg(long, default_value = "128M", value_parser = grin_train::parse_shard_bytes, allow_hyphen_values = true)]
     pub shard_size: u64,
     /// Print the shard count for these settings and exit (to size a job array).
     #[arg(long)]
@@ -87,7 +88,7 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
             "merged {} shards ({} samples) into {}; check every byte with `grin verify {}`",
             manifest.shards.len(),
             manifest.samples,
-            dir.join("manifest.json").display(),
+            dir.join(grin_store::MANIFEST_FILE).display(),
             dir.display()
         );
         return Ok(());
@@ -97,7 +98,11 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
     let samples = args.samples.unwrap_or(config.train.store_samples as u64);
     let out = args.out.clone().unwrap_or_else(|| config.store_dir());
     // Never into a folder it reads photos from, nor over the config.
-    super::check_outputs(&[&out], &loaded.inputs())?;
+    super::check_out_folder("--out", &out, &loaded.inputs())?;
+    // A run's folder is no dataset's: the two shared one (round 11).
+    if let Some(name) = grin_train::run_files().find(|name| out.join(name).symlink_metadata().is_ok()) {
+        bail!("--out {}: holds {name}, a grin run's file: a dataset needs a folder of its own", out.display());
+    }
     let plan = Plan::for_features(&config.features, samples, args.shard_size)?;
     let describe = format!(
         "{} samples of {}x{}x{} in {} shards of {} records ({} bytes each)",

@@ -7,7 +7,7 @@ use grin_train::backend::{self, BackendChoice};
 use grin_train::LoadedConfig;
 use grin_train::TrainBackend;
 use grin_train::{build_feed, PlanRequest, RunPlan};
-use grin_train::{train_parallel, Interrupt, Summary};
+use grin_train::{train_parallel, Interrupt, Phase, Summary};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -147,7 +147,7 @@ fn train_on<B: TrainBackend>(
         balance: !args.no_balance,
     };
     let RunPlan { mut run, feed } = grin_train::plan::<B>(&request, &device)?;
-    run.stop = Some(stop_on_interrupt()?);
+    run.stop = Some(stop_on_interrupt(&run.run_dir)?);
     eprintln!(
         "mode {}: training {} for {} steps, batch {}",
         run.mode.name(),
@@ -166,22 +166,30 @@ const ONE_INTERRUPT: Duration = Duration::from_millis(250);
 /// Ctrl-C or SIGTERM (what `kill` and job schedulers send) raises the flag
 /// the training loop checks after every step, so the run stops with a fresh
 /// checkpoint instead of losing the steps since the last periodic one.
-/// Before the loop runs there is nothing to checkpoint, so it quits at
-/// once; a second interrupt quits at once too, for a run stuck in its
-/// final evaluation.
-fn stop_on_interrupt() -> Result<Arc<Interrupt>> {
+/// Before the loop runs there is nothing to checkpoint, and after it the
+/// model is written and only scored: either way it quits at once. A second
+/// interrupt quits at once too.
+fn stop_on_interrupt(run_dir: &Path) -> Result<Arc<Interrupt>> {
     let stop = Arc::new(Interrupt::default());
     let flag = stop.clone();
+    let run_dir = run_dir.to_path_buf();
     let mut first: Option<Instant> = None;
     ctrlc::set_handler(move || match first {
-        None if !flag.request() => {
-            eprintln!("\ninterrupt: quitting (the run had not started its steps; nothing to checkpoint)");
-            std::process::exit(130);
-        }
-        None => {
-            first = Some(Instant::now());
-            eprintln!("\ninterrupt: stopping after this step with a checkpoint (interrupt again to quit at once)");
-        }
+        None => match flag.request() {
+            Phase::Before => {
+                eprintln!("\ninterrupt: quitting (the run had not started its steps; nothing to checkpoint)");
+                std::process::exit(130);
+            }
+            Phase::Loop => {
+                first = Some(Instant::now());
+                eprintln!("\ninterrupt: stopping after this step with a checkpoint (interrupt again to quit at once)");
+            }
+            Phase::Scoring => {
+                let run = run_dir.display();
+                eprintln!("\ninterrupt: quitting the held-out scoring; {run}/model.grin is written, `grin eval --run {run}` scores it");
+                std::process::exit(130);
+            }
+        },
         Some(at) if at.elapsed() < ONE_INTERRUPT => {}
         Some(_) => {
             eprintln!("\nsecond interrupt: quitting now");

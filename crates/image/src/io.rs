@@ -60,6 +60,13 @@ pub fn read_text(path: &Path) -> Result<String, InputError> {
         let message = format!("more than {} MiB: not an annotation file", MAX_TEXT_BYTES >> 20);
         return Err(InputError::bad(path, None, BadInputKind::UnreadableFile, message));
     }
+    // A NUL is in no annotation a person writes: a name holding one failed
+    // where the photo was opened, printed raw and naming no line (round 10).
+    if let Some(at) = text.find('\0') {
+        let line = text[..at].matches('\n').count() + 1;
+        let message = "holds a NUL byte: not an annotation text file";
+        return Err(InputError::bad(path, Some(line), BadInputKind::MalformedAnnotation, message));
+    }
     // A byte-order mark, as some editors save UTF-8: not part of line 1.
     match text.strip_prefix('\u{feff}') {
         Some(rest) => Ok(rest.to_string()),
@@ -81,7 +88,7 @@ const MAX_TEXT_BYTES: u64 = 256 << 20;
 pub fn open_file(path: &Path) -> Result<std::fs::File, InputError> {
     grin_output::open_plain(path).map_err(|e| {
         let message = match e.kind() {
-            std::io::ErrorKind::InvalidInput => format!("{e}: photos are read from files"),
+            std::io::ErrorKind::InvalidInput => format!("{e}: grin reads its inputs from regular files"),
             _ => format!("cannot read: {e}"),
         };
         InputError::bad(path, None, BadInputKind::UnreadableFile, message)

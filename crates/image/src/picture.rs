@@ -13,18 +13,11 @@ use std::path::Path;
 const JPEG_MAX_SIDE: u64 = u16::MAX as u64;
 
 /// The format of the picture `flag` names at `target`: PNG or JPEG, by its
-/// extension. A folder, a parent that is no folder, or another extension is
-/// refused.
+/// extension. A name that is no file's in an existing folder
+/// (`grin_output::check_file_place`), or another extension, is refused.
 pub fn picture_format(target: &Path, flag: &str) -> Result<ImageFormat, String> {
     let named = format!("{flag} {}", target.display());
-    if target.is_dir() {
-        return Err(format!("{named}: is a folder; name the picture's file, such as out.png"));
-    }
-    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if !parent.is_dir() {
-            return Err(format!("{named}: {} is not a folder", parent.display()));
-        }
-    }
+    grin_output::check_file_place(target).map_err(|e| format!("{flag} {e}"))?;
     match ImageFormat::from_path(target) {
         Ok(format @ (ImageFormat::Png | ImageFormat::Jpeg)) => Ok(format),
         _ => Err(format!("{named}: grin writes pictures as .png or .jpg")),
@@ -78,11 +71,15 @@ mod tests {
             assert_eq!(e, format!("--draw {}: grin writes pictures as .png or .jpg", at(name).display()));
         }
         let e = picture_format(dir.path(), "--out").unwrap_err();
-        assert!(e.ends_with("is a folder; name the picture's file, such as out.png"), "{e}");
+        assert!(e.ends_with("is a folder: name a file"), "{e}");
         let e = picture_format(&at("absent/a.png"), "--out").unwrap_err();
-        assert_eq!(e, format!("--out {}: {} is not a folder", at("absent/a.png").display(), at("absent").display()));
+        let absent = format!("--out {}: {} is not a folder", at("absent/a.png").display(), at("absent").display());
+        assert!(e.starts_with(&absent), "{e}");
         std::fs::write(at("file"), b"x").unwrap();
-        assert!(picture_format(&at("file/a.png"), "--out").unwrap_err().ends_with("is not a folder"));
+        assert!(picture_format(&at("file/a.png"), "--out").unwrap_err().contains("is not a folder"));
+        // Round 10: a trailing slash failed only when the picture was written.
+        let e = picture_format(Path::new("o.png/"), "--draw").unwrap_err();
+        assert_eq!(e, "--draw o.png/: ends in /, so names a folder: name a file");
         // A bare file name is in the working folder.
         assert_eq!(picture_format(Path::new("a.png"), "--out"), Ok(ImageFormat::Png));
     }

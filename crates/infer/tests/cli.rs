@@ -595,9 +595,11 @@ fn a_flag_that_cannot_apply_or_a_count_past_its_bound_is_refused_by_name() {
     // were found after detection, the latter in the image crate's words.
     let no_folder = dir.path().join("absent").join("drawn.png");
     let gif = dir.path().join("drawn.gif");
-    let cases: [(&[&str], &str); 13] = [
+    let cases: [(&[&str], &str); 14] = [
         // Round 7: found only after detection ran (exit 1).
-        (&["--draw", s(dir.path())], "is a folder; name the picture's file"),
+        (&["--draw", s(dir.path())], "is a folder: name a file"),
+        // Round 10: a trailing slash, found only when the picture was written.
+        (&["--draw", "o.png/"], "--draw o.png/: ends in /, so names a folder"),
         (&["--draw", s(&odd_name)], "grin writes pictures as .png or .jpg"),
         (&["--draw", s(&no_folder)], "absent is not a folder"),
         (&["--draw", s(&gif)], "drawn.gif: grin writes pictures as .png or .jpg"),

@@ -338,6 +338,14 @@ fn a_zero_frame_size_a_folder_or_a_huge_raw_frame_is_refused() {
     assert_eq!(folder.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&folder.stderr);
     assert!(stderr.contains(&format!("{}: is a folder", dir.path().display())), "{stderr}");
+    // Round 11: a socket was "No such device or address".
+    let socket = dir.path().join("camera.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let args = ["--stream", socket.to_str().unwrap(), "--input-format", "gray8", "--input-size", "320x240"];
+    let refused = detect(&args);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("camera.sock: is a socket, which grin cannot open as a stream"), "{stderr}");
     // rgb24 at 100000x100000 was a 30 GB allocation.
     let huge = detect(&["--stream", "-", "--input-format", "rgb24", "--input-size", "100000x100000"]);
     assert_eq!(huge.status.code(), Some(2));

@@ -133,7 +133,23 @@ const MAX_FINE_HEAD: usize = 1024;
 /// Most detections a model may keep per image.
 const MAX_DETECTIONS: usize = 1000;
 
+/// The `[model]` keys a file leaves out at their defaults (each
+/// `skip_serializing_if` above but the two only `grin model-set` writes),
+/// with a config's values: a resolved config (`grin config`) names every key
+/// a config may set.
+#[derive(Serialize)]
+pub struct Unwritten<'a> {
+    pub fine_head: usize,
+    pub level_scale: f32,
+    pub second_look: &'a SecondLook,
+}
+
 impl ModelConfig {
+    /// This config's values of the keys a file leaves out at their defaults.
+    pub fn unwritten(&self) -> Unwritten<'_> {
+        Unwritten { fine_head: self.fine_head, level_scale: self.level_scale, second_look: &self.second_look }
+    }
+
     /// Every key's range, checked wherever a `[model]` table comes from: a
     /// config file, `--set`, a sweep (through `--set`) or a model file's
     /// header. NaN fails every comparison, so each check is written to
@@ -209,5 +225,31 @@ impl ModelConfig {
             pyramid_above: self.pyramid_above,
             smile_vote_floor: self.score_threshold,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(value: impl Serialize) -> Vec<String> {
+        let serde_json::Value::Object(map) = serde_json::to_value(value).unwrap() else { panic!("a table") };
+        map.into_iter().map(|(k, _)| k).collect()
+    }
+
+    #[test]
+    fn the_defaults_and_the_unwritten_keys_name_every_key_a_config_may_set() {
+        let mut every = keys(ModelConfig::default());
+        every.extend(keys(ModelConfig::default().unwritten()));
+        every.sort();
+        // A config with no key at its default writes every key but the two
+        // only `grin model-set` sets.
+        let none_default = ModelConfig {
+            fine_head: 8,
+            level_scale: 2.0,
+            second_look: SecondLook { below: 0.5, ..SecondLook::default() },
+            ..ModelConfig::default()
+        };
+        assert_eq!(every, keys(none_default));
     }
 }

@@ -16,6 +16,9 @@
 //!   input that is a folder (a dataset, a photo source) stands for every
 //!   file under it, so nothing is written inside it.
 //!
+//! - A name that cannot be a file grin writes (a folder, `x/`, a missing
+//!   folder, a link to nothing or to another kind of file) is refused, and
+//!   a file of a folder grin keeps for a run or dataset too (`place.rs`).
 //! - A temporary file left by a writer that was killed is removed by the
 //!   next write into its folder (`temp.rs`).
 //! - A file read now and written back later goes through [`hold`], which
@@ -34,11 +37,13 @@
 mod lock;
 /// The module is the API: `parts::frame`, `parts::unframe`.
 pub mod parts;
+mod place;
 mod plain;
 mod rewrite;
 mod temp;
 
 pub use lock::{try_lock, LockMode, Locked, LOCK_FILE};
+pub use place::{check_file, check_file_place, refuse_a_kept_file};
 pub use plain::{open_plain, read_plain, FOLDER, NOT_A_FILE};
 pub use rewrite::{hold, Held};
 
@@ -97,28 +102,6 @@ pub fn check(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
     }
 }
 
-/// Refuses a file the user named as an output when it already is a file of
-/// a folder grin keeps for a run or a dataset (one holding [`LOCK_FILE`]):
-/// its config, summary, checkpoint, plots and shards are that run's or
-/// dataset's, and writing over one damaged it (issue 90, round 10: `grin
-/// export --out runs/other/config.toml`). A new file there is the user's
-/// to add. Not for the run's or dataset's own writer.
-pub fn refuse_a_kept_file(path: &Path) -> Result<(), OutputError> {
-    let Ok(real) = std::fs::canonicalize(path) else { return Ok(()) };
-    let Some(folder) = real.parent().filter(|_| real.is_file()) else { return Ok(()) };
-    if folder.join(LOCK_FILE).symlink_metadata().is_ok() {
-        return Err(fail(
-            path,
-            format!(
-                "is a file of {}, a grin run's or dataset's folder (it holds {LOCK_FILE}): writing over it would \
-                 damage that run or dataset; name another output",
-                folder.display()
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// An input file inside the output folder `path`, compared by resolved
 /// paths as [`refuse_input_folders`] compares.
 fn refuse_inputs_inside(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
@@ -161,6 +144,7 @@ fn write_checked(
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     check: BeforeRename<'_>,
 ) -> Result<(), OutputError> {
+    check_file_place(path)?;
     refuse_input_folders(path, inputs)?;
     let existing = match std::fs::metadata(path) {
         Ok(m) => Some(m),
@@ -180,7 +164,6 @@ fn write_checked(
             let target = std::fs::canonicalize(path).map_err(|e| fail(path, format!("cannot resolve: {e}")))?;
             replace(&target, Some(&m), fill, check)
         }
-        Some(m) if m.is_dir() => Err(fail(path, "is a folder: name a file")),
         Some(m) => write_through(path, &m, fill),
     }
 }

@@ -144,8 +144,8 @@ fn odd(what: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
         format!(
-            "is {what}, not a lock file grin made: grin locks a folder through a plain file of that name, never \
-             through a link; {what_to_do}"
+            "is {what}, not a file grin made: grin locks a folder, or a shard it is writing, through a plain file \
+             of that name, never through a link; {what_to_do}"
         ),
     )
 }

@@ -180,6 +180,39 @@ fn a_folder_is_refused() {
     assert!(e.contains("is a folder"), "{e}");
 }
 
+/// Round 10 of issue 90: a name that cannot be a file was found only when
+/// written ("cannot create a temporary file", after the work), and a link to
+/// nothing was replaced by the file. Each is refused by `check_file` before
+/// the work, and by the write, which leaves the link as it was.
+#[test]
+fn a_name_that_cannot_be_a_file_is_refused_before_the_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name);
+    let slash = std::path::PathBuf::from(format!("{}/", at("o.png").display()));
+    let link = at("link.png");
+    std::os::unix::fs::symlink(at("nowhere/x.png"), &link).unwrap();
+    std::fs::write(at("file"), b"x").unwrap();
+    for (path, why) in [
+        (slash, "ends in /, so names a folder: name a file"),
+        (at("missing/o.png"), "missing is not a folder (grin makes no folder for a file it writes)"),
+        (at("file/o.png"), "file is not a folder"),
+        (link.clone(), "nowhere/x.png, which does not exist: remove the link or name another file"),
+    ] {
+        let e = grin_output::check_file(&path, &[]).unwrap_err().to_string();
+        assert!(e.contains(why), "{}: {e}", path.display());
+        assert_eq!(write_file(&path, &[], b"x").unwrap_err().to_string(), e);
+    }
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is kept");
+    // Round 11: a model behind a link named `.png` became a PNG.
+    std::fs::write(at("m.grin"), b"model").unwrap();
+    std::os::unix::fs::symlink(at("m.grin"), at("drawn.png")).unwrap();
+    let e = write_file(&at("drawn.png"), &[], b"png").unwrap_err().to_string();
+    assert!(e.contains("m.grin, another kind of file"), "{e}");
+    assert_eq!(std::fs::read(at("m.grin")).unwrap(), b"model");
+    assert!(!at("missing").exists() && !at("o.png").exists());
+    grin_output::check_file(&at("new.png"), &[]).unwrap();
+}
+
 /// Issue 90: SIGTERM during `grin export` or `grin model-set` left a
 /// full-size temporary file. One whose writer is gone (its lock free) is
 /// removed by the next write into the folder; one a live writer holds is not.

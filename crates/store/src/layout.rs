@@ -55,11 +55,21 @@ impl RecordLayout {
         if self.max_boxes as usize != MAX_BOXES {
             return Some(format!("layout has max_boxes {}, this build uses {MAX_BOXES}", self.max_boxes));
         }
+        // The first key that differs, named as in the manifest (round 11
+        // printed both layouts as Rust's debug dumps).
         let expected = RecordLayout::new(self.width, self.height, self.channels);
-        if *self != expected {
-            return Some(format!("record layout {self:?} differs from the format's {expected:?}"));
-        }
-        None
+        let keys = [
+            ("pixels_offset", self.pixels_offset, expected.pixels_offset),
+            ("boxes_offset", self.boxes_offset, expected.boxes_offset),
+            ("labels_offset", self.labels_offset, expected.labels_offset),
+            ("record_bytes", self.record_bytes, expected.record_bytes),
+        ];
+        keys.into_iter().find(|(_, got, want)| got != want).map(|(key, got, want)| {
+            format!(
+                "key `layout.{key}`: {got}, where a {}x{}x{} record has {want}",
+                self.width, self.height, self.channels
+            )
+        })
     }
 
     /// Appends record `index` of `batch` to `out`, padding included.
@@ -138,5 +148,22 @@ pub(crate) fn class_from_letter(letter: char) -> Option<SceneClass> {
         'n' => Some(SceneClass::NonSmiling),
         'f' => Some(SceneClass::FaceFree),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RecordLayout;
+
+    /// Round 11 of issue 90: a damaged offset printed both layouts as debug dumps.
+    #[test]
+    fn a_layout_that_differs_names_its_key() {
+        let mut layout = RecordLayout::new(160, 120, 1);
+        assert_eq!(layout.problem(), None);
+        layout.labels_offset += 63;
+        let expected = RecordLayout::new(160, 120, 1).labels_offset;
+        let problem = layout.problem().unwrap();
+        let want = format!("key `layout.labels_offset`: {}, where a 160x120x1 record has {expected}", expected + 63);
+        assert_eq!(problem, want);
     }
 }

@@ -15,7 +15,7 @@ pub(crate) const MANIFEST_FORMAT: &str = "grin-store";
 pub(crate) const PART_FORMAT: &str = "grin-store-part";
 pub(crate) const SIDECAR_FORMAT: &str = "grin-store-shard";
 pub(crate) const VERSION: u32 = 1;
-pub(crate) const MANIFEST_FILE: &str = "manifest.json";
+pub const MANIFEST_FILE: &str = "manifest.json";
 
 /// JSON files larger than this are not ours; refusing them early keeps a
 /// stray multi-gigabyte file from being read into memory.

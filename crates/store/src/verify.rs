@@ -43,6 +43,10 @@ impl VerifyReport {
 /// shards are listed in the report so that every one of them is named.
 pub fn verify(dir: &Path, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
     let manifest = Manifest::load(dir)?;
+    // Read as a run reads it: refused while a precompute rewrites it (its
+    // shards were reported bad, with "rerun grin precompute", round 11),
+    // and an odd lock file is named.
+    let _lock = crate::lock::lock_for_reading(dir)?;
     let manifest_path = dir.join(MANIFEST_FILE);
     let mut bad = Vec::new();
     let mut bytes = 0;

@@ -127,7 +127,10 @@ type Edit = Box<dyn Fn(&mut serde_json::Value)>;
 #[test]
 fn inconsistent_manifests_are_refused() {
     let cases: Vec<(Edit, &str)> = vec![
-        (Box::new(|m| m["layout"]["record_bytes"] = 100.into()), "record layout"),
+        (
+            Box::new(|m| m["layout"]["record_bytes"] = 100.into()),
+            "key `layout.record_bytes`: 100, where a 32x32x1 record has 1344",
+        ),
         (Box::new(|m| m["samples"] = 41.into()), "shard_count 4 does not fit 41 samples"),
         (Box::new(|m| m["shards"][1]["first_record"] = 11.into()), "holds records 11..21, expected 10..20"),
         (Box::new(|m| m["shards"][0]["classes"] = "ssssssssss".into()), "class_counts"),

@@ -45,7 +45,15 @@ pub const MAX_SIDE: usize = 4096;
 pub fn parse_wxh(text: &str) -> Result<(usize, usize), String> {
     let bad = || format!("`{text}` is not WxH (e.g. 320x240)");
     let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
-    Ok((w.trim().parse().map_err(|_| bad())?, h.trim().parse().map_err(|_| bad())?))
+    // A side of twenty digits is a size, only too large to hold: say so
+    // rather than "not WxH".
+    let side = |part: &str| {
+        part.trim().parse::<usize>().map_err(|e| match e.kind() {
+            std::num::IntErrorKind::PosOverflow => format!("`{text}`: a side is at most {} px", usize::MAX),
+            _ => bad(),
+        })
+    };
+    Ok((side(w)?, side(h)?))
 }
 
 /// [`parse_wxh`] for a frame the network runs on (`--size`, `--run-size`):

@@ -96,7 +96,7 @@ pub fn check<B: TrainBackend>(
     device: &B::Device,
 ) -> Result<Check> {
     let dir = c.store_dir();
-    let store = if !dir.join("manifest.json").exists() {
+    let store = if !dir.join(grin_store::MANIFEST_FILE).exists() {
         None
     } else if store_required {
         Some(open_store(&dir, &c.features, allow_stale)?)

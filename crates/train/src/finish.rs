@@ -15,7 +15,16 @@ use anyhow::{Context, Result};
 use grin_features::Split;
 use grin_model::{file, Detector};
 use grin_terms::summary::SUMMARY_FILE;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The error a run interrupted once its steps were done returns: its model
+/// is written, its held-out scoring not begun.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted after the last step: the model is written to {}; `grin eval --run {}` scores it", model.display(), run.display())]
+pub struct InterruptedScoring {
+    pub model: PathBuf,
+    pub run: PathBuf,
+}
 
 /// Writes `inference` (the last step's weights, or their average under
 /// `train.ema`) to `model_path`, scores it,
@@ -35,6 +44,15 @@ pub(crate) fn finish<B: TrainBackend>(
     let run_spec = run.run_spec();
     file::save_model(model_path, &run_spec, inference)
         .with_context(|| format!("{}: cannot write", model_path.display()))?;
+    // The model holds every step: the checkpoint would only make a rerun of
+    // this config refuse to start, whether the scoring ends or is stopped.
+    std::fs::remove_file(&ckpt_path)
+        .or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })
+        .with_context(|| format!("{}: cannot remove the finished run's checkpoint", ckpt_path.display()))?;
+    if run.stop.as_ref().is_some_and(|stop| stop.enter_scoring()) {
+        let run = run.run_dir.clone();
+        return Err(InterruptedScoring { model: model_path.to_path_buf(), run }.into());
+    }
 
     let report: Option<EvalReport> = if run.evaluate && cfg.eval_samples > 0 {
         Some(evaluate(inference, &spec, &run.features, cfg.eval_samples, device)?)
@@ -61,10 +79,5 @@ pub(crate) fn finish<B: TrainBackend>(
     summary.val_photos = val_photos;
     summary.write(&run.run_dir.join(SUMMARY_FILE))?;
     metrics::plot(&run.run_dir.join("training.svg"), &state.history)?;
-    // The run is complete and its model written: the checkpoint would only
-    // make a rerun of this config refuse to start.
-    std::fs::remove_file(&ckpt_path)
-        .or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })
-        .with_context(|| format!("{}: cannot remove the finished run's checkpoint", ckpt_path.display()))?;
     Ok(summary)
 }

@@ -62,8 +62,9 @@ pub use config::{
 };
 pub use device_batch::{upload, DeviceBatch};
 pub use feed::{build_feed, Feed, FeedPlan};
+pub use finish::InterruptedScoring;
 pub use plan::{plan, PlanRequest, RunPlan};
-pub use run::{Interrupt, RunSpec};
+pub use run::{Interrupt, Phase, RunSpec};
 pub use run_folder::{run_files, run_model, run_of_model, RunLock};
 pub use step::{optimizer, OptimizerImpl, PhaseTimes, Stepper};
 pub use summary::Summary;

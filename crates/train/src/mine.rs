@@ -71,6 +71,9 @@ pub(crate) const PHOTOS: Clearance = Clearance { grow: 0.5, inside: 0.0 };
 /// inside it at most.
 pub(crate) const PORTRAITS: Clearance = Clearance { grow: 0.0, inside: 0.1 };
 
+/// Photos in one batch at the model's size.
+const PER_BATCH: usize = 16;
+
 /// What one source gave.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mined {
@@ -93,6 +96,14 @@ pub fn mine<B: DetectorBackend>(
     options: &MineOptions,
     device: &B::Device,
 ) -> Result<Vec<Mined>> {
+    // The photos first: a refused mining leaves no empty folder behind (round 10).
+    let sets = photos_of_split(features, Split::Train, options.photos)?;
+    if sets.is_empty() {
+        return Ok(Vec::new());
+    }
+    if options.own_size.is_none() {
+        crate::photo_eval::ask_for_frames(spec, (spec.width, spec.height), PER_BATCH)?;
+    }
     std::fs::create_dir_all(&options.out).with_context(|| format!("{}: cannot create", options.out.display()))?;
     let (w, h, c) = (spec.width as u32, spec.height as u32, spec.channels as u32);
     let params = DecodeParams { score_threshold: options.score, ..spec.model.decode_params() };
@@ -100,12 +111,12 @@ pub fn mine<B: DetectorBackend>(
     // appended to, mining twice into one folder listed each crop twice.
     let mut manifest = Vec::new();
     let mut report = Vec::new();
-    for set in photos_of_split(features, Split::Train, options.photos)? {
+    for set in sets {
         let mut mined = Mined { source: set.name.to_string(), photos: 0, crowded: 0, skipped: 0, crops: 0 };
         let clearance = if set.portraits { PORTRAITS } else { PHOTOS };
         // A batch holds one frame size: the model's for every photo, or
         // each photo's own, one photo a batch.
-        let per_batch = if options.own_size.is_some() { 1 } else { 16 };
+        let per_batch = if options.own_size.is_some() { 1 } else { PER_BATCH };
         let indices: Vec<usize> = (0..set.len()).collect();
         for chunk in indices.chunks(per_batch) {
             let mut samples: Vec<(usize, HeldOutPhoto)> = Vec::new();

@@ -172,12 +172,18 @@ fn load_chunk(
 /// 90, round 9). Burn's forward holds more maps at once than grin-detect's
 /// banded pass, whose bound `Budget::activations` is: twice that a frame.
 pub(crate) fn ask_for_pass(spec: &DetectorSpec, batch: &HostBatch) -> Result<()> {
-    let (width, height) = (batch.width as usize, batch.height as usize);
+    ask_for_frames(spec, (batch.width as usize, batch.height as usize), batch.len)
+}
+
+/// [`ask_for_pass`] for `frames` frames of `width`x`height`: a command
+/// asks before it makes its outputs (round 10: a refused `grin mine` left
+/// its empty `--out` folder).
+pub(crate) fn ask_for_frames(spec: &DetectorSpec, (width, height): (usize, usize), frames: usize) -> Result<()> {
     let frame = grin_net::Budget::of(&DetectorSpec { width, height, ..spec.clone() }).activations;
-    let floats = frame.saturating_mul(2).saturating_mul(batch.len.max(1));
-    grin_image::reserved::<f32>(floats).map(drop).map_err(|e| {
-        anyhow::anyhow!("{} frame(s) of {width}x{height}: the pass {e}; give a smaller --run-size", batch.len)
-    })
+    let floats = frame.saturating_mul(2).saturating_mul(frames.max(1));
+    grin_image::reserved::<f32>(floats)
+        .map(drop)
+        .map_err(|e| anyhow::anyhow!("{frames} frame(s) of {width}x{height}: the pass {e}; give a smaller --run-size"))
 }
 
 fn score_set<B: DetectorBackend>(

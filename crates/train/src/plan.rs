@@ -45,7 +45,9 @@ pub struct RunPlan {
 pub fn plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Result<RunPlan> {
     let c = request.config;
     let run_dir = request.runs_dir.join(&c.name);
-    // Before anything slow: a refused run folder should not cost a store build.
+    // Before anything slow: a refused run folder should not cost a store
+    // build. A live run's folder is refused as such first.
+    crate::run_folder::refuse_a_held_folder(&run_dir)?;
     crate::run_folder::check(&run_dir, request.resume, request.overwrite)?;
     // Held from here, so a second run into the folder is refused before
     // either writes anything (both used to exit 0 over one folder).
@@ -64,7 +66,11 @@ fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resu
     let c = request.config;
     let dir = c.store_dir();
     let mut mode = c.train.mode;
-    let has_store = dir.join("manifest.json").exists();
+    // A flag that cannot apply is refused by name (round 11: dropped).
+    if request.allow_stale && mode == Mode::OnTheFly {
+        bail!("--allow-stale: mode on-the-fly reads no precomputed dataset, stale or not");
+    }
+    let has_store = dir.join(grin_store::MANIFEST_FILE).exists();
     if !has_store && matches!(mode, Mode::Precomputed | Mode::InVram) {
         // Not missing but being written: said so ("build it with grin
         // precompute" while one was, issue 90).
@@ -101,7 +107,7 @@ fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resu
     }
     let mut store = None;
     if mode != Mode::OnTheFly {
-        if !dir.join("manifest.json").exists() {
+        if !dir.join(grin_store::MANIFEST_FILE).exists() {
             eprintln!("auto: building the precomputed dataset in {}", dir.display());
             crate::precompute::write_whole_store(&c.features, c.train.store_samples as u64, &dir)?;
         }

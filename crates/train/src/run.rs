@@ -6,7 +6,7 @@ use anyhow::Result;
 use grin_features::FeatureConfig;
 use grin_net::{DetectorSpec, ModelConfig};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// Everything a run needs besides the backend.
@@ -39,31 +39,70 @@ pub struct RunSpec {
     pub lock: Option<Arc<crate::run_folder::RunLock>>,
 }
 
-/// An interrupt asked for, and whether the training loop is there to
-/// answer it. Before the loop (loading photos, building the feed) there is
-/// nothing to checkpoint and nobody to look at the flag: a run stuck
-/// reading a FIFO in a data folder swallowed the first SIGTERM (issue 80).
+/// An interrupt asked for, and where the run is to answer it. Before the
+/// loop (loading photos, building the feed) there is nothing to checkpoint
+/// and nobody to look at the flag: a run stuck reading a FIFO in a data
+/// folder swallowed the first SIGTERM (issue 80). After it, the model is
+/// written and only scored: nobody looks at the flag either, and a SIGTERM
+/// there was answered "stopping after this step" and then ignored for the
+/// scoring's 47 s (issue 90, round 11).
 #[derive(Debug, Default)]
 pub struct Interrupt {
-    requested: AtomicBool,
-    in_loop: AtomicBool,
+    /// The [`Phase`] in the low bits, [`REQUESTED`] above them: one word,
+    /// so a request and a change of phase cannot cross unseen.
+    state: AtomicU8,
 }
 
+/// Where a run is when an interrupt comes, and so what the interrupt does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Loading and building the feed: nothing to checkpoint, quit at once.
+    Before,
+    /// The steps: the loop checkpoints at its next step boundary and stops.
+    Loop,
+    /// The model is written and being scored: quit at once; the model stays.
+    Scoring,
+}
+
+const PHASE: u8 = 0b11;
+const REQUESTED: u8 = 0b100;
+
 impl Interrupt {
-    /// Asks the loop to stop at its next step boundary. False when the loop
-    /// has not started: the caller should then end the process at once.
-    pub fn request(&self) -> bool {
-        self.requested.store(true, Ordering::SeqCst);
-        self.in_loop.load(Ordering::SeqCst)
+    /// Raises the flag, and says where the run was: only in
+    /// [`Phase::Loop`] does the run answer it itself.
+    pub fn request(&self) -> Phase {
+        match self.state.fetch_or(REQUESTED, Ordering::SeqCst) & PHASE {
+            1 => Phase::Loop,
+            2 => Phase::Scoring,
+            _ => Phase::Before,
+        }
     }
 
     pub(crate) fn requested(&self) -> bool {
-        self.requested.load(Ordering::Relaxed)
+        self.state.load(Ordering::SeqCst) & REQUESTED != 0
     }
 
     /// The loop is running: from here an interrupt ends in a checkpoint.
     pub(crate) fn enter_loop(&self) {
-        self.in_loop.store(true, Ordering::SeqCst);
+        self.enter(Phase::Loop);
+    }
+
+    /// The model is written: from here an interrupt quits at once. True
+    /// when one came before, which the loop did not answer (it came during
+    /// the last step): the caller stops now.
+    pub(crate) fn enter_scoring(&self) -> bool {
+        self.enter(Phase::Scoring)
+    }
+
+    /// Moves to `phase`; whether an interrupt was asked for before.
+    fn enter(&self, phase: Phase) -> bool {
+        let bits = match phase {
+            Phase::Before => 0,
+            Phase::Loop => 1,
+            Phase::Scoring => 2,
+        };
+        let before = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| Some((s & REQUESTED) | bits));
+        before.unwrap_or_default() & REQUESTED != 0
     }
 }
 
@@ -107,13 +146,23 @@ impl RunSpec {
 
 #[cfg(test)]
 mod tests {
-    use super::Interrupt;
+    use super::{Interrupt, Phase};
 
     #[test]
-    fn an_interrupt_before_the_loop_says_nobody_will_answer_it() {
+    fn an_interrupt_outside_the_loop_says_nobody_will_answer_it() {
         let stop = Interrupt::default();
-        assert!(!stop.request(), "no loop yet: the handler must quit at once");
+        assert_eq!(stop.request(), Phase::Before, "no loop yet: the handler must quit at once");
+        let stop = Interrupt::default();
         stop.enter_loop();
-        assert!(stop.request() && stop.requested(), "the loop checkpoints and stops");
+        assert!(!stop.requested());
+        assert_eq!(stop.request(), Phase::Loop, "the loop checkpoints and stops");
+        assert!(stop.requested());
+        // One asked for during the last step, which the loop does not
+        // answer: the model is written, and scoring does not start.
+        assert!(stop.enter_scoring());
+        let stop = Interrupt::default();
+        stop.enter_loop();
+        assert!(!stop.enter_scoring());
+        assert_eq!(stop.request(), Phase::Scoring, "the model is written: the handler quits at once");
     }
 }

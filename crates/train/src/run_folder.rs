@@ -41,23 +41,43 @@ pub(crate) fn lock(run_dir: &Path) -> Result<RunLock> {
         .with_context(|| format!("{}: cannot lock the run folder", path.display()))?;
     let mut file = match locked {
         Locked::Held(file) => file,
-        Locked::Busy(mut file) => {
-            let mut pid = String::new();
-            let _ = file.read_to_string(&mut pid);
-            let holder = match pid.trim() {
-                "" => "another grin process".to_string(),
-                pid => format!("grin process {pid}"),
-            };
-            bail!(
-                "{}: in use by {holder}, a run training into it; wait for it to end, or give this run another name (--name)",
-                run_dir.display()
-            );
-        }
+        Locked::Busy(file) => return Err(in_use(run_dir, file)),
         Locked::Unsupported(_) => return Ok(RunLock { _file: None }),
     };
     let written = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| write!(file, "{}", std::process::id()));
     written.with_context(|| format!("{}: cannot write the holder's PID", path.display()))?;
     Ok(RunLock { _file: Some(file) })
+}
+
+/// The refusal of a run folder another run holds, naming its PID.
+fn in_use(run_dir: &Path, mut lock_file: File) -> anyhow::Error {
+    let mut pid = String::new();
+    let _ = lock_file.read_to_string(&mut pid);
+    let holder = match pid.trim() {
+        "" => "another grin process".to_string(),
+        pid => format!("grin process {pid}"),
+    };
+    anyhow::anyhow!(
+        "{}: in use by {holder}, a run training into it; wait for it to end, or give this run another name (--name)",
+        run_dir.display()
+    )
+}
+
+/// Refuses a run folder a live run holds, before what its files say: a
+/// second run into it was told to add --overwrite, or that it held no
+/// checkpoint to resume (round 11). Probed without keeping the lock, by a
+/// process that does not hold it.
+pub(crate) fn refuse_a_held_folder(run_dir: &Path) -> Result<()> {
+    let path = run_dir.join(LOCK_FILE);
+    if path.symlink_metadata().is_err() {
+        return Ok(());
+    }
+    let locked = try_lock(&path, LockMode::Exclusive)
+        .with_context(|| format!("{}: cannot lock the run folder", path.display()))?;
+    match locked {
+        Locked::Busy(file) => Err(in_use(run_dir, file)),
+        Locked::Held(_) | Locked::Unsupported(_) => Ok(()),
+    }
 }
 
 /// What a finished run leaves besides its `config.toml`: `--overwrite`
@@ -83,6 +103,15 @@ pub fn run_files() -> impl Iterator<Item = &'static str> {
 /// to do with what is there. Reads only; called before anything slow (a
 /// store build, a balance measurement) and again by the trainer.
 pub(crate) fn check(run_dir: &Path, resume: bool, overwrite: bool) -> Result<()> {
+    // A dataset's folder is no run's, --overwrite or not: a run and a
+    // dataset shared one folder without a word (round 11).
+    if run_dir.join(grin_store::MANIFEST_FILE).symlink_metadata().is_ok() {
+        bail!(
+            "{} is a precomputed dataset's folder (it holds {}): give this run another name (--name)",
+            run_dir.display(),
+            grin_store::MANIFEST_FILE
+        );
+    }
     let (ckpt_path, model_path, _) = run_paths(run_dir);
     if resume && !ckpt_path.exists() {
         let finished = if model_path.exists() { " (the run finished: model.grin is there)" } else { "" };
@@ -157,8 +186,11 @@ pub(crate) fn prepare(run_dir: &Path, resume: bool, overwrite: bool) -> Result<(
 fn finished_run(run_dir: &Path) -> Option<String> {
     let s = match grin_terms::summary::read(run_dir) {
         Ok(s) => s,
-        Err(_) if run_dir.join("model.grin").exists() || run_dir.join(grin_terms::summary::SUMMARY_FILE).exists() => {
-            return Some("model.grin, no readable summary.json".into())
+        // Say what is there: a folder holding only a damaged summary has no
+        // model.grin to speak of (round 10).
+        Err(_) if run_dir.join("model.grin").exists() => return Some("model.grin, no readable summary.json".into()),
+        Err(_) if run_dir.join(grin_terms::summary::SUMMARY_FILE).exists() => {
+            return Some("a summary.json grin cannot read, no model.grin".into())
         }
         Err(_) => return None,
     };
@@ -286,6 +318,10 @@ mod tests {
         // A model without its summary (a run killed while scoring) still counts.
         std::fs::remove_file(dir.path().join("summary.json")).unwrap();
         assert!(error(dir.path(), false, false).contains("model.grin, no readable summary.json"));
+        // A damaged summary alone is named as what it is.
+        std::fs::remove_file(dir.path().join("model.grin")).unwrap();
+        std::fs::write(dir.path().join("summary.json"), b"{").unwrap();
+        assert!(error(dir.path(), false, false).contains("a summary.json grin cannot read, no model.grin"));
     }
 
     #[test]
@@ -296,7 +332,14 @@ mod tests {
         let e = format!("{:#}", lock(&run_dir).unwrap_err());
         let pid = format!("in use by grin process {}", std::process::id());
         assert!(e.contains(&pid) && e.contains("--name") && e.contains("/x"), "{e}");
+        // Round 11: a second run was told to add --overwrite (the live run's
+        // metrics.csv) or that nothing was there to resume; the holder first.
+        std::fs::write(run_dir.join("metrics.csv"), b"step\n").unwrap();
+        let e = format!("{:#}", refuse_a_held_folder(&run_dir).unwrap_err());
+        assert!(e.contains(&pid), "{e}");
         drop(held);
+        refuse_a_held_folder(&run_dir).unwrap();
+        std::fs::remove_file(run_dir.join("metrics.csv")).unwrap();
         let again = lock(&run_dir).unwrap();
         check(&run_dir, false, false).unwrap();
         prepare(&run_dir, false, true).unwrap();

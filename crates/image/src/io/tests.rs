@@ -63,6 +63,10 @@ fn annotation_text_drops_a_byte_order_mark() {
     std::fs::File::create(&big).unwrap().set_len(MAX_TEXT_BYTES + 1).unwrap();
     let e = read_text(&big).unwrap_err().to_string();
     assert!(e.contains("big.jsonl") && e.contains("more than 256 MiB: not an annotation file"), "{e}");
+    // Round 10: a NUL in a photo's name was printed raw where it was opened.
+    std::fs::write(&path, "a.jpg 1 2 3 4 5 6 7 8\nb\0.jpg 1 2 3 4 5 6 7 8\n").unwrap();
+    let e = read_text(&path).unwrap_err().to_string();
+    assert!(e.contains("m.jsonl:2") && e.contains("holds a NUL byte"), "{e}");
 }
 
 #[test]

@@ -317,7 +317,16 @@ fn run_stream(cli: &Cli, detector: &Runner, source: &Path) -> Result<bool> {
     let input = if source == Path::new("-") {
         std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().context("standard input")?)
     } else {
-        std::fs::File::open(source).map_err(|e| anyhow!("{}: cannot open: {e}", source.display()))?
+        std::fs::File::open(source).map_err(|e| {
+            // A socket cannot be opened as a file (ENXIO, "No such device
+            // or address", round 11): say what it is and what works.
+            use std::os::unix::fs::FileTypeExt;
+            if std::fs::metadata(source).is_ok_and(|m| m.file_type().is_socket()) {
+                anyhow!("{}: is a socket, which grin cannot open as a stream; pipe it in (`nc -U {0} | grin-detect --stream - …`)", source.display())
+            } else {
+                anyhow!("{}: cannot open: {e}", source.display())
+            }
+        })?
     };
     let metadata = input.metadata().ok();
     // Opening a folder succeeds and reading it fails: it would be an empty stream.

@@ -10,6 +10,8 @@ const MAX_EVENTS: u64 = 200_000_000;
 const MAX_LOADERS: usize = 4096;
 /// Most batches a queue may hold.
 const MAX_QUEUE: usize = 1 << 20;
+/// Shortest step simulated: a microsecond, far below any real step.
+const MIN_STEP_MS: f64 = 1e-3;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimParams {
@@ -64,8 +66,11 @@ impl SimParams {
             bail!("--loaders: loaders {} must be within 1..={MAX_LOADERS}", self.loaders);
         }
         // A zero-time consumer fed by zero-time loaders would never advance the clock.
-        if !(self.step_ms.is_finite() && self.step_ms > 0.0) {
-            bail!("--step-ms: step time {} ms must be > 0", self.step_ms);
+        // Below a microsecond no step runs: 1e-300 passed here and was then
+        // blamed on --seconds (round 10).
+        if !(self.step_ms.is_finite() && self.step_ms >= MIN_STEP_MS) {
+            // `{:?}`: 1e-300 as such, not as 300 digits.
+            bail!("--step-ms: step time {:?} ms must be at least {MIN_STEP_MS} ms (a microsecond)", self.step_ms);
         }
         if !(self.seconds.is_finite() && self.seconds > 0.0) {
             bail!("--seconds: simulated time {} s must be > 0", self.seconds);
@@ -77,7 +82,7 @@ impl SimParams {
         // Each consumed batch costs about two events (one load, one step).
         if steps * 2.0 > MAX_EVENTS as f64 {
             bail!(
-                "{:.0} steps of {} ms in {} s is more than this simulator handles ({} events); shorten --seconds",
+                "{:.0} steps of {} ms in {} s is more than this simulator handles ({} events); shorten --seconds or lengthen --step-ms",
                 steps,
                 self.step_ms,
                 self.seconds,

@@ -33,9 +33,10 @@ pub fn parse_config(text: &str, origin: &str, sets: &[String]) -> Result<GrinCon
 }
 
 /// A `--set` as an error line shows it: a value past a line's width is cut
-/// (a 900 KB run name made a 900 KB error line).
+/// (a 900 KB run name made a 900 KB error line), a line break escaped.
 fn shown(set: &str) -> String {
-    cut(set, 80)
+    // On one line: a line break inside would split the error line.
+    cut(&set.replace('\n', "\\n").replace('\r', "\\r"), 80)
 }
 
 /// `text` cut after `chars` characters: a problem quotes the value it
@@ -109,8 +110,17 @@ fn key_error(e: serde_path_to_error::Error<toml::de::Error>) -> String {
 /// is the first mix part's.
 fn apply_set(table: &mut toml::Table, set: &str) -> Result<()> {
     let Some((key, raw)) = set.split_once('=') else { bail!("expected key=value") };
+    // One key a --set: the lines after a newline were dropped (round 11).
+    if set.contains(['\n', '\r']) {
+        bail!("holds a line break: give each key its own --set");
+    }
     let value: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
         Ok(mut t) => t.remove("v").expect("parsed key"),
+        // A number TOML cannot hold (`2^64` written out) is no bare string:
+        // say what is wrong with it rather than "invalid type: string".
+        Err(_) if looks_numeric(raw) => {
+            bail!("`{}` is not a number TOML holds (its integers are 64-bit)", cut(raw.trim(), 80))
+        }
         Err(_) => toml::Value::String(raw.to_string()),
     };
     let parts: Vec<&str> = key.trim().split('.').collect();
@@ -134,8 +144,36 @@ fn apply_set(table: &mut toml::Table, set: &str) -> Result<()> {
         };
         node = child.as_table_mut().with_context(|| format!("`{part}` is not a table"))?;
     }
-    node.insert(last.to_string(), value);
+    merge(node, last, value);
     Ok(())
+}
+
+/// `key = value` into `node`; a table merges into the table already there,
+/// key by key: `model.second_look={below=0.2}` sets `below` and keeps the
+/// file's `context` and `side` (replacing the table reset them).
+fn merge(node: &mut toml::Table, key: &str, value: toml::Value) {
+    match (node.get_mut(key), value) {
+        (Some(toml::Value::Table(old)), toml::Value::Table(new)) => {
+            for (k, v) in new {
+                merge(old, &k, v);
+            }
+        }
+        (_, value) => {
+            node.insert(key.to_string(), value);
+        }
+    }
+}
+
+/// Digits with at most a leading sign, a point, an exponent and `_`
+/// separators: meant as a number, whatever TOML makes of it (`2024-12`, a
+/// name, is not).
+fn looks_numeric(raw: &str) -> bool {
+    let raw = raw.trim();
+    let unsigned = raw.strip_prefix(['+', '-']).unwrap_or(raw);
+    let (mantissa, exponent) = unsigned.split_once(['e', 'E']).unwrap_or((unsigned, "0"));
+    let exponent = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit() || b == b'_');
+    mantissa.split('.').all(digits) && mantissa.split('.').count() <= 2 && digits(exponent)
 }
 
 /// A loaded config and where it came from. Relative data paths inside it

@@ -196,3 +196,21 @@ fn a_config_cannot_set_the_folded_level_thresholds_or_box_scale() {
         assert!(e.contains(&format!("key `model.{key}`")) && e.contains("a config cannot set it"), "{e}");
     }
 }
+
+/// Issue 90, round 10: an inline table replaced the file's table (its other
+/// keys reset to the defaults), and a number too large for TOML was read as
+/// a string ("invalid type: string").
+#[test]
+fn a_table_set_merges_and_a_number_too_large_is_named() {
+    let (_dir, path) = write("name = \"x\"\n[model.second_look]\nbelow = 0.5\ncontext = 2.0\nside = 96\n");
+    let c = load(&path, &["model.second_look={below=0.2}".into()]).unwrap().config;
+    let look = c.model.second_look;
+    assert_eq!((look.below, look.context, look.side), (0.2, 2.0, 96), "only `below` changes");
+    let e = error(&path, &["train.steps=18446744073709551616"]);
+    assert!(e.contains("--set train.steps=18446744073709551616") && e.contains("not a number TOML holds"), "{e}");
+    // Round 11: the lines after a newline were dropped without a word.
+    let e = error(&path, &["train.steps=5\nname=\"x\""]);
+    assert!(e.contains("holds a line break: give each key its own --set"), "{e}");
+    // A name that starts with digits is still a name.
+    assert_eq!(load(&path, &["name=2024-12".into()]).unwrap().config.name, "2024-12");
+}

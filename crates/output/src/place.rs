@@ -1,0 +1,83 @@
+//! Where a file the user names as an output may go: a file's name in an
+//! existing folder, no link to nothing or to another kind of file, and no
+//! file of a folder grin keeps for a run or a dataset. Checked before a
+//! command's work, and by every write.
+
+use crate::{check, fail, folder_of, OutputError, LOCK_FILE};
+use std::io;
+use std::path::Path;
+
+/// A file output the user names, checked before the work: a name that
+/// cannot be a file ([`check_file_place`]), then [`check`] and
+/// [`refuse_a_kept_file`]. The write checks again.
+pub fn check_file(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
+    check_file_place(path)?;
+    check(path, inputs)?;
+    refuse_a_kept_file(path)
+}
+
+/// Refuses a name that cannot be a file grin writes: a folder, a name
+/// ending in `/`, or one whose folder is missing or is no folder. grin
+/// makes no folder for a file: a mistyped folder is the user's to see
+/// (round 10: `export --out missing/x.onnx` and `--draw o.png/` failed only
+/// when written, as "cannot create a temporary file", after the work).
+pub fn check_file_place(path: &Path) -> Result<(), OutputError> {
+    if path.is_dir() {
+        return Err(fail(path, "is a folder: name a file"));
+    }
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") || path.file_name().is_none() {
+        return Err(fail(path, "ends in /, so names a folder: name a file"));
+    }
+    // A link to nothing: writing through it would make a file where the
+    // link points, replacing it would lose the link (round 10 replaced it).
+    if path.is_symlink() && !path.exists() {
+        let target = std::fs::read_link(path).map(|t| t.display().to_string()).unwrap_or_default();
+        return Err(fail(
+            path,
+            format!("is a link to {target}, which does not exist: remove the link or name another file"),
+        ));
+    }
+    // A link to another kind of file: what the name says is written where
+    // the target is, and a model behind `x.png` became a PNG (round 11).
+    // (A link to a device, `/dev/null`, is written through as the device is.)
+    if let (true, Ok(target)) = (path.is_symlink(), std::fs::canonicalize(path)) {
+        let kind = |p: &Path| p.extension().map(|e| e.to_ascii_lowercase());
+        if target.is_file() && kind(path) != kind(&target) {
+            let message =
+                format!("is a link to {}, another kind of file: name that file, or another", target.display());
+            return Err(fail(path, message));
+        }
+    }
+    let folder = folder_of(path);
+    match std::fs::metadata(folder) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Err(e) if e.kind() != io::ErrorKind::NotFound && e.kind() != io::ErrorKind::NotADirectory => {
+            Err(fail(path, format!("cannot inspect its folder {}: {e}", folder.display())))
+        }
+        _ => {
+            Err(fail(path, format!("{} is not a folder (grin makes no folder for a file it writes)", folder.display())))
+        }
+    }
+}
+
+/// Refuses a file the user named as an output when it already is a file of
+/// a folder grin keeps for a run or a dataset (one holding [`LOCK_FILE`]):
+/// its config, summary, checkpoint, plots and shards are that run's or
+/// dataset's, and writing over one damaged it (issue 90, round 10: `grin
+/// export --out runs/other/config.toml`). A new file there is the user's
+/// to add. Not for the run's or dataset's own writer.
+pub fn refuse_a_kept_file(path: &Path) -> Result<(), OutputError> {
+    let Ok(real) = std::fs::canonicalize(path) else { return Ok(()) };
+    let Some(folder) = real.parent().filter(|_| real.is_file()) else { return Ok(()) };
+    if folder.join(LOCK_FILE).symlink_metadata().is_ok() {
+        return Err(fail(
+            path,
+            format!(
+                "is a file of {}, a grin run's or dataset's folder (it holds {LOCK_FILE}): writing over it would \
+                 damage that run or dataset; name another output",
+                folder.display()
+            ),
+        ));
+    }
+    Ok(())
+}
