@@ -34,7 +34,14 @@ fn stderr(out: &Output) -> String {
 
 fn fake_checkpoint(run_dir: &Path, step: usize) {
     std::fs::create_dir_all(run_dir).unwrap();
-    let state = LoopState { step, config_json: "{}".into(), history: vec![], wall_s: 1.0, watch: Default::default() };
+    let state = LoopState {
+        step,
+        config_json: "{}".into(),
+        history: vec![],
+        wall_s: 1.0,
+        watch: Default::default(),
+        data: None,
+    };
     let ck = Checkpoint { state, model: vec![1, 2, 3], optimizer: vec![4, 5, 6, 7], average: vec![8, 9] };
     checkpoint::save(&run_dir.join("checkpoint.ckpt"), &ck).unwrap();
 }
@@ -134,8 +141,14 @@ fn a_full_disk_at_checkpoint_time_names_the_file_and_leaves_no_temporary() {
     // Writes to /dev/full fail with ENOSPC, as on a full disk (a device is
     // written through, never replaced).
     std::os::unix::fs::symlink("/dev/full", &path).unwrap();
-    let state =
-        LoopState { step: 1, config_json: "{}".into(), history: vec![], wall_s: 0.0, watch: Default::default() };
+    let state = LoopState {
+        step: 1,
+        config_json: "{}".into(),
+        history: vec![],
+        wall_s: 0.0,
+        watch: Default::default(),
+        data: None,
+    };
     let ck = Checkpoint { state, model: vec![0; 1 << 16], optimizer: vec![0; 16], average: vec![] };
     let e = format!("{:#}", checkpoint::save(&path, &ck).unwrap_err());
     assert!(
@@ -1337,4 +1350,36 @@ fn a_run_and_a_dataset_never_share_a_folder_and_odd_flags_are_named() {
     let out = Command::new(GRIN).arg("verify").arg(&store).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("a grin precompute or merge is writing this dataset"), "{}", stderr(&out));
+}
+
+/// Issue 90, round 12: a photo the annotations name outside the source's
+/// folder (`../`, or a link in it) was replaced by `features preview --out`.
+#[test]
+fn a_preview_never_replaces_a_photo_its_source_names_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = dir.path().join("set");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&set).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let photo = elsewhere.join("p.png");
+    textured_photo(&photo);
+    let before = std::fs::read(&photo).unwrap();
+    std::fs::write(set.join("m.jsonl"), r#"{"image": "../elsewhere/p.png", "boxes": [[10, 10, 40, 50]]}"#).unwrap();
+    let config = dir.path().join("c.toml");
+    let text = format!(
+        "name = \"p\"\n[features]\nwidth = 64\nheight = 64\n[features.split]\ntrain = 1.0\nval = 0.0\ntest = 0.0\n\
+         [features.source]\nkind = \"jsonl\"\nmanifest = {:?}\n",
+        set.join("m.jsonl").display().to_string()
+    );
+    std::fs::write(&config, text).unwrap();
+    let out = Command::new(GRIN)
+        .args(["features", "preview", "--count", "2", "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(&photo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is also an input (") && stderr(&out).contains("p.png"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&photo).unwrap(), before);
 }

@@ -224,3 +224,34 @@ fn an_interrupt_during_the_final_scoring_quits_at_once_keeping_the_model() {
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(stderr.contains("holds a finished run (model.grin, no readable summary.json)"), "{stderr}");
 }
+
+/// Issue 90, round 11: a run training from a dataset resumed without a word
+/// over the dataset rebuilt with another sample count, whose batch order
+/// differs. The checkpoint records the dataset; another is refused.
+#[test]
+fn a_resume_over_another_dataset_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = write_config(dir.path(), 1000, 0);
+    let build = |samples: &str| {
+        std::fs::remove_dir_all(&data).ok();
+        let mut precompute = Command::new(GRIN);
+        precompute.args(["precompute", "--samples", samples, "--config"]).arg(&config).arg("--out").arg(&data);
+        assert!(precompute.output().unwrap().status.success());
+    };
+    build("64");
+    let store = format!("train.store={:?}", data.display().to_string());
+    let runs = dir.path().join("runs");
+    let extra = ["--mode", "precomputed", "--set", &store];
+    let child = train_with(&config, &runs, "rebuilt", false, &extra);
+    wait_for_first_interval(&runs, "rebuilt");
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(130));
+    build("32");
+    let out = train_to_end_with(&config, &runs, "rebuilt", true, &extra);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("checkpoint was written training from a dataset of 64 samples"), "{stderr}");
+    assert!(stderr.contains("the dataset now holds 32 samples"), "{stderr}");
+    assert!(runs.join("rebuilt/checkpoint.ckpt").exists(), "the checkpoint is kept");
+}

@@ -259,6 +259,10 @@ fn run_preview(args: PreviewArgs) -> Result<()> {
     let size = grin_features::sheet_size(args.count, args.cols, (cfg.width, cfg.height));
     grin_image::check_picture(&args.out, "--out", format, size, 3).map_err(anyhow::Error::msg)?;
     let (pipeline, load_skips) = open(&cfg, args.common.split)?;
+    // And never over a photo the annotations name outside those folders
+    // (through a link, `../` or an absolute path), before a sample is made.
+    let photos = pipeline.source_files();
+    super::check_outputs(&[&args.out], &[&inputs[..], &photos[..]].concat())?;
     let indices: Vec<u64> = (0..args.count.max(1) as u64).collect();
     let batch = pipeline.batch(&indices)?;
     let samples: Vec<_> = (0..batch.len).map(|i| batch.sample(i)).collect();

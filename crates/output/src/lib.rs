@@ -39,6 +39,7 @@ mod lock;
 pub mod parts;
 mod place;
 mod plain;
+mod reach;
 mod rewrite;
 mod temp;
 
@@ -172,14 +173,18 @@ fn write_checked(
 /// an input is that input.
 fn refuse_inputs(path: &Path, out: &Metadata, inputs: &[&Path]) -> Result<(), OutputError> {
     for input in inputs {
-        if let Ok(m) = std::fs::metadata(input) {
-            if same_file(out, &m) {
-                return Err(fail(
-                    path,
-                    format!("is also an input ({}): refusing to overwrite it; name another output", input.display()),
-                ));
-            }
-        }
+        let Ok(m) = std::fs::metadata(input) else { continue };
+        let input = if same_file(out, &m) {
+            input.to_path_buf()
+        } else if let Some(link) = m.is_dir().then(|| reach::link_to(input, out)).flatten() {
+            link
+        } else {
+            continue;
+        };
+        return Err(fail(
+            path,
+            format!("is also an input ({}): refusing to overwrite it; name another output", input.display()),
+        ));
     }
     Ok(())
 }

@@ -48,6 +48,12 @@ pub fn check_file_place(path: &Path) -> Result<(), OutputError> {
             return Err(fail(path, message));
         }
     }
+    // A socket is no file to write, found now rather than after the work
+    // (round 12: `--draw sock.png` after detection).
+    #[cfg(unix)]
+    if std::fs::metadata(path).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type())) {
+        return Err(fail(path, "is a socket: not a file grin can write"));
+    }
     let folder = folder_of(path);
     match std::fs::metadata(folder) {
         Ok(m) if m.is_dir() => Ok(()),

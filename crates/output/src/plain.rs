@@ -25,7 +25,12 @@ pub fn open_plain(path: &Path) -> io::Result<File> {
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NONBLOCK);
     }
-    let file = options.open(path)?;
+    // A socket cannot be opened at all (ENXIO, "No such device or
+    // address", round 12): said as what it is, as a FIFO is.
+    let file = options.open(path).map_err(|e| match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() && !m.is_dir() => io::Error::new(io::ErrorKind::InvalidInput, NOT_A_FILE),
+        _ => e,
+    })?;
     let metadata = file.metadata()?;
     if metadata.is_dir() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, FOLDER));
@@ -64,6 +69,10 @@ mod tests {
         assert_eq!(open_plain(Path::new("/dev/zero")).unwrap_err().to_string(), NOT_A_FILE);
         assert_eq!(open_plain(dir.path()).unwrap_err().to_string(), FOLDER);
         assert_eq!(open_plain(&dir.path().join("absent")).unwrap_err().kind(), io::ErrorKind::NotFound);
+        // Round 12: a socket was "No such device or address".
+        let socket = dir.path().join("s.png");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        assert_eq!(open_plain(&socket).unwrap_err().to_string(), NOT_A_FILE);
     }
 
     #[test]

@@ -70,6 +70,15 @@ fn an_output_that_is_an_input_is_refused_by_name_link_or_hard_link() {
         assert!(e.contains("is also an input") && e.contains("photo.png"), "{e}");
     }
     assert_eq!(std::fs::read(&input).unwrap(), b"pixels");
+    // Round 12: a photo outside an input folder that a link inside it
+    // reaches (through a linked folder too) is one of the folder's photos.
+    let photos = dir.path().join("photos");
+    std::fs::create_dir_all(photos.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&input, photos.join("sub/a.png")).unwrap();
+    std::os::unix::fs::symlink(&photos, photos.join("sub/loop")).unwrap();
+    let e = write_file(&input, &[&photos], b"drawing").unwrap_err().to_string();
+    assert!(e.contains("is also an input") && e.contains("sub/a.png"), "{e}");
+    assert_eq!(std::fs::read(&input).unwrap(), b"pixels");
 }
 
 #[test]
@@ -192,7 +201,10 @@ fn a_name_that_cannot_be_a_file_is_refused_before_the_work() {
     let link = at("link.png");
     std::os::unix::fs::symlink(at("nowhere/x.png"), &link).unwrap();
     std::fs::write(at("file"), b"x").unwrap();
+    // Round 12: a socket was found only when written, after the work.
+    let _socket = std::os::unix::net::UnixListener::bind(at("sock.png")).unwrap();
     for (path, why) in [
+        (at("sock.png"), "is a socket: not a file grin can write"),
         (slash, "ends in /, so names a folder: name a file"),
         (at("missing/o.png"), "missing is not a folder (grin makes no folder for a file it writes)"),
         (at("file/o.png"), "file is not a folder"),

@@ -257,8 +257,14 @@ impl Manifest {
             return bad(format!("{} shard entries for shards {}..{}", self.shards.len(), range.start, range.end));
         }
         let mut counts = ClassCounts::default();
+        let mut files = std::collections::HashSet::new();
         for (index, shard) in range.zip(&self.shards) {
             resolve(Path::new(""), path, &shard.file)?;
+            // Two entries naming one file: each checked against the other's
+            // bytes (round 12 reported only their labels as bad).
+            if !files.insert(shard.file.as_str()) {
+                return bad(format!("shard {}: named by two entries (shards[{index}] and an earlier one)", shard.file));
+            }
             self.check_shard(index, shard).or_else(|m| bad(format!("shard {}: {m}", shard.file)))?;
             let c = ClassCounts::of_classes(&shard.classes);
             for class in SceneClass::ALL {

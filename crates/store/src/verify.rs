@@ -42,6 +42,8 @@ impl VerifyReport {
 /// file, a path escaping the folder, a wrong layout) are `Err`; damaged
 /// shards are listed in the report so that every one of them is named.
 pub fn verify(dir: &Path, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
+    // Not missing but being written (round 12: "manifest.json: missing").
+    crate::lock::refuse_if_being_written(dir)?;
     let manifest = Manifest::load(dir)?;
     // Read as a run reads it: refused while a precompute rewrites it (its
     // shards were reported bad, with "rerun grin precompute", round 11),
@@ -113,7 +115,9 @@ fn record_problem(manifest: &Manifest, record: &[u8], expected: Option<grin_feat
     }
     let class = layout.class_of(record);
     if expected != Some(class) {
-        return Some(format!("labels say {class:?}, the manifest says {expected:?}"));
+        // In the manifest's own letters (s, n, f), not Rust's debug text (round 12).
+        let said = expected.map_or('?', crate::layout::class_letter);
+        return Some(format!("labels say class `{}`, the manifest says `{said}`", crate::layout::class_letter(class)));
     }
     None
 }

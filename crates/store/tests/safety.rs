@@ -135,6 +135,8 @@ fn inconsistent_manifests_are_refused() {
         (Box::new(|m| m["shards"][1]["first_record"] = 11.into()), "holds records 11..21, expected 10..20"),
         (Box::new(|m| m["shards"][0]["classes"] = "ssssssssss".into()), "class_counts"),
         (Box::new(|m| m["shards"][0]["xxh3"] = "zz".into()), "is not 16 hex digits"),
+        // Round 12 of issue 90: two entries naming one file.
+        (Box::new(|m| m["shards"][1]["file"] = m["shards"][0]["file"].clone()), "named by two entries"),
         (Box::new(|m| m["fingerprint"]["config"]["samples"] = 1.into()), "fingerprint hash"),
         (Box::new(|m| m["shards"].as_array_mut().unwrap().pop().map(|_| ()).unwrap()), "3 shard entries"),
         // Issue 90: a value of the wrong type is named by its key.

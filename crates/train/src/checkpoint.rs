@@ -29,11 +29,31 @@ pub struct LoopState {
     /// The best validation score so far and the scores since it.
     #[serde(default)]
     pub watch: crate::best::Watch,
+    /// The dataset a precomputed or in-VRAM run trains from
+    /// ([`RunSpec::data`](crate::RunSpec::data)): resume refuses another.
+    /// Absent on the fly, and in checkpoints written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
 }
 
 /// What [`LoopState::config_json`] holds: a run's three sections, in this
 /// order, as a JSON array.
 const SECTIONS: [&str; 3] = ["features", "model", "train"];
+
+/// Refuses to resume over another dataset than the checkpoint's: the
+/// batch order is drawn from the dataset, so "the same data order" no
+/// longer holds (round 11: a dataset rebuilt at 3,000 samples under a run
+/// of 20,000 resumed without a word).
+pub(crate) fn same_data(path: &Path, then: Option<&str>, now: Option<&str>) -> Result<()> {
+    match (then, now) {
+        (Some(then), Some(now)) if then != now => bail!(
+            "{}: checkpoint was written training from a dataset of {then}; the dataset now holds {now}: rebuild it \
+             as it was (grin precompute with the same --samples), or start again with --overwrite",
+            path.display()
+        ),
+        _ => Ok(()),
+    }
+}
 
 /// [`LoopState::config_json`] of a run's config sections.
 pub(crate) fn config_json(

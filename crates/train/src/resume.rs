@@ -42,6 +42,7 @@ pub(crate) fn start<B: TrainBackend>(
         history: vec![],
         wall_s: 0.0,
         watch: Default::default(),
+        data: run.data.clone(),
     };
 
     if let (Some(init), false) = (&cfg.init, run.resume) {
@@ -99,6 +100,7 @@ pub(crate) fn start<B: TrainBackend>(
     if run.resume {
         let ck = checkpoint::load(ckpt_path)?;
         checkpoint::same_config(ckpt_path, &ck.state.config_json, &config_json)?;
+        checkpoint::same_data(ckpt_path, ck.state.data.as_deref(), run.data.as_deref())?;
         let (_, loaded) =
             file::from_bytes::<B>(&ck.model, device).map_err(|e| anyhow::anyhow!("{}: {e}", ckpt_path.display()))?;
         model = loaded;

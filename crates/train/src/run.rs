@@ -34,6 +34,9 @@ pub struct RunSpec {
     pub stop: Option<Arc<Interrupt>>,
     /// What the balance check predicted for this run, when it ran.
     pub balance: Option<crate::balance::Prediction>,
+    /// The dataset a precomputed or in-VRAM run trains from, as a
+    /// checkpoint records it: its sample count and fingerprint. None on the fly.
+    pub data: Option<String>,
     /// The run folder's lock, taken by the plan before anything slow; the
     /// trainer takes it itself when none was taken.
     pub lock: Option<Arc<crate::run_folder::RunLock>>,
@@ -124,6 +127,7 @@ impl RunSpec {
             show_progress: true,
             evaluate: true,
             stop: None,
+            data: None,
             balance: None,
             lock: None,
         })

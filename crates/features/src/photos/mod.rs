@@ -120,6 +120,10 @@ impl PhotoSource {
 }
 
 impl Source for PhotoSource {
+    fn files(&self) -> Vec<&std::path::Path> {
+        self.entries.iter().map(|e| e.image.as_path()).collect()
+    }
+
     fn name(&self) -> &'static str {
         self.name
     }

@@ -72,6 +72,7 @@ pub(crate) fn short_run_on<B: TrainBackend>(
         evaluate: true,
         stop: None,
         balance: None,
+        data: None,
         lock: None,
     };
     let plan = FeedPlan { prefetch: 2, ..FeedPlan::new(Mode::OnTheFly, features, &run.train, None) };
