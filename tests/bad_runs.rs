@@ -1350,6 +1350,15 @@ fn a_run_and_a_dataset_never_share_a_folder_and_odd_flags_are_named() {
     let out = Command::new(GRIN).arg("verify").arg(&store).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("a grin precompute or merge is writing this dataset"), "{}", stderr(&out));
+    // Round 13: a first write, no manifest yet, was "manifest.json: missing".
+    let first = dir.path().join("first");
+    std::fs::create_dir(&first).unwrap();
+    let _writing = grin_output::try_lock(&first.join(grin_output::LOCK_FILE), grin_output::LockMode::Exclusive);
+    for command in [&["verify"][..], &["store", "info"][..]] {
+        let out = Command::new(GRIN).args(command).arg(&first).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("writing this dataset now"), "{command:?}: {}", stderr(&out));
+    }
 }
 
 /// Issue 90, round 12: a photo the annotations name outside the source's
@@ -1381,5 +1390,18 @@ fn a_preview_never_replaces_a_photo_its_source_names_elsewhere() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("is also an input (") && stderr(&out).contains("p.png"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&photo).unwrap(), before);
+    // Round 13: `mine --out` (and `eval --out`) into the folder holding such
+    // a photo could write a crop over it.
+    let model = format!("{}/assets/default.grin", env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(GRIN)
+        .args(["mine", "--model", &model, "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(&elsewhere)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("holds an input (") && stderr(&out).contains("p.png"), "{}", stderr(&out));
     assert_eq!(std::fs::read(&photo).unwrap(), before);
 }

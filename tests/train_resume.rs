@@ -255,3 +255,38 @@ fn a_resume_over_another_dataset_is_refused() {
     assert!(stderr.contains("the dataset now holds 32 samples"), "{stderr}");
     assert!(runs.join("rebuilt/checkpoint.ckpt").exists(), "the checkpoint is kept");
 }
+
+/// Issue 90, round 13: a SIGTERM during a validation of `train.eval_every`
+/// was answered only when the validation ended (58 s with 30,000 scenes).
+/// The scoring stops between two batches; the step's checkpoint is written.
+#[test]
+fn an_interrupt_during_validation_stops_it_and_checkpoints_the_step() {
+    let dir = tempfile::tempdir().unwrap();
+    // A validation of 200,000 scenes at step 10: minutes, if it ran on.
+    let train =
+        "steps = 20\nbatch_size = 4\nlog_every = 10\ncheckpoint_every = 0\neval_every = 10\neval_samples = 200000\n";
+    let config = tiny_config(dir.path(), "long-validation.toml", train);
+    let runs = dir.path().join("runs");
+    let mut child = train_with(&config, &runs, "validated", false, &[]);
+    let started = Instant::now();
+    while !runs.join("validated/config.toml").exists() {
+        assert!(started.elapsed() < Duration::from_secs(300), "the run never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Ten tiny steps take well under a second: by now it is validating.
+    std::thread::sleep(Duration::from_secs(5));
+    let signalled = Instant::now();
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    while child.try_wait().unwrap().is_none() {
+        if signalled.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("the interrupt was not answered within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted at step 10 of 20"), "{stderr}");
+    assert!(runs.join("validated/checkpoint.ckpt").exists());
+}

@@ -102,6 +102,8 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
         // A folder, checked before the scoring, not at the end of it.
         let mut inputs = loaded.inputs();
         inputs.push(&model_path);
+        let photos = super::named_photos(&loaded.config.features, split);
+        inputs.extend(photos.iter().map(PathBuf::as_path));
         super::check_report_folder("--out", out, &inputs)?;
     }
     let c = &loaded.config;

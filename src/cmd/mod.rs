@@ -180,6 +180,17 @@ fn folder_of(path: &Path) -> &Path {
     path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
+/// The photos `features`' annotations name for `split`, wherever they lie
+/// (a `../` or absolute name, a link): a report folder holding one would
+/// have it replaced by a crop or a report file (round 13 of issue 90:
+/// `mine --out` and `eval --out` did). Annotations that cannot be read
+/// name no photo here: the command reads them itself, and says there what
+/// is wrong with them.
+pub(crate) fn named_photos(features: &grin_features::FeatureConfig, split: grin_features::Split) -> Vec<PathBuf> {
+    let sets = grin_features::photos_of_split(features, split, 0).unwrap_or_default();
+    sets.iter().flat_map(|set| (0..set.len()).map(|i| set.image_path(i).to_path_buf())).collect()
+}
+
 /// [`check_out_folder`] for a report's folder (`eval --out`, `mine --out`):
 /// never a run's or a dataset's own folder, whose files the report's would
 /// replace (round 11: `eval --out OTHER_RUN` replaced its `pr_curve.svg`).

@@ -32,7 +32,7 @@ pub(crate) struct PrecomputeArgs {
     #[arg(long, default_value = "128M", value_parser = grin_train::parse_shard_bytes, allow_hyphen_values = true)]
     pub shard_size: u64,
     /// Print the shard count for these settings and exit (to size a job array).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "shards")]
     pub plan: bool,
     /// Join the part manifests in DIR into DIR/manifest.json, checking that they agree.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["config", "out", "samples", "shards", "plan"])]

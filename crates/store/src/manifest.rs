@@ -208,6 +208,9 @@ impl Manifest {
     pub fn load(dir: &Path) -> Result<Manifest> {
         let path = dir.join(MANIFEST_FILE);
         if !path.exists() && dir.is_dir() {
+            // Not missing but being written: said so, for every reader
+            // (round 13: `verify`, `store info` and `store bench` said "missing").
+            crate::lock::refuse_if_being_written(dir)?;
             return Err(StoreError::format(
                 &path,
                 "missing: not a grin dataset, or `grin precompute` has not finished (or `--merge` has not run)",

@@ -42,8 +42,6 @@ impl VerifyReport {
 /// file, a path escaping the folder, a wrong layout) are `Err`; damaged
 /// shards are listed in the report so that every one of them is named.
 pub fn verify(dir: &Path, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
-    // Not missing but being written (round 12: "manifest.json: missing").
-    crate::lock::refuse_if_being_written(dir)?;
     let manifest = Manifest::load(dir)?;
     // Read as a run reads it: refused while a precompute rewrites it (its
     // shards were reported bad, with "rerun grin precompute", round 11),

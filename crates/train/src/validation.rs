@@ -12,7 +12,7 @@
 //! the test split of the final figures, so pruning never looks at the
 //! scenes a run is finally scored on.
 
-use crate::eval::{evaluate_split, EvalReport};
+use crate::eval::{evaluate_split_until, EvalReport};
 use crate::run::RunSpec;
 use crate::TrainBackend;
 use anyhow::{Context, Result};
@@ -32,7 +32,11 @@ pub(crate) fn score_if_due<B: TrainBackend>(
     if every == 0 || !run.evaluate || step / every == since / every {
         return Ok(None);
     }
-    let report = evaluate_split(model, &run.detector_spec(), &run.features, Split::Val, run.train.eval_samples, device)
+    // An interrupt stops the scoring between two batches: the loop then
+    // checkpoints this step and stops, its row without a validation score.
+    let stop = || run.stop.as_ref().is_some_and(|stop| stop.requested());
+    let spec = run.detector_spec();
+    let report = evaluate_split_until(model, &spec, &run.features, Split::Val, run.train.eval_samples, device, &stop)
         .with_context(|| format!("validation at step {step} (train.eval_every)"))?;
-    Ok(Some(report))
+    Ok(report)
 }
