@@ -197,24 +197,10 @@ fn an_interrupt_during_the_final_scoring_quits_at_once_keeping_the_model() {
     let train = "steps = 10\nbatch_size = 4\nlog_every = 10\ncheckpoint_every = 0\neval_samples = 200000\n";
     let config = tiny_config(dir.path(), "long-scoring.toml", train);
     let runs = dir.path().join("runs");
-    let mut child =
-        train_command(&config, &runs, "scored").stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = train_with(&config, &runs, "scored", false, &[]);
     let model = runs.join("scored/model.grin");
-    let started = Instant::now();
-    while !model.exists() {
-        assert!(started.elapsed() < Duration::from_secs(300), "no model written");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let signalled = Instant::now();
-    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
-    while child.try_wait().unwrap().is_none() {
-        if signalled.elapsed() > Duration::from_secs(60) {
-            child.kill().unwrap();
-            panic!("the interrupt was not answered within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    wait_for(&model);
+    let out = interrupt_within_a_minute(child);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("`grin eval --run") && stderr.contains("scores it"), "{stderr}");
@@ -267,14 +253,28 @@ fn an_interrupt_during_validation_stops_it_and_checkpoints_the_step() {
         "steps = 20\nbatch_size = 4\nlog_every = 10\ncheckpoint_every = 0\neval_every = 10\neval_samples = 200000\n";
     let config = tiny_config(dir.path(), "long-validation.toml", train);
     let runs = dir.path().join("runs");
-    let mut child = train_with(&config, &runs, "validated", false, &[]);
-    let started = Instant::now();
-    while !runs.join("validated/config.toml").exists() {
-        assert!(started.elapsed() < Duration::from_secs(300), "the run never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let child = train_with(&config, &runs, "validated", false, &[]);
+    wait_for(&runs.join("validated/config.toml"));
     // Ten tiny steps take well under a second: by now it is validating.
     std::thread::sleep(Duration::from_secs(5));
+    let out = interrupt_within_a_minute(child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted at step 10 of 20"), "{stderr}");
+    assert!(runs.join("validated/checkpoint.ckpt").exists());
+}
+
+/// Waits (5 minutes at most) for a run to write `file`.
+fn wait_for(file: &Path) {
+    let started = Instant::now();
+    while !file.exists() {
+        assert!(started.elapsed() < Duration::from_secs(300), "{} never written", file.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGTERM to `child`, which must exit within a minute; its output.
+fn interrupt_within_a_minute(mut child: std::process::Child) -> std::process::Output {
     let signalled = Instant::now();
     assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
     while child.try_wait().unwrap().is_none() {
@@ -284,9 +284,5 @@ fn an_interrupt_during_validation_stops_it_and_checkpoints_the_step() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("interrupted at step 10 of 20"), "{stderr}");
-    assert!(runs.join("validated/checkpoint.ckpt").exists());
+    child.wait_with_output().unwrap()
 }
