@@ -253,15 +253,40 @@ fn an_output_never_replaces_a_file_of_a_run_or_dataset_folder() {
         let set = ["model-set", "--set", "model.nms_iou=0.3", "--model", &model, "--out"];
         Command::new(GRIN).args(set).arg(out).output().unwrap()
     };
+    // Round 14: a dataset's file names likewise (`manifest.json` where a
+    // dataset's first write has none yet, a shard's sidecar).
+    let writes = "is a file grin writes in a run's or dataset's folder, and this is one";
     for (out, why) in [
         (run.join("model.grin"), "a grin run's or dataset's folder (it holds grin.lock)"),
-        (run.join("best.grin"), "best.grin is a file a grin run writes, and this folder is a run's"),
+        (run.join("best.grin"), writes),
+        (run.join("manifest.json"), writes),
+        (run.join("shard-00009.json"), writes),
+        // Round 15: bench modes' mark, which let it replace a trained run.
+        (run.join("bench-modes.txt"), writes),
     ] {
         let refused = model_set(&out);
         assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
         assert!(stderr(&refused).contains(why), "{}", stderr(&refused));
     }
-    assert!(!run.join("best.grin").exists());
+    assert!(!run.join("best.grin").exists() && !run.join("manifest.json").exists());
+    // Round 14: a live run's model rewritten in place (the run writes its
+    // models over the rewrite): refused while the run holds its folder.
+    let live = grin_output::try_lock(&run.join(grin_output::LOCK_FILE), grin_output::LockMode::Exclusive).unwrap();
+    assert!(matches!(live, grin_output::Locked::Held(_)));
+    let kept = std::fs::read(run.join("model.grin")).unwrap();
+    let in_place = ["model-set", "--set", "model.nms_iou=0.3", "--model"];
+    for args in [&in_place[..], &["calibrate", "--run"]] {
+        let target = if args[0] == "calibrate" { run.clone() } else { run.join("model.grin") };
+        let out = Command::new(GRIN).args(args).arg(&target).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("in use by") && stderr(&out).contains("then change its model"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(std::fs::read(run.join("model.grin")).unwrap(), kept);
+    drop(live);
     // Round 11: `eval --out` another run's folder replaced its pr_curve.svg.
     // (Outside `dir`, which holds the run's photo manifest: an input folder.)
     let elsewhere = tempfile::tempdir().unwrap();
@@ -274,6 +299,21 @@ fn an_output_never_replaces_a_file_of_a_run_or_dataset_folder() {
     let e = stderr(&eval);
     assert!(e.contains("is a grin run's or dataset's folder (it holds grin.lock): name a new folder"), "{e}");
     assert_eq!(std::fs::read_to_string(other.join("pr_curve.svg")).unwrap(), "<svg/>");
+    // Round 14: crops written into a run's folder.
+    let crops = Command::new(GRIN).args(["features", "export-crops", "--count", "1", "--out"]).arg(&other).output();
+    let crops = crops.unwrap();
+    assert_eq!(crops.status.code(), Some(2), "{}", stderr(&crops));
+    assert!(stderr(&crops).contains("is a grin run's or dataset's folder"), "{}", stderr(&crops));
+    assert!(!other.join("smile").exists());
+    // Round 15: crops over earlier ones.
+    let earlier = elsewhere.path().join("crops");
+    std::fs::create_dir_all(earlier.join("smile")).unwrap();
+    std::fs::write(earlier.join("smile/0.png"), "mine").unwrap();
+    let crops = Command::new(GRIN).args(["features", "export-crops", "--count", "1", "--out"]).arg(&earlier).output();
+    let crops = crops.unwrap();
+    assert_eq!(crops.status.code(), Some(2), "{}", stderr(&crops));
+    assert!(stderr(&crops).contains("smile/ already holds files"), "{}", stderr(&crops));
+    assert_eq!(std::fs::read(earlier.join("smile/0.png")).unwrap(), b"mine");
     // Round 11: calibrate through a link into another run rewrote that run's model.
     std::fs::copy(run.join("config.toml"), other.join("config.toml")).unwrap();
     std::os::unix::fs::symlink(run.join("model.grin"), other.join("model.grin")).unwrap();
@@ -849,7 +889,9 @@ fn a_run_never_writes_over_what_it_reads_and_keeps_no_stale_best_model() {
     std::os::unix::fs::symlink(&config, run.join("metrics.csv")).unwrap();
     let out = grin(&["train", "--backend", "cpu", "--quiet"], &config, &runs);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("metrics.csv: is also an input"), "{}", stderr(&out));
+    // Named as the link in the run folder that reaches the config.
+    let e = stderr(&out);
+    assert!(e.contains("holds a link") && e.contains("metrics.csv") && e.contains("tiny.toml"), "{e}");
     assert_eq!(std::fs::read(&config).unwrap(), original);
     std::fs::remove_dir_all(&run).unwrap();
 
@@ -888,16 +930,32 @@ fn a_run_never_writes_over_what_it_reads_and_keeps_no_stale_best_model() {
     let bench_runs = dir.path().join("bench");
     std::fs::create_dir_all(bench_runs.join("on-the-fly")).unwrap();
     std::fs::write(bench_runs.join("on-the-fly/NOTES.txt"), "mine").unwrap();
-    let out = Command::new(GRIN)
-        .args(["bench", "modes", "--backend", "cpu", "--steps", "2", "--modes", "on-the-fly", "--config"])
-        .arg(&config)
-        .arg("--runs-dir")
-        .arg(&bench_runs)
-        .output()
-        .unwrap();
+    let bench = |steps: &str| {
+        let mut command = Command::new(GRIN);
+        command.args(["bench", "modes", "--backend", "cpu", "--steps", steps, "--modes", "on-the-fly", "--config"]);
+        command.arg(&config).arg("--runs-dir").arg(&bench_runs);
+        command
+    };
+    let out = bench("2").output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("holds files that grin bench modes did not write"), "{}", stderr(&out));
     assert_eq!(std::fs::read(bench_runs.join("on-the-fly/NOTES.txt")).unwrap(), b"mine");
+
+    // Round 14: a bench stopped mid-run left a folder the next one refused
+    // as not its own (its mark was written after the run).
+    std::fs::remove_dir_all(&bench_runs).unwrap();
+    let quiet = std::process::Stdio::null;
+    let mut child = bench("100000").stdout(quiet()).stderr(quiet()).spawn().unwrap();
+    let mark = bench_runs.join("on-the-fly/bench-modes.txt");
+    let started = std::time::Instant::now();
+    while !mark.exists() && started.elapsed() < std::time::Duration::from_secs(120) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    child.wait().unwrap();
+    assert!(mark.exists(), "the bench marks its run folder before it trains");
+    let out = bench("2").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 /// Issue 80, cause 2: two runs into one folder both exited 0, the second's
@@ -944,9 +1002,10 @@ fn a_flag_that_cannot_apply_is_refused_by_name() {
     let out = eval(&["--photos", "0", "--out", dir.path().join("report").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("no photos are scored"), "{}", stderr(&out));
+    // On scenes alone no second look runs at all (round 14).
     let out = eval(&["--second-look-below", "0", "--second-look-mirror"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("--second-look-mirror: no second look runs"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--second-look-below: no photos are scored"), "{}", stderr(&out));
 }
 
 /// Issue 90, cause C: a run folder's `grin.lock` that is a symbolic link
@@ -1031,7 +1090,7 @@ fn more_flags_that_cannot_apply_and_counts_past_their_bound_are_refused_by_name(
                 "--second-look-confirm",
                 "0.99",
             ],
-            "--second-look-confirm: no second look runs (--second-look-below 0 turns it off)",
+            "--second-look-below: no photos are scored",
         ),
         (&["bench", "modes", "--backend", "cpu", "--config", c, "--modes", "auto"], "auto is what `grin train` asks"),
         (&["precompute", "--config", c, "--out", s, "--samples", "100000000000"], "--samples"),
@@ -1334,16 +1393,57 @@ fn a_run_and_a_dataset_never_share_a_folder_and_odd_flags_are_named() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("holds metrics.csv, a grin run's file: a dataset needs a folder of its own"));
     assert!(!runs.join("r/manifest.json").exists());
+    // Round 15: a shard-named file of the user's, in a folder no grin
+    // writer held, was replaced as left by a stopped run.
+    let stray = dir.path().join("stray");
+    std::fs::create_dir_all(&stray).unwrap();
+    std::fs::write(stray.join("shard-00000.bin"), "user data").unwrap();
+    let out = precompute(&config, &stray, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("holds shard-00000.bin, which no grin precompute wrote there"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(stray.join("shard-00000.bin")).unwrap(), b"user data");
+    // Round 16: refused for a foreign manifest, it left its lock, and the
+    // check above then took the folder for grin's.
+    std::fs::write(stray.join("manifest.json"), r#"{"a": 1}"#).unwrap();
+    let out = precompute(&config, &stray, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!stray.join(grin_output::LOCK_FILE).exists(), "a refused precompute leaves no lock");
+    std::fs::remove_file(stray.join("manifest.json")).unwrap();
+    assert_eq!(precompute(&config, &stray, &[]).status.code(), Some(2));
+    assert_eq!(std::fs::read(stray.join("shard-00000.bin")).unwrap(), b"user data");
     // Flags that cannot apply, or whose value looks like a flag.
     let stale =
         grin(&["train", "--backend", "cpu", "--mode", "on-the-fly", "--allow-stale", "--name", "s"], &config, &runs);
     assert_eq!(stale.status.code(), Some(2));
     assert!(stderr(&stale).contains("--allow-stale: mode on-the-fly reads no precomputed dataset"));
+    // Round 15: the advice to build a missing dataset left out the --sets
+    // that shape it (built as advised, it was refused as stale).
+    let missing = dir.path().join("missing");
+    let elsewhere = format!("train.store={}", missing.display());
+    let seed = ["--set", "features.seed=11", "--set", elsewhere.as_str()];
+    let out = grin(
+        &[&["train", "--backend", "cpu", "--mode", "precomputed", "--name", "m"][..], &seed].concat(),
+        &config,
+        &runs,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let advice = format!("--set features.seed=11 --set {elsewhere} --out {}`", missing.display());
+    assert!(stderr(&out).contains(&advice), "{}", stderr(&out));
     let out =
         Command::new(GRIN).args(["precompute", "--plan", "--shard-size", "-5M", "--config"]).arg(&config).output();
     let out = out.unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("\"-5M\" is not a size like 128M"), "{}", stderr(&out));
+    // A flag `--merge` or `--plan` would drop (rounds 13 and 14).
+    for (flags, named) in [
+        (&["--merge", "d", "--shard-size", "4M"][..], "'--shard-size <SHARD_SIZE>'"),
+        (&["--merge", "d", "--set", "train.lr=0.1"][..], "'--set <KEY=VALUE>'"),
+        (&["--plan", "--shards", "0..1", "--config", "c.toml"][..], "'--shards <A..B>'"),
+    ] {
+        let out = Command::new(GRIN).arg("precompute").args(flags).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("cannot be used with") && stderr(&out).contains(named), "{}", stderr(&out));
+    }
     // Verify while a writer holds the dataset: refused as such.
     let lock = grin_output::try_lock(&store.join(grin_output::LOCK_FILE), grin_output::LockMode::Exclusive).unwrap();
     assert!(matches!(lock, grin_output::Locked::Held(_)));
@@ -1403,5 +1503,18 @@ fn a_preview_never_replaces_a_photo_its_source_names_elsewhere() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("holds an input (") && stderr(&out).contains("p.png"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&photo).unwrap(), before);
+    // Round 14: a run whose folder holds such a photo, which `--overwrite`
+    // empties, is refused the same way.
+    let out = Command::new(GRIN)
+        .args(["train", "--backend", "cpu", "--quiet", "--no-balance", "--name", "elsewhere", "--overwrite"])
+        .arg("--config")
+        .arg(&config)
+        .arg("--runs-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("p.png"), "{}", stderr(&out));
     assert_eq!(std::fs::read(&photo).unwrap(), before);
 }

@@ -102,6 +102,9 @@ fn eval_refuses_what_it_would_not_score() {
             "--run-size: no photos are scored (the config's source holds no real photos)",
         ),
         (&["--samples", "1", "--own-size"], "--own-size: no photos are scored"),
+        // Round 14: a second look's flags with no photo to cut from.
+        (&["--samples", "1", "--second-look-confirm", "0.9"], "--second-look-confirm: no photos are scored"),
+        (&["--samples", "1", "--second-look-below", "0.5"], "--second-look-below: no photos are scored"),
     ] {
         let out = grin(&[&base[..], extra].concat());
         let err = String::from_utf8_lossy(&out.stderr);

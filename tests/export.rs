@@ -92,10 +92,12 @@ fn an_unwritable_out_is_one_line_naming_it() {
     let e = error_line(&grin_export(&["--model", model, "--out", &format!("{}/no/x.onnx", dir.path().display())]));
     assert!(e.ends_with("/no is not a folder (grin makes no folder for a file it writes)"), "{e}");
     // An ONNX graph under a model's name replaced another run's model.grin
-    // (issue 90, round 9).
-    let named_grin = dir.path().join("model.GRIN");
-    let e = error_line(&grin_export(&["--model", model, "--out", named_grin.to_str().unwrap()]));
-    assert!(e.contains("an ONNX graph is no .grin model file; name it .onnx"), "{e}");
+    // (issue 90, round 9), and under a photo's name the photo (round 16).
+    for name in ["model.GRIN", "holiday.jpg", "graph"] {
+        let named = dir.path().join(name);
+        let e = error_line(&grin_export(&["--model", model, "--out", named.to_str().unwrap()]));
+        assert!(e.contains("an ONNX graph is named .onnx; name it so"), "{e}");
+    }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no temporary left behind");
 }
 

@@ -8,7 +8,11 @@
 //! config file (or its model, store or run) for `OUT`, a folder it reads
 //! photos from for `OUT_DIR`. Each must be refused, naming the input, with
 //! the input unchanged (issue 90: `grin bench step --json` replaced its
-//! config, `grin simulate --out` a run's model).
+//! config, `grin simulate --out` a run's model). Each option of a command
+//! reading the config is aimed as well at a photo its annotations name
+//! outside the photo folder (`../`), or a folder holding it where a run
+//! named as the config is lands on it (round 14: a bench's JSON, a
+//! dataset, a run and a report replaced one).
 //!
 //! An option taking a value under any other name must be one this file
 //! knows as no output: a new output option that is not marked fails here
@@ -136,6 +140,9 @@ struct Inputs {
     dir: tempfile::TempDir,
     config: PathBuf,
     photos: PathBuf,
+    /// A photo the manifest names as `../elsewhere/tiny/b.png`: `tiny` is
+    /// the config's name, so a run in `elsewhere` has it in its folder.
+    elsewhere: PathBuf,
     model: PathBuf,
     run: PathBuf,
     store: PathBuf,
@@ -145,9 +152,15 @@ fn inputs() -> Inputs {
     let dir = tempfile::tempdir().unwrap();
     let photos = dir.path().join("photos");
     std::fs::create_dir_all(&photos).unwrap();
-    image::GrayImage::from_fn(96, 64, |x, y| image::Luma([(x * 3 + y * 5) as u8])).save(photos.join("a.png")).unwrap();
+    let photo = image::GrayImage::from_fn(96, 64, |x, y| image::Luma([(x * 3 + y * 5) as u8]));
+    photo.save(photos.join("a.png")).unwrap();
+    let elsewhere = dir.path().join("elsewhere/tiny/b.png");
+    std::fs::create_dir_all(elsewhere.parent().unwrap()).unwrap();
+    photo.save(&elsewhere).unwrap();
     let manifest = photos.join("m.jsonl");
-    std::fs::write(&manifest, "{\"image\": \"a.png\", \"boxes\": [[30, 20, 70, 60]]}\n").unwrap();
+    let lines = "{\"image\": \"a.png\", \"boxes\": [[30, 20, 70, 60]]}\n\
+                 {\"image\": \"../elsewhere/tiny/b.png\", \"boxes\": [[30, 20, 70, 60]]}\n";
+    std::fs::write(&manifest, lines).unwrap();
     let config = dir.path().join("tiny.toml");
     let text = format!(
         "name = \"tiny\"\n[features]\nwidth = 64\nheight = 64\n[features.source]\nkind = \"jsonl\"\nmanifest = \
@@ -174,7 +187,7 @@ fn inputs() -> Inputs {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    Inputs { dir, config, photos, model, run, store }
+    Inputs { dir, config, photos, elsewhere, model, run, store }
 }
 
 /// How to run a command, and which of its inputs an output is aimed at:
@@ -183,6 +196,8 @@ struct Recipe {
     args: Vec<String>,
     file: PathBuf,
     folder: PathBuf,
+    /// Whether it reads the config, and so the photo named elsewhere.
+    reads_config: bool,
 }
 
 fn recipe(command: &[String], i: &Inputs) -> Option<Recipe> {
@@ -207,8 +222,9 @@ fn recipe(command: &[String], i: &Inputs) -> Option<Recipe> {
         ),
         _ => return None,
     };
+    let reads_config = args.contains(&s(&i.config));
     let args = command.iter().cloned().chain(args).collect();
-    Some(Recipe { args, file: file.clone(), folder: folder.clone() })
+    Some(Recipe { args, file: file.clone(), folder: folder.clone(), reads_config })
 }
 
 /// Every file under `path` (or the file itself) with its bytes.
@@ -260,22 +276,28 @@ fn no_output_option_writes_over_its_commands_inputs() {
                 panic!("grin {} writes (--{option}): add a recipe to tests/outputs.rs", command.join(" "))
             });
             let target = if value == "OUT" { &recipe.file } else { &recipe.folder };
-            let before = contents(target);
-            let out = Command::new(GRIN)
-                .args(&recipe.args)
-                .arg(format!("--{option}"))
-                .arg(target)
-                .current_dir(inputs.dir.path())
-                .output()
-                .unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let said = format!("grin {} --{option} {}: {stderr}", command.join(" "), target.display());
-            assert_eq!(out.status.code(), Some(2), "{said}");
-            assert!(stderr.contains("is also an input") || stderr.contains("is inside an input folder"), "{said}");
-            assert!(!stderr.contains("panicked"), "{said}");
-            assert_eq!(contents(target), before, "{said}: the input changed");
-            tried += 1;
+            let folder = inputs.elsewhere.parent().and_then(Path::parent).unwrap();
+            let elsewhere = if value == "OUT" { &inputs.elsewhere } else { folder };
+            let elsewhere = recipe.reads_config.then_some(elsewhere);
+            for target in std::iter::once(target.as_path()).chain(elsewhere) {
+                let before = contents(target);
+                let out = Command::new(GRIN)
+                    .args(&recipe.args)
+                    .arg(format!("--{option}"))
+                    .arg(target)
+                    .current_dir(inputs.dir.path())
+                    .output()
+                    .unwrap();
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let said = format!("grin {} --{option} {}: {stderr}", command.join(" "), target.display());
+                assert_eq!(out.status.code(), Some(2), "{said}");
+                let named = ["is also an input", "is inside an input folder", "holds an input"];
+                assert!(named.iter().any(|n| stderr.contains(n)), "{said}");
+                assert!(!stderr.contains("panicked"), "{said}");
+                assert_eq!(contents(target), before, "{said}: the input changed");
+                tried += 1;
+            }
         }
     }
-    assert!(tried >= 12, "only {tried} output options tried");
+    assert!(tried >= 20, "only {tried} output options tried");
 }

@@ -286,3 +286,21 @@ fn interrupt_within_a_minute(mut child: std::process::Child) -> std::process::Ou
     }
     child.wait_with_output().unwrap()
 }
+
+/// Issue 90, round 14: a SIGTERM during the balance check, before the
+/// loop, ended the run by the signal (exit 143, without a word). Scenes of
+/// 320x320 in batches of 32 make the check last a second or more; the run
+/// folder's lock is taken just before it.
+#[test]
+fn an_interrupt_during_the_balance_check_quits_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = tiny_config(dir.path(), "large.toml", "steps = 1000\nbatch_size = 32\n");
+    let runs = dir.path().join("runs");
+    let large = ["--set", "features.width=320", "--set", "features.height=320"];
+    let child = train_with(&config, &runs, "early", false, &large);
+    wait_for(&runs.join("early").join(grin_output::LOCK_FILE));
+    let out = interrupt_within_a_minute(child);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("had not started its steps") && !stderr.contains("T_s"), "{stderr}");
+}

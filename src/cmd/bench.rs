@@ -313,8 +313,10 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
         run.show_progress = false;
         run.evaluate = false;
         eprintln!("bench: {} for {} steps", mode.name(), args.steps);
-        let s = train::<B>(&run, device, &mut |start| build_feed::<B>(&plan, device, start))?;
+        // Marked before it trains: a bench stopped mid-run leaves a folder
+        // the next bench replaces (round 14: it was refused as not its own).
         grin_train::bench::mark_as_its_own(&run.run_dir)?;
+        let s = train::<B>(&run, device, &mut |start| build_feed::<B>(&plan, device, start))?;
         let s = s.run;
         let simulated = if s.loaders == 0 {
             100.0 * s.step_ms / (s.step_ms + s.load_ms_per_batch).max(1e-9)

@@ -102,8 +102,6 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
         // A folder, checked before the scoring, not at the end of it.
         let mut inputs = loaded.inputs();
         inputs.push(&model_path);
-        let photos = super::named_photos(&loaded.config.features, split);
-        inputs.extend(photos.iter().map(PathBuf::as_path));
         super::check_report_folder("--out", out, &inputs)?;
     }
     let c = &loaded.config;
@@ -126,13 +124,20 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
             out.display()
         );
     }
-    // Scenes are scored at the features' size: a photo size with no photo
-    // to score would change nothing.
+    // Scenes are scored at the features' size, with no second look: a
+    // photo size or a second look with no photo to score would change
+    // nothing (round 14: the second look's flags were dropped).
     let photo_size = if args.own_size { Some("--own-size") } else { args.run_size.map(|_| "--run-size") };
     if let (0, Some(flag)) = (photos, photo_size) {
         anyhow::bail!(
             "{flag}: no photos are scored ({none_because}), and scenes are scored at the features' size, so the \
              flag would change nothing"
+        );
+    }
+    if let (0, Some(flag)) = (photos, args.decode.second_look_flag()) {
+        anyhow::bail!(
+            "{flag}: no photos are scored ({none_because}), and a second look cuts from a whole photo, so the flag \
+             would change nothing"
         );
     }
     let device = Default::default();
@@ -216,6 +221,7 @@ pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
     // written back only into the model it was chosen for (a model replaced
     // during calibration was overwritten with the old one, issue 90).
     let held = grin_output::hold(&model_path)?;
+    let _run = grin_train::hold_run_of_model(&model_path)?;
     let loaded = grin_train::load_config(&config_path, &[])?;
     let c = &loaded.config;
     let device = Default::default();

@@ -37,9 +37,9 @@ pub(crate) fn export(args: ExportArgs) -> Result<()> {
     let inputs: Vec<&Path> = std::iter::once(path.as_path()).chain(run).collect();
     super::check_outputs(&[&args.out], &inputs)?;
     // An ONNX graph under a model file's name replaced a run's model.grin
-    // (round 9 of issue 90), and every grin command would misread it.
-    if args.out.extension().is_some_and(|e| e.eq_ignore_ascii_case("grin")) {
-        bail!("--out {}: an ONNX graph is no .grin model file; name it .onnx", args.out.display());
+    // (round 9 of issue 90), and under a photo's name the photo (round 16).
+    if !args.out.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")) {
+        bail!("--out {}: an ONNX graph is named .onnx; name it so", args.out.display());
     }
     let weights = grin_net::file::read(&path)?;
     let spec = &weights.spec;

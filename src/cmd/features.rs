@@ -246,9 +246,12 @@ fn print_bench(r: &BenchReport) -> Result<()> {
 fn run_preview(args: PreviewArgs) -> Result<()> {
     let cfg = load_features(&args.common)?;
     // Never over the config, a photo the sheet is drawn from (a preview
-    // --out onto a training photo replaced it), nor anywhere in the
-    // source's folders: checked now, and again by the write.
+    // --out onto a training photo replaced it), anywhere in the source's
+    // folders or a photo its annotations name outside them (`../`, an
+    // absolute name; any split): checked now, and again by the write.
+    let outside = grin_features::photos_named_outside(&cfg);
     let mut inputs = cfg.source.inputs();
+    inputs.extend(outside.iter().map(PathBuf::as_path));
     inputs.push(&args.common.config.config);
     super::check_outputs(&[&args.out], &inputs)?;
     // The sheet's format and size, before a sample is made: a JPEG past its
@@ -259,10 +262,6 @@ fn run_preview(args: PreviewArgs) -> Result<()> {
     let size = grin_features::sheet_size(args.count, args.cols, (cfg.width, cfg.height));
     grin_image::check_picture(&args.out, "--out", format, size, 3).map_err(anyhow::Error::msg)?;
     let (pipeline, load_skips) = open(&cfg, args.common.split)?;
-    // And never over a photo the annotations name outside those folders
-    // (through a link, `../` or an absolute path), before a sample is made.
-    let photos = pipeline.source_files();
-    super::check_outputs(&[&args.out], &[&inputs[..], &photos[..]].concat())?;
     let indices: Vec<u64> = (0..args.count.max(1) as u64).collect();
     let batch = pipeline.batch(&indices)?;
     let samples: Vec<_> = (0..batch.len).map(|i| batch.sample(i)).collect();
@@ -296,6 +295,17 @@ fn export_crops(args: ExportCropsArgs) -> Result<()> {
         face_free: 0.0,
         occlusion: 0.0,
     };
+    // Synthetic scenes read no file, but a run's or dataset's folder is
+    // no place for crops (round 14 of issue 90 wrote them into a run's).
+    super::check_report_folder("--out", &args.out, &[])?;
+    // Its crops are numbered from 0: a folder of earlier ones, or of the
+    // user's, had them replaced (round 15).
+    for folder in ["smile", "no_smile"] {
+        let dir = args.out.join(folder);
+        if std::fs::read_dir(&dir).is_ok_and(|mut entries| entries.next().is_some()) {
+            anyhow::bail!("--out {}: {folder}/ already holds files: name a new folder", args.out.display());
+        }
+    }
     let source = SyntheticSource::with_params(320, 240, 1, params)?;
     let cfg = FeatureConfig { width: 320, height: 240, channels: 1, workers: 1, ..FeatureConfig::default() };
     let scenes = Pipeline::from_source(&cfg, Split::Train, Box::new(source))?;

@@ -58,8 +58,6 @@ pub(crate) fn run(args: MineArgs) -> Result<()> {
     let loaded = args.config.load()?;
     let mut inputs = loaded.inputs();
     inputs.push(&args.model);
-    let photos = super::named_photos(&loaded.config.features, grin_features::Split::Train);
-    inputs.extend(photos.iter().map(PathBuf::as_path));
     super::check_report_folder("--out", &args.out, &inputs)?;
     let features = &loaded.config.features;
     let device = Default::default();

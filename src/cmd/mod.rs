@@ -155,13 +155,16 @@ pub(crate) const OUT_DIR: &str = "OUT_DIR";
 pub(crate) fn check_outputs(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
     for out in outputs {
         grin_output::check_file(out, inputs)?;
-        // A new file under a name a run writes, in a run's folder, would be
-        // taken for the run's own (round 11: `model-set --out R/best.grin`,
-        // which `eval --best` then scored).
+        // A new file under a name a run or a dataset writes, in such a
+        // folder, would be taken for its own (round 11: `model-set --out
+        // R/best.grin`, which `eval --best` then scored; round 14: a
+        // `manifest.json` or `shard-00009.json` in a dataset's folder).
         let name = out.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        if is_kept_folder(folder_of(out)) && grin_train::run_files().any(|f| f == name) {
+        let grins = grin_train::run_files().any(|f| f == name) || grin_store::is_dataset_file_name(name);
+        if grins && is_kept_folder(folder_of(out)) {
             anyhow::bail!(
-                "{}: {name} is a file a grin run writes, and this folder is a run's (it holds {}): name another output",
+                "{}: {name} is a file grin writes in a run's or dataset's folder, and this is one (it holds {}): \
+                 name another output",
                 out.display(),
                 grin_output::LOCK_FILE
             );
@@ -178,17 +181,6 @@ fn is_kept_folder(folder: &Path) -> bool {
 /// The folder a file output lands in (`.` for a bare name).
 fn folder_of(path: &Path) -> &Path {
     path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
-}
-
-/// The photos `features`' annotations name for `split`, wherever they lie
-/// (a `../` or absolute name, a link): a report folder holding one would
-/// have it replaced by a crop or a report file (round 13 of issue 90:
-/// `mine --out` and `eval --out` did). Annotations that cannot be read
-/// name no photo here: the command reads them itself, and says there what
-/// is wrong with them.
-pub(crate) fn named_photos(features: &grin_features::FeatureConfig, split: grin_features::Split) -> Vec<PathBuf> {
-    let sets = grin_features::photos_of_split(features, split, 0).unwrap_or_default();
-    sets.iter().flat_map(|set| (0..set.len()).map(|i| set.image_path(i).to_path_buf())).collect()
 }
 
 /// [`check_out_folder`] for a report's folder (`eval --out`, `mine --out`):

@@ -71,8 +71,16 @@ pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
         std::iter::once(args.model.as_path()).chain(grin_train::run_of_model(&args.model)).collect();
     if !in_place {
         super::check_outputs(&[out], &inputs)?;
+        // A model under another kind of file's name (a config, a photo)
+        // replaced that file (round 15 of issue 90), as `export` refuses
+        // an ONNX graph under a model's name.
+        if !out.extension().is_some_and(|e| e.eq_ignore_ascii_case("grin")) {
+            bail!("--out {}: a model file's name ends in .grin, as model.grin does", out.display());
+        }
     }
     let held = if in_place { Some(grin_output::hold(&args.model)?) } else { None };
+    // And a run's model, its run folder: a live run writes its models.
+    let _run = if in_place { grin_train::hold_run_of_model(&args.model)? } else { None };
     let device = Default::default();
     let (mut spec, mut model) = file::load_model::<burn_ndarray::NdArray<f32>>(&args.model, &device)?;
     let mut changed = grin_train::set_model_keys(&spec.model, &args.set.sets)

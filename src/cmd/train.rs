@@ -93,7 +93,7 @@ pub(crate) fn train(args: TrainArgs) -> Result<()> {
 /// file the run writes there is checked against them now, before training:
 /// one that is a link to an input (`metrics.csv -> the config`) is refused.
 fn check_run_folder(run_dir: &Path, loaded: &LoadedConfig) -> Result<()> {
-    let mut inputs = loaded.config.features.source.inputs();
+    let mut inputs = loaded.data_inputs();
     let store = loaded.config.store_dir();
     inputs.push(&store);
     let own = run_dir.join("config.toml");
@@ -137,6 +137,7 @@ fn train_on<B: TrainBackend>(
     let request = PlanRequest {
         config: c,
         config_path: &loaded.path,
+        sets: &args.config.set.sets,
         backend: choice,
         device_index: args.devices[0],
         runs_dir: args.runs_dir.clone(),
@@ -146,8 +147,11 @@ fn train_on<B: TrainBackend>(
         show_progress: true,
         balance: !args.no_balance,
     };
+    // Answered from here on, the plan's balance check and dataset build
+    // included (round 14: a SIGTERM there ended it by the signal, 143).
+    let stop = stop_on_interrupt(&request.runs_dir.join(&c.name))?;
     let RunPlan { mut run, feed } = grin_train::plan::<B>(&request, &device)?;
-    run.stop = Some(stop_on_interrupt(&run.run_dir)?);
+    run.stop = Some(stop);
     eprintln!(
         "mode {}: training {} for {} steps, batch {}",
         run.mode.name(),

@@ -51,6 +51,7 @@ pub use class_balance::ClassBalancer;
 pub use config::{
     AugmentConfig, ClassBalanceConfig, FeatureConfig, PhotoCrops, SourceConfig, Split, SplitConfig, MAX_WORKERS,
 };
+pub use negatives::MINING_MARK;
 pub use pipeline::Pipeline;
 pub use preview::{colour, contact_sheet, sheet_size};
 pub use sample::{FaceBox, HostBatch, Sample, SceneClass, Smile, LABEL_IGNORE, LABEL_PADDING, MAX_BOXES};
@@ -59,7 +60,9 @@ pub use source::Source;
 // The procedural scenes (which `grin features` draws on their own), and the
 // held-out photos that reports score whole images on. The other sources are
 // built from a config by the pipeline.
-pub use photos::{has_held_out_photos, held_out_photos, photos_of_split, HeldOutPhoto, HeldOutPhotos};
+pub use photos::{
+    has_held_out_photos, held_out_photos, photos_named_outside, photos_of_split, HeldOutPhoto, HeldOutPhotos,
+};
 pub use synthetic::{SyntheticParams, SyntheticSource};
 
 // The annotation parsers, which the fuzz targets drive on their own.

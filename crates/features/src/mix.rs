@@ -62,10 +62,6 @@ pub(crate) fn check_weights(weights: &[f32], parts: usize) -> Result<(), InputEr
 }
 
 impl Source for MixSource {
-    fn files(&self) -> Vec<&std::path::Path> {
-        self.parts.iter().flat_map(|part| part.files()).collect()
-    }
-
     fn name(&self) -> &'static str {
         "mix"
     }

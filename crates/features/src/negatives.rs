@@ -20,6 +20,12 @@ use crate::split::split_of_path;
 use grin_image::{list_images, load_all, resample_region, skip_or_fail, InputError, Raster, SkipCounts};
 use rand::Rng;
 
+/// The file `grin mine` keeps in its folder while it writes crops there,
+/// removed once its `mined.jsonl` is written: a mining stopped midway left
+/// part of its crops, which training read as the whole (round 14 of
+/// issue 90). A `mined` folder holding it is refused.
+pub const MINING_MARK: &str = "mining-unfinished.txt";
+
 pub(crate) struct NegativesSource {
     width: u32,
     height: u32,
@@ -58,6 +64,14 @@ impl NegativesSource {
         let mut mined_files = Vec::new();
         // Mined crops come from training photos: they train, and are never held out.
         if let (Some(dir), Split::Train) = (mined, split) {
+            let mark = dir.join(MINING_MARK);
+            if mark.exists() {
+                return Err(InputError::Config(format!(
+                    "{}: a grin mine into this folder did not finish (it was stopped, or runs now), so its crops \
+                     are not all there: run it again",
+                    mark.display()
+                )));
+            }
             match list_images(dir) {
                 Ok(listed) => mined_files = listed,
                 Err(e) => skip_or_fail(cfg.on_bad_sample, &load_skips, e)?,

@@ -88,11 +88,6 @@ fn worker_count(requested: usize) -> Result<usize, InputError> {
 }
 
 impl Pipeline {
-    /// The photo files the source's annotations name ([`Source::files`]).
-    pub fn source_files(&self) -> Vec<&std::path::Path> {
-        self.source.files()
-    }
-
     /// Builds the source named by `cfg.source` for `split`.
     pub fn new(cfg: &FeatureConfig, split: Split) -> Result<Pipeline, InputError> {
         check_size(cfg.width, cfg.height, cfg.channels)?;

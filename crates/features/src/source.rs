@@ -33,13 +33,6 @@ pub trait Source: Send + Sync {
     fn load_skips(&self) -> Option<&SkipCounts> {
         None
     }
-    /// The photo files an annotation file names, which may lie outside its
-    /// folder (a link, `../`, an absolute JSONL path): a command's output
-    /// must be none of them (issue 90, round 12: `features preview --out`
-    /// replaced one). Folder sources read only what their folders hold.
-    fn files(&self) -> Vec<&std::path::Path> {
-        Vec::new()
-    }
 }
 
 #[cfg(test)]

@@ -49,6 +49,18 @@ impl DecodeFlags {
             model.second_look.with_flags(self.second_look_below, self.second_look_confirm, self.second_look_mirror)?;
         Ok(model)
     }
+
+    /// The first second-look flag given, if any: a second look cuts from a
+    /// whole photo, so a command scoring none refuses it by this name.
+    pub fn second_look_flag(&self) -> Option<&'static str> {
+        [
+            (self.second_look_below.is_some(), "--second-look-below"),
+            (self.second_look_confirm.is_some(), "--second-look-confirm"),
+            (self.second_look_mirror, "--second-look-mirror"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
 }
 
 /// A score: a number in 0..=1.

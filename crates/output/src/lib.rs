@@ -14,7 +14,9 @@
 //! - An output that is the same file as one of the command's inputs is
 //!   refused before anything is written, as `cp` and ffmpeg refuse it. An
 //!   input that is a folder (a dataset, a photo source) stands for every
-//!   file under it, so nothing is written inside it.
+//!   file under it and every file or folder a link under it reaches, so
+//!   nothing is written inside any of them, and an output folder holds
+//!   none of them, nor a link to one (`reach.rs`).
 //!
 //! - A name that cannot be a file grin writes (a folder, `x/`, a missing
 //!   folder, a link to nothing or to another kind of file) is refused, and
@@ -48,6 +50,7 @@ pub use place::{check_file, check_file_place, refuse_a_kept_file};
 pub use plain::{open_plain, read_plain, FOLDER, NOT_A_FILE};
 pub use rewrite::{hold, Held};
 
+use reach::Reach;
 use std::fmt;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Write};
@@ -95,34 +98,29 @@ pub fn write_with(
 /// not hold an input: an input named like one of the files it writes
 /// (`photos.json`, `shard-00000.bin`) would be replaced (issue 90, round 7).
 pub fn check(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
-    refuse_input_folders(path, inputs)?;
+    let reach = Reach::of(inputs);
+    refuse_input_folders(path, &reach)?;
     match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => refuse_inputs_inside(path, inputs),
-        Ok(m) => refuse_inputs(path, &m, inputs),
+        Ok(m) if m.is_dir() => refuse_inputs_inside(path, &reach),
+        Ok(m) => refuse_inputs(path, &m, inputs, &reach),
         Err(_) => Ok(()),
     }
 }
 
-/// An input file inside the output folder `path`, compared by resolved
-/// paths as [`refuse_input_folders`] compares.
-fn refuse_inputs_inside(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
+/// An input inside the output folder `path`, or a link in it that reaches
+/// one (a report written there is written through it), compared by
+/// resolved paths as [`refuse_input_folders`] compares.
+fn refuse_inputs_inside(path: &Path, reach: &Reach) -> Result<(), OutputError> {
     let Ok(folder) = std::fs::canonicalize(path) else { return Ok(()) };
-    for input in inputs {
-        match std::fs::canonicalize(input) {
-            Ok(resolved) if resolved.starts_with(&folder) => {
-                return Err(fail(
-                    path,
-                    format!(
-                        "holds an input ({}), which the files written there could replace; name another output \
-                         folder, or move the input out of it",
-                        input.display()
-                    ),
-                ))
-            }
-            _ => {}
-        }
-    }
-    Ok(())
+    let held = match (reach.inside(&folder), reach.link_into(&folder)) {
+        (Some(input), _) => format!("holds an input ({})", input.display()),
+        (None, Some((link, input))) => format!("holds a link ({}) to an input ({})", link.display(), input.display()),
+        (None, None) => return Ok(()),
+    };
+    Err(fail(
+        path,
+        format!("{held}, which the files written there could replace; name another output folder, or move it out"),
+    ))
 }
 
 /// Whether `a` and `b` name one existing file (by device and inode: a
@@ -146,14 +144,15 @@ fn write_checked(
     check: BeforeRename<'_>,
 ) -> Result<(), OutputError> {
     check_file_place(path)?;
-    refuse_input_folders(path, inputs)?;
+    let reach = Reach::of(inputs);
+    refuse_input_folders(path, &reach)?;
     let existing = match std::fs::metadata(path) {
         Ok(m) => Some(m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(fail(path, format!("cannot inspect: {e}"))),
     };
     if let Some(m) = &existing {
-        refuse_inputs(path, m, inputs)?;
+        refuse_inputs(path, m, inputs, &reach)?;
     }
     match existing {
         None => replace(path, None, fill, check),
@@ -169,38 +168,32 @@ fn write_checked(
     }
 }
 
-/// The same file, by device and inode: a hard link or a symbolic link to
-/// an input is that input.
-fn refuse_inputs(path: &Path, out: &Metadata, inputs: &[&Path]) -> Result<(), OutputError> {
-    for input in inputs {
-        let Ok(m) = std::fs::metadata(input) else { continue };
-        let input = if same_file(out, &m) {
-            input.to_path_buf()
-        } else if let Some(link) = m.is_dir().then(|| reach::link_to(input, out)).flatten() {
-            link
-        } else {
-            continue;
-        };
-        return Err(fail(
+/// The same file: by device and inode (a hard link or a symbolic link to
+/// an input is that input), or resolved to a file a link in an input
+/// folder reaches.
+fn refuse_inputs(path: &Path, out: &Metadata, inputs: &[&Path], reach: &Reach) -> Result<(), OutputError> {
+    let same = |input: &&&Path| std::fs::metadata(input).is_ok_and(|m| same_file(out, &m));
+    let input = match inputs.iter().find(same) {
+        Some(input) => Some(*input),
+        None => std::fs::canonicalize(path).ok().and_then(|resolved| reach.file_at(&resolved)),
+    };
+    match input {
+        Some(input) => Err(fail(
             path,
             format!("is also an input ({}): refusing to overwrite it; name another output", input.display()),
-        ));
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
-/// An output inside an input folder, whether or not it exists yet (a new
-/// file there would still change what the folder holds). Compared by
-/// resolved paths, so `./data/../data/x` and links are caught too.
-fn refuse_input_folders(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
-    let folders: Vec<(&Path, PathBuf)> =
-        inputs.iter().filter(|i| i.is_dir()).filter_map(|i| std::fs::canonicalize(i).ok().map(|c| (*i, c))).collect();
-    if folders.is_empty() {
-        return Ok(());
-    }
+/// An output inside an input folder, or a folder a link in one reaches,
+/// whether or not it exists yet (a new file there would still change what
+/// the folder holds). Compared by resolved paths, so `./data/../data/x`
+/// and links are caught too.
+fn refuse_input_folders(path: &Path, reach: &Reach) -> Result<(), OutputError> {
     let Some(resolved) = resolve_output(path) else { return Ok(()) };
-    match folders.iter().find(|(_, folder)| resolved.starts_with(folder)) {
-        Some((input, _)) => Err(fail(
+    match reach.folder_holding(&resolved) {
+        Some(input) => Err(fail(
             path,
             format!("is inside an input folder ({}): refusing to write there; name another output", input.display()),
         )),

@@ -1,46 +1,148 @@
-//! The files an input folder stands for include the ones its links reach:
-//! a photo in a source's folder that is a link to a file elsewhere is read
-//! as one of its photos, and `grin features preview --out` named at that
-//! file replaced it (issue 90, round 12).
+//! Where a command's inputs lie once every link is followed. An input
+//! folder stands for the files under it and for what its links reach: a
+//! photo in a source's folder that is a link to a file elsewhere, or a
+//! subfolder that is a link to a folder elsewhere, is read as one of its
+//! photos (issue 90: `grin features preview --out` replaced such a photo in
+//! round 12, and in round 15 through a linked folder; `eval --out` and
+//! `mine --out` wrote their reports into the folder a link's photo lies in).
+//! An input file stands for where its name lies and where it resolves.
 
-use crate::same_file;
 use std::collections::HashSet;
-use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 
 /// Entries a walk looks at before it gives up: a photo folder holds tens of
 /// thousands; a walk of `/` must still end.
 const MOST_ENTRIES: usize = 2_000_000;
 
-/// The first link under `folder` that reaches the file `out` describes.
-/// Links to folders are followed once each (a link to a folder above would
-/// loop).
-pub(crate) fn link_to(folder: &Path, out: &Metadata) -> Option<PathBuf> {
-    let mut folders = vec![folder.to_path_buf()];
-    let mut linked: HashSet<PathBuf> = HashSet::new();
-    let mut seen = 0;
-    while let Some(dir) = folders.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            seen += 1;
-            if seen > MOST_ENTRIES {
-                return None;
+/// An input as the user named it (or the link that reaches it), and where
+/// it lies, resolved.
+struct Place {
+    named: PathBuf,
+    at: PathBuf,
+}
+
+/// Every place the inputs stand for, resolved.
+pub(crate) struct Reach {
+    /// Input folders, and every folder a link under one reaches.
+    folders: Vec<Place>,
+    /// Input files (where each name lies, and where it resolves), and every
+    /// file a link under an input folder reaches.
+    files: Vec<Place>,
+}
+
+impl Reach {
+    pub(crate) fn of(inputs: &[&Path]) -> Reach {
+        let mut reach = Reach { folders: Vec::new(), files: Vec::new() };
+        let mut walk = Vec::new();
+        for input in inputs {
+            let named = || input.to_path_buf();
+            match std::fs::canonicalize(input) {
+                Ok(at) if at.is_dir() => {
+                    walk.push(at.clone());
+                    reach.folders.push(Place { named: named(), at });
+                    continue;
+                }
+                Ok(at) => reach.files.push(Place { named: named(), at }),
+                Err(_) => {}
             }
-            let path = entry.path();
-            match entry.file_type() {
-                Ok(kind) if kind.is_dir() => folders.push(path),
-                Ok(kind) if kind.is_symlink() => match std::fs::metadata(&path) {
-                    Ok(target)
-                        if target.is_dir() && std::fs::canonicalize(&path).is_ok_and(|real| linked.insert(real)) =>
-                    {
-                        folders.push(path)
+            // Where the name itself lies (a link named as an input is
+            // replaced by a write into its folder, not followed).
+            if let Some(at) = own_place(input) {
+                reach.files.push(Place { named: named(), at });
+            }
+        }
+        reach.follow_links(walk);
+        reach
+    }
+
+    /// Walks the folders in `walk`, adding what each link under them
+    /// reaches; a linked folder is walked once (a link to a folder above
+    /// would loop).
+    fn follow_links(&mut self, mut walk: Vec<PathBuf>) {
+        let mut walked: HashSet<PathBuf> = walk.iter().cloned().collect();
+        let mut seen = 0;
+        while let Some(dir) = walk.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                seen += 1;
+                if seen > MOST_ENTRIES {
+                    return;
+                }
+                let path = entry.path();
+                match entry.file_type() {
+                    Ok(kind) if kind.is_dir() => walk.push(path),
+                    Ok(kind) if kind.is_symlink() => {
+                        let Ok(at) = std::fs::canonicalize(&path) else { continue };
+                        if !at.is_dir() {
+                            self.files.push(Place { named: path, at });
+                        } else if !stands_for(&dir, &at) {
+                            continue;
+                        } else if walked.insert(at.clone()) {
+                            walk.push(at.clone());
+                            self.folders.push(Place { named: path, at });
+                        }
                     }
-                    Ok(target) if target.is_dir() => {}
-                    Ok(target) if same_file(&target, out) => return Some(path),
                     _ => {}
-                },
-                _ => {}
+                }
             }
         }
     }
-    None
+
+    /// The input folder a resolved output path lies in.
+    pub(crate) fn folder_holding(&self, resolved: &Path) -> Option<&Path> {
+        self.folders.iter().find(|f| resolved.starts_with(&f.at)).map(|f| f.named.as_path())
+    }
+
+    /// The input a resolved output path is.
+    pub(crate) fn file_at(&self, resolved: &Path) -> Option<&Path> {
+        self.files.iter().find(|f| f.at == resolved).map(|f| f.named.as_path())
+    }
+
+    /// An input that lies inside the resolved folder `folder`.
+    pub(crate) fn inside(&self, folder: &Path) -> Option<&Path> {
+        let mut all = self.folders.iter().chain(&self.files);
+        all.find(|p| p.at.starts_with(folder)).map(|p| p.named.as_path())
+    }
+
+    /// The first link under the output folder `folder` that reaches an
+    /// input, with that input: a file written there is written through it.
+    pub(crate) fn link_into(&self, folder: &Path) -> Option<(PathBuf, &Path)> {
+        let mut walk = vec![folder.to_path_buf()];
+        let mut seen = 0;
+        while let Some(dir) = walk.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                seen += 1;
+                if seen > MOST_ENTRIES {
+                    return None;
+                }
+                let path = entry.path();
+                match entry.file_type() {
+                    Ok(kind) if kind.is_dir() => walk.push(path),
+                    Ok(kind) if kind.is_symlink() => {
+                        let Ok(at) = std::fs::canonicalize(&path) else { continue };
+                        if let Some(input) = self.file_at(&at).or_else(|| self.folder_holding(&at)) {
+                            return Some((path, input));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Whether a link in the folder `dir` to the folder `at` is one a source
+/// reads through: not one to a folder above it (`..`, `/`, a loop: it
+/// would stand for everything around the source, and a stray `root -> /`
+/// refused every output, walking the disk for seconds, round 16 of issue
+/// 90), nor into the kernel's own trees.
+fn stands_for(dir: &Path, at: &Path) -> bool {
+    !dir.starts_with(at) && !["/proc", "/sys", "/dev"].iter().any(|kernel| at.starts_with(kernel))
+}
+
+/// Where `path`'s name lies: its folder resolved, joined with its name.
+fn own_place(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?;
+    let folder = crate::folder_of(path);
+    std::fs::canonicalize(folder).ok().map(|f| f.join(name))
 }

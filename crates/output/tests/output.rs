@@ -282,3 +282,50 @@ fn a_held_file_is_locked_and_never_written_back_over_a_newer_one() {
     assert_eq!(std::fs::read(&path).unwrap(), b"version 4");
     assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
 }
+
+/// Issue 90, round 15: links in an input folder reach folders and files
+/// elsewhere, which the folder stands for; a link in an output folder to
+/// an input has a report written through it; a link named as an input
+/// lies where its name is, and a write there replaces it.
+#[test]
+fn what_links_reach_is_an_input_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name);
+    for folder in ["root", "elsewhere/photos", "single", "out", "named"] {
+        std::fs::create_dir_all(at(folder)).unwrap();
+    }
+    std::fs::write(at("elsewhere/photos/a.png"), b"pixels").unwrap();
+    std::fs::write(at("single/b.png"), b"pixels").unwrap();
+    std::os::unix::fs::symlink(at("elsewhere/photos"), at("root/images")).unwrap();
+    std::os::unix::fs::symlink(at("single/b.png"), at("root/b.png")).unwrap();
+    let root = at("root");
+    // A file, new or old, in a folder a link in the input folder reaches.
+    for out in [at("elsewhere/photos/a.png"), at("root/images/new.png")] {
+        let e = write_file(&out, &[&root], b"sheet").unwrap_err().to_string();
+        assert!(e.contains("is inside an input folder") && e.contains("images"), "{e}");
+    }
+    // An output folder that holds what a link in the input folder reaches.
+    for folder in [at("elsewhere"), at("single")] {
+        let e = grin_output::check(&folder, &[&root]).unwrap_err().to_string();
+        assert!(e.contains("holds an input"), "{e}");
+    }
+    // An output folder holding a link to an input photo.
+    std::os::unix::fs::symlink(at("single/b.png"), at("out/pr_curve.svg")).unwrap();
+    let photo = at("single/b.png");
+    let e = grin_output::check(&at("out"), &[&photo]).unwrap_err().to_string();
+    assert!(e.contains("holds a link") && e.contains("pr_curve.svg") && e.contains("b.png"), "{e}");
+    // An input named through a link: the folder its name lies in holds it.
+    std::os::unix::fs::symlink(at("single/b.png"), at("named/shard-00000.bin")).unwrap();
+    let named = at("out/../named/shard-00000.bin");
+    let e = grin_output::check(&at("named"), &[&named]).unwrap_err().to_string();
+    assert!(e.contains("holds an input") && e.contains("shard-00000.bin"), "{e}");
+    assert_eq!(std::fs::read(at("elsewhere/photos/a.png")).unwrap(), b"pixels");
+    assert_eq!(std::fs::read(at("single/b.png")).unwrap(), b"pixels");
+    // Round 16: a link to a folder above (`/`, `..`) or into /proc stands
+    // for nothing: it refused every output anywhere, after a long walk.
+    std::os::unix::fs::symlink("/", at("root/top")).unwrap();
+    std::os::unix::fs::symlink("..", at("root/up")).unwrap();
+    std::os::unix::fs::symlink("/proc", at("root/kernel")).unwrap();
+    grin_output::check(&at("beside.png"), &[&root]).unwrap();
+    grin_output::check(&at("newfolder"), &[&root]).unwrap();
+}

@@ -88,7 +88,7 @@ pub use error::StoreError;
 pub use fingerprint::{format_stale, Fingerprint};
 pub use layout::RecordLayout;
 pub use lock::refuse_if_being_written;
-pub use manifest::{ClassCounts, Manifest, ShardEntry, MANIFEST_FILE};
+pub use manifest::{is_dataset_file_name, ClassCounts, Manifest, ShardEntry, MANIFEST_FILE};
 pub use merge::merge;
 pub use order::{BatchOrder, BatchReader, Draws, OrderOptions};
 pub use reader::Store;

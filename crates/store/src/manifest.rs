@@ -55,6 +55,13 @@ impl ClassCounts {
     }
 }
 
+/// As people read them: `smiling 3, non-smiling 4, face-free 1`.
+impl std::fmt::Display for ClassCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "smiling {}, non-smiling {}, face-free {}", self.smiling, self.non_smiling, self.face_free)
+    }
+}
+
 /// One shard file: records `first_record .. first_record + records`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -127,6 +134,14 @@ pub(crate) fn sidecar_file_name(index: u64) -> String {
 
 pub(crate) fn part_file_name(range: &std::ops::Range<u64>) -> String {
     format!("part-{:05}-{:05}.json", range.start, range.end)
+}
+
+/// Whether `name` is one a dataset's writers give a file (the manifest, a
+/// shard, its sidecar, a part's manifest): another command's output under
+/// such a name in a dataset's folder would be read as the dataset's own.
+pub fn is_dataset_file_name(name: &str) -> bool {
+    let stem = |prefix| name.strip_prefix(prefix).is_some_and(|rest| rest.ends_with(".json") || rest.ends_with(".bin"));
+    name == MANIFEST_FILE || stem("shard-") || stem("part-")
 }
 
 /// The records of shard `index` in a dataset of `samples` records.
@@ -275,7 +290,7 @@ impl Manifest {
             }
         }
         if counts != self.class_counts {
-            return bad(format!("class_counts {:?} differ from the shards' classes {counts:?}", self.class_counts));
+            return bad(format!("class_counts ({}) differ from the shards' classes ({counts})", self.class_counts));
         }
         Ok(())
     }

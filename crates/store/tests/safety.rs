@@ -133,7 +133,8 @@ fn inconsistent_manifests_are_refused() {
         ),
         (Box::new(|m| m["samples"] = 41.into()), "shard_count 4 does not fit 41 samples"),
         (Box::new(|m| m["shards"][1]["first_record"] = 11.into()), "holds records 11..21, expected 10..20"),
-        (Box::new(|m| m["shards"][0]["classes"] = "ssssssssss".into()), "class_counts"),
+        // Said in words (round 14 of issue 90 read Rust's debug text).
+        (Box::new(|m| m["shards"][0]["classes"] = "ssssssssss".into()), "the shards' classes (smiling "),
         (Box::new(|m| m["shards"][0]["xxh3"] = "zz".into()), "is not 16 hex digits"),
         // Round 12 of issue 90: two entries naming one file.
         (Box::new(|m| m["shards"][1]["file"] = m["shards"][0]["file"].clone()), "named by two entries"),

@@ -65,7 +65,7 @@ pub use feed::{build_feed, Feed, FeedPlan};
 pub use finish::InterruptedScoring;
 pub use plan::{plan, PlanRequest, RunPlan};
 pub use run::{Interrupt, Phase, RunSpec};
-pub use run_folder::{run_files, run_model, run_of_model, RunLock};
+pub use run_folder::{hold_run_of_model, run_files, run_model, run_of_model, RunLock};
 pub use step::{optimizer, OptimizerImpl, PhaseTimes, Stepper};
 pub use summary::Summary;
 pub use trainer::{train, train_parallel, Interrupted};

@@ -13,7 +13,7 @@
 //! sets have no faces: every detection there is false.
 
 use crate::device_batch::upload;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use grin_features::{photos_of_split, FaceBox, FeatureConfig, HeldOutPhoto, HostBatch, Sample, Split};
 use grin_image::{OnBadSample, LETTERBOX_FILL};
 use grin_model::{detect, Detector, DetectorBackend};
@@ -105,6 +105,19 @@ pub fn mine<B: DetectorBackend>(
         crate::photo_eval::ask_for_frames(spec, (spec.width, spec.height), PER_BATCH)?;
     }
     std::fs::create_dir_all(&options.out).with_context(|| format!("{}: cannot create", options.out.display()))?;
+    // Its own two files, never written through a link of that name (round
+    // 16 of issue 90: the mark went into a user's notes, the list after
+    // the mining was refused only then).
+    for name in [grin_features::MINING_MARK, MANIFEST] {
+        let path = options.out.join(name);
+        if path.is_symlink() {
+            bail!("{}: is a link; grin mine writes its own {name} here: remove the link", path.display());
+        }
+    }
+    // Said in the folder until the last crop and the manifest are written.
+    let mark = options.out.join(grin_features::MINING_MARK);
+    let unfinished = "grin mine is writing crops here, or was stopped before it ended: run it again\n";
+    grin_output::write_file(&mark, &[], unfinished.as_bytes())?;
     let (w, h, c) = (spec.width as u32, spec.height as u32, spec.channels as u32);
     let params = DecodeParams { score_threshold: options.score, ..spec.model.decode_params() };
     // The manifest lists this mining's crops only, written whole at the end:
@@ -169,6 +182,7 @@ pub fn mine<B: DetectorBackend>(
     grin_output::write_with(&options.out.join(MANIFEST), &[], |f| {
         manifest.iter().try_for_each(|line| writeln!(f, "{line}"))
     })?;
+    std::fs::remove_file(&mark).with_context(|| format!("{}: cannot remove", mark.display()))?;
     Ok(report)
 }
 

@@ -22,6 +22,9 @@ pub struct PlanRequest<'a> {
     pub config: &'a GrinConfig,
     /// The config file, named in messages that suggest a command.
     pub config_path: &'a Path,
+    /// The `--set`s applied to it, which such a command needs too (round
+    /// 15: a dataset built as advised, without them, was refused as stale).
+    pub sets: &'a [String],
     pub backend: BackendChoice,
     pub device_index: usize,
     pub runs_dir: PathBuf,
@@ -79,11 +82,12 @@ fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resu
         // Not missing but being written: said so ("build it with grin
         // precompute" while one was, issue 90).
         grin_store::refuse_if_being_written(&dir)?;
+        let sets: String = request.sets.iter().map(|s| format!(" --set {}", shell_word(s))).collect();
         bail!(
-            "{}: no precomputed dataset; build it with `grin precompute --config {} --out {}`",
+            "{}: no precomputed dataset; build it with `grin precompute --config {}{sets} --out {}`",
             dir.display(),
-            request.config_path.display(),
-            dir.display()
+            shell_word(&request.config_path.display().to_string()),
+            shell_word(&dir.display().to_string())
         );
     }
     let mut check = if request.balance || mode == Mode::Auto {
@@ -143,4 +147,15 @@ fn feed_plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resu
         prediction
     });
     Ok((FeedPlan::new(mode, &c.features, &c.train, store), prediction))
+}
+
+/// `word` as a shell reads it back: quoted when it holds anything but
+/// plain characters.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-.,=/:+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }

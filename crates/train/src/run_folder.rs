@@ -35,13 +35,21 @@ pub(crate) fn held(run_dir: &Path, lock: Option<&Arc<RunLock>>) -> Result<Arc<Ru
 /// holds it. A filesystem without locks (some network mounts) is used
 /// without one rather than refused.
 pub(crate) fn lock(run_dir: &Path) -> Result<RunLock> {
+    lock_or(run_dir, TO_TRAIN)
+}
+
+/// What a run to start is told of a folder in use.
+const TO_TRAIN: &str = "wait for it to end, or give this run another name (--name)";
+
+/// [`lock`], with `advice` for the refusal of a folder in use.
+fn lock_or(run_dir: &Path, advice: &str) -> Result<RunLock> {
     std::fs::create_dir_all(run_dir).with_context(|| format!("{}: cannot create run folder", run_dir.display()))?;
     let path = run_dir.join(LOCK_FILE);
     let locked = try_lock(&path, LockMode::Exclusive)
         .with_context(|| format!("{}: cannot lock the run folder", path.display()))?;
     let mut file = match locked {
         Locked::Held(file) => file,
-        Locked::Busy(file) => return Err(in_use(run_dir, file)),
+        Locked::Busy(file) => return Err(in_use(run_dir, file, advice)),
         Locked::Unsupported(_) => return Ok(RunLock { _file: None }),
     };
     let written = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| write!(file, "{}", std::process::id()));
@@ -49,8 +57,8 @@ pub(crate) fn lock(run_dir: &Path) -> Result<RunLock> {
     Ok(RunLock { _file: Some(file) })
 }
 
-/// The refusal of a run folder another run holds, naming its PID.
-fn in_use(run_dir: &Path, mut lock_file: File) -> anyhow::Error {
+/// The refusal of a run folder another process holds, naming its PID.
+fn in_use(run_dir: &Path, mut lock_file: File, advice: &str) -> anyhow::Error {
     let mut pid = String::new();
     let _ = lock_file.read_to_string(&mut pid);
     let holder = match pid.trim() {
@@ -58,9 +66,23 @@ fn in_use(run_dir: &Path, mut lock_file: File) -> anyhow::Error {
         pid => format!("grin process {pid}"),
     };
     anyhow::anyhow!(
-        "{}: in use by {holder}, a run training into it; wait for it to end, or give this run another name (--name)",
+        "{}: in use by {holder} (a run training into it, or a command rewriting its model); {advice}",
         run_dir.display()
     )
+}
+
+/// The folder of the run whose model `model` is (through any link), held
+/// while a command rewrites that model in place (`calibrate`, `model-set`):
+/// a live run writes its models over the rewrite (round 14 of issue 90).
+/// `None` for a model of no run's, or of a folder no run ever locked (no
+/// run can be live there; one started meanwhile replaces the model, which
+/// the rewrite's own hold, `grin_output::hold`, then refuses to write over).
+pub fn hold_run_of_model(model: &Path) -> Result<Option<RunLock>> {
+    let real = std::fs::canonicalize(model).unwrap_or_else(|_| model.to_path_buf());
+    let Some(run_dir) = run_of_model(&real).filter(|dir| dir.join(LOCK_FILE).symlink_metadata().is_ok()) else {
+        return Ok(None);
+    };
+    lock_or(run_dir, "wait for it to end, then change its model").map(Some)
 }
 
 /// Refuses a run folder a live run holds, before what its files say: a
@@ -75,7 +97,7 @@ pub(crate) fn refuse_a_held_folder(run_dir: &Path) -> Result<()> {
     let locked = try_lock(&path, LockMode::Exclusive)
         .with_context(|| format!("{}: cannot lock the run folder", path.display()))?;
     match locked {
-        Locked::Busy(file) => Err(in_use(run_dir, file)),
+        Locked::Busy(file) => Err(in_use(run_dir, file, TO_TRAIN)),
         Locked::Held(_) | Locked::Unsupported(_) => Ok(()),
     }
 }
@@ -93,10 +115,13 @@ const RESULTS: [&str; 7] = [
     "pr_curve.svg",
 ];
 
-/// Every file a run writes into its folder: its results, its checkpoint
-/// and its resolved config. None may be (a link to) one of the run's inputs.
+/// Every file a run writes into its folder: its results, its checkpoint,
+/// its resolved config and `grin bench modes`' mark. None may be (a link
+/// to) one of the run's inputs, nor written there by another command (a
+/// mark written by `export --out` let bench modes replace a trained run,
+/// round 15 of issue 90).
 pub fn run_files() -> impl Iterator<Item = &'static str> {
-    RESULTS.into_iter().chain(["checkpoint.ckpt", "config.toml"])
+    RESULTS.into_iter().chain(["checkpoint.ckpt", "config.toml", BENCH_MARK])
 }
 
 /// Refuses to start in `run_dir` unless `resume` / `overwrite` says what
@@ -251,8 +276,11 @@ pub fn refuse_a_run_not_its_own(run_dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Marks `run_dir` as written by `grin bench modes`, which may replace it.
+/// Marks `run_dir` (made when missing) as written by `grin bench modes`,
+/// which may replace it: before the run, so that one stopped midway is
+/// replaced by the next bench too (round 14 of issue 90 refused it).
 pub fn mark_as_its_own(run_dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(run_dir).with_context(|| format!("{}: cannot create run folder", run_dir.display()))?;
     std::fs::write(run_dir.join(BENCH_MARK), "written by grin bench modes, which replaces it each time\n")
         .with_context(|| format!("{}: cannot mark the run as grin bench modes'", run_dir.display()))
 }
@@ -282,84 +310,4 @@ pub(crate) fn run_paths(run_dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn error(dir: &Path, resume: bool, overwrite: bool) -> String {
-        format!("{:#}", check(dir, resume, overwrite).unwrap_err())
-    }
-
-    #[test]
-    fn an_empty_or_missing_folder_may_start() {
-        let dir = tempfile::tempdir().unwrap();
-        check(dir.path(), false, false).unwrap();
-        check(&dir.path().join("new"), false, true).unwrap();
-        assert!(error(&dir.path().join("new"), true, false).contains("nothing to resume"));
-    }
-
-    #[test]
-    fn a_finished_run_is_named_with_its_figures_and_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let figures = grin_terms::summary::RunFigures::example(crate::Mode::OnTheFly);
-        std::fs::write(dir.path().join("summary.json"), serde_json::to_string(&figures).unwrap()).unwrap();
-        std::fs::write(dir.path().join("model.grin"), b"weights").unwrap();
-        let e = error(dir.path(), false, false);
-        assert!(
-            e.contains(
-                "holds a finished run (summary.json: 100 steps, held-out face AP@0.5 0.500, smile accuracy n/a)"
-            ),
-            "{e}"
-        );
-        assert!(e.contains("--overwrite") && !e.contains('\n'), "{e}");
-        assert!(error(dir.path(), true, false).contains("the run finished: model.grin is there"));
-        assert!(prepare(dir.path(), false, false).is_err());
-        assert!(dir.path().join("model.grin").exists(), "a refused run removes nothing");
-
-        // A model without its summary (a run killed while scoring) still counts.
-        std::fs::remove_file(dir.path().join("summary.json")).unwrap();
-        assert!(error(dir.path(), false, false).contains("model.grin, no readable summary.json"));
-        // A damaged summary alone is named as what it is.
-        std::fs::remove_file(dir.path().join("model.grin")).unwrap();
-        std::fs::write(dir.path().join("summary.json"), b"{").unwrap();
-        assert!(error(dir.path(), false, false).contains("a summary.json grin cannot read, no model.grin"));
-    }
-
-    #[test]
-    fn a_locked_run_folder_is_refused_naming_the_holder_until_it_is_released() {
-        let dir = tempfile::tempdir().unwrap();
-        let run_dir = dir.path().join("x");
-        let held = lock(&run_dir).unwrap();
-        let e = format!("{:#}", lock(&run_dir).unwrap_err());
-        let pid = format!("in use by grin process {}", std::process::id());
-        assert!(e.contains(&pid) && e.contains("--name") && e.contains("/x"), "{e}");
-        // Round 11: a second run was told to add --overwrite (the live run's
-        // metrics.csv) or that nothing was there to resume; the holder first.
-        std::fs::write(run_dir.join("metrics.csv"), b"step\n").unwrap();
-        let e = format!("{:#}", refuse_a_held_folder(&run_dir).unwrap_err());
-        assert!(e.contains(&pid), "{e}");
-        drop(held);
-        refuse_a_held_folder(&run_dir).unwrap();
-        std::fs::remove_file(run_dir.join("metrics.csv")).unwrap();
-        let again = lock(&run_dir).unwrap();
-        check(&run_dir, false, false).unwrap();
-        prepare(&run_dir, false, true).unwrap();
-        assert!(run_dir.join(LOCK_FILE).exists(), "--overwrite keeps the lock it runs under");
-        drop(again);
-    }
-
-    #[test]
-    fn overwrite_clears_the_previous_results() {
-        let dir = tempfile::tempdir().unwrap();
-        for name in RESULTS.iter().chain(&["config.toml"]) {
-            std::fs::write(dir.path().join(name), b"old").unwrap();
-        }
-        prepare(dir.path(), false, true).unwrap();
-        for name in RESULTS {
-            assert!(!dir.path().join(name).exists(), "{name} left behind");
-        }
-        // The config stays for the new run to rewrite (it may be the one
-        // the run was given); without --overwrite it is not replaced.
-        let e = check(dir.path(), false, false).unwrap_err().to_string();
-        assert!(e.contains("holds config.toml, a file a run writes"), "{e}");
-    }
-}
+mod tests;

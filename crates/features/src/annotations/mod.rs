@@ -115,10 +115,6 @@ impl AnnotatedSource {
 }
 
 impl Source for AnnotatedSource {
-    fn files(&self) -> Vec<&std::path::Path> {
-        self.entries.iter().map(|e| e.image.as_path()).collect()
-    }
-
     fn load_skips(&self) -> Option<&SkipCounts> {
         Some(&self.load_skips)
     }

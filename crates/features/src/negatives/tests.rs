@@ -76,6 +76,11 @@ fn mined_crops_train_and_are_never_held_out() {
         config(SourceConfig::Negatives { images: None, mined: Some(dir.path().into()), graphics: 0.0, zoom_in: 0.0 });
     assert_eq!(NegativesSource::new(&cfg, Split::Train).unwrap().mined.len(), 6);
     assert_eq!(NegativesSource::new(&cfg, Split::Val).unwrap().mined.len(), 0);
+    // A mining that did not finish (round 14 of issue 90: read as whole).
+    std::fs::write(dir.path().join(crate::MINING_MARK), "").unwrap();
+    let e = NegativesSource::new(&cfg, Split::Train).err().unwrap().to_string();
+    assert!(e.contains(crate::MINING_MARK) && e.contains("did not finish"), "{e}");
+    std::fs::remove_file(dir.path().join(crate::MINING_MARK)).unwrap();
     // Images split by name: every one lands in exactly one split.
     let cfg =
         config(SourceConfig::Negatives { images: Some(dir.path().into()), mined: None, graphics: 0.5, zoom_in: 0.0 });

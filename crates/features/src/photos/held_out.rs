@@ -9,7 +9,7 @@ use crate::sample::{FaceBox, Sample, Smile};
 use crate::source::Source;
 use crate::split::keep_split;
 use grin_image::{letterbox_photo, BadInputKind, ImageBound, InputError, Letterbox, Raster, SkipCounts};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// One source's held-out (test split) photos, for scoring a model on whole
 /// real images the way `grin-detect` sees them.
@@ -148,6 +148,26 @@ pub fn has_held_out_photos(source: &SourceConfig) -> bool {
         | SourceConfig::Negatives { images: Some(_), .. } => true,
         SourceConfig::Synthetic { .. } | SourceConfig::Crops { .. } | SourceConfig::Negatives { .. } => false,
     }
+}
+
+/// Every photo `cfg`'s annotations name, in any split, that lies outside
+/// the folders its source names (a `../` or absolute name): an output must
+/// land on none of them, and a check against those folders alone misses
+/// them (round 14 of issue 90: `precompute --out`, `bench --json`, `train
+/// --overwrite` and `eval --out` wrote over such a photo). Annotations that
+/// cannot be read name none here: the command reading them says what is
+/// wrong with them.
+pub fn photos_named_outside(cfg: &FeatureConfig) -> Vec<PathBuf> {
+    let folders: Vec<&Path> = cfg.source.inputs().into_iter().filter(|f| !f.as_os_str().is_empty()).collect();
+    let inside = |photo: &Path| {
+        !photo.components().any(|c| c == Component::ParentDir) && folders.iter().any(|f| photo.starts_with(f))
+    };
+    [Split::Train, Split::Val, Split::Test]
+        .into_iter()
+        .flat_map(|split| photos_of_split(cfg, split, 0).unwrap_or_default())
+        .flat_map(|set| set.entries.into_iter().map(|e| e.image))
+        .filter(|photo| !inside(photo))
+        .collect()
 }
 
 fn collect_held_out(

@@ -25,7 +25,9 @@ mod landmarks;
 mod unannotated;
 pub(crate) mod window;
 
-pub use held_out::{has_held_out_photos, held_out_photos, photos_of_split, HeldOutPhoto, HeldOutPhotos};
+pub use held_out::{
+    has_held_out_photos, held_out_photos, photos_named_outside, photos_of_split, HeldOutPhoto, HeldOutPhotos,
+};
 pub(crate) use landmarks::celeba_aligned_box;
 pub use landmarks::parse_caltech;
 pub(crate) use window::crop_scene;
@@ -120,10 +122,6 @@ impl PhotoSource {
 }
 
 impl Source for PhotoSource {
-    fn files(&self) -> Vec<&std::path::Path> {
-        self.entries.iter().map(|e| e.image.as_path()).collect()
-    }
-
     fn name(&self) -> &'static str {
         self.name
     }

@@ -488,3 +488,36 @@ fn zoom_in_keys_out_of_range_are_named() {
         assert!(err.contains(key), "{err}");
     }
 }
+
+/// Issue 90, round 14: an output is checked against every photo the
+/// annotations name outside the source's folders, in every split (a photo
+/// of another split was replaced by `eval --out`, `precompute --out`, ...).
+#[test]
+fn photos_named_outside_the_folders_are_found_in_every_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = dir.path().join("set");
+    std::fs::create_dir_all(&set).unwrap();
+    let absolute = dir.path().join("abs");
+    let mut lines = String::new();
+    let mut outside = Vec::new();
+    for i in 0..12 {
+        lines += &format!("{{\"image\": \"in{i}.png\", \"boxes\": [[1, 1, 9, 9]]}}\n");
+        lines += &format!("{{\"image\": \"../up{i}.png\", \"boxes\": [[1, 1, 9, 9]]}}\n");
+        let far = absolute.join(format!("far{i}.png"));
+        lines += &format!("{{\"image\": {:?}, \"boxes\": [[1, 1, 9, 9]]}}\n", far.display().to_string());
+        outside.extend([set.join(format!("../up{i}.png")), far]);
+    }
+    std::fs::write(set.join("m.jsonl"), lines).unwrap();
+    let cfg = FeatureConfig {
+        split: SplitConfig { train: 0.4, val: 0.3, test: 0.3 },
+        ..photo_config(SourceConfig::Jsonl { manifest: set.join("m.jsonl") })
+    };
+    let sizes: Vec<usize> = [Split::Train, Split::Val, Split::Test]
+        .map(|split| crate::photos_of_split(&cfg, split, 0).unwrap().iter().map(|s| s.len()).sum())
+        .to_vec();
+    assert!(sizes.iter().all(|&n| n > 0), "every split holds photos: {sizes:?}");
+    let mut found = crate::photos_named_outside(&cfg);
+    found.sort();
+    outside.sort();
+    assert_eq!(found, outside);
+}

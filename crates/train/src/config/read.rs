@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use grin_net::ModelConfig;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// A config from its TOML `text` with `--set key=value` overrides applied,
 /// deserialized with strict keys and checked ([`GrinConfig::validate`]):
@@ -15,8 +16,14 @@ use std::path::{Path, PathBuf};
 /// `origin` (the file) and the line or the dotted key.
 pub fn parse_config(text: &str, origin: &str, sets: &[String]) -> Result<GrinConfig> {
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        let line = e.span().map(|s| text[..s.start].lines().count().max(1)).unwrap_or(0);
-        anyhow::anyhow!("{origin}:{line}: {}", e.message())
+        // The line the span starts on (a span at a line's start was blamed
+        // on the line before, round 15), and what it covers when short: the
+        // key a "duplicate key" names.
+        let Some(span) = e.span() else { return anyhow::anyhow!("{origin}: {}", e.message()) };
+        let line = text[..span.start].matches('\n').count() + 1;
+        let at = text.get(span).filter(|s| !s.is_empty() && s.len() <= 60 && !s.contains('\n'));
+        let at = at.map(|s| format!(" (`{}`)", s.trim())).unwrap_or_default();
+        anyhow::anyhow!("{origin}:{line}: {}{at}", e.message())
     })?;
     checked(&table, sets)?.map_err(|e| {
         let e = cut(&e, 240);
@@ -184,15 +191,26 @@ fn looks_numeric(raw: &str) -> bool {
 pub struct LoadedConfig {
     pub path: PathBuf,
     pub config: GrinConfig,
+    /// [`grin_features::photos_named_outside`], read when first asked for.
+    outside: OnceLock<Vec<PathBuf>>,
 }
 
 impl LoadedConfig {
-    /// What a command reading this config reads: the config file and every
-    /// file and folder its source names. Its outputs must be none of them,
-    /// nor inside one of the folders (`grin_output`'s rule).
+    /// What a command reading this config reads: the config file and
+    /// [`LoadedConfig::data_inputs`]. Its outputs must be none of them, nor
+    /// inside one of the folders (`grin_output`'s rule).
     pub fn inputs(&self) -> Vec<&Path> {
         let mut inputs = vec![self.path.as_path()];
-        inputs.extend(self.config.features.source.inputs());
+        inputs.extend(self.data_inputs());
+        inputs
+    }
+
+    /// Every file and folder the config's source names, and every photo
+    /// its annotations name outside those folders, in any split.
+    pub fn data_inputs(&self) -> Vec<&Path> {
+        let outside = self.outside.get_or_init(|| grin_features::photos_named_outside(&self.config.features));
+        let mut inputs = self.config.features.source.inputs();
+        inputs.extend(outside.iter().map(PathBuf::as_path));
         inputs
     }
 }
@@ -206,7 +224,7 @@ pub(crate) const MAX_CONFIG_BYTES: u64 = 1 << 20;
 pub fn load_config(path: &Path, sets: &[String]) -> Result<LoadedConfig> {
     let text = read_capped(path)?;
     let config = parse_config(&text, &path.display().to_string(), sets)?;
-    Ok(LoadedConfig { path: path.to_path_buf(), config })
+    Ok(LoadedConfig { path: path.to_path_buf(), config, outside: OnceLock::new() })
 }
 
 fn read_capped(path: &Path) -> Result<String> {

@@ -28,6 +28,20 @@ fn a_number_picks_an_entry_of_an_array_of_tables() {
     assert!(error(&path, &["features.source.kind.x=2"]).contains("`kind` is not a table"));
 }
 
+/// Issue 90, round 15: a duplicate key was blamed on the line before it,
+/// and not named.
+#[test]
+fn a_toml_error_names_its_own_line_and_the_key() {
+    for (text, want) in [
+        ("name = \"x\"\n[train]\nsteps = 5\nsteps = 6\n", "c.toml:4: duplicate key (`steps`)"),
+        ("name = \"x\"\n[train]\nsteps = 5\n\nsteps = 6\n", "c.toml:5: duplicate key (`steps`)"),
+    ] {
+        let (_dir, path) = write(text);
+        let e = error(&path, &[]);
+        assert!(e.contains(want), "{e}");
+    }
+}
+
 #[test]
 fn unknown_key_is_named_with_its_file() {
     let (_dir, path) = write("[train]\nlrr = 0.1\n");

@@ -149,6 +149,19 @@ fn photos_sharing_a_name_keep_a_crop_each() {
         .collect();
     assert_eq!(names.len(), 2, "{manifest}");
     assert!(names.iter().all(|name| out.path().join(name).is_file()), "{names:?}");
+    assert!(!out.path().join(grin_features::MINING_MARK).exists(), "a finished mining removes its mark");
+    // Round 16: its mark or list under a link's name went through the link.
+    let notes = out.path().join("notes.txt");
+    std::fs::write(&notes, "mine").unwrap();
+    for name in [grin_features::MINING_MARK, MANIFEST] {
+        let link = out.path().join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&notes, &link).unwrap();
+        let e = mine(&model, &spec, &features, &options(out.path()), &device).unwrap_err().to_string();
+        assert!(e.contains("is a link") && e.contains(name), "{e}");
+        std::fs::remove_file(&link).unwrap();
+    }
+    assert_eq!(std::fs::read(&notes).unwrap(), b"mine");
 }
 
 #[test]
