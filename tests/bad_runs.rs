@@ -846,6 +846,13 @@ fn store_bench_never_writes_into_its_store_and_bounds_its_counts() {
         assert_eq!(out.status.code(), Some(2), "{flag} {}: {}", target.display(), stderr(&out));
         assert!(stderr(&out).contains("is inside an input folder"), "{}", stderr(&out));
     }
+    // Round 17: JSON figures under a config's or a photo's name replaced it.
+    let config_copy = dir.path().join("c.toml");
+    std::fs::copy(&config, &config_copy).unwrap();
+    let out = bench(&["--json", config_copy.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("JSON goes in a file named NAME.json"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&config_copy).unwrap(), std::fs::read(&config).unwrap());
     let verify = Command::new(GRIN).arg("verify").arg(&store).output().unwrap();
     assert!(verify.status.success(), "the store still opens: {}", stderr(&verify));
     for (args, named) in [
@@ -1400,7 +1407,7 @@ fn a_run_and_a_dataset_never_share_a_folder_and_odd_flags_are_named() {
     std::fs::write(stray.join("shard-00000.bin"), "user data").unwrap();
     let out = precompute(&config, &stray, &[]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("holds shard-00000.bin, which no grin precompute wrote there"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("holds shard-00000.bin, which no grin writer made there"), "{}", stderr(&out));
     assert_eq!(std::fs::read(stray.join("shard-00000.bin")).unwrap(), b"user data");
     // Round 16: refused for a foreign manifest, it left its lock, and the
     // check above then took the folder for grin's.
@@ -1410,6 +1417,23 @@ fn a_run_and_a_dataset_never_share_a_folder_and_odd_flags_are_named() {
     assert!(!stray.join(grin_output::LOCK_FILE).exists(), "a refused precompute leaves no lock");
     std::fs::remove_file(stray.join("manifest.json")).unwrap();
     assert_eq!(precompute(&config, &stray, &[]).status.code(), Some(2));
+    assert_eq!(std::fs::read(stray.join("shard-00000.bin")).unwrap(), b"user data");
+    // Round 17: the benches build their dataset by the same writer, and a
+    // user file under a shard's temporary name was deleted.
+    let bench = Command::new(GRIN)
+        .args(["bench", "step", "--backend", "cpu", "--steps", "1", "--repeats", "1", "--samples", "8", "--config"])
+        .arg(&config)
+        .arg("--store")
+        .arg(&stray)
+        .output()
+        .unwrap();
+    assert_eq!(bench.status.code(), Some(2), "{}", stderr(&bench));
+    assert!(stderr(&bench).contains("which no grin writer made there"), "{}", stderr(&bench));
+    let temporary = dir.path().join("temporary");
+    std::fs::create_dir_all(&temporary).unwrap();
+    std::fs::write(temporary.join("shard-00000.bin.tmp"), "user data").unwrap();
+    assert_eq!(precompute(&config, &temporary, &[]).status.code(), Some(2));
+    assert_eq!(std::fs::read(temporary.join("shard-00000.bin.tmp")).unwrap(), b"user data");
     assert_eq!(std::fs::read(stray.join("shard-00000.bin")).unwrap(), b"user data");
     // Flags that cannot apply, or whose value looks like a flag.
     let stale =

@@ -93,10 +93,10 @@ fn an_unwritable_out_is_one_line_naming_it() {
     assert!(e.ends_with("/no is not a folder (grin makes no folder for a file it writes)"), "{e}");
     // An ONNX graph under a model's name replaced another run's model.grin
     // (issue 90, round 9), and under a photo's name the photo (round 16).
-    for name in ["model.GRIN", "holiday.jpg", "graph"] {
+    for name in ["model.GRIN", "holiday.jpg", "graph", ".onnx"] {
         let named = dir.path().join(name);
         let e = error_line(&grin_export(&["--model", model, "--out", named.to_str().unwrap()]));
-        assert!(e.contains("an ONNX graph is named .onnx; name it so"), "{e}");
+        assert!(e.contains("an ONNX graph goes in a file named NAME.onnx"), "{e}");
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no temporary left behind");
 }

@@ -106,14 +106,14 @@ fn bad_keys_are_named_and_nothing_is_written() {
     assert_eq!(std::fs::read(&model).unwrap(), original, "a refused change leaves the file as it was");
     assert_eq!(std::fs::read(&linked).unwrap(), original);
     // Round 15: a model under a config's or a photo's name replaced it.
-    for name in ["c.toml", "p.png"] {
+    for name in ["c.toml", "p.png", ".grin"] {
         let other = dir.path().join(name);
         std::fs::write(&other, b"mine").unwrap();
         let run =
             grin(&["model-set", "--model", path, "--out", other.to_str().unwrap(), "--set", "model.nms_iou=0.45"]);
         let stderr = String::from_utf8_lossy(&run.stderr);
         assert_eq!(run.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains("a model file's name ends in .grin"), "{stderr}");
+        assert!(stderr.contains("a model goes in a file named NAME.grin"), "{stderr}");
         assert_eq!(std::fs::read(&other).unwrap(), b"mine");
     }
 }

@@ -188,6 +188,7 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
     inputs.push(&args.store);
     if let Some(path) = &args.json {
         super::check_outputs(&[path], &inputs)?;
+        super::check_kind("--json", path, "JSON", "json")?;
     }
     let c = &loaded.config;
     bench_store(c, &args.store, args.samples, 1024)?;
@@ -283,6 +284,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
     inputs.extend(runs.iter().map(PathBuf::as_path));
     if let Some(path) = &args.json {
         super::check_outputs(&[path], &inputs)?;
+        super::check_kind("--json", path, "JSON", "json")?;
     }
     let mut c = loaded.config.clone();
     c.train.steps = args.steps;

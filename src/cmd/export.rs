@@ -38,9 +38,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<()> {
     super::check_outputs(&[&args.out], &inputs)?;
     // An ONNX graph under a model file's name replaced a run's model.grin
     // (round 9 of issue 90), and under a photo's name the photo (round 16).
-    if !args.out.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")) {
-        bail!("--out {}: an ONNX graph is named .onnx; name it so", args.out.display());
-    }
+    super::check_kind("--out", &args.out, "an ONNX graph", "onnx")?;
     let weights = grin_net::file::read(&path)?;
     let spec = &weights.spec;
     let bytes = grin_export::to_onnx(spec, &weights.folded());

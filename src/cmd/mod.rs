@@ -173,6 +173,17 @@ pub(crate) fn check_outputs(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
     Ok(())
 }
 
+/// Refuses an output whose name does not end in `.ext`, the kind of file
+/// written there: a graph, a model or JSON figures under a config's or a
+/// photo's name replaced it (issue 90, rounds 15 to 17).
+pub(crate) fn check_kind(flag: &str, path: &Path, kind: &str, ext: &str) -> Result<()> {
+    // `.onnx` alone is a hidden file with no extension: it is refused too.
+    if !path.extension().is_some_and(|e| e.eq_ignore_ascii_case(ext)) {
+        anyhow::bail!("{flag} {}: {kind} goes in a file named NAME.{ext}; name it so", path.display());
+    }
+    Ok(())
+}
+
 /// A folder grin keeps for a run or a dataset: one holding its lock file.
 fn is_kept_folder(folder: &Path) -> bool {
     folder.join(grin_output::LOCK_FILE).symlink_metadata().is_ok()

@@ -74,9 +74,7 @@ pub(crate) fn run(args: ModelSetArgs) -> Result<()> {
         // A model under another kind of file's name (a config, a photo)
         // replaced that file (round 15 of issue 90), as `export` refuses
         // an ONNX graph under a model's name.
-        if !out.extension().is_some_and(|e| e.eq_ignore_ascii_case("grin")) {
-            bail!("--out {}: a model file's name ends in .grin, as model.grin does", out.display());
-        }
+        super::check_kind("--out", out, "a model", "grin")?;
     }
     let held = if in_place { Some(grin_output::hold(&args.model)?) } else { None };
     // And a run's model, its run folder: a live run writes its models.

@@ -110,7 +110,6 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
     if let Some(name) = grin_train::run_files().find(|name| out.join(name).symlink_metadata().is_ok()) {
         bail!("--out {}: holds {name}, a grin run's file: a dataset needs a folder of its own", out.display());
     }
-    refuse_stray_dataset_files(&out)?;
     let plan = Plan::for_features(&config.features, samples, args.shard_size)?;
     let describe = format!(
         "{} samples of {}x{}x{} in {} shards of {} records ({} bytes each)",
@@ -134,21 +133,7 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
     eprintln!("precompute: {describe} -> {} (shards {}..{})", out.display(), range.start, range.end);
     // Its errors name the dataset folder or the data file at fault; the
     // config's name in front would blame the config for a locked folder.
-    let (existed, before) = (out.is_dir(), folder_names(&out));
-    let summary = grin_train::write_store(&config.features, plan, range, &out).inspect_err(|_| {
-        // Refused with nothing written: the lock it took goes too, or a
-        // later precompute took the folder for grin's (round 16 of issue
-        // 90 then replaced the user's `shard-00000.bin`).
-        let lock = out.join(grin_output::LOCK_FILE);
-        let mut after = folder_names(&out);
-        after.remove(grin_output::LOCK_FILE);
-        if !before.contains(grin_output::LOCK_FILE) && after == before {
-            let _ = std::fs::remove_file(&lock);
-            if !existed {
-                let _ = std::fs::remove_dir(&out);
-            }
-        }
-    })?;
+    let summary = grin_train::write_store(&config.features, plan, range, &out)?;
     outln!(
         "wrote {} shards, reused {}: {} ({})",
         summary.written_shards,
@@ -156,32 +141,6 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
         summary.manifest.display(),
         summary.class_counts
     );
-    Ok(())
-}
-
-/// The names in `folder` (none when it is missing).
-fn folder_names(folder: &Path) -> std::collections::BTreeSet<String> {
-    let entries = std::fs::read_dir(folder).into_iter().flatten().flatten();
-    entries.map(|e| e.file_name().to_string_lossy().into_owned()).collect()
-}
-
-/// A folder no grin writer ever held (no lock file, no manifest) whose
-/// files carry a dataset's names: they are someone else's, and a shard was
-/// replaced as "left by a stopped run" (round 15 of issue 90).
-fn refuse_stray_dataset_files(out: &Path) -> Result<()> {
-    let grins = [grin_output::LOCK_FILE, grin_store::MANIFEST_FILE];
-    if grins.iter().any(|name| out.join(name).symlink_metadata().is_ok()) {
-        return Ok(());
-    }
-    let names = std::fs::read_dir(out).into_iter().flatten().flatten().map(|e| e.file_name());
-    if let Some(name) = names.map(|n| n.to_string_lossy().into_owned()).find(|n| grin_store::is_dataset_file_name(n)) {
-        bail!(
-            "--out {}: holds {name}, which no grin precompute wrote there (the folder has no {}): name an empty \
-             folder, or move the file out",
-            out.display(),
-            grin_output::LOCK_FILE
-        );
-    }
     Ok(())
 }
 
@@ -263,6 +222,9 @@ fn bench(args: BenchArgs) -> Result<()> {
         if order == json || grin_output::is_same_file(order, json) {
             anyhow::bail!("--order-out and --json name one file ({}): name two", json.display());
         }
+    }
+    if let Some(json) = &args.json {
+        super::check_kind("--json", json, "JSON", "json")?;
     }
     let store = Store::open(&args.dir)?;
     // A batch holds its records in memory at once: never more than the

@@ -112,10 +112,13 @@ pub fn check(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
 /// resolved paths as [`refuse_input_folders`] compares.
 fn refuse_inputs_inside(path: &Path, reach: &Reach) -> Result<(), OutputError> {
     let Ok(folder) = std::fs::canonicalize(path) else { return Ok(()) };
-    let held = match (reach.inside(&folder), reach.link_into(&folder)) {
-        (Some(input), _) => format!("holds an input ({})", input.display()),
-        (None, Some((link, input))) => format!("holds a link ({}) to an input ({})", link.display(), input.display()),
-        (None, None) => return Ok(()),
+    // The folder's own walk only when no input lies in it.
+    let held = match reach.inside(&folder) {
+        Some(input) => format!("holds an input ({})", input.display()),
+        None => match reach.link_into(&folder) {
+            Some((link, input)) => format!("holds a link ({}) to an input ({})", link.display(), input.display()),
+            None => return Ok(()),
+        },
     };
     Err(fail(
         path,

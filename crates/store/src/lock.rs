@@ -100,3 +100,56 @@ pub(crate) fn create_locked(tmp: &Path) -> Result<File> {
     file.set_len(0).map_err(|e| StoreError::io(tmp, e))?;
     Ok(file)
 }
+
+/// What a dataset folder held before a writer came, so that one refused
+/// with nothing written leaves it as it was (issue 90, rounds 16 and 17: a
+/// refused writer left its `grin.lock`, and a later one took the folder for
+/// grin's and replaced the user's `shard-00000.bin`).
+pub(crate) struct Before {
+    existed: bool,
+    names: std::collections::BTreeSet<String>,
+}
+
+impl Before {
+    /// Notes `dir`, and refuses it when no grin writer ever held it (no
+    /// lock file, no manifest) but it holds files under a dataset's names:
+    /// they are someone else's, and a shard was replaced as "left by a
+    /// stopped run".
+    pub(crate) fn note(dir: &Path) -> Result<Before> {
+        let names = Before::note_names(dir);
+        let grins = [LOCK_FILE, crate::MANIFEST_FILE].iter().any(|name| names.contains(*name));
+        let dataset = |n: &&String| crate::is_dataset_file_name(n.strip_suffix(".tmp").unwrap_or(n));
+        if let (false, Some(name)) = (grins, names.iter().find(dataset)) {
+            return Err(StoreError::Conflict {
+                dir: dir.to_path_buf(),
+                message: format!(
+                    "holds {name}, which no grin writer made there (the folder has no {LOCK_FILE}): name an empty \
+                     folder, or move the file out"
+                ),
+            });
+        }
+        Ok(Before { existed: dir.is_dir(), names })
+    }
+
+    /// After a writer failed: when it wrote nothing but its lock file, the
+    /// lock file goes (taken first, so no other writer is at work), and so
+    /// does the folder when it made it.
+    pub(crate) fn restore_if_untouched(&self, dir: &Path) {
+        let path = dir.join(LOCK_FILE);
+        let mut now = Before::note_names(dir);
+        if self.names.contains(LOCK_FILE) || !now.remove(LOCK_FILE) || now != self.names {
+            return;
+        }
+        if let Ok(Locked::Held(_file)) = try_lock(&path, LockMode::Exclusive) {
+            let _ = std::fs::remove_file(&path);
+        }
+        if !self.existed {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+
+    fn note_names(dir: &Path) -> std::collections::BTreeSet<String> {
+        let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+        entries.map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+    }
+}

@@ -49,7 +49,9 @@ pub fn write_dataset(
     source: &Fill<'_>,
     progress: &mut dyn FnMut(Event),
 ) -> Result<Summary> {
-    Writer::create(dir, plan)?.run(shards, source, progress)
+    let before = crate::lock::Before::note(dir)?;
+    let result = Writer::create(dir, plan).and_then(|writer| writer.run(shards, source, progress));
+    result.inspect_err(|_| before.restore_if_untouched(dir))
 }
 
 /// Everything that decides the dataset's bytes and file split.
