@@ -187,8 +187,7 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
     super::check_out_folder("--store", &args.store, &inputs)?;
     inputs.push(&args.store);
     if let Some(path) = &args.json {
-        super::check_outputs(&[path], &inputs)?;
-        super::check_kind("--json", path, "JSON", "json")?;
+        super::check_json(path, &inputs)?;
     }
     let c = &loaded.config;
     bench_store(c, &args.store, args.samples, 1024)?;
@@ -283,8 +282,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
     inputs.extend([args.runs_dir.as_path(), dir.as_path()]);
     inputs.extend(runs.iter().map(PathBuf::as_path));
     if let Some(path) = &args.json {
-        super::check_outputs(&[path], &inputs)?;
-        super::check_kind("--json", path, "JSON", "json")?;
+        super::check_json(path, &inputs)?;
     }
     let mut c = loaded.config.clone();
     c.train.steps = args.steps;

@@ -184,6 +184,12 @@ pub(crate) fn check_kind(flag: &str, path: &Path, kind: &str, ext: &str) -> Resu
     Ok(())
 }
 
+/// A `--json` output: [`check_outputs`], then [`check_kind`].
+pub(crate) fn check_json(path: &Path, inputs: &[&Path]) -> Result<()> {
+    check_outputs(&[path], inputs)?;
+    check_kind("--json", path, "JSON", "json")
+}
+
 /// A folder grin keeps for a run or a dataset: one holding its lock file.
 fn is_kept_folder(folder: &Path) -> bool {
     folder.join(grin_output::LOCK_FILE).symlink_metadata().is_ok()
