@@ -57,6 +57,11 @@ fn a_rerun_never_replaces_an_interrupted_run_unless_told() {
     let e = stderr(&out);
     assert!(e.contains("interrupted run's checkpoint at step 7") && e.contains("--overwrite"), "{e}");
     assert!(runs.join("tiny/checkpoint.ckpt").exists(), "the checkpoint is untouched");
+    // Round 17: a checkpoint that cannot be read was offered --resume.
+    std::fs::write(runs.join("tiny/checkpoint.ckpt"), b"garbage").unwrap();
+    let e = stderr(&grin(&["train", "--backend", "cpu", "--quiet"], &config, &runs));
+    assert!(e.contains("checkpoint that cannot be resumed (") && !e.contains("--resume"), "{e}");
+    assert_eq!(std::fs::read(runs.join("tiny/checkpoint.ckpt")).unwrap(), b"garbage");
 
     let out = grin(&["train", "--backend", "cpu", "--quiet", "--overwrite"], &config, &runs);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -297,13 +302,18 @@ fn an_output_never_replaces_a_file_of_a_run_or_dataset_folder() {
     let eval = Command::new(GRIN).args(["eval", "--run"]).arg(&run).arg("--out").arg(&other).output().unwrap();
     assert_eq!(eval.status.code(), Some(2), "{}", stderr(&eval));
     let e = stderr(&eval);
-    assert!(e.contains("is a grin run's or dataset's folder (it holds grin.lock): name a new folder"), "{e}");
+    assert!(e.contains("(it holds grin.lock): name a new folder for the report, such as"), "{e}");
     assert_eq!(std::fs::read_to_string(other.join("pr_curve.svg")).unwrap(), "<svg/>");
     // Round 14: crops written into a run's folder.
     let crops = Command::new(GRIN).args(["features", "export-crops", "--count", "1", "--out"]).arg(&other).output();
     let crops = crops.unwrap();
     assert_eq!(crops.status.code(), Some(2), "{}", stderr(&crops));
-    assert!(stderr(&crops).contains("is a grin run's or dataset's folder"), "{}", stderr(&crops));
+    // Round 18: named a folder "for the report".
+    assert!(
+        stderr(&crops).contains("folder (it holds grin.lock): name a new folder for the crops"),
+        "{}",
+        stderr(&crops)
+    );
     assert!(!other.join("smile").exists());
     // Round 15: crops over earlier ones.
     let earlier = elsewhere.path().join("crops");
@@ -874,9 +884,15 @@ fn store_bench_never_writes_into_its_store_and_bounds_its_counts() {
     let out = bench(&["--batch", "1000000"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("--batch 1000000:") && stderr(&out).contains("batches of 8"), "{}", stderr(&out));
-    let out = bench(&["--order-out", order.to_str().unwrap(), "--json", order.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("--order-out and --json name one file"), "{}", stderr(&out));
+    // Round 19: a new file named two ways (`x`, `/abs/./x`) was not seen as one.
+    let fresh = dir.path().join("fresh.json");
+    let twice = dir.path().join(".").join("fresh.json");
+    for (order, json) in [(&order, &order), (&fresh, &twice)] {
+        let out = bench(&["--order-out", order.to_str().unwrap(), "--json", json.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("name one file: give each output its own"), "{}", stderr(&out));
+    }
+    assert!(!fresh.exists(), "refused before the work");
 }
 
 /// Issue 90, round 8: what `grin train` writes in its run folder reached
@@ -1482,6 +1498,20 @@ fn a_run_and_a_dataset_never_share_a_folder_and_odd_flags_are_named() {
         let out = Command::new(GRIN).args(command).arg(&first).output().unwrap();
         assert_eq!(out.status.code(), Some(2));
         assert!(stderr(&out).contains("writing this dataset now"), "{command:?}: {}", stderr(&out));
+    }
+    // Round 17: a file or a missing folder was named in the OS's words, and
+    // `store bench` blamed `--order-out` inside a missing `--dir`.
+    let file = config.clone();
+    let missing = dir.path().join("missing");
+    for (at, why) in [(&file, "is a file, not a dataset's folder"), (&missing, "no such folder")] {
+        let order = at.join("o.bin");
+        for command in [&["verify"][..], &["store", "info"][..]] {
+            let out = Command::new(GRIN).args(command).arg(at).output().unwrap();
+            assert!(stderr(&out).contains(&format!("{}: {why}", at.display())), "{command:?}: {}", stderr(&out));
+        }
+        let out = Command::new(GRIN).args(["store", "bench", "--dir"]).arg(at).arg("--order-out").arg(&order).output();
+        let out = out.unwrap();
+        assert!(stderr(&out).contains(&format!("{}: {why}", at.display())), "bench: {}", stderr(&out));
     }
 }
 

@@ -80,6 +80,16 @@ fn kill_9_then_rerun_gives_the_checksums_of_an_uninterrupted_run() {
     ok(precompute(&config, &reference, SAMPLES, &[]));
     let expected = shards(&reference);
     assert_eq!(expected.len(), 47);
+    // `store info` names the classes as every report does (round 17: `NonSmiling`).
+    let info = ok({
+        let mut c = Command::new(GRIN);
+        c.args(["store", "info"]).arg(&reference);
+        c
+    });
+    let info = String::from_utf8_lossy(&info.stdout);
+    for class in ["smiling", "non-smiling", "face-free"] {
+        assert!(info.contains(&format!("\n  {class}: ")), "{class}: {info}");
+    }
 
     let dir = tmp.path().join("killed");
     let mut child =

@@ -102,7 +102,7 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
         // A folder, checked before the scoring, not at the end of it.
         let mut inputs = loaded.inputs();
         inputs.push(&model_path);
-        super::check_report_folder("--out", out, &inputs)?;
+        super::check_report_folder("--out", out, &inputs, "report")?;
     }
     let c = &loaded.config;
     // A config whose source holds no photos scores none, whatever --photos says.

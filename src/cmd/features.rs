@@ -297,7 +297,7 @@ fn export_crops(args: ExportCropsArgs) -> Result<()> {
     };
     // Synthetic scenes read no file, but a run's or dataset's folder is
     // no place for crops (round 14 of issue 90 wrote them into a run's).
-    super::check_report_folder("--out", &args.out, &[])?;
+    super::check_report_folder("--out", &args.out, &[], "crops")?;
     // Its crops are numbered from 0: a folder of earlier ones, or of the
     // user's, had them replaced (round 15).
     for folder in ["smile", "no_smile"] {

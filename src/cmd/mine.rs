@@ -58,7 +58,7 @@ pub(crate) fn run(args: MineArgs) -> Result<()> {
     let loaded = args.config.load()?;
     let mut inputs = loaded.inputs();
     inputs.push(&args.model);
-    super::check_report_folder("--out", &args.out, &inputs)?;
+    super::check_report_folder("--out", &args.out, &inputs, "mined")?;
     let features = &loaded.config.features;
     let device = Default::default();
     let (mut spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&args.model, &device)?;

@@ -153,6 +153,12 @@ pub(crate) const OUT_DIR: &str = "OUT_DIR";
 /// input folder, or is already a file of a run's or dataset's folder
 /// (`grin_output::check_file`); the writes themselves check again.
 pub(crate) fn check_outputs(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
+    // Two outputs on one place: the second would replace the first.
+    for (i, a) in outputs.iter().enumerate() {
+        if let Some(b) = outputs[i + 1..].iter().find(|b| grin_output::is_same_place(a, b)) {
+            anyhow::bail!("{} and {} name one file: give each output its own", a.display(), b.display());
+        }
+    }
     for out in outputs {
         grin_output::check_file(out, inputs)?;
         // A new file under a name a run or a dataset writes, in such a
@@ -200,18 +206,19 @@ fn folder_of(path: &Path) -> &Path {
     path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
-/// [`check_out_folder`] for a report's folder (`eval --out`, `mine --out`):
-/// never a run's or a dataset's own folder, whose files the report's would
-/// replace (round 11: `eval --out OTHER_RUN` replaced its `pr_curve.svg`).
-pub(crate) fn check_report_folder(flag: &str, folder: &Path, inputs: &[&Path]) -> Result<()> {
+/// [`check_out_folder`] for a folder of `what` (`eval --out`'s report,
+/// `mine --out`'s crops): never a run's or a dataset's own folder, whose
+/// files these would replace (round 11: `eval --out OTHER_RUN` replaced its
+/// `pr_curve.svg`).
+pub(crate) fn check_report_folder(flag: &str, folder: &Path, inputs: &[&Path], what: &str) -> Result<()> {
     check_out_folder(flag, folder, inputs)?;
     if is_kept_folder(folder) {
         anyhow::bail!(
-            "{flag} {}: is a grin run's or dataset's folder (it holds {}): name a new folder for the report, \
+            "{flag} {}: is a grin run's or dataset's folder (it holds {}): name a new folder for the {what}, \
              such as {}",
             folder.display(),
             grin_output::LOCK_FILE,
-            folder.join("report").display()
+            folder.join(what).display()
         );
     }
     Ok(())

@@ -43,6 +43,18 @@ impl SceneClass {
     }
 }
 
+/// As people read them, and as every report names them: `smiling`,
+/// `non-smiling`, `face-free` (round 17: `store info` printed `NonSmiling`).
+impl std::fmt::Display for SceneClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SceneClass::Smiling => "smiling",
+            SceneClass::NonSmiling => "non-smiling",
+            SceneClass::FaceFree => "face-free",
+        })
+    }
+}
+
 /// One generated sample: an 8-bit image (row-major, channels interleaved)
 /// plus at most [`MAX_BOXES`] face boxes.
 #[derive(Debug, Clone, PartialEq)]

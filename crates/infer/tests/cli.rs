@@ -595,7 +595,11 @@ fn a_flag_that_cannot_apply_or_a_count_past_its_bound_is_refused_by_name() {
     // were found after detection, the latter in the image crate's words.
     let no_folder = dir.path().join("absent").join("drawn.png");
     let gif = dir.path().join("drawn.gif");
-    let cases: [(&[&str], &str); 14] = [
+    // Round 17: a read-only drawing was refused after detection (exit 1).
+    let read_only = dir.path().join("kept.png");
+    std::fs::write(&read_only, b"kept").unwrap();
+    std::fs::set_permissions(&read_only, std::os::unix::fs::PermissionsExt::from_mode(0o444)).unwrap();
+    let cases: [(&[&str], &str); 15] = [
         // Round 7: found only after detection ran (exit 1).
         (&["--draw", s(dir.path())], "is a folder: name a file"),
         // Round 10: a trailing slash, found only when the picture was written.
@@ -603,6 +607,7 @@ fn a_flag_that_cannot_apply_or_a_count_past_its_bound_is_refused_by_name() {
         (&["--draw", s(&odd_name)], "grin writes pictures as .png or .jpg"),
         (&["--draw", s(&no_folder)], "absent is not a folder"),
         (&["--draw", s(&gif)], "drawn.gif: grin writes pictures as .png or .jpg"),
+        (&["--draw", s(&read_only)], "kept.png: is read-only: not replaced"),
         (&["--second-look-below", "0", "--second-look-confirm", "0.99"], "--second-look-confirm: no second look runs"),
         (&["--bench", "--draw", s(&drawn)], "--draw"),
         (&["--bench", "--iterations", "4294967295"], "--iterations"),
@@ -627,6 +632,7 @@ fn a_flag_that_cannot_apply_or_a_count_past_its_bound_is_refused_by_name() {
         assert!(started.elapsed() < std::time::Duration::from_secs(20), "{args:?}: refused before it runs");
     }
     assert!(!drawn.exists(), "nothing drawn");
+    assert_eq!(std::fs::read(&read_only).unwrap(), b"kept");
     // With the shipped model's look on, confirm applies.
     let out = grin_detect(&["--second-look-confirm", "0.99", s(&scene)]);
     assert!(out.status.success(), "{}", text(&out.stderr));

@@ -45,7 +45,7 @@ mod reach;
 mod rewrite;
 mod temp;
 
-pub use lock::{try_lock, LockMode, Locked, LOCK_FILE};
+pub use lock::{lock_folder, try_lock, LockMode, Locked, LOCK_FILE};
 pub use place::{check_file, check_file_place, refuse_a_kept_file};
 pub use plain::{open_plain, read_plain, FOLDER, NOT_A_FILE};
 pub use rewrite::{hold, Held};
@@ -135,6 +135,16 @@ pub fn is_same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Whether `a` and `b` name one file, existing or to be made: the same
+/// file, or one name in the same folder however each path reaches it (`x`,
+/// `./x`, `/abs/x`, a linked or bind-mounted folder). Two outputs of one
+/// command on one place lose the first (round 19: `--order-out o.json
+/// --json ./o.json`, a new file, kept only the figures).
+pub fn is_same_place(a: &Path, b: &Path) -> bool {
+    is_same_file(a, b)
+        || (a.file_name().is_some() && a.file_name() == b.file_name() && is_same_file(folder_of(a), folder_of(b)))
+}
+
 /// A check run once the new bytes are written and synced, just before they
 /// replace the file: an error leaves the file as it is.
 type BeforeRename<'a> = Option<&'a dyn Fn() -> Result<(), OutputError>>;
@@ -146,7 +156,7 @@ fn write_checked(
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     check: BeforeRename<'_>,
 ) -> Result<(), OutputError> {
-    check_file_place(path)?;
+    place::file_place(path)?;
     let reach = Reach::of(inputs);
     refuse_input_folders(path, &reach)?;
     let existing = match std::fs::metadata(path) {
@@ -160,9 +170,6 @@ fn write_checked(
     match existing {
         None => replace(path, None, fill, check),
         Some(m) if m.is_file() => {
-            if m.permissions().readonly() {
-                return Err(fail(path, "is read-only: not replaced (make it writable, or name another file)"));
-            }
             // Through a symbolic link to the file it names, so the link survives.
             let target = std::fs::canonicalize(path).map_err(|e| fail(path, format!("cannot resolve: {e}")))?;
             replace(&target, Some(&m), fill, check)

@@ -57,12 +57,34 @@ pub fn try_lock(path: &Path, mode: LockMode) -> io::Result<Locked> {
         LockMode::Exclusive => file.try_lock(),
         LockMode::Shared => file.try_lock_shared(),
     };
+    outcome(file, taken)
+}
+
+/// What a try at locking `file` found.
+fn outcome(file: File, taken: Result<(), TryLockError>) -> io::Result<Locked> {
     match taken {
         Ok(()) => Ok(Locked::Held(file)),
         Err(TryLockError::WouldBlock) => Ok(Locked::Busy(file)),
         Err(TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => Ok(Locked::Unsupported(file)),
         Err(TryLockError::Error(e)) => Err(e),
     }
+}
+
+/// Locks the folder `dir` itself, exclusively and without waiting: for a
+/// writer whose folder must not hold a [`LOCK_FILE`] (that marks a run's or
+/// a dataset's folder): `grin mine --out`, a folder of crops that a
+/// negatives source reads. Nothing is made in the folder. (Unix: `flock`
+/// takes a folder's descriptor; elsewhere the lock is `Unsupported`.)
+pub fn lock_folder(dir: &Path) -> io::Result<Locked> {
+    let folder = File::open(dir)?;
+    if !folder.metadata()?.is_dir() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a folder"));
+    }
+    if cfg!(not(unix)) {
+        return Ok(Locked::Unsupported(folder));
+    }
+    let taken = folder.try_lock();
+    outcome(folder, taken)
 }
 
 /// The lock file, opened as [`try_lock`] says; a plain file or an error.

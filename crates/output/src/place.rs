@@ -22,6 +22,24 @@ pub fn check_file(path: &Path, inputs: &[&Path]) -> Result<(), OutputError> {
 /// (round 10: `export --out missing/x.onnx` and `--draw o.png/` failed only
 /// when written, as "cannot create a temporary file", after the work).
 pub fn check_file_place(path: &Path) -> Result<(), OutputError> {
+    file_place(path)?;
+    // A regular file is written beside its target and renamed: a folder
+    // that takes no new file (read-only, /proc, /sys) is found now, by
+    // making one there (round 17: `--draw /sys/x.png` failed after the
+    // work). A device or FIFO is written in place.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Ok(());
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let folder = folder_of(path);
+    crate::temp::create(folder, &name)
+        .map(drop)
+        .map_err(|e| fail(path, format!("cannot write in its folder {}: {e}", folder.display())))
+}
+
+/// [`check_file_place`] but for the trial file: the writer that is about
+/// to make its own.
+pub(crate) fn file_place(path: &Path) -> Result<(), OutputError> {
     if path.is_dir() {
         return Err(fail(path, "is a folder: name a file"));
     }
@@ -53,6 +71,11 @@ pub fn check_file_place(path: &Path) -> Result<(), OutputError> {
     #[cfg(unix)]
     if std::fs::metadata(path).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type())) {
         return Err(fail(path, "is a socket: not a file grin can write"));
+    }
+    // Found before the work, as every other refusal here (round 17: a
+    // read-only `--draw` target was refused after detection).
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().readonly()) {
+        return Err(fail(path, "is read-only: not replaced (make it writable, or name another file)"));
     }
     let folder = folder_of(path);
     match std::fs::metadata(folder) {

@@ -6,6 +6,10 @@
 //! round 12, and in round 15 through a linked folder; `eval --out` and
 //! `mine --out` wrote their reports into the folder a link's photo lies in).
 //! An input file stands for where its name lies and where it resolves.
+//!
+//! Folders are compared by path and by identity (device and inode): a bind
+//! mount shows one folder under a second path that no link resolves (round
+//! 18: `features preview --out` replaced a photo through one).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -21,10 +25,26 @@ struct Place {
     at: PathBuf,
 }
 
+/// A folder's identity, whatever path shows it.
+type Id = (u64, u64);
+
+#[cfg(unix)]
+fn id_of(path: &Path) -> Option<Id> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn id_of(_: &Path) -> Option<Id> {
+    None
+}
+
 /// Every place the inputs stand for, resolved.
 pub(crate) struct Reach {
     /// Input folders, and every folder a link under one reaches.
     folders: Vec<Place>,
+    /// Their identities, in the same order.
+    folder_ids: Vec<Option<Id>>,
     /// Input files (where each name lies, and where it resolves), and every
     /// file a link under an input folder reaches.
     files: Vec<Place>,
@@ -32,7 +52,7 @@ pub(crate) struct Reach {
 
 impl Reach {
     pub(crate) fn of(inputs: &[&Path]) -> Reach {
-        let mut reach = Reach { folders: Vec::new(), files: Vec::new() };
+        let mut reach = Reach { folders: Vec::new(), folder_ids: Vec::new(), files: Vec::new() };
         let mut walk = Vec::new();
         for input in inputs {
             let named = || input.to_path_buf();
@@ -52,6 +72,7 @@ impl Reach {
             }
         }
         reach.follow_links(walk);
+        reach.folder_ids = reach.folders.iter().map(|f| id_of(&f.at)).collect();
         reach
     }
 
@@ -87,9 +108,16 @@ impl Reach {
         }
     }
 
-    /// The input folder a resolved output path lies in.
+    /// The input folder a resolved output path lies in, by path or, for a
+    /// second path to it, by one of the output's folders being that folder.
     pub(crate) fn folder_holding(&self, resolved: &Path) -> Option<&Path> {
-        self.folders.iter().find(|f| resolved.starts_with(&f.at)).map(|f| f.named.as_path())
+        let by_path = self.folders.iter().find(|f| resolved.starts_with(&f.at));
+        let by_id = || {
+            let ids: Vec<Id> = resolved.ancestors().filter_map(id_of).collect();
+            let i = self.folder_ids.iter().position(|id| id.is_some_and(|id| ids.contains(&id)))?;
+            Some(&self.folders[i])
+        };
+        by_path.or_else(by_id).map(|f| f.named.as_path())
     }
 
     /// The input a resolved output path is.
@@ -97,10 +125,19 @@ impl Reach {
         self.files.iter().find(|f| f.at == resolved).map(|f| f.named.as_path())
     }
 
-    /// An input that lies inside the resolved folder `folder`.
+    /// An input that lies inside the resolved folder `folder`, by path or
+    /// by one of the input's folders being `folder`.
     pub(crate) fn inside(&self, folder: &Path) -> Option<&Path> {
         let mut all = self.folders.iter().chain(&self.files);
-        all.find(|p| p.at.starts_with(folder)).map(|p| p.named.as_path())
+        if let Some(p) = all.clone().find(|p| p.at.starts_with(folder)) {
+            return Some(p.named.as_path());
+        }
+        let wanted = id_of(folder)?;
+        // Inputs share their folders (a source's photos): each folder is
+        // looked at once, and a walk up stops at one already seen.
+        let mut seen: HashSet<&Path> = HashSet::new();
+        all.find(|p| p.at.ancestors().take_while(|a| seen.insert(a)).any(|a| id_of(a) == Some(wanted)))
+            .map(|p| p.named.as_path())
     }
 
     /// The first link under the output folder `folder` that reaches an

@@ -52,6 +52,8 @@ fn a_read_only_file_is_refused_and_left_alone() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
     let e = write_file(&path, &[], b"new").unwrap_err().to_string();
     assert!(e.contains("model.grin: is read-only: not replaced"), "{e}");
+    // Before the work too (round 17: `--draw` found it after detection).
+    assert_eq!(grin_output::check_file(&path, &[]).unwrap_err().to_string(), e);
     assert_eq!(std::fs::read(&path).unwrap(), b"keep");
     assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o444);
 }
@@ -223,6 +225,12 @@ fn a_name_that_cannot_be_a_file_is_refused_before_the_work() {
     assert_eq!(std::fs::read(at("m.grin")).unwrap(), b"model");
     assert!(!at("missing").exists() && !at("o.png").exists());
     grin_output::check_file(&at("new.png"), &[]).unwrap();
+    // A folder that takes no new file, found by making one (round 17).
+    if std::path::Path::new("/proc/self").exists() {
+        let e = grin_output::check_file(std::path::Path::new("/proc/o.png"), &[]).unwrap_err().to_string();
+        assert!(e.starts_with("/proc/o.png: cannot write in its folder /proc: "), "{e}");
+    }
+    assert!(leftovers(dir.path()).is_empty(), "the trial file is gone: {:?}", leftovers(dir.path()));
 }
 
 /// Issue 90: SIGTERM during `grin export` or `grin model-set` left a
@@ -328,4 +336,46 @@ fn what_links_reach_is_an_input_too() {
     std::os::unix::fs::symlink("/proc", at("root/kernel")).unwrap();
     grin_output::check(&at("beside.png"), &[&root]).unwrap();
     grin_output::check(&at("newfolder"), &[&root]).unwrap();
+}
+
+/// A bind mount, undone when dropped.
+struct Bound(std::path::PathBuf);
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Issue 90, round 18: a bind mount shows an input folder under a second
+/// path that no link resolves; `features preview --out` replaced a photo
+/// through it. Folders are compared by identity too.
+#[test]
+fn a_second_path_to_an_input_folder_is_that_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, alias) = (dir.path().join("data"), dir.path().join("alias"));
+    std::fs::create_dir_all(data.join("images")).unwrap();
+    std::fs::create_dir_all(&alias).unwrap();
+    std::fs::write(data.join("images/p.png"), b"pixels").unwrap();
+    let mounted = std::process::Command::new("mount").arg("--bind").arg(&data).arg(&alias).output();
+    if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
+        // Not a skip of the rule: without the right to mount, no bind mount
+        // can show the folder twice either.
+        eprintln!("SKIPPED: `mount --bind` is not permitted here: {mounted:?}");
+        return;
+    }
+    let _bound = Bound(alias.clone());
+    let photo = data.join("images/p.png");
+    for out in [alias.join("images/p.png"), alias.join("images/new.png"), alias.join("run")] {
+        let e = grin_output::check(&out, &[&data]).unwrap_err().to_string();
+        assert!(e.contains("is inside an input folder"), "{}: {e}", out.display());
+        assert_eq!(write_file(&out, &[&data], b"sheet").unwrap_err().to_string(), e);
+    }
+    let e = write_file(&alias.join("images/p.png"), &[&photo], b"sheet").unwrap_err().to_string();
+    assert!(e.contains("input"), "{e}");
+    // The second path as an output folder holds the inputs.
+    let e = grin_output::check(&alias.join("images"), &[&photo]).unwrap_err().to_string();
+    assert!(e.contains("holds an input"), "{e}");
+    assert_eq!(std::fs::read(&photo).unwrap(), b"pixels");
+    grin_output::check(&dir.path().join("beside.png"), &[&data]).unwrap();
 }

@@ -60,7 +60,19 @@ pub fn resolve(flags: &Flags, run: Option<&FromRun>) -> Result<SimParams> {
     }
     params.seed = flags.seed;
     params.timeline_ms = flags.timeline_ms;
-    params.validate()?;
+    // A value the flags left to the run is the run summary's to answer for:
+    // whether its flag was given, and its key in `summary.json`.
+    let source = |flag: &str| match flag {
+        "load-ms" => (flags.load_ms.is_some(), "load_ms_per_batch"),
+        "load-jitter-ms" => (flags.load_jitter_ms.is_some(), "load_jitter_ms"),
+        "loaders" => (flags.loaders.is_some(), "loaders"),
+        "step-ms" => (flags.step_ms.is_some(), "step_ms"),
+        _ => (true, ""),
+    };
+    params.validate_from(&|flag| match (run, source(flag)) {
+        (Some(r), (false, key)) => format!("{}: key `{key}`", r.summary.display()),
+        _ => format!("--{flag}"),
+    })?;
     Ok(params)
 }
 
@@ -94,6 +106,20 @@ mod tests {
         let p =
             resolve(&Flags { loaders: Some(2), step_ms: Some(5.0), queue: Some(3), ..flags() }, Some(&run)).unwrap();
         assert_eq!((p.load_ms, p.loaders, p.step_ms, p.queue), (40.5, 2, 5.0, 3));
+    }
+
+    /// Issue 90, round 18: a value the summary gave was blamed on its flag.
+    #[test]
+    fn a_value_out_of_range_is_blamed_on_where_it_came_from() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &RunFigures { step_ms: -1.0, load_jitter_ms: -5.0, ..figures(Mode::OnTheFly, 4) });
+        let run = read_run(dir.path()).unwrap();
+        let err = resolve(&flags(), Some(&run)).unwrap_err().to_string();
+        assert!(err.contains("summary.json: key `load_jitter_ms`: load jitter -5 ms"), "{err}");
+        let err = resolve(&Flags { load_jitter_ms: Some(1.0), ..flags() }, Some(&run)).unwrap_err().to_string();
+        assert!(err.contains("summary.json: key `step_ms`: step time -1.0 ms"), "{err}");
+        let err = resolve(&Flags { step_ms: Some(0.0), load_jitter_ms: Some(1.0), ..flags() }, Some(&run));
+        assert!(err.unwrap_err().to_string().starts_with("--step-ms: "), "the flag given is named");
     }
 
     #[test]

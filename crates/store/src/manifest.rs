@@ -58,7 +58,8 @@ impl ClassCounts {
 /// As people read them: `smiling 3, non-smiling 4, face-free 1`.
 impl std::fmt::Display for ClassCounts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "smiling {}, non-smiling {}, face-free {}", self.smiling, self.non_smiling, self.face_free)
+        let [s, n, x] = SceneClass::ALL.map(|c| format!("{c} {}", self.get(c)));
+        write!(f, "{s}, {n}, {x}")
     }
 }
 
@@ -222,6 +223,20 @@ pub(crate) fn sync_parent(path: &Path) -> Result<()> {
 impl Manifest {
     pub fn load(dir: &Path) -> Result<Manifest> {
         let path = dir.join(MANIFEST_FILE);
+        // The folder itself named, not its manifest in the OS's words
+        // (round 17: `grin verify FILE` said "manifest.json: Not a directory").
+        match std::fs::metadata(dir) {
+            Ok(m) if !m.is_dir() => {
+                return Err(StoreError::format(dir, "is a file, not a dataset's folder (`grin precompute --out`)"))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::format(
+                    dir,
+                    "no such folder: name a dataset's folder (`grin precompute --out`)",
+                ))
+            }
+            _ => {}
+        }
         if !path.exists() && dir.is_dir() {
             // Not missing but being written: said so, for every reader
             // (round 13: `verify`, `store info` and `store bench` said "missing").

@@ -166,7 +166,9 @@ impl Writer {
                 (s.fingerprint_hash, s.layout, s.samples, s.records_per_shard)
             };
             if !self.plan.agrees(&hash, &layout, samples, rps) {
-                return Err(conflict(&path, "another config, sample count or shard size"));
+                // The fingerprint holds the source's files too (round 19
+                // named only the config, the count and the size).
+                return Err(conflict(&path, "another config or source files, sample count or shard size"));
             }
         }
         Ok(())

@@ -98,5 +98,5 @@ fn a_folder_of_another_config_is_refused() {
 
     // Same config, another shard size: refused too (shards would not line up).
     let text = write_dataset(dir.path(), plan(30, 7), 0..5, &nothing, &mut |_| {}).unwrap_err().to_string();
-    assert!(text.contains("another config, sample count or shard size"), "{text}");
+    assert!(text.contains("another config or source files, sample count or shard size"), "{text}");
 }

@@ -26,6 +26,18 @@ pub struct InterruptedScoring {
     pub run: PathBuf,
 }
 
+/// What a run whose model could not be written leaves to continue from: a
+/// run that wrote no checkpoint cannot be resumed, and its message said
+/// nothing of it (issue 90, round 18: a full disk at the last write).
+fn left_to_resume(ckpt_path: &Path, cfg: &crate::config::TrainConfig) -> String {
+    if ckpt_path.exists() {
+        format!("{} is kept: free space, then add --resume", ckpt_path.display())
+    } else {
+        let every = cfg.checkpoint_every;
+        format!("no checkpoint was written (train.checkpoint_every {every}): the run cannot be resumed")
+    }
+}
+
 /// Writes `inference` (the last step's weights, or their average under
 /// `train.ema`) to `model_path`, scores it,
 /// and writes `summary.json` and `training.svg`.
@@ -42,8 +54,9 @@ pub(crate) fn finish<B: TrainBackend>(
     let spec = run.detector_spec();
     let (ckpt_path, _, _) = run_paths(&run.run_dir);
     let run_spec = run.run_spec();
-    file::save_model(model_path, &run_spec, inference)
-        .with_context(|| format!("{}: cannot write", model_path.display()))?;
+    file::save_model(model_path, &run_spec, inference).with_context(|| {
+        format!("{}: cannot write the trained model; {}", model_path.display(), left_to_resume(&ckpt_path, cfg))
+    })?;
     // The model holds every step: the checkpoint would only make a rerun of
     // this config refuse to start, whether the scoring ends or is stopped.
     std::fs::remove_file(&ckpt_path)
@@ -80,4 +93,19 @@ pub(crate) fn finish<B: TrainBackend>(
     summary.write(&run.run_dir.join(SUMMARY_FILE))?;
     metrics::plot(&run.run_dir.join("training.svg"), &state.history)?;
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_model_that_cannot_be_written_says_what_is_left_to_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let ckpt = dir.path().join("checkpoint.ckpt");
+        let cfg = crate::config::TrainConfig { checkpoint_every: 1000, ..Default::default() };
+        assert!(
+            super::left_to_resume(&ckpt, &cfg).ends_with("(train.checkpoint_every 1000): the run cannot be resumed")
+        );
+        std::fs::write(&ckpt, b"").unwrap();
+        assert!(super::left_to_resume(&ckpt, &cfg).ends_with("checkpoint.ckpt is kept: free space, then add --resume"));
+    }
 }

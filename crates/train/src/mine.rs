@@ -86,6 +86,36 @@ pub struct Mined {
     pub crops: usize,
 }
 
+/// Makes the mining's folder and holds it for this mining alone: two at
+/// once shared its mark and its list, each list replacing the other's
+/// (issue 90, round 19). Its own two files are never written through a
+/// link of their name (round 16: the mark went into a user's notes) nor
+/// found to be a folder or a FIFO only after the mining (round 17).
+fn hold_out_folder(out: &Path) -> Result<Option<std::fs::File>> {
+    std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
+    let held = match grin_output::lock_folder(out).with_context(|| format!("{}: cannot lock", out.display()))? {
+        grin_output::Locked::Held(folder) => Some(folder),
+        grin_output::Locked::Busy(_) => bail!(
+            "{}: another grin mine is writing into this folder: wait for it to end, or name another --out",
+            out.display()
+        ),
+        grin_output::Locked::Unsupported(_) => None,
+    };
+    for name in [grin_features::MINING_MARK, MANIFEST] {
+        let path = out.join(name);
+        match path.symlink_metadata() {
+            Ok(m) if m.is_symlink() => {
+                bail!("{}: is a link; grin mine writes its own {name} here: remove the link", path.display())
+            }
+            Ok(m) if !m.is_file() => {
+                bail!("{}: is no plain file; grin mine writes its own {name} here: remove it", path.display())
+            }
+            _ => {}
+        }
+    }
+    Ok(held)
+}
+
 /// Mines `model` (run at `spec`'s size, or each photo's own with
 /// `options.own_size`) over the training photos of every
 /// real source in `features`, writing PNG crops into `options.out`.
@@ -104,16 +134,7 @@ pub fn mine<B: DetectorBackend>(
     if options.own_size.is_none() {
         crate::photo_eval::ask_for_frames(spec, (spec.width, spec.height), PER_BATCH)?;
     }
-    std::fs::create_dir_all(&options.out).with_context(|| format!("{}: cannot create", options.out.display()))?;
-    // Its own two files, never written through a link of that name (round
-    // 16 of issue 90: the mark went into a user's notes, the list after
-    // the mining was refused only then).
-    for name in [grin_features::MINING_MARK, MANIFEST] {
-        let path = options.out.join(name);
-        if path.is_symlink() {
-            bail!("{}: is a link; grin mine writes its own {name} here: remove the link", path.display());
-        }
-    }
+    let _held = hold_out_folder(&options.out)?;
     // Said in the folder until the last crop and the manifest are written.
     let mark = options.out.join(grin_features::MINING_MARK);
     let unfinished = "grin mine is writing crops here, or was stopped before it ended: run it again\n";

@@ -24,10 +24,24 @@ pub fn write_photo_report(out: &Path, reports: &[PhotoReport], deployed: f32) ->
     let mut written: Vec<&str> = drawn.iter().filter(|(_, done)| *done).map(|(name, _)| *name).collect();
     written.push("photos.json");
     let skipped: Vec<&str> = drawn.iter().filter(|(_, done)| !*done).map(|(name, _)| *name).collect();
+    // A picture an earlier evaluation left here would sit beside this
+    // one's as if it were of this model (round 18: another model's smile
+    // matrix stayed): it goes, and the line says so.
+    let mut removed = Vec::new();
+    for name in &skipped {
+        let old = out.join(name);
+        if old.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+            std::fs::remove_file(&old)
+                .with_context(|| format!("{}: cannot remove the earlier picture", old.display()))?;
+            removed.push(*name);
+        }
+    }
+    let removed =
+        if removed.is_empty() { String::new() } else { format!("; removed the earlier {}", removed.join(", ")) };
     let written = if skipped.is_empty() {
         written.join(", ")
     } else {
-        format!("{} (nothing to draw in {})", written.join(", "), skipped.join(", "))
+        format!("{} (nothing to draw in {}{removed})", written.join(", "), skipped.join(", "))
     };
     Ok(format!("wrote {}: {written}", out.display()))
 }
@@ -215,5 +229,23 @@ mod tests {
         assert!(!plot_thresholds(&empty, &[report("face-free", 0, [[0; 2]; 2])], 0.5).unwrap());
         assert!(!plot_smile_confusion(&empty, &[report("caltech", 2, [[0; 2]; 2])]).unwrap());
         assert!(!empty.exists());
+    }
+
+    /// Issue 90, round 18: a second `eval --out` into one folder left the
+    /// first model's smile matrix beside its own report.
+    #[test]
+    fn a_picture_with_nothing_to_draw_removes_an_earlier_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let smiles = [report("celeba-aligned", 2, [[30, 10], [5, 55]])];
+        let line = write_photo_report(dir.path(), &smiles, 0.5).unwrap();
+        assert!(line.contains("smile_confusion.svg") && !line.contains("nothing to draw"), "{line}");
+        let line = write_photo_report(dir.path(), &[report("caltech", 2, [[0; 2]; 2])], 0.5).unwrap();
+        assert!(
+            line.ends_with("(nothing to draw in smile_confusion.svg; removed the earlier smile_confusion.svg)"),
+            "{line}"
+        );
+        assert!(!dir.path().join("smile_confusion.svg").exists());
+        let line = write_photo_report(dir.path(), &[report("caltech", 2, [[0; 2]; 2])], 0.5).unwrap();
+        assert!(line.ends_with("(nothing to draw in smile_confusion.svg)"), "{line}");
     }
 }

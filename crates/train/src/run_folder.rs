@@ -146,13 +146,21 @@ pub(crate) fn check(run_dir: &Path, resume: bool, overwrite: bool) -> Result<()>
         return Ok(());
     }
     if ckpt_path.exists() {
-        let step = checkpoint::load(&ckpt_path)
-            .map(|c| format!("at step {}", c.state.step))
-            .unwrap_or_else(|e| format!("({e:#})"));
-        bail!(
-            "{} holds an interrupted run's checkpoint {step}: add --resume to continue it, or --overwrite to start again",
-            run_dir.display()
-        );
+        // A checkpoint that cannot be read cannot be resumed: say so, and
+        // leave --resume out of the advice (round 17 offered it).
+        match checkpoint::load(&ckpt_path) {
+            Ok(c) => bail!(
+                "{} holds an interrupted run's checkpoint at step {}: add --resume to continue it, or --overwrite \
+                 to start again",
+                run_dir.display(),
+                c.state.step
+            ),
+            Err(e) => bail!(
+                "{} holds an interrupted run's checkpoint that cannot be resumed ({e:#}): add --overwrite to start \
+                 again, or give this run another name (--name)",
+                run_dir.display()
+            ),
+        }
     }
     if let Some(finished) = finished_run(run_dir) {
         bail!(
@@ -250,7 +258,14 @@ pub fn run_model(run_dir: &Path, best: bool) -> anyhow::Result<(PathBuf, PathBuf
     let model = model_path(run_dir, best);
     refuse_a_non_file(&model)?;
     if !model.is_file() {
-        let why = if best { "the run kept no best.grin (train.eval_every was 0)" } else { "the run has not finished" };
+        // A best model is written when a validation finishes: none ran
+        // (`train.eval_every` 0), or each was interrupted (round 17 blamed
+        // eval_every alone).
+        let why = if best {
+            "it is written when a validation finishes: train.eval_every was 0, or none finished"
+        } else {
+            "the run has not finished"
+        };
         anyhow::bail!("{shown}: no {}: {why}", model.file_name().unwrap_or_default().to_string_lossy());
     }
     Ok((model, config))

@@ -79,6 +79,9 @@ pub(crate) struct Summary {
     /// Lines given up when the stream was interrupted while stdout was not
     /// being read (a full pipe).
     pub unwritten_lines: u64,
+    /// Frames read but neither processed, dropped nor bad when the stream
+    /// was interrupted (round 18: counted nowhere).
+    pub unprocessed: u64,
     /// What to do about a stream that gave no usable frame (`--input-format`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
@@ -101,6 +104,11 @@ impl Summary {
             (false, _) => String::new(),
             (true, 0) => "; interrupted".into(),
             (true, n) => format!("; interrupted, {n} lines not written (stdout was not being read)"),
+        };
+        let ended = match (self.unprocessed, ended.is_empty()) {
+            (0, _) => ended,
+            (n, true) => format!("; {n} frames read but not processed"),
+            (n, false) => format!("{ended}, {n} frames read but not processed"),
         };
         format!(
             "stream: {} frames, {} processed, {} dropped, {} bad{}; {:.1} frames/s processing, {:.1} delivered{latency}; {} tracks, {} smile events{ended}{hint}",
@@ -269,6 +277,7 @@ pub(crate) fn run<R: Read + Send + 'static, W: Write + Send + 'static>(
         let q = slot.lock();
         (q.read, q.dropped)
     };
+    summary.unprocessed = summary.frames.saturating_sub(summary.processed + summary.dropped + summary.bad_total());
     summary.tracks = tracker.tracks_started();
     summary.wall_s = start.elapsed().as_secs_f64();
     summary.processing_fps = if busy.is_zero() { 0.0 } else { summary.processed as f64 / busy.as_secs_f64() };
@@ -276,4 +285,20 @@ pub(crate) fn run<R: Read + Send + 'static, W: Write + Send + 'static>(
     summary.latency = bench::summarize(&latencies);
     summary.hint = hint(options.format, &summary, jpeg_in_raw);
     Ok(summary)
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::Summary;
+
+    /// Issue 90, round 18: frames read when a stream was stopped were
+    /// counted as neither processed, dropped nor bad.
+    #[test]
+    fn frames_read_but_not_processed_are_said() {
+        let stopped = Summary { frames: 8, processed: 5, unprocessed: 3, interrupted: true, ..Summary::default() };
+        assert!(stopped.to_text().contains("8 frames, 5 processed, 0 dropped, 0 bad"));
+        assert!(stopped.to_text().contains("; interrupted, 3 frames read but not processed"), "{}", stopped.to_text());
+        let whole = Summary { frames: 8, processed: 8, ..Summary::default() };
+        assert!(!whole.to_text().contains("not processed"));
+    }
 }

@@ -49,28 +49,37 @@ impl SimParams {
         }
     }
 
-    /// Each refusal names its flag: the value came from it, or from the run
-    /// `--from-run` read, which the flag overrides (round 9: the quantity
-    /// alone was named).
+    /// Each refusal names its flag (round 9: the quantity alone was named).
     pub(crate) fn validate(&self) -> Result<()> {
+        self.validate_from(&|flag| format!("--{flag}"))
+    }
+
+    /// [`Self::validate`], each refusal naming where its value came from:
+    /// `origin(flag)` is the flag, or the key of the run's summary that
+    /// `--from-run` read (round 18 blamed flags the user never gave).
+    pub(crate) fn validate_from(&self, origin: &dyn Fn(&'static str) -> String) -> Result<()> {
         let finite_non_negative = |v: f64| v.is_finite() && v >= 0.0;
         if !finite_non_negative(self.load_ms) {
-            bail!("--load-ms: load time {} ms must be a finite number >= 0", self.load_ms);
+            bail!("{}: load time {} ms must be a finite number >= 0", origin("load-ms"), self.load_ms);
         }
         if !finite_non_negative(self.load_jitter_ms) {
-            bail!("--load-jitter-ms: load jitter {} ms must be a finite number >= 0", self.load_jitter_ms);
+            bail!("{}: load jitter {} ms must be a finite number >= 0", origin("load-jitter-ms"), self.load_jitter_ms);
         }
         // Each loader is simulated (its clock, its row of intervals): a count
         // past any host's is a typo, and 10^8 of them exhausted memory.
         if self.loaders == 0 || self.loaders > MAX_LOADERS {
-            bail!("--loaders: loaders {} must be within 1..={MAX_LOADERS}", self.loaders);
+            bail!("{}: loaders {} must be within 1..={MAX_LOADERS}", origin("loaders"), self.loaders);
         }
         // A zero-time consumer fed by zero-time loaders would never advance the clock.
         // Below a microsecond no step runs: 1e-300 passed here and was then
         // blamed on --seconds (round 10).
         if !(self.step_ms.is_finite() && self.step_ms >= MIN_STEP_MS) {
             // `{:?}`: 1e-300 as such, not as 300 digits.
-            bail!("--step-ms: step time {:?} ms must be at least {MIN_STEP_MS} ms (a microsecond)", self.step_ms);
+            bail!(
+                "{}: step time {:?} ms must be at least {MIN_STEP_MS} ms (a microsecond)",
+                origin("step-ms"),
+                self.step_ms
+            );
         }
         if !(self.seconds.is_finite() && self.seconds > 0.0) {
             bail!("--seconds: simulated time {} s must be > 0", self.seconds);

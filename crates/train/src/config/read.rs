@@ -32,11 +32,23 @@ pub fn parse_config(text: &str, origin: &str, sets: &[String]) -> Result<GrinCon
         let file_alone = matches!(checked(&table, &[]), Ok(Ok(_)));
         let culprit = sets.iter().find(|set| !matches!(checked(&table, std::slice::from_ref(set)), Ok(Ok(_))));
         match (file_alone, culprit) {
+            (true, Some(set)) if switches_kind(set) && e.contains("unknown field") => anyhow::anyhow!(
+                "--set {} (over {origin}): {e}; a --set keeps the table's other keys from the file, so a source's \
+                 kind is switched in the file",
+                shown(set)
+            ),
             (true, Some(set)) => anyhow::anyhow!("--set {} (over {origin}): {e}", shown(set)),
             (true, None) => anyhow::anyhow!("{origin} with its --set values: {e}"),
             (false, _) => anyhow::anyhow!("{origin}: {e}"),
         }
     })
+}
+
+/// Whether `set` gives a table a new `kind` (`a.kind=x`, or `a={kind=...}`),
+/// which leaves that table's other keys, of the old kind, in place.
+fn switches_kind(set: &str) -> bool {
+    let Some((key, value)) = set.split_once('=') else { return false };
+    key.trim().ends_with("kind") || (value.trim_start().starts_with('{') && value.contains("kind"))
 }
 
 /// A `--set` as an error line shows it: a value past a line's width is cut
@@ -62,8 +74,9 @@ fn checked(table: &toml::Table, sets: &[String]) -> Result<std::result::Result<G
     for set in sets {
         apply_set(&mut table, set).with_context(|| format!("--set {}", shown(set)))?;
     }
-    Ok(serde_path_to_error::deserialize(toml::Value::Table(table))
-        .map_err(key_error)
+    let value = toml::Value::Table(table);
+    Ok(serde_path_to_error::deserialize(value.clone())
+        .map_err(|e| key_error(e, &value))
         .and_then(|config: GrinConfig| config.validate().map(|()| config).map_err(|e| e.to_string())))
 }
 
@@ -86,9 +99,10 @@ pub fn set_model_keys(model: &ModelConfig, sets: &[String]) -> Result<ModelConfi
         }
         apply_set(&mut table, set).with_context(|| format!("--set {}", shown(set)))?;
     }
-    let changed: ModelConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
+    let value = toml::Value::Table(table);
+    let changed: ModelConfig = serde_path_to_error::deserialize(value.clone())
         .map(|only: Only| only.model)
-        .map_err(|e| anyhow::anyhow!(key_error(e)))?;
+        .map_err(|e| anyhow::anyhow!(key_error(e, &value)))?;
     changed.validate().map_err(|e| anyhow::anyhow!(e))?;
     if let Some(key) = model.architecture_change(&changed) {
         let folded_by = match key {
@@ -105,10 +119,36 @@ pub fn set_model_keys(model: &ModelConfig, sets: &[String]) -> Result<ModelConfi
 }
 
 /// "key `a.b`: problem", the dotted key at fault (an array's entry as
-/// `parts[0]`, which `--set` spells `parts.0`).
-fn key_error(e: serde_path_to_error::Error<toml::de::Error>) -> String {
+/// `parts[0]`, which `--set` spells `parts.0`) in the config `value`.
+fn key_error(e: serde_path_to_error::Error<toml::de::Error>, value: &toml::Value) -> String {
     let key = e.path().to_string();
-    format!("key `{key}`: {}", e.into_inner().message())
+    // A source is a tagged enum, which serde reads whole: its errors stop at
+    // the source's key. A mix's part at fault is found by reading each part
+    // alone (round 17: a misspelt key in the second part named no part).
+    let at = e.path().iter().try_fold(value, |v, segment| match segment {
+        serde_path_to_error::Segment::Seq { index } => v.get(*index),
+        serde_path_to_error::Segment::Map { key } => v.get(key.as_str()),
+        _ => None,
+    });
+    let (key, message) = at
+        .and_then(|source| part_at_fault(source, &key))
+        .unwrap_or_else(|| (key, e.into_inner().message().to_string()));
+    format!("key `{key}`: {message}")
+}
+
+/// The first of a mix `source`'s parts that is no source, as its key and
+/// problem, the deepest part of a nested mix named.
+fn part_at_fault(source: &toml::Value, key: &str) -> Option<(String, String)> {
+    let parts = source.get("parts")?.as_array()?;
+    parts.iter().enumerate().find_map(|(i, part)| {
+        let e = serde_path_to_error::deserialize::<_, grin_features::SourceConfig>(part.clone()).err()?;
+        let key = format!("{key}.parts[{i}]");
+        part_at_fault(part, &key).or_else(|| {
+            let inner = e.path().to_string();
+            let key = if inner == "." { key } else { format!("{key}.{inner}") };
+            Some((key, e.into_inner().message().to_string()))
+        })
+    })
 }
 
 /// `a.b.c=value`: the value is read as TOML (`0.01`, `true`, `"x"`,

@@ -28,6 +28,37 @@ fn a_number_picks_an_entry_of_an_array_of_tables() {
     assert!(error(&path, &["features.source.kind.x=2"]).contains("`kind` is not a table"));
 }
 
+/// Issue 90, round 17: a misspelt key in a mix's part named no part.
+#[test]
+fn a_bad_key_in_a_mix_part_names_that_part() {
+    let part = "[[features.source.parts]]\nkind = \"synthetic\"\n";
+    let text =
+        format!("name = \"x\"\n[features.source]\nkind = \"mix\"\nweights = [0.5, 0.5]\n{part}{part}max_facez = 3\n");
+    let (_dir, path) = write(&text);
+    let e = error(&path, &[]);
+    assert!(e.contains("key `features.source.parts[1]`: unknown field `max_facez`"), "{e}");
+    // A nested mix names the deepest part, and a --set is blamed by its key.
+    let nested = format!(
+        "name = \"x\"\n[features.source]\nkind = \"mix\"\nweights = [0.5, 0.5]\n{part}\
+         [[features.source.parts]]\nkind = \"mix\"\nweights = [1.0]\n[[features.source.parts.parts]]\n\
+         kind = \"synthetic\"\n"
+    );
+    let (_dir, path) = write(&nested);
+    let e = error(&path, &["features.source.parts.1.parts.0.max_faces=\"two\""]);
+    assert!(e.contains("key `features.source.parts[1].parts[0]`: invalid type: string \"two\""), "{e}");
+}
+
+/// Issue 90, round 18: a source's kind switched by --set was refused naming
+/// a key of the old kind that the user never typed, and not why.
+#[test]
+fn a_kind_switched_by_set_says_the_other_keys_stay() {
+    let (_dir, path) = write("name = \"x\"\n[features.source]\nkind = \"synthetic\"\nhard_negatives = 1.0\n");
+    for set in ["features.source.kind=crops", "features.source={kind=\"crops\", root=\"/x\"}"] {
+        let e = error(&path, &[set]);
+        assert!(e.contains("`hard_negatives`") && e.ends_with("a source's kind is switched in the file"), "{e}");
+    }
+}
+
 /// Issue 90, round 15: a duplicate key was blamed on the line before it,
 /// and not named.
 #[test]
@@ -155,11 +186,13 @@ fn every_numeric_key_has_a_range() {
                 Ok(_) => panic!("{key} = {with} was accepted"),
                 Err(e) => format!("{e:#}"),
             };
-            // A value of the wrong type inside `features.source` is named
-            // by its table only: serde's internally tagged enums (`kind`)
-            // buffer the table and lose the path. Ranges name the key.
+            // A value of the wrong type inside a source is named by its
+            // table only (a mix's part, `features.source.parts[2]`): serde's
+            // internally tagged enums (`kind`) buffer the table and lose the
+            // path. Ranges name the key.
+            let table = e.split("key `").nth(1).and_then(|k| k.split('`').next()).unwrap_or("?");
             let named = e.contains(leaf)
-                || (key.starts_with("features.source") && e.contains("key `features.source`: invalid value"));
+                || (key.starts_with("features.source") && key.starts_with(table) && e.contains("invalid value"));
             assert!(named && e.contains("c.toml") && !e.contains('\n'), "{key} = {with}: {e}");
         }
     }

@@ -160,8 +160,20 @@ fn photos_sharing_a_name_keep_a_crop_each() {
         let e = mine(&model, &spec, &features, &options(out.path()), &device).unwrap_err().to_string();
         assert!(e.contains("is a link") && e.contains(name), "{e}");
         std::fs::remove_file(&link).unwrap();
+        // Round 17: a folder (or a FIFO) there was found after the mining.
+        std::fs::create_dir(&link).unwrap();
+        let e = mine(&model, &spec, &features, &options(out.path()), &device).unwrap_err().to_string();
+        assert!(e.contains("is no plain file") && e.contains(name), "{e}");
+        std::fs::remove_dir(&link).unwrap();
     }
     assert_eq!(std::fs::read(&notes).unwrap(), b"mine");
+    // Round 19: two minings at once into one folder shared its mark and list.
+    let held = grin_output::lock_folder(out.path()).unwrap();
+    assert!(matches!(held, grin_output::Locked::Held(_)));
+    let e = mine(&model, &spec, &features, &options(out.path()), &device).unwrap_err().to_string();
+    assert!(e.contains("another grin mine is writing into this folder"), "{e}");
+    drop(held);
+    mine(&model, &spec, &features, &options(out.path()), &device).unwrap();
 }
 
 #[test]

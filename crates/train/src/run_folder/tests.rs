@@ -88,3 +88,18 @@ fn overwrite_clears_the_previous_results() {
     let e = check(dir.path(), false, false).unwrap_err().to_string();
     assert!(e.contains("holds config.toml, a file a run writes"), "{e}");
 }
+
+/// Round 17: a run whose validations were all interrupted was said to have
+/// run with `train.eval_every` 0.
+#[test]
+fn a_missing_best_model_names_both_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "").unwrap();
+    let e = format!("{:#}", run_model(dir.path(), true).unwrap_err());
+    assert!(
+        e.ends_with("no best.grin: it is written when a validation finishes: train.eval_every was 0, or none finished"),
+        "{e}"
+    );
+    let e = format!("{:#}", run_model(dir.path(), false).unwrap_err());
+    assert!(e.ends_with("no model.grin: the run has not finished"), "{e}");
+}
