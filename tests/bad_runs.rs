@@ -304,6 +304,14 @@ fn an_output_never_replaces_a_file_of_a_run_or_dataset_folder() {
     let e = stderr(&eval);
     assert!(e.contains("(it holds grin.lock): name a new folder for the report, such as"), "{e}");
     assert_eq!(std::fs::read_to_string(other.join("pr_curve.svg")).unwrap(), "<svg/>");
+    // Round 20: two evals into one folder at once both said they wrote it.
+    let busy = elsewhere.path().join("busy");
+    let held = grin_output::hold_folder(&busy).unwrap();
+    let eval = Command::new(GRIN).args(["eval", "--run"]).arg(&run).arg("--out").arg(&busy).output().unwrap();
+    assert_eq!(eval.status.code(), Some(2), "{}", stderr(&eval));
+    assert!(stderr(&eval).contains("busy: another grin command is writing into this folder"), "{}", stderr(&eval));
+    assert!(std::fs::read_dir(&busy).unwrap().next().is_none(), "nothing written");
+    drop(held);
     // Round 14: crops written into a run's folder.
     let crops = Command::new(GRIN).args(["features", "export-crops", "--count", "1", "--out"]).arg(&other).output();
     let crops = crops.unwrap();

@@ -242,6 +242,49 @@ fn a_resume_over_another_dataset_is_refused() {
     assert!(runs.join("rebuilt/checkpoint.ckpt").exists(), "the checkpoint is kept");
 }
 
+/// Issue 90, round 20: an on-the-fly run resumed over its source's files
+/// changed (other labels) with exit 0. The checkpoint records the files'
+/// identity; other files are refused, as a precompute over them is.
+#[test]
+fn a_resume_over_changed_source_files_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // The photos in a folder of their own: the runs' folder is no input's.
+    let set = dir.path().join("set");
+    std::fs::create_dir(&set).unwrap();
+    for i in 0..4 {
+        image::GrayImage::from_fn(96, 96, |x, y| image::Luma([((x * 3 + y * (5 + i)) % 256) as u8]))
+            .save(set.join(format!("p{i}.png")))
+            .unwrap();
+    }
+    let manifest = set.join("m.jsonl");
+    let lines = |side: u32| {
+        (0..4)
+            .map(|i| format!("{{\"image\": \"p{i}.png\", \"boxes\": [[10, 10, {side}, {side}]]}}\n"))
+            .collect::<String>()
+    };
+    std::fs::write(&manifest, lines(50)).unwrap();
+    let config = dir.path().join("photos.toml");
+    let text = format!(
+        "name = \"photos\"\n[features]\nwidth = 64\nheight = 64\n[features.split]\ntrain = 1.0\nval = 0.0\n\
+         test = 0.0\n[features.source]\nkind = \"jsonl\"\nmanifest = {:?}\n[model]\nwidth_mult = 0.5\n[train]\n\
+         steps = 20000\nbatch_size = 4\nlog_every = 10\ncheckpoint_every = 0\neval_samples = 0\neval_photos = 0\n",
+        manifest.display().to_string()
+    );
+    std::fs::write(&config, text).unwrap();
+    let runs = dir.path().join("runs");
+    let child = train(&config, &runs, "photos", false);
+    wait_for_first_interval(&runs, "photos");
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(130));
+    std::fs::write(&manifest, lines(60)).unwrap();
+    let out = train_to_end(&config, &runs, "photos", true);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("checkpoint was written training from source files of fingerprint"), "{stderr}");
+    assert!(stderr.contains("Put the source's files back as they were"), "{stderr}");
+    assert!(runs.join("photos/checkpoint.ckpt").exists(), "the checkpoint is kept");
+}
+
 /// Issue 90, round 13: a SIGTERM during a validation of `train.eval_every`
 /// was answered only when the validation ended (58 s with 30,000 scenes).
 /// The scoring stops between two batches; the step's checkpoint is written.

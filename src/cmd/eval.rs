@@ -104,6 +104,9 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
         inputs.push(&model_path);
         super::check_report_folder("--out", out, &inputs, "report")?;
     }
+    // Held through the scoring to the report's last file: two evals into
+    // one folder both said they wrote it, one report lost (round 20).
+    let _held = args.out.as_deref().map(grin_output::hold_folder).transpose()?;
     let c = &loaded.config;
     // A config whose source holds no photos scores none, whatever --photos says.
     let (photos, none_because) = if grin_features::has_held_out_photos(&c.features.source) {

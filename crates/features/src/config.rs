@@ -275,7 +275,8 @@ impl ClassBalanceConfig {
 }
 
 /// Deterministic train/val/test split ratios (by a hash of the file name, or
-/// of the sample index for generated sources).
+/// of the sample index for generated sources). Weights, normalised by their
+/// sum: `train = 8, val = 1, test = 1` is the default 0.8 / 0.1 / 0.1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SplitConfig {

@@ -416,6 +416,25 @@ fn bench_reports_latency_and_cost() {
     assert!(text(&human.stdout).contains("median"), "{}", text(&human.stdout));
     let needs_bench = grin_detect(&["--iterations", "3", s(&scene())]);
     assert_eq!(needs_bench.status.code(), Some(2));
+    // Round 20: one iteration over three images reported three, unsaid.
+    let uneven = grin_detect(&[
+        "--bench",
+        "--json",
+        "--iterations",
+        "1",
+        "--warmup",
+        "0",
+        s(&scene()),
+        s(&scene()),
+        s(&scene()),
+    ]);
+    assert!(uneven.status.success(), "{}", text(&uneven.stderr));
+    assert_eq!(json_lines(&uneven)[0]["images"], 1);
+    assert!(
+        text(&uneven.stderr).contains("not a multiple of the 3 images: the first is timed once more"),
+        "{}",
+        text(&uneven.stderr)
+    );
 }
 
 /// A 16:9 colour photo, 1280x720: the test scene three times as large at

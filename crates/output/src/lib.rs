@@ -45,7 +45,7 @@ mod reach;
 mod rewrite;
 mod temp;
 
-pub use lock::{lock_folder, try_lock, LockMode, Locked, LOCK_FILE};
+pub use lock::{hold_folder, try_lock, HeldFolder, LockMode, Locked, LOCK_FILE};
 pub use place::{check_file, check_file_place, refuse_a_kept_file};
 pub use plain::{open_plain, read_plain, FOLDER, NOT_A_FILE};
 pub use rewrite::{hold, Held};

@@ -12,9 +12,10 @@
 //! block the open): anything but a plain file is refused by name, with
 //! what to do.
 
+use crate::{fail, OutputError};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The lock file's name in a locked folder.
 pub const LOCK_FILE: &str = "grin.lock";
@@ -70,21 +71,48 @@ fn outcome(file: File, taken: Result<(), TryLockError>) -> io::Result<Locked> {
     }
 }
 
-/// Locks the folder `dir` itself, exclusively and without waiting: for a
-/// writer whose folder must not hold a [`LOCK_FILE`] (that marks a run's or
-/// a dataset's folder): `grin mine --out`, a folder of crops that a
-/// negatives source reads. Nothing is made in the folder. (Unix: `flock`
-/// takes a folder's descriptor; elsewhere the lock is `Unsupported`.)
-pub fn lock_folder(dir: &Path) -> io::Result<Locked> {
-    let folder = File::open(dir)?;
-    if !folder.metadata()?.is_dir() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a folder"));
+/// A folder a command writes its files into (`grin mine --out`, `grin eval
+/// --out`), made when missing and held for that command alone until
+/// dropped: two at once shared it, each one's files replacing the other's
+/// while both said they wrote it (issue 90, rounds 19 and 20). The folder
+/// itself is locked (the OS's lock on its descriptor): no [`LOCK_FILE`] is
+/// made, which marks a run's or a dataset's folder. A folder it made and
+/// that is still empty when dropped is removed, so a refused command
+/// leaves nothing behind.
+#[derive(Debug)]
+pub struct HeldFolder {
+    dir: PathBuf,
+    made: bool,
+    _lock: File,
+}
+
+impl Drop for HeldFolder {
+    fn drop(&mut self) {
+        if self.made {
+            // Fails, as it should, once the command wrote anything there.
+            let _ = std::fs::remove_dir(&self.dir);
+        }
     }
-    if cfg!(not(unix)) {
-        return Ok(Locked::Unsupported(folder));
+}
+
+/// Makes `dir` when missing and holds it ([`HeldFolder`]); another holder
+/// is refused at once, by name. (Where the filesystem has no locks, the
+/// folder is made and not held.)
+pub fn hold_folder(dir: &Path) -> Result<HeldFolder, OutputError> {
+    let made = !dir.exists();
+    std::fs::create_dir_all(dir).map_err(|e| fail(dir, format!("cannot create: {e}")))?;
+    let folder = File::open(dir).map_err(|e| fail(dir, format!("cannot open: {e}")))?;
+    // Held from here: a folder made and then refused is removed on drop.
+    let held = HeldFolder { dir: dir.to_path_buf(), made, _lock: folder };
+    match held._lock.try_lock() {
+        Ok(()) => Ok(held),
+        Err(TryLockError::WouldBlock) => Err(fail(
+            dir,
+            "another grin command is writing into this folder: wait for it to end, or name another output folder",
+        )),
+        Err(TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => Ok(held),
+        Err(TryLockError::Error(e)) => Err(fail(dir, format!("cannot lock: {e}"))),
     }
-    let taken = folder.try_lock();
-    outcome(folder, taken)
 }
 
 /// The lock file, opened as [`try_lock`] says; a plain file or an error.

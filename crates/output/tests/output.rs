@@ -379,3 +379,31 @@ fn a_second_path_to_an_input_folder_is_that_folder() {
     assert_eq!(std::fs::read(&photo).unwrap(), b"pixels");
     grin_output::check(&dir.path().join("beside.png"), &[&data]).unwrap();
 }
+
+/// Issue 90, rounds 19 and 20: two `grin mine` (or `grin eval`) into one
+/// folder at once each replaced the other's files. A held folder refuses a
+/// second holder; one it made and left empty goes when it is dropped.
+#[test]
+fn a_held_folder_refuses_a_second_holder_and_leaves_no_empty_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = dir.path().join("made");
+    let held = grin_output::hold_folder(&made).unwrap();
+    let e = grin_output::hold_folder(&made).unwrap_err().to_string();
+    assert!(
+        e.ends_with(
+            "made: another grin command is writing into this folder: wait for it to end, or name another output folder"
+        ),
+        "{e}"
+    );
+    drop(held);
+    assert!(!made.exists(), "made, left empty, removed");
+    let held = grin_output::hold_folder(&made).unwrap();
+    std::fs::write(made.join("report.json"), b"{}").unwrap();
+    drop(held);
+    assert!(made.join("report.json").exists(), "a folder with files stays");
+    // A folder that was there stays, empty or not.
+    let there = dir.path().join("there");
+    std::fs::create_dir(&there).unwrap();
+    drop(grin_output::hold_folder(&there).unwrap());
+    assert!(there.is_dir());
+}

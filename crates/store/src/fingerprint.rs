@@ -179,6 +179,13 @@ fn source_paths(source: &SourceConfig) -> Vec<(String, &Path)> {
     }
 }
 
+/// The identity of the files `source` reads, as one hash: what an on-the-
+/// fly run's checkpoint records, so that a resume over changed files is
+/// refused as a precompute over them is (issue 90, round 20).
+pub fn source_identity(source: &SourceConfig) -> String {
+    format!("{:016x}", xxh3_64(canonical(&source_files(source)).as_bytes()))
+}
+
 /// Per source path: file count, total bytes and a hash of every file's
 /// (relative name, size, mtime). Content is not read: identity must stay
 /// cheap for sets of millions of images.

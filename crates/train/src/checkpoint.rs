@@ -29,9 +29,10 @@ pub struct LoopState {
     /// The best validation score so far and the scores since it.
     #[serde(default)]
     pub watch: crate::best::Watch,
-    /// The dataset a precomputed or in-VRAM run trains from
+    /// The dataset a precomputed or in-VRAM run trains from, or the
+    /// identity of an on-the-fly run's source files
     /// ([`RunSpec::data`](crate::RunSpec::data)): resume refuses another.
-    /// Absent on the fly, and in checkpoints written before it existed.
+    /// Absent in checkpoints written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<String>,
 }
@@ -46,6 +47,13 @@ const SECTIONS: [&str; 3] = ["features", "model", "train"];
 /// of 20,000 resumed without a word).
 pub(crate) fn same_data(path: &Path, then: Option<&str>, now: Option<&str>) -> Result<()> {
     match (then, now) {
+        (Some(then), Some(now)) if then != now && (then.starts_with(SOURCE_FILES) || now.starts_with(SOURCE_FILES)) => {
+            bail!(
+                "{}: checkpoint was written training from {then}; the source now holds {now}: the rest of the run \
+                 would train on other data. Put the source's files back as they were, or start again with --overwrite",
+                path.display()
+            )
+        }
         (Some(then), Some(now)) if then != now => bail!(
             "{}: checkpoint was written training from a dataset of {then}; the dataset now holds {now}: rebuild it \
              as it was (grin precompute with the same --samples), or start again with --overwrite",
@@ -53,6 +61,16 @@ pub(crate) fn same_data(path: &Path, then: Option<&str>, now: Option<&str>) -> R
         ),
         _ => Ok(()),
     }
+}
+
+/// How an on-the-fly run's checkpoint names its data: the identity of the
+/// source's files (names, sizes, times), so a resume over changed files is
+/// refused (round 20 of issue 90 resumed over other labels, exit 0).
+const SOURCE_FILES: &str = "source files of fingerprint ";
+
+/// [`LoopState::data`] of an on-the-fly run from `source`.
+pub(crate) fn source_files_data(source: &grin_features::SourceConfig) -> String {
+    format!("{SOURCE_FILES}{}", grin_store::fingerprint::source_identity(source))
 }
 
 /// [`LoopState::config_json`] of a run's config sections.

@@ -91,16 +91,8 @@ pub struct Mined {
 /// (issue 90, round 19). Its own two files are never written through a
 /// link of their name (round 16: the mark went into a user's notes) nor
 /// found to be a folder or a FIFO only after the mining (round 17).
-fn hold_out_folder(out: &Path) -> Result<Option<std::fs::File>> {
-    std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
-    let held = match grin_output::lock_folder(out).with_context(|| format!("{}: cannot lock", out.display()))? {
-        grin_output::Locked::Held(folder) => Some(folder),
-        grin_output::Locked::Busy(_) => bail!(
-            "{}: another grin mine is writing into this folder: wait for it to end, or name another --out",
-            out.display()
-        ),
-        grin_output::Locked::Unsupported(_) => None,
-    };
+fn hold_out_folder(out: &Path) -> Result<grin_output::HeldFolder> {
+    let held = grin_output::hold_folder(out)?;
     for name in [grin_features::MINING_MARK, MANIFEST] {
         let path = out.join(name);
         match path.symlink_metadata() {

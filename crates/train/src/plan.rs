@@ -58,9 +58,12 @@ pub fn plan<B: TrainBackend>(request: &PlanRequest, device: &B::Device) -> Resul
     let (feed, balance) = feed_plan::<B>(request, device)?;
     let mut run = RunSpec::new(c, feed.mode, request.backend, run_dir)?;
     run.balance = balance;
-    run.data = feed.store.as_ref().map(|store| {
-        let m = store.manifest();
-        format!("{} samples (fingerprint {})", m.samples, m.fingerprint.hash)
+    run.data = Some(match feed.store.as_ref() {
+        Some(store) => {
+            let m = store.manifest();
+            format!("{} samples (fingerprint {})", m.samples, m.fingerprint.hash)
+        }
+        None => crate::checkpoint::source_files_data(&c.features.source),
     });
     run.lock = Some(lock);
     run.resume = request.resume;

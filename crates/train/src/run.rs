@@ -34,8 +34,9 @@ pub struct RunSpec {
     pub stop: Option<Arc<Interrupt>>,
     /// What the balance check predicted for this run, when it ran.
     pub balance: Option<crate::balance::Prediction>,
-    /// The dataset a precomputed or in-VRAM run trains from, as a
-    /// checkpoint records it: its sample count and fingerprint. None on the fly.
+    /// What a run trains from, as a checkpoint records it: a precomputed or
+    /// in-VRAM run's dataset (its sample count and fingerprint), an on-the-
+    /// fly run's source files (their identity). None when no plan ran.
     pub data: Option<String>,
     /// The run folder's lock, taken by the plan before anything slow; the
     /// trainer takes it itself when none was taken.

@@ -168,10 +168,9 @@ fn photos_sharing_a_name_keep_a_crop_each() {
     }
     assert_eq!(std::fs::read(&notes).unwrap(), b"mine");
     // Round 19: two minings at once into one folder shared its mark and list.
-    let held = grin_output::lock_folder(out.path()).unwrap();
-    assert!(matches!(held, grin_output::Locked::Held(_)));
+    let held = grin_output::hold_folder(out.path()).unwrap();
     let e = mine(&model, &spec, &features, &options(out.path()), &device).unwrap_err().to_string();
-    assert!(e.contains("another grin mine is writing into this folder"), "{e}");
+    assert!(e.contains("another grin command is writing into this folder"), "{e}");
     drop(held);
     mine(&model, &spec, &features, &options(out.path()), &device).unwrap();
 }
