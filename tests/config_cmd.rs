@@ -105,6 +105,8 @@ fn eval_refuses_what_it_would_not_score() {
         // Round 14: a second look's flags with no photo to cut from.
         (&["--samples", "1", "--second-look-confirm", "0.9"], "--second-look-confirm: no photos are scored"),
         (&["--samples", "1", "--second-look-below", "0.5"], "--second-look-below: no photos are scored"),
+        // Round 21: the model's settings were taken from its file, the `--set` dropped.
+        (&["--samples", "1", "--set", "model.score_threshold=0.05"], "eval scores the model as its file holds it"),
     ] {
         let out = grin(&[&base[..], extra].concat());
         let err = String::from_utf8_lossy(&out.stderr);

@@ -133,7 +133,8 @@ fn a_reader_that_closes_the_pipe_ends_the_run_quietly() {
     // each later line is written to a closed pipe (println! panicked there).
     let scene = scene();
     let images = vec![s(&scene); 50];
-    for mode in [&["--json"][..], &[][..], &["--bench", "--iterations", "1", "--json"][..]] {
+    // (50 timed runs: one per image, so nothing to note.)
+    for mode in [&["--json"][..], &[][..], &["--bench", "--iterations", "50", "--json"][..]] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_grin-detect"))
             .args(mode)
             .args(&images)
@@ -435,6 +436,15 @@ fn bench_reports_latency_and_cost() {
         "{}",
         text(&uneven.stderr)
     );
+    // Round 21: images at two sizes were timed under one size's label.
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small.png");
+    image::open(scene()).unwrap().resize_exact(96, 72, image::imageops::FilterType::Triangle).save(&small).unwrap();
+    let mixed = grin_detect(&["--bench", "--iterations", "2", s(&scene()), s(&small)]);
+    assert_eq!(mixed.status.code(), Some(2), "{}", text(&mixed.stderr));
+    assert!(text(&mixed.stderr).contains("--bench times one frame size"), "{}", text(&mixed.stderr));
+    let sized = grin_detect(&["--bench", "--iterations", "2", "--size", "160x120", s(&scene()), s(&small)]);
+    assert!(sized.status.success(), "{}", text(&sized.stderr));
 }
 
 /// A 16:9 colour photo, 1280x720: the test scene three times as large at

@@ -69,7 +69,30 @@ pub(crate) fn read_fddb(root: &Path, problems: BadLines) -> Result<(PathBuf, Vec
     }
     // Line numbers name the fold file they came from; the first stands for
     // the set in messages that name no line.
-    Ok((first, entries))
+    Ok((first, merged(entries)))
+}
+
+/// One entry a photo: a photo listed again (in one fold or another) gets
+/// the faces of every listing, each face once, as Caltech's scattered
+/// lines do. Two entries of one photo each held only their own faces, the
+/// others scored as false detections and trained as background (issue 90,
+/// round 21).
+fn merged(entries: Vec<Entry>) -> Vec<Entry> {
+    let mut at: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
+    let mut merged: Vec<Entry> = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let Some(&k) = at.get(&entry.image) else {
+            at.insert(entry.image.clone(), merged.len());
+            merged.push(entry);
+            continue;
+        };
+        for face in entry.faces {
+            if !merged[k].faces.iter().any(|f| f.face == face.face) {
+                merged[k].faces.push(face);
+            }
+        }
+    }
+    merged
 }
 
 /// One ellipse file's images and faces (photos not checked). An image with
@@ -238,5 +261,12 @@ mod tests {
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].image, photo);
         assert_eq!(skips.get(BadInputKind::UnreadableFile), 2, "the two absent photos are counted");
+        // Round 21: a photo listed twice was two photos, each with its
+        // entry's faces alone. One photo, each face once.
+        let again = "2002/08/26/big/img_265\n1\n20.0 10.0 0.0 60.0 60.0 1\n";
+        std::fs::write(root.join(FOLDS).join("FDDB-fold-02-ellipseList.txt"), format!("{FOLD}{again}")).unwrap();
+        let (_, entries) = read_fddb(root, BadLines { on_bad: OnBadSample::Error, skips: &skips }).unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].faces.len(), 3, "two faces once, and the third");
     }
 }

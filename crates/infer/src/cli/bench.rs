@@ -35,6 +35,42 @@ struct BenchReport {
     second_look: Latency,
 }
 
+/// The images' count and the timed runs, checked: the runs said when they
+/// time the images unequally, and the images refused when they run at two
+/// frame sizes.
+fn one_size(cli: &Cli, detector: &mut Runner, images: &[DynamicImage]) -> Result<(usize, usize)> {
+    // Said, not silently uneven (round 20: `--iterations 1` over three
+    // images timed one and reported three).
+    let (count, iterations) = (images.len(), cli.iterations as usize);
+    if iterations % count != 0 {
+        eprintln!(
+            "note: --iterations {iterations} is not a multiple of the {count} images: {} timed once more than the rest",
+            match iterations % count {
+                1 => "the first is".to_string(),
+                n => format!("the first {n} are"),
+            }
+        );
+    }
+    // One frame size a bench: the report names one, with its MFLOPs (round
+    // 21: images running at another size were timed under the last's).
+    let mut sizes = images.iter().map(|image| {
+        detector.size_for(image, cli.photo_size());
+        detector.run_size()
+    });
+    let first = sizes.next().expect("at least one image");
+    if let Some(other) = sizes.find(|size| *size != first) {
+        anyhow::bail!(
+            "--bench times one frame size, and these images run at {}x{} and {}x{} (each at its own size): give \
+             --size WxH, or bench them one at a time",
+            first.0,
+            first.1,
+            other.0,
+            other.1
+        );
+    }
+    Ok((count, iterations))
+}
+
 pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
     let mut ok = true;
     let mut images: Vec<DynamicImage> = Vec::new();
@@ -50,18 +86,7 @@ pub(crate) fn bench_images(cli: &Cli, detector: &mut Runner) -> Result<bool> {
     if images.is_empty() {
         return Ok(false);
     }
-    // Said, not silently uneven (round 20: `--iterations 1` over three
-    // images timed one and reported three).
-    let (count, iterations) = (images.len(), cli.iterations as usize);
-    if iterations % count != 0 {
-        eprintln!(
-            "note: --iterations {iterations} is not a multiple of the {count} images: {} timed once more than the rest",
-            match iterations % count {
-                1 => "the first is".to_string(),
-                n => format!("the first {n} are"),
-            }
-        );
-    }
+    let (count, iterations) = one_size(cli, detector, &images)?;
     // Timed: scaling into the frame, the network and decoding; file decoding
     // is not (the OpenCV peer is timed the same way).
     let mut samples = Vec::with_capacity(cli.iterations as usize);

@@ -75,9 +75,15 @@ fn checked(table: &toml::Table, sets: &[String]) -> Result<std::result::Result<G
         apply_set(&mut table, set).with_context(|| format!("--set {}", shown(set)))?;
     }
     let value = toml::Value::Table(table);
-    Ok(serde_path_to_error::deserialize(value.clone())
-        .map_err(|e| key_error(e, &value))
-        .and_then(|config: GrinConfig| config.validate().map(|()| config).map_err(|e| e.to_string())))
+    let config: GrinConfig = match serde_path_to_error::deserialize(value.clone()) {
+        Ok(config) => config,
+        Err(e) => return Ok(Err(key_error(e, &value))),
+    };
+    let resolved = toml::Value::try_from(&config).context("the config as TOML")?;
+    if let Err(problem) = refuse_arrays_for_tables(&value, &resolved, "") {
+        return Ok(Err(problem));
+    }
+    Ok(config.validate().map(|()| config).map_err(|e| e.to_string()))
 }
 
 /// A model file's `[model]` table with `--set model.KEY=VALUE` applied, as
@@ -116,6 +122,32 @@ pub fn set_model_keys(model: &ModelConfig, sets: &[String]) -> Result<ModelConfi
         bail!("key `{key}`: shapes the weights, so it is set by training, not in a model file");
     }
     Ok(changed)
+}
+
+/// Refuses an array that the config read as a table (`train = []`, `--set
+/// 'train.loss=[0.5]'`): serde reads a struct from a sequence too, its
+/// fields by position and the rest at their defaults, so the file's keys
+/// were dropped without a word (issue 90, round 21). `resolved` is the
+/// config read, as TOML: a table there (or nothing, a table at its
+/// defaults being left out) where `value` gave an array.
+fn refuse_arrays_for_tables(value: &toml::Value, resolved: &toml::Value, key: &str) -> Result<(), String> {
+    match (value, resolved) {
+        (toml::Value::Table(given), toml::Value::Table(resolved)) => {
+            for (name, sub) in given {
+                let key = if key.is_empty() { name.clone() } else { format!("{key}.{name}") };
+                match resolved.get(name) {
+                    Some(read) => refuse_arrays_for_tables(sub, read, &key)?,
+                    None if sub.is_array() => return refuse_arrays_for_tables(sub, &toml::Table::new().into(), &key),
+                    None => {}
+                }
+            }
+            Ok(())
+        }
+        (toml::Value::Array(_), toml::Value::Table(_)) => {
+            Err(format!("key `{key}`: is a table of keys (`[{key}]`, or `{{ key = value }}`), not an array"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// "key `a.b`: problem", the dotted key at fault (an array's entry as

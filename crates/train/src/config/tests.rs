@@ -59,6 +59,21 @@ fn a_kind_switched_by_set_says_the_other_keys_stay() {
     }
 }
 
+/// Issue 90, round 21: an array where a table belongs was read by position,
+/// the table's other keys reset to their defaults without a word.
+#[test]
+fn an_array_for_a_table_is_refused_by_key() {
+    let (_dir, path) = write("name = \"x\"\n[train]\nsteps = 3000\n[train.loss]\nsmile_weight = 5.0\n");
+    for (set, key) in
+        [("train=[]", "train"), ("train.loss=[0.5]", "train.loss"), ("model.second_look=[0.5]", "model.second_look")]
+    {
+        let e = error(&path, &[set]);
+        assert!(e.contains(&format!("key `{key}`: is a table of keys")), "{set}: {e}");
+    }
+    let (_dir, path) = write("name = \"x\"\n[train]\nloss = [0.5]\n");
+    assert!(error(&path, &[]).contains("key `train.loss`: is a table of keys"));
+}
+
 /// Issue 90, round 15: a duplicate key was blamed on the line before it,
 /// and not named.
 #[test]
