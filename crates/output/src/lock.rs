@@ -102,17 +102,22 @@ pub fn hold_folder(dir: &Path) -> Result<HeldFolder, OutputError> {
     let made = !dir.exists();
     std::fs::create_dir_all(dir).map_err(|e| fail(dir, format!("cannot create: {e}")))?;
     let folder = File::open(dir).map_err(|e| fail(dir, format!("cannot open: {e}")))?;
-    // Held from here: a folder made and then refused is removed on drop.
-    let held = HeldFolder { dir: dir.to_path_buf(), made, _lock: folder };
-    match held._lock.try_lock() {
-        Ok(()) => Ok(held),
-        Err(TryLockError::WouldBlock) => Err(fail(
+    let taken = folder.try_lock();
+    let refused = match outcome(folder, taken) {
+        Ok(Locked::Held(lock) | Locked::Unsupported(lock)) => {
+            return Ok(HeldFolder { dir: dir.to_path_buf(), made, _lock: lock })
+        }
+        Ok(Locked::Busy(_)) => fail(
             dir,
             "another grin command is writing into this folder: wait for it to end, or name another output folder",
-        )),
-        Err(TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => Ok(held),
-        Err(TryLockError::Error(e)) => Err(fail(dir, format!("cannot lock: {e}"))),
+        ),
+        Err(e) => fail(dir, format!("cannot lock: {e}")),
+    };
+    // A folder made here and refused is left as it was found: absent.
+    if made {
+        let _ = std::fs::remove_dir(dir);
     }
+    Err(refused)
 }
 
 /// The lock file, opened as [`try_lock`] says; a plain file or an error.
