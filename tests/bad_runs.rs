@@ -200,10 +200,14 @@ fn calibration_run(dir: &Path, manifest: &str) -> PathBuf {
 #[test]
 fn a_run_size_past_the_process_memory_is_an_error_not_an_abort() {
     let dir = tempfile::tempdir().unwrap();
-    textured_photo(&dir.path().join("a.png"));
-    // A batch of 16 photos: 16 frames' maps at once.
-    let manifest: Vec<String> =
-        (0..16).map(|_| r#"{"image": "a.png", "boxes": [[30, 20, 70, 70]]}"#.to_string()).collect();
+    // A batch of 16 photos: 16 frames' maps at once (16 files: a photo
+    // named twice is one photo).
+    let manifest: Vec<String> = (0..16)
+        .map(|i| {
+            textured_photo(&dir.path().join(format!("a{i}.png")));
+            format!(r#"{{"image": "a{i}.png", "boxes": [[30, 20, 70, 70]]}}"#)
+        })
+        .collect();
     let run = calibration_run(dir.path(), &manifest.join("\n"));
     let (model, config) = (run.join("model.grin"), run.join("config.toml"));
     let train_split = dir.path().join("train.toml");
@@ -1579,4 +1583,23 @@ fn a_preview_never_replaces_a_photo_its_source_names_elsewhere() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("p.png"), "{}", stderr(&out));
     assert_eq!(std::fs::read(&photo).unwrap(), before);
+}
+
+/// Round 21 of issue 90: an `export-crops` stopped midway left folders of
+/// fewer crops that looked whole. Crops are staged and moved into place at
+/// the end; a staging folder a stopped export left is removed, said.
+#[test]
+fn an_export_of_crops_is_whole_or_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    let stopped = dir.path().join("export-crops.unfinished/smile");
+    std::fs::create_dir_all(&stopped).unwrap();
+    std::fs::write(stopped.join("0.png"), "half").unwrap();
+    let out = Command::new(GRIN).args(["features", "export-crops", "--count", "2", "--out"]).arg(dir.path()).output();
+    let out = out.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("the crops of an export that was stopped"));
+    for folder in ["smile", "no_smile"] {
+        assert_eq!(std::fs::read_dir(dir.path().join(folder)).unwrap().count(), 2, "{folder}");
+    }
+    assert!(!dir.path().join("export-crops.unfinished").exists());
 }

@@ -47,6 +47,10 @@ fn unknown_keys_and_out_of_range_values_are_named() {
     let missing = grin(&["config", "--config", &demo, "--get", "train.nope"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("key `train.nope`: not a key of the resolved config"));
+    // A key the config takes but leaves unset is no misspelling (round 21).
+    let unset = grin(&["config", "--config", &demo, "--get", "train.init"]);
+    assert_eq!(unset.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unset.stderr).contains("key `train.init` is not set, and has no default"));
     let flip = grin(&["config", "--config", &demo, "--set", "train.device_augment.flip=2"]);
     assert_eq!(flip.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&flip.stderr).contains("key `train.device_augment.flip`: 2 must be within 0..=1"));

@@ -34,9 +34,14 @@ pub(crate) fn run(args: ConfigCmdArgs) -> Result<()> {
     tidy_floats(&mut value);
     if let Some(key) = &args.get {
         let mut node = &value;
-        for part in key.split('.') {
+        let last = key.split('.').count() - 1;
+        for (i, part) in key.split('.').enumerate() {
             match node.get(part) {
                 Some(next) => node = next,
+                // Only the last part, in a table, can be a key left unset.
+                None if i == last && node.is_table() && is_unset_key(&args.config, key) => {
+                    bail!("{}: key `{key}` is not set, and has no default", loaded.path.display())
+                }
                 None => bail!("{}: key `{key}`: not a key of the resolved config", loaded.path.display()),
             }
         }
@@ -55,6 +60,19 @@ pub(crate) fn run(args: ConfigCmdArgs) -> Result<()> {
         out!("{}", toml::to_string_pretty(&value)?);
     }
     Ok(())
+}
+
+/// Whether `key`, absent from the resolved config, is one the config takes
+/// (an optional key left out, `train.eval_every`) rather than a misspelling:
+/// the config's own parser is asked, with the key set. Round 21 of issue 90
+/// called such a key "not a key".
+fn is_unset_key(config: &super::ConfigArgs, key: &str) -> bool {
+    let mut sets = config.set.sets.clone();
+    sets.push(format!("{key}=0"));
+    match grin_train::load_config(&config.config, &sets) {
+        Ok(_) => true,
+        Err(e) => !format!("{e:#}").contains("unknown field"),
+    }
 }
 
 fn flatten(prefix: &str, value: &toml::Value, out: &mut Vec<String>) {

@@ -310,8 +310,18 @@ fn export_crops(args: ExportCropsArgs) -> Result<()> {
     let cfg = FeatureConfig { width: 320, height: 240, channels: 1, workers: 1, ..FeatureConfig::default() };
     let scenes = Pipeline::from_source(&cfg, Split::Train, Box::new(source))?;
     let mut written = [0usize; 2];
+    // The crops are written in a staging folder and moved into place at the
+    // end: an export stopped midway left folders of fewer crops that looked
+    // whole (round 21 of issue 90). A staging folder a stopped export left
+    // is removed here, said.
+    let staging = args.out.join(CROPS_STAGING);
+    if std::fs::symlink_metadata(&staging).is_ok() {
+        std::fs::remove_dir_all(&staging)
+            .with_context(|| format!("{}: cannot remove an unfinished export's crops", staging.display()))?;
+        outln!("removed {}: the crops of an export that was stopped", staging.display());
+    }
     for folder in ["smile", "no_smile"] {
-        let dir = args.out.join(folder);
+        let dir = staging.join(folder);
         std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create folder", dir.display()))?;
     }
     let mut index = 0u64;
@@ -327,7 +337,7 @@ fn export_crops(args: ExportCropsArgs) -> Result<()> {
             // The tight face box, like a SMILEsmileD crop.
             let region = [b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0];
             let pixels = resample_region(&raster, region, SIDE, SIDE);
-            let path = args.out.join(folder).join(format!("{}.png", written[k]));
+            let path = staging.join(folder).join(format!("{}.png", written[k]));
             let mut png = std::io::Cursor::new(Vec::new());
             image::GrayImage::from_raw(SIDE, SIDE, pixels)
                 .context("crop size")?
@@ -337,6 +347,15 @@ fn export_crops(args: ExportCropsArgs) -> Result<()> {
             written[k] += 1;
         }
     }
+    for folder in ["smile", "no_smile"] {
+        // Onto an empty folder of that name, if one is there (checked above).
+        let (from, to) = (staging.join(folder), args.out.join(folder));
+        std::fs::rename(&from, &to).with_context(|| format!("{}: cannot move the crops into place", to.display()))?;
+    }
+    std::fs::remove_dir(&staging).with_context(|| format!("{}: cannot remove", staging.display()))?;
     outln!("wrote {} smiling and {} non-smiling crops under {}", written[0], written[1], args.out.display());
     Ok(())
 }
+
+/// Where `export-crops` writes inside `--out` until every crop is written.
+const CROPS_STAGING: &str = "export-crops.unfinished";

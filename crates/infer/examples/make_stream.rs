@@ -8,65 +8,96 @@
 //!   cargo run --release -p grin-infer --example make_stream -- \
 //!       --format gray8 --size 320x240 --frames 100 assets/test-scene.png > /tmp/scene.gray
 //!   grin-detect --stream /tmp/scene.gray --input-format gray8 --input-size 320x240
+//!
+//! Its flags have grin-detect's bounds, and its images are read as
+//! grin-detect reads them (round 22 of issue 90: a 65535x65535 frame
+//! aborted it, and `--first-png` replaced one of its own images).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
+use clap::Parser;
+use grin_image::{read_image, ImageBound, DEFAULT_MAX_PIXELS};
 use grin_infer::stream::{encode_frame, InputFormat};
 use image::imageops::FilterType;
 use image::DynamicImage;
 use std::io::Write;
+use std::path::PathBuf;
 
-fn main() -> Result<()> {
-    let mut format = InputFormat::Gray8;
-    let mut size = (320u32, 240u32);
-    let mut frames = 100usize;
-    let mut pan = 1u32;
-    let mut first_png: Option<String> = None;
-    let mut images = Vec::new();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--format" => {
-                format = match value()?.as_str() {
-                    "gray8" => InputFormat::Gray8,
-                    "rgb24" => InputFormat::Rgb24,
-                    "yuv420" => InputFormat::Yuv420,
-                    "mjpeg" => InputFormat::Mjpeg,
-                    other => bail!("--format {other}: gray8, rgb24, yuv420 or mjpeg"),
-                }
-            }
-            "--size" => {
-                let v = value()?;
-                let (w, h) = v.split_once('x').with_context(|| format!("--size {v}: WxH"))?;
-                size = (w.parse()?, h.parse()?);
-            }
-            "--frames" => frames = value()?.parse()?,
-            "--pan" => pan = value()?.parse()?,
-            "--first-png" => first_png = Some(value()?),
-            path => images.push(image::open(path).with_context(|| format!("{path}: cannot read"))?),
+/// Most frames one stream holds: about nine hours at 30 fps.
+const MAX_FRAMES: u64 = 1_000_000;
+
+#[derive(Parser)]
+#[command(about = "Writes a camera-like frame stream to stdout from still images, for grin-detect --stream")]
+struct Args {
+    /// Layout of each frame on the stream.
+    #[arg(long, value_enum, default_value = "gray8")]
+    format: InputFormat,
+    /// Frame size, each side within grin-detect's bounds.
+    #[arg(long, value_name = "WxH", default_value = "320x240", value_parser = grin_terms::parse_frame_size)]
+    size: (usize, usize),
+    /// Frames to write.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=MAX_FRAMES))]
+    frames: u64,
+    /// Pixels the window moves each frame.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    pan: u32,
+    /// Also save the first frame as this image (not one of the IMAGEs).
+    #[arg(long, value_name = "OUT.png")]
+    first_png: Option<PathBuf>,
+    /// Still images, used in turn.
+    #[arg(required = true)]
+    images: Vec<PathBuf>,
+}
+
+fn main() -> std::process::ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
         }
     }
-    if images.is_empty() {
-        bail!("usage: make_stream [--format F] [--size WxH] [--frames N] [--pan PX] [--first-png OUT] IMAGE...");
+}
+
+fn run(args: Args) -> Result<()> {
+    let inputs: Vec<&std::path::Path> = args.images.iter().map(PathBuf::as_path).collect();
+    if let Some(path) = &args.first_png {
+        // Before any work: the first frame must not land on an image.
+        grin_output::check(path, &inputs)?;
     }
-    let (w, h) = size;
+    let bound = ImageBound::new(DEFAULT_MAX_PIXELS, "an image of make_stream").map_err(anyhow::Error::msg)?;
+    let images = args.images.iter().map(|p| read_image(p, bound)).collect::<Result<Vec<_>, _>>()?;
+    let (w, h) = (args.size.0 as u32, args.size.1 as u32);
     // A frame is a window of the image scaled a little past the frame size,
     // moved `pan` px a frame and back again.
-    let margin = if pan > 0 { 80 } else { 0 };
+    let margin = if args.pan > 0 { 80 } else { 0 };
     let scaled: Vec<DynamicImage> =
         images.iter().map(|i| i.resize_exact(w + margin, h, FilterType::Triangle)).collect();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    for i in 0..frames {
-        let source = &scaled[i % scaled.len()];
-        let span = source.width() - w;
-        let step = (i as u32 * pan) % (2 * span.max(1));
+    for i in 0..args.frames {
+        let source = &scaled[(i % scaled.len() as u64) as usize];
+        let span = u64::from(source.width() - w);
+        let step = (i * u64::from(args.pan)) % (2 * span.max(1));
         let x = if step > span { 2 * span - step } else { step };
-        let frame = source.crop_imm(x, 0, w, h);
-        if let (0, Some(path)) = (i, &first_png) {
-            frame.save(path).with_context(|| format!("{path}: cannot write"))?;
+        let frame = source.crop_imm(x as u32, 0, w, h);
+        if let (0, Some(path)) = (i, &args.first_png) {
+            let mut png = std::io::Cursor::new(Vec::new());
+            frame.write_to(&mut png, image::ImageFormat::Png)?;
+            grin_output::write_file(path, &inputs, png.get_ref())?;
         }
-        out.write_all(&encode_frame(&frame, format))?;
+        if !written(out.write_all(&encode_frame(&frame, args.format)))? {
+            return Ok(());
+        }
     }
-    out.flush()?;
+    written(out.flush())?;
     Ok(())
+}
+
+/// Whether the stream still has a reader: one that closed it (`| head`)
+/// has what it wanted, so the stream ends quietly, as grin-detect's does.
+fn written(result: std::io::Result<()>) -> Result<bool> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e).context("cannot write the stream"),
+    }
 }

@@ -593,3 +593,43 @@ fn a_closed_output_pipe_ends_a_stream_quietly() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("Broken pipe") && !stderr.contains("error"), "{stderr}");
 }
+
+/// `examples/make_stream`, built beside this test binary by `cargo test`
+/// (examples are built with the tests), or `None` where only this test
+/// target was built.
+fn make_stream() -> Option<PathBuf> {
+    let deps = std::env::current_exe().ok()?.parent()?.to_path_buf();
+    let path = deps.parent()?.join("examples/make_stream");
+    path.exists().then_some(path)
+}
+
+/// Round 22 of issue 90: `make_stream --first-png` replaced one of its own
+/// images, and a 65535x65535 frame aborted it (exit 134). Its flags now
+/// have grin-detect's bounds, and its output is checked as grin's are.
+#[test]
+fn make_stream_keeps_its_images_and_bounds_its_flags() {
+    let Some(make) = make_stream() else {
+        let why = "skipped: examples/make_stream is not built (cargo test builds it with the workspace's tests)";
+        assert!(std::env::var_os("CI").is_none(), "{why} (CI is set: a skipped test is a failure here)");
+        return eprintln!("{why}");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let own = dir.path().join("v.png");
+    scene().save(&own).unwrap();
+    let before = std::fs::read(&own).unwrap();
+    let run = |args: &[&str]| Command::new(&make).args(args).arg(&own).output().unwrap();
+    let out = run(&["--frames", "2", "--first-png", own.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is also an input"), "{out:?}");
+    assert_eq!(std::fs::read(&own).unwrap(), before, "the image is kept");
+    for (flag, value) in [("--size", "65535x65535"), ("--frames", "100000000000"), ("--pan", "99999")] {
+        let out = run(&[flag, value]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("for '{flag}")), "{out:?}");
+    }
+    let first = dir.path().join("first.png");
+    let out = run(&["--frames", "3", "--size", "64x48", "--first-png", first.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout.len(), 3 * 64 * 48);
+    assert_eq!(image::open(&first).unwrap().width(), 64);
+}

@@ -9,9 +9,11 @@
 //!
 //! Folders are compared by path and by identity (device and inode): a bind
 //! mount shows one folder under a second path that no link resolves (round
-//! 18: `features preview --out` replaced a photo through one).
+//! 18: `features preview --out` replaced a photo through one). Every folder
+//! under an input folder is known by identity too: a bind mount of a
+//! source's `images/` reaches no input folder's own identity (round 22).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Entries a walk looks at before it gives up: a photo folder holds tens of
@@ -45,6 +47,8 @@ pub(crate) struct Reach {
     folders: Vec<Place>,
     /// Their identities, in the same order.
     folder_ids: Vec<Option<Id>>,
+    /// The identity of each folder under one of them, with that one's index.
+    inner_ids: HashMap<Id, usize>,
     /// Input files (where each name lies, and where it resolves), and every
     /// file a link under an input folder reaches.
     files: Vec<Place>,
@@ -52,7 +56,8 @@ pub(crate) struct Reach {
 
 impl Reach {
     pub(crate) fn of(inputs: &[&Path]) -> Reach {
-        let mut reach = Reach { folders: Vec::new(), folder_ids: Vec::new(), files: Vec::new() };
+        let mut reach =
+            Reach { folders: Vec::new(), folder_ids: Vec::new(), inner_ids: HashMap::new(), files: Vec::new() };
         let mut walk = Vec::new();
         for input in inputs {
             let named = || input.to_path_buf();
@@ -76,13 +81,16 @@ impl Reach {
         reach
     }
 
-    /// Walks the folders in `walk`, adding what each link under them
-    /// reaches; a linked folder is walked once (a link to a folder above
+    /// Walks the folders in `walk` (the input folders, in `self.folders`'
+    /// order), adding what each link under them reaches and each folder's
+    /// identity; a linked folder is walked once (a link to a folder above
     /// would loop).
-    fn follow_links(&mut self, mut walk: Vec<PathBuf>) {
+    fn follow_links(&mut self, walk: Vec<PathBuf>) {
         let mut walked: HashSet<PathBuf> = walk.iter().cloned().collect();
+        // Each folder to walk, with the input folder it stands for.
+        let mut walk: Vec<(PathBuf, usize)> = walk.into_iter().enumerate().map(|(i, dir)| (dir, i)).collect();
         let mut seen = 0;
-        while let Some(dir) = walk.pop() {
+        while let Some((dir, input)) = walk.pop() {
             for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                 seen += 1;
                 if seen > MOST_ENTRIES {
@@ -90,7 +98,12 @@ impl Reach {
                 }
                 let path = entry.path();
                 match entry.file_type() {
-                    Ok(kind) if kind.is_dir() => walk.push(path),
+                    Ok(kind) if kind.is_dir() => {
+                        if let Some(id) = id_of(&path) {
+                            self.inner_ids.entry(id).or_insert(input);
+                        }
+                        walk.push((path, input));
+                    }
                     Ok(kind) if kind.is_symlink() => {
                         let Ok(at) = std::fs::canonicalize(&path) else { continue };
                         if !at.is_dir() {
@@ -98,7 +111,7 @@ impl Reach {
                         } else if !stands_for(&dir, &at) {
                             continue;
                         } else if walked.insert(at.clone()) {
-                            walk.push(at.clone());
+                            walk.push((at.clone(), self.folders.len()));
                             self.folders.push(Place { named: path, at });
                         }
                     }
@@ -114,7 +127,8 @@ impl Reach {
         let by_path = self.folders.iter().find(|f| resolved.starts_with(&f.at));
         let by_id = || {
             let ids: Vec<Id> = resolved.ancestors().filter_map(id_of).collect();
-            let i = self.folder_ids.iter().position(|id| id.is_some_and(|id| ids.contains(&id)))?;
+            let i = self.folder_ids.iter().position(|id| id.is_some_and(|id| ids.contains(&id)));
+            let i = i.or_else(|| ids.iter().find_map(|id| self.inner_ids.get(id).copied()))?;
             Some(&self.folders[i])
         };
         by_path.or_else(by_id).map(|f| f.named.as_path())

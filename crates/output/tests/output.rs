@@ -378,6 +378,18 @@ fn a_second_path_to_an_input_folder_is_that_folder() {
     assert!(e.contains("holds an input"), "{e}");
     assert_eq!(std::fs::read(&photo).unwrap(), b"pixels");
     grin_output::check(&dir.path().join("beside.png"), &[&data]).unwrap();
+    // Round 22: a bind mount of a folder *under* an input folder reaches
+    // no input folder's own identity; every folder under one is known too.
+    let inner = dir.path().join("inner");
+    std::fs::create_dir_all(&inner).unwrap();
+    let mounted = std::process::Command::new("mount").arg("--bind").arg(data.join("images")).arg(&inner).status();
+    assert!(mounted.unwrap().success());
+    let _inner = Bound(inner.clone());
+    for out in [inner.join("p.png"), inner.join("new.png"), inner.join("sub/report.json")] {
+        let e = grin_output::check(&out, &[&data]).unwrap_err().to_string();
+        assert!(e.contains("is inside an input folder"), "{}: {e}", out.display());
+    }
+    assert_eq!(std::fs::read(&photo).unwrap(), b"pixels");
 }
 
 /// Issue 90, rounds 19 and 20: two `grin mine` (or `grin eval`) into one

@@ -16,6 +16,7 @@ use crate::sample::{FaceBox, Sample, MAX_BOXES};
 use crate::source::{SampleRng, Source};
 use crate::split::{check_split, keep_split};
 use grin_image::{letterbox_photo, read_text, BadInputKind, ImageBound, InputError, Letterbox, Raster, SkipCounts};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Boxes may overhang their image by this many pixels (annotators round outwards).
@@ -96,7 +97,15 @@ impl AnnotatedSource {
         split: Split,
         load_skips: SkipCounts,
     ) -> Result<AnnotatedSource, InputError> {
-        let entries = entries_of_split(entries, cfg, split, annotations, "images")?;
+        let problems = BadLines { on_bad: cfg.on_bad_sample, skips: &load_skips };
+        let entries = one_entry_a_photo(entries, annotations, &problems)?;
+        let entries = entries_of_split(entries, cfg, split, annotations, "images").map_err(|e| match &e {
+            // None left because every line was bad: say so, not only the split.
+            InputError::Config(message) if load_skips.total() > 0 => {
+                InputError::Config(format!("{message} ({})", load_skips.summary().unwrap_or_default()))
+            }
+            _ => e,
+        })?;
         Ok(AnnotatedSource {
             name,
             annotations: annotations.to_path_buf(),
@@ -154,6 +163,65 @@ pub(crate) fn entries_of_split(
         )));
     }
     Ok(entries)
+}
+
+/// One entry a photo: a photo listed again (in one file or fold, or as
+/// `./a.jpg` beside `a.jpg`) gets the faces of every listing, each face
+/// once. Two entries of one photo each held only their own faces, the
+/// others scored as false detections and trained as background (issue 90,
+/// rounds 21 and 22). One box listed again with another smile label is a
+/// conflict: an error naming both lines, or under `skip` the photo left out.
+pub(crate) fn one_entry_a_photo(
+    entries: Vec<Entry>,
+    annotations: &Path,
+    problems: &BadLines,
+) -> Result<Vec<Entry>, InputError> {
+    let mut at: HashMap<PhotoKey, usize> = HashMap::new();
+    let mut merged: Vec<Option<Entry>> = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let key = PhotoKey::of(&entry.image);
+        let Some(&k) = at.get(&key) else {
+            at.insert(key, merged.len());
+            merged.push(Some(entry));
+            continue;
+        };
+        let Some(kept) = &mut merged[k] else { continue };
+        let mut conflict = None;
+        for face in entry.faces {
+            match kept.faces.iter().find(|f| f.face.corners() == face.face.corners()) {
+                None => kept.faces.push(face),
+                Some(f) if f.face.smile == face.face.smile => {}
+                Some(f) => conflict = Some((f.line, face.line)),
+            }
+        }
+        if let Some((first, again)) = conflict {
+            let message =
+                format!("{} gives a box of line {first} again with another smile label", kept.image.display());
+            problems.report(malformed(annotations, again, message))?;
+            merged[k] = None;
+        }
+    }
+    Ok(merged.into_iter().flatten().collect())
+}
+
+/// Which photo a path names: the file's identity where it can be read
+/// (`img/a.jpg`, `./img//a.jpg` and its absolute path are one photo), else
+/// its path's components, which drop a `.` and a doubled `/`.
+#[derive(PartialEq, Eq, Hash)]
+enum PhotoKey {
+    File(u64, u64),
+    Path(PathBuf),
+}
+
+impl PhotoKey {
+    fn of(image: &Path) -> PhotoKey {
+        #[cfg(unix)]
+        if let Ok(meta) = std::fs::metadata(image) {
+            use std::os::unix::fs::MetadataExt;
+            return PhotoKey::File(meta.dev(), meta.ino());
+        }
+        PhotoKey::Path(image.components().collect())
+    }
 }
 
 fn wrong_kind(kind: &str) -> InputError {

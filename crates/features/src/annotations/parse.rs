@@ -186,23 +186,38 @@ pub fn parse_celeba(
             problems.report(malformed(bbox_path, line, format!("non-numeric box in {text:?}")))?;
             continue;
         };
-        let smile = smiles.get(fields[0]).copied().unwrap_or(Smile::Unknown);
+        let smile = match smiles.get(fields[0]) {
+            Some(Some(smile)) => *smile,
+            Some(None) => continue, // its labels conflict: left out under `skip`, counted there
+            None => Smile::Unknown,
+        };
         match checked_box(bbox_path, line, [n[0], n[1], n[0] + n[2], n[1] + n[3]], smile) {
             Ok(face) => entries.push(Entry { image: images.join(fields[0]), faces: vec![Annotated { face, line }] }),
             Err(e) => problems.report(e)?,
         }
     }
-    if rows != declared {
-        problems.report(malformed(bbox_path, 1, format!("declares {declared} rows, has {rows} (truncated?)")))?;
-    }
+    check_row_count(bbox_path, declared, rows, &problems)?;
     Ok(entries)
 }
 
+/// A CelebA file's first line is its row count: fewer rows than it says
+/// is a file cut short, more is a file that grew by hand.
+fn check_row_count(path: &Path, declared: usize, rows: usize, problems: &BadLines) -> Result<(), InputError> {
+    let why = match rows.cmp(&declared) {
+        std::cmp::Ordering::Equal => return Ok(()),
+        std::cmp::Ordering::Less => "cut short?",
+        std::cmp::Ordering::Greater => "rows added, or the count not updated?",
+    };
+    problems.report(malformed(path, 1, format!("its first line says {declared} rows, the file has {rows} ({why})")))
+}
+
+/// CelebA's attribute file: each image's `Smiling` label, or `None` for an
+/// image whose rows give two labels (an error, or under `skip` left out).
 pub(crate) fn parse_celeba_attr(
     text: &str,
     path: &Path,
     problems: &BadLines,
-) -> Result<HashMap<String, Smile>, InputError> {
+) -> Result<HashMap<String, Option<Smile>>, InputError> {
     let mut lines = numbered(text);
     let declared = header_count(&mut lines, path)?;
     let (header_line, header) = lines.next().ok_or_else(|| malformed(path, 2, "missing attribute names line"))?;
@@ -211,7 +226,14 @@ pub(crate) fn parse_celeba_attr(
         .iter()
         .position(|n| *n == "Smiling")
         .ok_or_else(|| malformed(path, header_line, "no `Smiling` column in the attribute names"))?;
+    // A second column of that name would be passed over without a word.
+    if names.iter().filter(|n| **n == "Smiling").count() > 1 {
+        return Err(malformed(path, header_line, "`Smiling` names two columns; which is the label?"));
+    }
     let mut smiles = HashMap::new();
+    // The line each image was first given on: a row again with another
+    // label was taken last-wins, without a word (issue 90, round 22).
+    let mut first_line: HashMap<&str, usize> = HashMap::new();
     let mut rows = 0;
     for (line, text) in lines {
         rows += 1;
@@ -232,11 +254,23 @@ pub(crate) fn parse_celeba_attr(
                 continue;
             }
         };
-        smiles.insert(fields[0].to_string(), smile);
+        match (smiles.get(fields[0]), first_line.get(fields[0])) {
+            (Some(&Some(kept)), Some(&first)) if kept != smile => {
+                problems.report(malformed(
+                    path,
+                    line,
+                    format!("{} is given again with another `Smiling` label (first at line {first})", fields[0]),
+                ))?;
+                smiles.insert(fields[0].to_string(), None);
+            }
+            (Some(_), _) => {}
+            (None, _) => {
+                first_line.insert(fields[0], line);
+                smiles.insert(fields[0].to_string(), Some(smile));
+            }
+        }
     }
-    if rows != declared {
-        problems.report(malformed(path, 1, format!("declares {declared} rows, has {rows} (truncated?)")))?;
-    }
+    check_row_count(path, declared, rows, problems)?;
     Ok(smiles)
 }
 

@@ -170,3 +170,74 @@ fn jsonl_source_keeps_the_largest_boxes() {
     let smallest = s.boxes.iter().map(|b| b.x1 - b.x0).fold(f32::MAX, f32::min);
     assert_eq!(smallest, 6.0, "the four smallest boxes (2..5 px) are the ones dropped");
 }
+
+/// Issue 90, round 22: a photo named on two lines was two photos, each
+/// with its own line's faces, so each scored the other's faces as false
+/// detections. One photo now, each face once; one box with two smile
+/// labels is an error naming the line, or under `skip` the photo left out.
+#[test]
+fn a_photo_listed_twice_is_one_photo_with_every_face_once() {
+    let dir = tempfile::tempdir().unwrap();
+    write_png(&dir.path().join("a.png"), 320, 240, 10);
+    write_png(&dir.path().join("b.png"), 320, 240, 10);
+    let manifest = dir.path().join("m.jsonl");
+    let lines: [&str; 4] = [
+        r#"{"image": "a.png", "boxes": [[10, 10, 50, 50]], "smile": [true]}"#,
+        r#"{"image": "b.png", "boxes": [[5, 5, 25, 25]]}"#,
+        r#"{"image": "./a.png", "boxes": [[10, 10, 50, 50], [100, 100, 150, 150]], "smile": [true, false]}"#,
+        &format!(r#"{{"image": {:?}, "boxes": [[100, 100, 150, 150]], "smile": [false]}}"#, dir.path().join("a.png")),
+    ];
+    std::fs::write(&manifest, lines.join("\n")).unwrap();
+    let cfg =
+        |on_bad| FeatureConfig { on_bad_sample: on_bad, ..config(SourceConfig::Jsonl { manifest: manifest.clone() }) };
+    let source = AnnotatedSource::jsonl(&cfg(OnBadSample::Error), Split::Train).unwrap();
+    assert_eq!(source.len(), Some(2), "a.png once, b.png once");
+    let a = &source.entries()[0];
+    assert_eq!(a.faces.iter().map(|f| (f.line, f.face.smile)).collect::<Vec<_>>(), [(1, Smile::Yes), (3, Smile::No)]);
+    let conflict = r#"{"image": "a.png", "boxes": [[10, 10, 50, 50]], "smile": [false]}"#;
+    std::fs::write(&manifest, format!("{}\n{conflict}", lines.join("\n"))).unwrap();
+    let e = AnnotatedSource::jsonl(&cfg(OnBadSample::Error), Split::Train).unwrap_err().to_string();
+    assert!(e.contains("m.jsonl:5") && e.contains("box of line 1 again with another smile label"), "{e}");
+    let source = AnnotatedSource::jsonl(&cfg(OnBadSample::Skip), Split::Train).unwrap();
+    assert_eq!(source.len(), Some(1), "a.png left out, b.png kept");
+    assert_eq!(source.load_skips().unwrap().total(), 1);
+    // Round 22: every line bad under `skip` blamed the split alone.
+    std::fs::write(&manifest, "{\"image\": 1}\n[]\n").unwrap();
+    let e = AnnotatedSource::jsonl(&cfg(OnBadSample::Skip), Split::Train).unwrap_err().to_string();
+    assert!(e.contains("fall in the Train split (skipped 2 inputs: 2 malformed"), "{e}");
+}
+
+/// CelebA's attribute file: a row given again with another label was taken
+/// last-wins, and a second `Smiling` column passed over (round 22).
+#[test]
+fn celeba_rows_that_disagree_and_a_second_smiling_column_are_named() {
+    let parse = |bbox: &str, attr: &str, on_bad| {
+        let skips = SkipCounts::default();
+        let entries = parse_celeba(
+            AnnotationText { text: bbox, path: Path::new("list_bbox_celeba.txt") },
+            AnnotationText { text: attr, path: Path::new("list_attr_celeba.txt") },
+            Path::new("img"),
+            BadLines { on_bad, skips: &skips },
+        );
+        (entries.map_err(|e| e.to_string()), skips.total())
+    };
+    let (bbox, attr) = celeba_fixture(&[("1.jpg", [9, 9, 40, 40], 1), ("2.jpg", [9, 9, 40, 40], -1)]);
+    let again = attr.replacen("2\n", "3\n", 1) + &celeba_attr_row("1.jpg", 1) + "\n";
+    let (entries, _) = parse(&bbox, &again, OnBadSample::Error);
+    assert_eq!(entries.unwrap()[0].faces[0].face.smile, Smile::Yes, "the same label again is the same row");
+    let other = attr.replacen("2\n", "3\n", 1) + &celeba_attr_row("1.jpg", -1) + "\n";
+    let e = parse(&bbox, &other, OnBadSample::Error).0.unwrap_err();
+    assert!(e.contains("list_attr_celeba.txt:5") && e.contains("another `Smiling` label (first at line 3)"), "{e}");
+    let (entries, skipped) = parse(&bbox, &other, OnBadSample::Skip);
+    let entries = entries.unwrap();
+    assert_eq!((entries.len(), skipped), (1, 1), "1.jpg left out, counted");
+    assert_eq!(entries[0].image, PathBuf::from("img/2.jpg"));
+    let two_columns = attr.replacen("Attr_0 ", "Smiling ", 1);
+    let e = parse(&bbox, &two_columns, OnBadSample::Skip).0.unwrap_err();
+    assert!(e.contains("list_attr_celeba.txt:2") && e.contains("`Smiling` names two columns"), "{e}");
+    // The first line's count: more rows than it says is no cut-off file.
+    let e = parse(&bbox.replacen("2\n", "1\n", 1), &attr, OnBadSample::Error).0.unwrap_err();
+    assert!(e.contains("list_bbox_celeba.txt:1") && e.contains("says 1 rows, the file has 2 (rows added"), "{e}");
+    let e = parse(&bbox.replacen("2\n", "3\n", 1), &attr, OnBadSample::Error).0.unwrap_err();
+    assert!(e.contains("(cut short?)"), "{e}");
+}

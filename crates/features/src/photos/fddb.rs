@@ -13,7 +13,7 @@
 //! none of whose photos exist is (the root is wrong).
 
 use super::face_box::ellipse_box;
-use crate::annotations::{bad_box, malformed, numbered, Annotated, BadLines, Entry};
+use crate::annotations::{bad_box, malformed, numbered, one_entry_a_photo, Annotated, BadLines, Entry};
 use crate::sample::{FaceBox, Smile};
 use grin_image::{read_text, BadInputKind, InputError};
 use std::path::{Path, PathBuf};
@@ -69,30 +69,8 @@ pub(crate) fn read_fddb(root: &Path, problems: BadLines) -> Result<(PathBuf, Vec
     }
     // Line numbers name the fold file they came from; the first stands for
     // the set in messages that name no line.
-    Ok((first, merged(entries)))
-}
-
-/// One entry a photo: a photo listed again (in one fold or another) gets
-/// the faces of every listing, each face once, as Caltech's scattered
-/// lines do. Two entries of one photo each held only their own faces, the
-/// others scored as false detections and trained as background (issue 90,
-/// round 21).
-fn merged(entries: Vec<Entry>) -> Vec<Entry> {
-    let mut at: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
-    let mut merged: Vec<Entry> = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let Some(&k) = at.get(&entry.image) else {
-            at.insert(entry.image.clone(), merged.len());
-            merged.push(entry);
-            continue;
-        };
-        for face in entry.faces {
-            if !merged[k].faces.iter().any(|f| f.face == face.face) {
-                merged[k].faces.push(face);
-            }
-        }
-    }
-    merged
+    let entries = one_entry_a_photo(entries, &first, &problems)?;
+    Ok((first, entries))
 }
 
 /// One ellipse file's images and faces (photos not checked). An image with

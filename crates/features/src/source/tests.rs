@@ -251,8 +251,10 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 fn malformed_jsonl_line_is_named_or_skipped() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.jpg"), jpeg_bytes()).unwrap();
+    std::fs::write(dir.path().join("b.jpg"), jpeg_bytes()).unwrap();
     let good = r#"{"image": "a.jpg", "boxes": [[1, 1, 20, 20]], "smile": [true]}"#;
-    let text = format!("{good}\n{{\"image\": \"a.jpg\", \"boxes\": [[1, 2, 3]\n{good}\n");
+    let other = good.replace("a.jpg", "b.jpg");
+    let text = format!("{good}\n{{\"image\": \"a.jpg\", \"boxes\": [[1, 2, 3]\n{other}\n");
     let manifest = write(dir.path(), "m.jsonl", &text);
     let cfg = |on_bad| annotated_config(SourceConfig::Jsonl { manifest: manifest.clone() }, on_bad);
     expect_bad(
@@ -372,14 +374,17 @@ fn missing_or_corrupt_annotated_image_is_named_at_scene_time() {
 #[test]
 fn scene_time_bad_inputs_are_counted_skips_in_the_pipeline() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.jpg"), jpeg_bytes()).unwrap();
+    // One photo a line: a photo named twice is one photo (round 22).
+    for name in ["a.jpg", "b.jpg", "c.jpg"] {
+        std::fs::write(dir.path().join(name), jpeg_bytes()).unwrap();
+    }
     let bytes = jpeg_bytes();
     std::fs::write(dir.path().join("cut.jpg"), &bytes[..bytes.len() / 2]).unwrap();
     let text = [
         r#"{"image": "a.jpg", "boxes": [[1, 1, 20, 20]], "smile": [true]}"#,
         r#"{"image": "cut.jpg", "boxes": [[1, 1, 20, 20]], "smile": [false]}"#,
-        r#"{"image": "a.jpg", "boxes": [[30, 30, 90, 50]], "smile": [false]}"#,
-        r#"{"image": "a.jpg", "boxes": [[2, 2, 30, 30]], "smile": [null]}"#,
+        r#"{"image": "b.jpg", "boxes": [[30, 30, 90, 50]], "smile": [false]}"#,
+        r#"{"image": "c.jpg", "boxes": [[2, 2, 30, 30]], "smile": [null]}"#,
     ]
     .join("\n");
     let manifest = write(dir.path(), "m.jsonl", &text);
