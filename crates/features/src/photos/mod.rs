@@ -33,7 +33,7 @@ pub use landmarks::parse_caltech;
 pub(crate) use window::crop_scene;
 use window::{quarter_crops, tile};
 
-use crate::annotations::{bad_box, entries_of_split, AnnotationText, BadLines, Entry};
+use crate::annotations::{bad_box, entries_of_split, one_entry_a_photo, AnnotationText, BadLines, Entry};
 use crate::config::{FeatureConfig, PhotoCrops, SourceConfig, Split};
 use crate::sample::{FaceBox, Sample, Smile};
 use crate::source::{SampleRng, Source};
@@ -166,6 +166,8 @@ pub(super) fn parse_source(
             let path = root.join("WebFaces_GroundThruth.txt");
             let text = read_text(&path)?;
             let entries = parse_caltech(AnnotationText { text: &text, path: &path }, &root.join("images"), problems)?;
+            // Its lines are grouped by name; a name spelt two ways is one photo too.
+            let entries = one_entry_a_photo(entries, &path, &problems)?;
             Ok(("caltech", path, entries, BoxRule::Annotated, crops.clone()))
         }
         SourceConfig::Fddb { root, crops } => {

@@ -270,6 +270,22 @@ fn caltech_source_cuts_scenes_from_its_split_only() {
     }
 }
 
+/// Round 22 of issue 90: a photo's name spelt two ways (`./pic.jpg`) was two
+/// photos in the annotated sources; Caltech's lines are one photo too.
+#[test]
+fn caltech_lines_naming_one_photo_two_ways_are_one_photo() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = caltech_fixture(dir.path(), 40);
+    let gt = root.join("WebFaces_GroundThruth.txt");
+    let text = std::fs::read_to_string(&gt).unwrap();
+    let again: String = text.lines().filter(|l| l.contains(" 120 40 ")).map(|l| format!("./{l}\n")).collect();
+    std::fs::write(&gt, format!("{text}{again}")).unwrap();
+    let cfg = photo_config(SourceConfig::Caltech { root, crops: PhotoCrops::default() });
+    let held = held_out_photos(&cfg, 0).unwrap();
+    let n = |split| build_source(&cfg, split).map(|s| s.len().unwrap()).unwrap_or(0);
+    assert_eq!(n(Split::Train) + n(Split::Val) + held[0].len(), 40, "each photo once");
+}
+
 #[test]
 fn held_out_split_is_deterministic_and_letterboxed() {
     let dir = tempfile::tempdir().unwrap();
