@@ -1428,6 +1428,13 @@ fn a_run_and_a_dataset_never_share_a_folder_and_odd_flags_are_named() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("holds metrics.csv, a grin run's file: a dataset needs a folder of its own"));
     assert!(!runs.join("r/manifest.json").exists());
+    // Round 23: `bench step --store` built its dataset in a run's folder.
+    let mut bench = Command::new(GRIN);
+    bench.args(["bench", "step", "--backend", "cpu", "--samples", "8", "--config"]).arg(&config);
+    let out = bench.arg("--store").arg(runs.join("r")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--store") && stderr(&out).contains("a dataset needs a folder"), "{}", stderr(&out));
+    assert!(!runs.join("r/manifest.json").exists());
     // Round 15: a shard-named file of the user's, in a folder no grin
     // writer held, was replaced as left by a stopped run.
     let stray = dir.path().join("stray");
@@ -1468,6 +1475,10 @@ fn a_run_and_a_dataset_never_share_a_folder_and_odd_flags_are_named() {
         grin(&["train", "--backend", "cpu", "--mode", "on-the-fly", "--allow-stale", "--name", "s"], &config, &runs);
     assert_eq!(stale.status.code(), Some(2));
     assert!(stderr(&stale).contains("--allow-stale: mode on-the-fly reads no precomputed dataset"));
+    // Round 23: --no-balance in mode auto, which picks by the check, was dropped.
+    let auto = grin(&["train", "--backend", "cpu", "--mode", "auto", "--no-balance", "--name", "a"], &config, &runs);
+    assert_eq!(auto.status.code(), Some(2));
+    assert!(stderr(&auto).contains("--no-balance: mode auto picks the mode by the balance check"), "{}", stderr(&auto));
     // Round 15: the advice to build a missing dataset left out the --sets
     // that shape it (built as advised, it was refused as stale).
     let missing = dir.path().join("missing");
@@ -1602,4 +1613,13 @@ fn an_export_of_crops_is_whole_or_absent() {
         assert_eq!(std::fs::read_dir(dir.path().join(folder)).unwrap().count(), 2, "{folder}");
     }
     assert!(!dir.path().join("export-crops.unfinished").exists());
+    // Round 23: a second export into a folder one is writing removed the
+    // first one's crops. The folder is held.
+    let busy = dir.path().join("busy");
+    let held = grin_output::hold_folder(&busy).unwrap();
+    let out = Command::new(GRIN).args(["features", "export-crops", "--count", "2", "--out"]).arg(&busy).output();
+    let out = out.unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("another grin command is writing into this folder"), "{}", stderr(&out));
+    drop(held);
 }

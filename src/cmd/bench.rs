@@ -184,7 +184,7 @@ fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Resu
     let mut inputs = loaded.inputs();
     // The store is built where it is missing: never inside the config's
     // sources (a dataset landed in a photo folder, issue 90), nor over a file.
-    super::check_out_folder("--store", &args.store, &inputs)?;
+    super::check_dataset_folder("--store", &args.store, &inputs)?;
     inputs.push(&args.store);
     if let Some(path) = &args.json {
         super::check_json(path, &inputs)?;

@@ -298,6 +298,9 @@ fn export_crops(args: ExportCropsArgs) -> Result<()> {
     // Synthetic scenes read no file, but a run's or dataset's folder is
     // no place for crops (round 14 of issue 90 wrote them into a run's).
     super::check_report_folder("--out", &args.out, &[], "crops")?;
+    // Held to the end: a second export into it removed the first one's
+    // unfinished crops, which then said it wrote them all (round 23).
+    let _held = grin_output::hold_folder(&args.out)?;
     // Its crops are numbered from 0: a folder of earlier ones, or of the
     // user's, had them replaced (round 15).
     for folder in ["smile", "no_smile"] {

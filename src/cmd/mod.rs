@@ -240,6 +240,20 @@ pub(crate) fn check_out_folder(flag: &str, folder: &Path, inputs: &[&Path]) -> R
     Ok(())
 }
 
+/// [`check_out_folder`] for the folder a dataset is built in: never a run's
+/// folder, which the two shared (round 11 of issue 90; `bench step --store`
+/// built one in a run, and the run could not be resumed, round 23).
+pub(crate) fn check_dataset_folder(flag: &str, folder: &Path, inputs: &[&Path]) -> Result<()> {
+    check_out_folder(flag, folder, inputs)?;
+    if let Some(name) = grin_train::run_files().find(|name| folder.join(name).symlink_metadata().is_ok()) {
+        anyhow::bail!(
+            "{flag} {}: holds {name}, a grin run's file: a dataset needs a folder of its own",
+            folder.display()
+        );
+    }
+    Ok(())
+}
+
 /// `--backend`, declared once: training, the balance check and the benchmarks take it.
 #[derive(Args, Clone, Copy)]
 pub(crate) struct BackendArg {

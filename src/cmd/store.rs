@@ -105,11 +105,7 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
     let samples = args.samples.unwrap_or(config.train.store_samples as u64);
     let out = args.out.clone().unwrap_or_else(|| config.store_dir());
     // Never into a folder it reads photos from, nor over the config.
-    super::check_out_folder("--out", &out, &loaded.inputs())?;
-    // A run's folder is no dataset's: the two shared one (round 11).
-    if let Some(name) = grin_train::run_files().find(|name| out.join(name).symlink_metadata().is_ok()) {
-        bail!("--out {}: holds {name}, a grin run's file: a dataset needs a folder of its own", out.display());
-    }
+    super::check_dataset_folder("--out", &out, &loaded.inputs())?;
     let plan = Plan::for_features(&config.features, samples, args.shard_size)?;
     let describe = format!(
         "{} samples of {}x{}x{} in {} shards of {} records ({} bytes each)",

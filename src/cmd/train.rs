@@ -40,7 +40,7 @@ pub(crate) struct TrainArgs {
     pub overwrite: bool,
     #[command(flatten)]
     pub stale: super::StaleArg,
-    /// Skip the balance check before the run (it takes a few seconds; `--mode auto` always runs it).
+    /// Skip the balance check before the run (it takes a few seconds); refused in mode auto, which picks by it.
     #[arg(long)]
     pub no_balance: bool,
 }
@@ -56,6 +56,13 @@ pub(crate) fn train(args: TrainArgs) -> Result<()> {
         sets.push(format!("name={name:?}"));
     }
     let loaded = grin_train::load_config(&args.config.config, &sets)?;
+    if args.no_balance && loaded.config.train.mode == grin_terms::Mode::Auto {
+        // It was dropped without a word (issue 90, round 23).
+        anyhow::bail!(
+            "--no-balance: mode auto picks the mode by the balance check, so it always runs; name a mode \
+             (--mode on-the-fly, precomputed or in-vram) to skip it"
+        );
+    }
     check_run_folder(&args.runs_dir.join(&loaded.config.name), &loaded)?;
     let (choice, why) = backend::resolve(args.backend.backend)?;
     eprintln!("{why}");

@@ -208,13 +208,13 @@ pub(crate) fn one_entry_a_photo(
 /// (`img/a.jpg`, `./img//a.jpg` and its absolute path are one photo), else
 /// its path's components, which drop a `.` and a doubled `/`.
 #[derive(PartialEq, Eq, Hash)]
-enum PhotoKey {
+pub(crate) enum PhotoKey {
     File(u64, u64),
     Path(PathBuf),
 }
 
 impl PhotoKey {
-    fn of(image: &Path) -> PhotoKey {
+    pub(crate) fn of(image: &Path) -> PhotoKey {
         #[cfg(unix)]
         if let Ok(meta) = std::fs::metadata(image) {
             use std::os::unix::fs::MetadataExt;

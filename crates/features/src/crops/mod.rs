@@ -14,6 +14,7 @@ mod paste;
 
 pub(crate) use paste::{paste_face, Placement};
 
+use crate::annotations::PhotoKey;
 use crate::config::{FeatureConfig, SourceConfig, Split};
 use crate::sample::{FaceBox, Sample, Smile};
 use crate::source::{log_uniform, SampleRng, Source};
@@ -21,6 +22,39 @@ use crate::split::{check_split, keep_split};
 use background::{has_colour, procedural_background, random_region};
 use grin_image::{list_images, load_all, skip_or_fail, BadInputKind, InputError, OnBadSample, Raster, SkipCounts};
 use rand::Rng;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+/// A crop under both `smile/` and `no_smile/` (a hard link, or one folder
+/// a link to the other) has two labels: an error naming it, or under `skip`
+/// left out of both, counted (issue 90, round 23: one file trained as
+/// smiling and as not).
+fn one_label_a_crop(
+    listed: Vec<(Vec<PathBuf>, Smile)>,
+    on_bad: OnBadSample,
+    skips: &SkipCounts,
+) -> Result<Vec<(Vec<PathBuf>, Smile)>, InputError> {
+    if listed.len() < 2 {
+        return Ok(listed);
+    }
+    let first: HashMap<PhotoKey, &PathBuf> = listed[0].0.iter().map(|f| (PhotoKey::of(f), f)).collect();
+    let mut both = HashSet::new();
+    for file in &listed[1].0 {
+        let key = PhotoKey::of(file);
+        if let Some(other) = first.get(&key) {
+            let why = format!("is also {}: one crop under smile/ and no_smile/ has two labels", other.display());
+            skip_or_fail(on_bad, skips, InputError::bad(file, None, BadInputKind::MalformedAnnotation, why))?;
+            both.insert(key);
+        }
+    }
+    if both.is_empty() {
+        return Ok(listed);
+    }
+    let keep = |(files, smile): (Vec<PathBuf>, Smile)| {
+        (files.into_iter().filter(|f| !both.contains(&PhotoKey::of(f))).collect(), smile)
+    };
+    Ok(listed.into_iter().map(keep).collect())
+}
 
 /// Largest share of a face that another face may cover; more is rejected.
 const MAX_OVERLAP: f32 = 0.25;
@@ -65,15 +99,14 @@ impl CropsSource {
         let load_skips = SkipCounts::default();
         let mut smiling = Vec::new();
         let mut non_smiling = Vec::new();
+        let mut listed = Vec::new();
         for (folder, smile) in [("smile", Smile::Yes), ("no_smile", Smile::No)] {
-            let dir = root.join(folder);
-            let files = match list_images(&dir) {
-                Ok(files) => files,
-                Err(e) => {
-                    skip_or_fail(cfg.on_bad_sample, &load_skips, e)?;
-                    continue;
-                }
-            };
+            match list_images(&root.join(folder)) {
+                Ok(files) => listed.push((files, smile)),
+                Err(e) => skip_or_fail(cfg.on_bad_sample, &load_skips, e)?,
+            }
+        }
+        for (files, smile) in one_label_a_crop(listed, cfg.on_bad_sample, &load_skips)? {
             let files = keep_split(files, |p| p.as_path(), &cfg.split, split);
             let crops = load_all(&files, channels, bound, cfg.on_bad_sample, &load_skips)?;
             let target = if smile == Smile::Yes { &mut smiling } else { &mut non_smiling };

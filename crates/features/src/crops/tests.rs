@@ -196,3 +196,25 @@ fn background_folder_images_fill_the_scene() {
     let s = source.scene(0, &mut SampleRng::seed_from_u64(3)).unwrap();
     assert!(s.pixels.iter().any(|p| *p != s.pixels[0]), "procedural texture instead");
 }
+
+/// Round 23 of issue 90: a crop under both `smile/` and `no_smile/` (a hard
+/// link, or `smile` a link to `no_smile`) trained as smiling and as not.
+#[test]
+fn a_crop_under_both_labels_is_named_or_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    write_crops(dir.path(), 4);
+    let linked = dir.path().join("smile/no_smile_0.png");
+    std::fs::hard_link(dir.path().join("no_smile/no_smile_0.png"), &linked).unwrap();
+    let mut cfg = config(dir.path().into(), 1, all_train());
+    let e = CropsSource::new(&cfg, Split::Train).unwrap_err().to_string();
+    assert!(e.contains("no_smile_0.png: is also") && e.contains("has two labels"), "{e}");
+    cfg.on_bad_sample = grin_image::OnBadSample::Skip;
+    let source = CropsSource::new(&cfg, Split::Train).unwrap();
+    assert_eq!(source.counts(), (4, 3), "the file left out of both folders");
+    // One folder a link to the other: every crop has two labels.
+    std::fs::remove_dir_all(dir.path().join("smile")).unwrap();
+    std::os::unix::fs::symlink("no_smile", dir.path().join("smile")).unwrap();
+    cfg.on_bad_sample = grin_image::OnBadSample::Error;
+    let e = CropsSource::new(&cfg, Split::Train).unwrap_err().to_string();
+    assert!(e.contains("has two labels"), "{e}");
+}
