@@ -1623,3 +1623,45 @@ fn an_export_of_crops_is_whole_or_absent() {
     assert!(stderr(&out).contains("another grin command is writing into this folder"), "{}", stderr(&out));
     drop(held);
 }
+
+/// Round 23 of issue 90: `export --run` and `simulate --from-run` of a run
+/// that has not finished said only "No such file or directory".
+#[test]
+fn a_run_not_finished_is_said_so_by_export_and_simulate() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("r");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("config.toml"), "name = \"r\"\n").unwrap();
+    std::fs::write(run.join("checkpoint.ckpt"), "").unwrap();
+    let mut export = Command::new(GRIN);
+    export.args(["export", "--run"]).arg(&run).arg("--out").arg(dir.path().join("m.onnx"));
+    let out = export.output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no model.grin: the run has not finished"), "{}", stderr(&out));
+    let mut simulate = Command::new(GRIN);
+    simulate.args(["simulate", "--from-run"]).arg(&run).arg("--out").arg(dir.path().join("t.svg"));
+    let out = simulate.output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("summary.json: missing: the run has not finished"), "{}", stderr(&out));
+}
+
+/// Round 23 of issue 90: `export-crops` onto a full disk named the crop it
+/// could not write and left its staging folder filling the disk.
+#[test]
+fn an_export_of_crops_onto_a_full_disk_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&small).output();
+    if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
+        return eprintln!("SKIPPED: a small tmpfs cannot be mounted here: {mounted:?}");
+    }
+    let mut export = Command::new(GRIN);
+    export.args(["features", "export-crops", "--count", "500", "--out"]).arg(small.join("x"));
+    let out = export.output().unwrap();
+    let left: Vec<_> = std::fs::read_dir(&small).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    let _ = Command::new("umount").arg(&small).status();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("No space left on device"), "{}", stderr(&out));
+    assert!(left.is_empty(), "the staged crops and the folder are gone: {left:?}");
+}

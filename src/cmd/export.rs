@@ -28,7 +28,8 @@ pub(crate) fn export(args: ExportArgs) -> Result<()> {
     }
     let path = match (&args.model, &args.run) {
         (Some(model), _) => model.clone(),
-        (None, Some(run)) => run.join("model.grin"),
+        // Named as `grin eval --run` names it: a run not finished is said so.
+        (None, Some(run)) => grin_train::run_model(run, false)?.0,
         (None, None) => bail!("give --model FILE or --run runs/<name>"),
     };
     // A run folder is an input as a whole: its config and summary are as

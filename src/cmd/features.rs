@@ -327,28 +327,36 @@ fn export_crops(args: ExportCropsArgs) -> Result<()> {
         let dir = staging.join(folder);
         std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create folder", dir.display()))?;
     }
-    let mut index = 0u64;
-    while written.iter().any(|n| *n < args.count) {
-        let (sample, _) = scenes.scene(index)?;
-        index += 1;
-        let raster = Raster { width: sample.width, height: sample.height, channels: 1, pixels: sample.pixels };
-        for b in &sample.boxes {
-            let (k, folder) = if b.smile == Smile::Yes { (0, "smile") } else { (1, "no_smile") };
-            if written[k] >= args.count {
-                continue;
+    let mut stage = || -> Result<()> {
+        let mut index = 0u64;
+        while written.iter().any(|n| *n < args.count) {
+            let (sample, _) = scenes.scene(index)?;
+            index += 1;
+            let raster = Raster { width: sample.width, height: sample.height, channels: 1, pixels: sample.pixels };
+            for b in &sample.boxes {
+                let (k, folder) = if b.smile == Smile::Yes { (0, "smile") } else { (1, "no_smile") };
+                if written[k] >= args.count {
+                    continue;
+                }
+                // The tight face box, like a SMILEsmileD crop.
+                let region = [b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0];
+                let pixels = resample_region(&raster, region, SIDE, SIDE);
+                let path = staging.join(folder).join(format!("{}.png", written[k]));
+                let mut png = std::io::Cursor::new(Vec::new());
+                image::GrayImage::from_raw(SIDE, SIDE, pixels)
+                    .context("crop size")?
+                    .write_to(&mut png, image::ImageFormat::Png)?;
+                // Synthetic scenes read no file: nothing to keep the crops off.
+                grin_output::write_file(&path, &[], png.get_ref())?;
+                written[k] += 1;
             }
-            // The tight face box, like a SMILEsmileD crop.
-            let region = [b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0];
-            let pixels = resample_region(&raster, region, SIDE, SIDE);
-            let path = staging.join(folder).join(format!("{}.png", written[k]));
-            let mut png = std::io::Cursor::new(Vec::new());
-            image::GrayImage::from_raw(SIDE, SIDE, pixels)
-                .context("crop size")?
-                .write_to(&mut png, image::ImageFormat::Png)?;
-            // Synthetic scenes read no file: nothing to keep the crops off.
-            grin_output::write_file(&path, &[], png.get_ref())?;
-            written[k] += 1;
         }
+        Ok(())
+    };
+    if let Err(e) = stage() {
+        // A full disk left the crops written so far filling it (round 23).
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(e);
     }
     for folder in ["smile", "no_smile"] {
         // Onto an empty folder of that name, if one is there (checked above).

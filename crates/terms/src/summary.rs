@@ -100,6 +100,10 @@ impl std::error::Error for SummaryError {}
 pub fn read(run_dir: &Path) -> Result<RunFigures, SummaryError> {
     let path = run_dir.join(SUMMARY_FILE);
     let error = |message: String| SummaryError { path: path.clone(), message };
+    if path.symlink_metadata().is_err() && run_dir.is_dir() {
+        // Written last: "No such file or directory" left the reason out.
+        return Err(error("missing: the run has not finished (grin train writes it at the end)".into()));
+    }
     let bytes =
         grin_output::read_plain(&path, u64::MAX).map_err(|e| error(format!("cannot read the run's summary: {e}")))?;
     serde_json::from_slice(&bytes).map_err(|e| error(format!("not a run summary: {e}")))
