@@ -1665,3 +1665,41 @@ fn an_export_of_crops_onto_a_full_disk_leaves_nothing() {
     assert!(stderr(&out).contains("No space left on device"), "{}", stderr(&out));
     assert!(left.is_empty(), "the staged crops and the folder are gone: {left:?}");
 }
+
+/// Round 24 of issue 90: eval, calibrate and mine scored fewer photos than
+/// the annotations list, under `on_bad_sample = "skip"`, without a word.
+#[test]
+fn eval_says_the_annotation_lines_it_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    textured_photo(&dir.path().join("a.png"));
+    let run = calibration_run(dir.path(), "{\"image\": \"a.png\", \"boxes\": [[30, 20, 70, 70]]}\n{\"image\": 1}\n");
+    let out = Command::new(GRIN).args(["eval", "--run"]).arg(&run).args(["--samples", "0", "--split", "val"]).output();
+    let out = out.unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = "jsonl: skipped 1 inputs: 1 malformed annotation line while its annotations were read";
+    assert!(stderr(&out).contains(said), "{}", stderr(&out));
+}
+
+/// Round 24 of issue 90: `eval --out O`, where `O/photos.json` was a link
+/// to another run's `summary.json`, wrote the report through it (exit 0).
+#[test]
+fn a_report_folder_with_a_link_into_a_run_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = calibration_run(dir.path(), "");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let other = elsewhere.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join(grin_output::LOCK_FILE), "").unwrap();
+    std::fs::write(other.join("summary.json"), "{}").unwrap();
+    let report = elsewhere.path().join("O");
+    std::fs::create_dir_all(&report).unwrap();
+    std::os::unix::fs::symlink(other.join("summary.json"), report.join("photos.json")).unwrap();
+    let out = Command::new(GRIN).args(["eval", "--run"]).arg(&run).arg("--out").arg(&report).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("photos.json: is a file of") && stderr(&out).contains("grin run's"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(other.join("summary.json")).unwrap(), b"{}");
+}

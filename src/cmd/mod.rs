@@ -221,6 +221,13 @@ pub(crate) fn check_report_folder(flag: &str, folder: &Path, inputs: &[&Path], w
             folder.join(what).display()
         );
     }
+    // A link there under a report's name is written through: one into a
+    // run's folder replaced that run's summary (round 24 of issue 90).
+    for entry in std::fs::read_dir(folder).into_iter().flatten().flatten() {
+        if entry.file_type().is_ok_and(|kind| kind.is_symlink()) {
+            grin_output::refuse_a_kept_file(&entry.path())?;
+        }
+    }
     Ok(())
 }
 

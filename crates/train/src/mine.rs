@@ -14,7 +14,7 @@
 
 use crate::device_batch::upload;
 use anyhow::{bail, Context, Result};
-use grin_features::{photos_of_split, FaceBox, FeatureConfig, HeldOutPhoto, HostBatch, Sample, Split};
+use grin_features::{FaceBox, FeatureConfig, HeldOutPhoto, HostBatch, Sample, Split};
 use grin_image::{OnBadSample, LETTERBOX_FILL};
 use grin_model::{detect, Detector, DetectorBackend};
 use grin_net::{DecodeParams, Detection, DetectorSpec, SecondLook};
@@ -119,7 +119,7 @@ pub fn mine<B: DetectorBackend>(
     device: &B::Device,
 ) -> Result<Vec<Mined>> {
     // The photos first: a refused mining leaves no empty folder behind (round 10).
-    let sets = photos_of_split(features, Split::Train, options.photos)?;
+    let sets = crate::photo_eval::photo_sets(features, Split::Train, options.photos)?;
     if sets.is_empty() {
         return Ok(Vec::new());
     }

@@ -137,8 +137,20 @@ pub fn evaluate_split<B: DetectorBackend>(
     scoring: PhotoScoring,
     device: &B::Device,
 ) -> Result<Vec<PhotoReport>> {
-    let sets = photos_of_split(features, scoring.split, scoring.limit)?;
+    let sets = photo_sets(features, scoring.split, scoring.limit)?;
     sets.iter().map(|set| score_set(model, run_spec, features, set, scoring, device)).collect()
+}
+
+/// [`photos_of_split`], each set's skipped annotation lines said: the
+/// figures of fewer photos than the annotations list must say so.
+pub(crate) fn photo_sets(features: &FeatureConfig, split: Split, limit: usize) -> Result<Vec<HeldOutPhotos>> {
+    let sets = photos_of_split(features, split, limit)?;
+    for set in &sets {
+        if let Some(skipped) = &set.skipped {
+            eprintln!("{}: {skipped} while its annotations were read (on_bad_sample = \"skip\")", set.name);
+        }
+    }
+    Ok(sets)
 }
 
 /// Photos `chunk` of `set` letterboxed into one frame: the run size, or the

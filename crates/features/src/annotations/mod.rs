@@ -16,6 +16,7 @@ use crate::sample::{FaceBox, Sample, MAX_BOXES};
 use crate::source::{SampleRng, Source};
 use crate::split::{check_split, keep_split};
 use grin_image::{letterbox_photo, read_text, BadInputKind, ImageBound, InputError, Letterbox, Raster, SkipCounts};
+use grin_terms::boxes::iou;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -165,12 +166,14 @@ pub(crate) fn entries_of_split(
     Ok(entries)
 }
 
-/// One entry a photo: a photo listed again (in one file or fold, or as
-/// `./a.jpg` beside `a.jpg`) gets the faces of every listing, each face
-/// once. Two entries of one photo each held only their own faces, the
-/// others scored as false detections and trained as background (issue 90,
-/// rounds 21 and 22). One box listed again with another smile label is a
-/// conflict: an error naming both lines, or under `skip` the photo left out.
+/// One entry a photo, each face once: a photo listed again (in one file
+/// or fold, or as `./a.jpg` beside `a.jpg`) gets the faces of every
+/// listing, and a face given twice (in one listing or two, or a box within
+/// [`SAME_FACE_IOU`] of another) is one face. Two entries of one photo each
+/// held only their own faces, the others scored as false detections, and a
+/// face given twice was a second face never found (issue 90, rounds 21, 22
+/// and 24). One face given with two smile labels is a conflict: an error
+/// naming both lines, or under `skip` the photo left out.
 pub(crate) fn one_entry_a_photo(
     entries: Vec<Entry>,
     annotations: &Path,
@@ -179,16 +182,15 @@ pub(crate) fn one_entry_a_photo(
     let mut at: HashMap<PhotoKey, usize> = HashMap::new();
     let mut merged: Vec<Option<Entry>> = Vec::with_capacity(entries.len());
     for entry in entries {
-        let key = PhotoKey::of(&entry.image);
-        let Some(&k) = at.get(&key) else {
-            at.insert(key, merged.len());
-            merged.push(Some(entry));
-            continue;
-        };
+        let k = *at.entry(PhotoKey::of(&entry.image)).or_insert_with(|| {
+            merged.push(Some(Entry { image: entry.image.clone(), faces: Vec::new() }));
+            merged.len() - 1
+        });
         let Some(kept) = &mut merged[k] else { continue };
         let mut conflict = None;
         for face in entry.faces {
-            match kept.faces.iter().find(|f| f.face.corners() == face.face.corners()) {
+            let same = |f: &&Annotated| iou(f.face.corners(), face.face.corners()) >= SAME_FACE_IOU;
+            match kept.faces.iter().find(same) {
                 None => kept.faces.push(face),
                 Some(f) if f.face.smile == face.face.smile => {}
                 Some(f) => conflict = Some((f.line, face.line)),
@@ -196,13 +198,17 @@ pub(crate) fn one_entry_a_photo(
         }
         if let Some((first, again)) = conflict {
             let message =
-                format!("{} gives a box of line {first} again with another smile label", kept.image.display());
+                format!("{} gives the face of line {first} again with another smile label", kept.image.display());
             problems.report(malformed(annotations, again, message))?;
             merged[k] = None;
         }
     }
     Ok(merged.into_iter().flatten().collect())
 }
+
+/// Boxes this close are one face given twice: two faces of a crowd overlap
+/// far less (FDDB's and Caltech's closest pairs are under 0.5).
+const SAME_FACE_IOU: f32 = 0.9;
 
 /// Which photo a path names: the file's identity where it can be read
 /// (`img/a.jpg`, `./img//a.jpg` and its absolute path are one photo), else

@@ -197,10 +197,19 @@ fn a_photo_listed_twice_is_one_photo_with_every_face_once() {
     let conflict = r#"{"image": "a.png", "boxes": [[10, 10, 50, 50]], "smile": [false]}"#;
     std::fs::write(&manifest, format!("{}\n{conflict}", lines.join("\n"))).unwrap();
     let e = AnnotatedSource::jsonl(&cfg(OnBadSample::Error), Split::Train).unwrap_err().to_string();
-    assert!(e.contains("m.jsonl:5") && e.contains("box of line 1 again with another smile label"), "{e}");
+    assert!(e.contains("m.jsonl:5") && e.contains("face of line 1 again with another smile label"), "{e}");
     let source = AnnotatedSource::jsonl(&cfg(OnBadSample::Skip), Split::Train).unwrap();
     assert_eq!(source.len(), Some(1), "a.png left out, b.png kept");
     assert_eq!(source.load_skips().unwrap().total(), 1);
+    // Round 24: a face given twice in one line, or 0.01 px apart, is one
+    // face; given twice with two labels in one line, a conflict.
+    let twice = r#"{"image": "a.png", "boxes": [[10, 10, 50, 50], [10.01, 10, 50, 50.01]], "smile": [true, true]}"#;
+    std::fs::write(&manifest, twice).unwrap();
+    let source = AnnotatedSource::jsonl(&cfg(OnBadSample::Error), Split::Train).unwrap();
+    assert_eq!(source.entries()[0].faces.len(), 1);
+    std::fs::write(&manifest, twice.replace("[true, true]", "[true, false]")).unwrap();
+    let e = AnnotatedSource::jsonl(&cfg(OnBadSample::Error), Split::Train).unwrap_err().to_string();
+    assert!(e.contains("m.jsonl:1") && e.contains("face of line 1 again with another smile label"), "{e}");
     // Round 22: every line bad under `skip` blamed the split alone.
     std::fs::write(&manifest, "{\"image\": 1}\n[]\n").unwrap();
     let e = AnnotatedSource::jsonl(&cfg(OnBadSample::Skip), Split::Train).unwrap_err().to_string();
