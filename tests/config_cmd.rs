@@ -47,6 +47,17 @@ fn unknown_keys_and_out_of_range_values_are_named() {
     let missing = grin(&["config", "--config", &demo, "--get", "train.nope"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("key `train.nope`: not a key of the resolved config"));
+    // Round 25: `grin config --config d.toml >> d.toml` appended to it.
+    let copy = tempfile::tempdir().unwrap();
+    let own = copy.path().join("d.toml");
+    std::fs::copy(&demo, &own).unwrap();
+    let appended = std::fs::OpenOptions::new().append(true).open(&own).unwrap();
+    let mut config = Command::new(env!("CARGO_BIN_EXE_grin"));
+    config.args(["config", "--config"]).arg(&own).stdout(appended);
+    let out = config.output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("d.toml: is also standard output"));
+    assert_eq!(std::fs::read(&own).unwrap(), std::fs::read(&demo).unwrap());
     // A key the config takes but leaves unset is no misspelling (round 21).
     let unset = grin(&["config", "--config", &demo, "--get", "train.init"]);
     assert_eq!(unset.status.code(), Some(2));
@@ -117,6 +128,11 @@ fn eval_refuses_what_it_would_not_score() {
         assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
         assert!(err.contains(why), "{extra:?}: {err}");
     }
+    // Round 25: mine dropped a `--set model.*` as eval did.
+    let mine = ["mine", "--model", model.as_str(), "--config", config.as_str(), "--out", "unused"];
+    let out = grin(&[&mine[..], &["--set", "model.nms_iou=0.05"]].concat());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mine runs the model as its file holds it; its own setting"));
 }
 
 #[test]

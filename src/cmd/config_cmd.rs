@@ -21,6 +21,7 @@ pub(crate) struct ConfigCmdArgs {
 
 pub(crate) fn run(args: ConfigCmdArgs) -> Result<()> {
     let loaded = args.config.load()?;
+    grin_output::refuse_stdout_on_inputs(&[&loaded.path])?;
     let mut value = toml::Value::try_from(&loaded.config)?;
     // A file leaves some keys out at their defaults; a resolved config names
     // them all (`--keys` listed no `model.second_look.*`).

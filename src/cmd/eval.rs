@@ -89,19 +89,6 @@ fn check_channels(model_path: &Path, spec: &DetectorSpec, features: &grin_featur
     Ok(())
 }
 
-/// The model is scored as its file holds it: a `--set model.*` changed
-/// the config read for the data and nothing else (round 21).
-fn refuse_model_sets(sets: &[String]) -> Result<()> {
-    let model_key = |set: &&String| set.trim_start().starts_with("model.") || set.trim_start().starts_with("model=");
-    match sets.iter().find(model_key) {
-        Some(set) => anyhow::bail!(
-            "--set {set}: eval scores the model as its file holds it; its decision settings are eval's own flags \
-             (--threshold, --pyramid-above, --nested-cover, --second-look-*), or change the file with grin model-set"
-        ),
-        None => Ok(()),
-    }
-}
-
 pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     let (model_path, config_path) = match (&args.run, &args.model, &args.config.config) {
         (Some(run), _, _) => grin_train::run_model(run, args.best)?,
@@ -110,7 +97,9 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     };
     let split = grin_features::Split::from(args.split);
     let label = args.split.label();
-    refuse_model_sets(&args.config.set.sets)?;
+    let own = "its decision settings are eval's own flags (--threshold, --pyramid-above, --nested-cover, \
+               --second-look-*)";
+    super::refuse_model_sets(&args.config.set.sets, "eval scores", own)?;
     let loaded = grin_train::load_config(&config_path, &args.config.set.sets)?;
     if let Some(out) = &args.out {
         // A folder, checked before the scoring, not at the end of it.

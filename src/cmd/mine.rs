@@ -55,6 +55,7 @@ fn parse_score(text: &str) -> Result<f32, String> {
 }
 
 pub(crate) fn run(args: MineArgs) -> Result<()> {
+    super::refuse_model_sets(&args.config.set.sets, "mine runs", "its own setting is --score")?;
     let loaded = args.config.load()?;
     let mut inputs = loaded.inputs();
     inputs.push(&args.model);

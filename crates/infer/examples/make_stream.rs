@@ -60,6 +60,7 @@ fn main() -> std::process::ExitCode {
 
 fn run(args: Args) -> Result<()> {
     let inputs: Vec<&std::path::Path> = args.images.iter().map(PathBuf::as_path).collect();
+    grin_output::refuse_stdout_on_inputs(&inputs)?;
     if let Some(path) = &args.first_png {
         // Before any work: the first frame must not land on an image.
         grin_output::check(path, &inputs)?;

@@ -666,3 +666,22 @@ fn a_flag_that_cannot_apply_or_a_count_past_its_bound_is_refused_by_name() {
     let out = grin_detect(&["--second-look-confirm", "0.99", s(&scene)]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// Round 25 of issue 90: `grin-detect --json r.jpg >> r.jpg` appended its
+/// report to the photo it read (exit 0); `cat` refuses the same.
+#[test]
+fn standard_output_onto_an_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let photo = dir.path().join("r.png");
+    std::fs::copy(scene(), &photo).unwrap();
+    let before = std::fs::read(&photo).unwrap();
+    let appended = std::fs::OpenOptions::new().append(true).open(&photo).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_grin-detect"))
+        .args(["--json", s(&photo)])
+        .stdout(appended)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("r.png: is also standard output"), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(&photo).unwrap(), before);
+}

@@ -126,6 +126,24 @@ fn refuse_inputs_inside(path: &Path, reach: &Reach) -> Result<(), OutputError> {
     ))
 }
 
+/// Refuses when standard output is a file that is one of `inputs`: the
+/// shell opened it for the command (`grin-detect --json r.jpg >> r.jpg`),
+/// which appended to what it read (round 25 of issue 90), where `cat`
+/// refuses with "input file is output file".
+pub fn refuse_stdout_on_inputs(inputs: &[&Path]) -> Result<(), OutputError> {
+    // `/dev/stdout` is this process's descriptor 1, whatever it names.
+    let Ok(out) = std::fs::metadata("/dev/stdout") else { return Ok(()) };
+    if !out.is_file() {
+        return Ok(());
+    }
+    match inputs.iter().find(|input| std::fs::metadata(input).is_ok_and(|m| same_file(&out, &m))) {
+        Some(input) => {
+            Err(fail(input, "is also standard output: the output would be written into it; send the output elsewhere"))
+        }
+        None => Ok(()),
+    }
+}
+
 /// Whether `a` and `b` name one existing file (by device and inode: a
 /// link or a hard link to it counts).
 pub fn is_same_file(a: &Path, b: &Path) -> bool {

@@ -189,7 +189,11 @@ pub(crate) fn one_entry_a_photo(
         let Some(kept) = &mut merged[k] else { continue };
         let mut conflict = None;
         for face in entry.faces {
-            let same = |f: &&Annotated| iou(f.face.corners(), face.face.corners()) >= SAME_FACE_IOU;
+            // Equal corners too: an aligned portrait's face is a box its
+            // rule makes later, all zeros here.
+            let same = |f: &&Annotated| {
+                f.face.corners() == face.face.corners() || iou(f.face.corners(), face.face.corners()) >= SAME_FACE_IOU
+            };
             match kept.faces.iter().find(same) {
                 None => kept.faces.push(face),
                 Some(f) if f.face.smile == face.face.smile => {}

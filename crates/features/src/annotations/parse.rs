@@ -187,8 +187,8 @@ pub fn parse_celeba(
             continue;
         };
         let smile = match smiles.get(fields[0]) {
-            Some(Some(smile)) => *smile,
-            Some(None) => continue, // its labels conflict: left out under `skip`, counted there
+            Some((Some(smile), _)) => *smile,
+            Some((None, _)) => continue, // its labels conflict: left out under `skip`, counted there
             None => Smile::Unknown,
         };
         match checked_box(bbox_path, line, [n[0], n[1], n[0] + n[2], n[1] + n[3]], smile) {
@@ -212,12 +212,13 @@ fn check_row_count(path: &Path, declared: usize, rows: usize, problems: &BadLine
 }
 
 /// CelebA's attribute file: each image's `Smiling` label, or `None` for an
-/// image whose rows give two labels (an error, or under `skip` left out).
+/// image whose rows give two labels (an error, or under `skip` left out),
+/// with the line it was first given on.
 pub(crate) fn parse_celeba_attr(
     text: &str,
     path: &Path,
     problems: &BadLines,
-) -> Result<HashMap<String, Option<Smile>>, InputError> {
+) -> Result<HashMap<String, (Option<Smile>, usize)>, InputError> {
     let mut lines = numbered(text);
     let declared = header_count(&mut lines, path)?;
     let (header_line, header) = lines.next().ok_or_else(|| malformed(path, 2, "missing attribute names line"))?;
@@ -231,9 +232,6 @@ pub(crate) fn parse_celeba_attr(
         return Err(malformed(path, header_line, "`Smiling` names two columns; which is the label?"));
     }
     let mut smiles = HashMap::new();
-    // The line each image was first given on: a row again with another
-    // label was taken last-wins, without a word (issue 90, round 22).
-    let mut first_line: HashMap<&str, usize> = HashMap::new();
     let mut rows = 0;
     for (line, text) in lines {
         rows += 1;
@@ -254,19 +252,20 @@ pub(crate) fn parse_celeba_attr(
                 continue;
             }
         };
-        match (smiles.get(fields[0]), first_line.get(fields[0])) {
-            (Some(&Some(kept)), Some(&first)) if kept != smile => {
+        // A row again with another label was taken last-wins, without a
+        // word (issue 90, round 22).
+        match smiles.get(fields[0]) {
+            Some(&(Some(kept), first)) if kept != smile => {
                 problems.report(malformed(
                     path,
                     line,
                     format!("{} is given again with another `Smiling` label (first at line {first})", fields[0]),
                 ))?;
-                smiles.insert(fields[0].to_string(), None);
+                smiles.insert(fields[0].to_string(), (None, first));
             }
-            (Some(_), _) => {}
-            (None, _) => {
-                first_line.insert(fields[0], line);
-                smiles.insert(fields[0].to_string(), Some(smile));
+            Some(_) => {}
+            None => {
+                smiles.insert(fields[0].to_string(), (Some(smile), line));
             }
         }
     }

@@ -3,7 +3,9 @@
 //! ([`landmarks_to_box`]).
 
 use super::face_box::landmarks_to_box;
-use crate::annotations::{bad_box, malformed, numbered, parse_celeba_attr, Annotated, AnnotationText, BadLines, Entry};
+use crate::annotations::{
+    bad_box, malformed, numbered, one_entry_a_photo, parse_celeba_attr, Annotated, AnnotationText, BadLines, Entry,
+};
 use crate::sample::{FaceBox, Smile};
 use grin_image::InputError;
 use std::collections::HashMap;
@@ -98,13 +100,16 @@ pub(super) fn parse_celeba_aligned(
 ) -> Result<Vec<Entry>, InputError> {
     let smiles = parse_celeba_attr(text, path, problems)?;
     // A photo whose rows conflict is left out (under `skip`, counted there).
-    let mut names: Vec<(&String, &Smile)> = smiles.iter().filter_map(|(n, s)| Some((n, s.as_ref()?))).collect();
+    let mut names: Vec<(&String, Smile, usize)> =
+        smiles.iter().filter_map(|(n, (s, line))| Some((n, (*s)?, *line))).collect();
     names.sort_by(|a, b| a.0.cmp(b.0));
-    Ok(names
+    let entries = names
         .into_iter()
-        .map(|(name, smile)| {
-            let face = FaceBox { x0: 0.0, y0: 0.0, x1: 0.0, y1: 0.0, smile: *smile };
-            Entry { image: images.join(name), faces: vec![Annotated { face, line: 0 }] }
+        .map(|(name, smile, line)| {
+            let face = FaceBox { x0: 0.0, y0: 0.0, x1: 0.0, y1: 0.0, smile };
+            Entry { image: images.join(name), faces: vec![Annotated { face, line }] }
         })
-        .collect())
+        .collect();
+    // A portrait under two names (a link) is one photo (round 25).
+    one_entry_a_photo(entries, path, problems)
 }

@@ -537,3 +537,24 @@ fn photos_named_outside_the_folders_are_found_in_every_split() {
     outside.sort();
     assert_eq!(found, outside);
 }
+
+/// Round 25 of issue 90: an aligned portrait under two names (a hard link)
+/// was two portraits, with two labels if its rows disagreed.
+#[test]
+fn an_aligned_portrait_under_two_names_is_one_portrait() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("1.jpg"), b"portrait").unwrap();
+    std::fs::hard_link(dir.path().join("1.jpg"), dir.path().join("2.jpg")).unwrap();
+    let columns: Vec<String> = (0..40).map(|i| if i == 31 { "Smiling".into() } else { format!("A{i}") }).collect();
+    let row = |name: &str, smiling: &str| {
+        let values: Vec<&str> = (0..40).map(|i| if i == 31 { smiling } else { "-1" }).collect();
+        format!("{name} {}\n", values.join(" "))
+    };
+    let attr = |second: &str| format!("2\n{}\n{}{}", columns.join(" "), row("1.jpg", "1"), row("2.jpg", second));
+    let skips = SkipCounts::default();
+    let problems = BadLines { on_bad: OnBadSample::Error, skips: &skips };
+    let parse = |text: &str| super::landmarks::parse_celeba_aligned(text, Path::new("attr.txt"), dir.path(), &problems);
+    assert_eq!(parse(&attr("1")).unwrap().len(), 1, "one portrait, one face");
+    let e = parse(&attr("-1")).unwrap_err().to_string();
+    assert!(e.contains("attr.txt:4") && e.contains("face of line 3 again with another smile label"), "{e}");
+}

@@ -197,6 +197,8 @@ pub(crate) fn said(written: std::io::Result<()>) -> Result<bool> {
 
 /// `Ok(false)` when some image failed.
 fn run(cli: &Cli) -> Result<bool> {
+    let read: Vec<&Path> = draw_inputs(cli).into_iter().chain(cli.stream.as_deref()).collect();
+    grin_output::refuse_stdout_on_inputs(&read)?;
     if let Some(n) = cli.threads {
         rayon::ThreadPoolBuilder::new()
             .num_threads(n as usize)
