@@ -1637,7 +1637,7 @@ fn a_run_not_finished_is_said_so_by_export_and_simulate() {
     export.args(["export", "--run"]).arg(&run).arg("--out").arg(dir.path().join("m.onnx"));
     let out = export.output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("no model.grin: the run has not finished"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("model.grin: missing: the run has not finished"), "{}", stderr(&out));
     let mut simulate = Command::new(GRIN);
     simulate.args(["simulate", "--from-run"]).arg(&run).arg("--out").arg(dir.path().join("t.svg"));
     let out = simulate.output().unwrap();

@@ -28,8 +28,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<()> {
     }
     let path = match (&args.model, &args.run) {
         (Some(model), _) => model.clone(),
-        // Named as `grin eval --run` names it: a run not finished is said so.
-        (None, Some(run)) => grin_train::run_model(run, false)?.0,
+        (None, Some(run)) => run.join("model.grin"),
         (None, None) => bail!("give --model FILE or --run runs/<name>"),
     };
     // A run folder is an input as a whole: its config and summary are as
@@ -40,6 +39,10 @@ pub(crate) fn export(args: ExportArgs) -> Result<()> {
     // An ONNX graph under a model file's name replaced a run's model.grin
     // (round 9 of issue 90), and under a photo's name the photo (round 16).
     super::check_kind("--out", &args.out, "an ONNX graph", "onnx")?;
+    if args.run.as_ref().is_some_and(|run| run.is_dir()) && path.symlink_metadata().is_err() {
+        // "No such file or directory" left the reason out (round 23).
+        bail!("{}: missing: the run has not finished (grin train writes it at the end)", path.display());
+    }
     let weights = grin_net::file::read(&path)?;
     let spec = &weights.spec;
     let bytes = grin_export::to_onnx(spec, &weights.folded());
