@@ -1,10 +1,13 @@
 //! Several sources as one: each scene comes from one part, drawn with the
 //! config's weights (real multi-face scenes, portraits for smiles, ...).
 
+use crate::annotations::PhotoKey;
 use crate::sample::Sample;
 use crate::source::{SampleRng, Source};
 use grin_image::{InputError, SkipCounts};
 use rand::Rng;
+use std::collections::HashMap;
+use std::path::Path;
 
 pub(crate) struct MixSource {
     parts: Vec<Box<dyn Source>>,
@@ -23,6 +26,7 @@ impl std::fmt::Debug for MixSource {
 impl MixSource {
     pub(crate) fn new(parts: Vec<Box<dyn Source>>, weights: &[f32]) -> Result<MixSource, InputError> {
         check_weights(weights, parts.len())?;
+        one_part_a_file(&parts)?;
         let total: f32 = weights.iter().sum();
         let mut sum = 0.0;
         let cumulative = weights
@@ -40,6 +44,31 @@ impl MixSource {
         }
         Ok(MixSource { parts, cumulative, load_skips })
     }
+}
+
+/// Each file (by identity: a link is the file it names) is shown by one
+/// part: a photo with faces listed as a face-free image, or a photo two
+/// annotation files label, would teach two answers for one picture (round
+/// 25 of issue 90).
+fn one_part_a_file(parts: &[Box<dyn Source>]) -> Result<(), InputError> {
+    let mut owner: HashMap<PhotoKey, (usize, &Path)> = HashMap::new();
+    for (i, part) in parts.iter().enumerate() {
+        for file in part.files() {
+            let (j, first) = *owner.entry(PhotoKey::of(file)).or_insert((i, file));
+            if j != i {
+                return Err(InputError::Config(format!(
+                    "{}: shown by parts[{j}] ({}) and by parts[{i}] ({}) of `features.source` (as {}); each file \
+                     belongs to one part of a mix: a face-free image holds no face, and one photo's faces are \
+                     given in one annotation file",
+                    file.display(),
+                    parts[j].name(),
+                    part.name(),
+                    first.display()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One weight a part, each finite and non-negative, with a positive sum.
@@ -78,5 +107,9 @@ impl Source for MixSource {
 
     fn load_skips(&self) -> Option<&SkipCounts> {
         Some(&self.load_skips)
+    }
+
+    fn files(&self) -> Vec<&Path> {
+        self.parts.iter().flat_map(|p| p.files()).collect()
     }
 }

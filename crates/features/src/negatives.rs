@@ -19,6 +19,7 @@ use crate::source::{SampleRng, Source};
 use crate::split::split_of_path;
 use grin_image::{list_images, load_all, resample_region, skip_or_fail, InputError, Raster, SkipCounts};
 use rand::Rng;
+use std::path::{Path, PathBuf};
 
 /// The file `grin mine` keeps in its folder while it writes crops there,
 /// removed once its `mined.jsonl` is written: a mining stopped midway left
@@ -35,6 +36,8 @@ pub(crate) struct NegativesSource {
     mined: Vec<Raster>,
     graphics: f32,
     zoom_in: f32,
+    /// The images of this split and the mined crops, as listed.
+    files: Vec<PathBuf>,
     load_skips: SkipCounts,
 }
 
@@ -79,6 +82,7 @@ impl NegativesSource {
         }
         let images = load_all(&files, cfg.channels, bound, cfg.on_bad_sample, &load_skips)?;
         let mined = load_all(&mined_files, cfg.channels, bound, cfg.on_bad_sample, &load_skips)?;
+        files.extend(mined_files);
         Ok(NegativesSource {
             width: cfg.width,
             height: cfg.height,
@@ -87,6 +91,7 @@ impl NegativesSource {
             mined,
             graphics: *graphics,
             zoom_in: *zoom_in,
+            files,
             load_skips,
         })
     }
@@ -138,6 +143,10 @@ fn close_region(image: &Raster, width: u32, height: u32, rng: &mut SampleRng) ->
 impl Source for NegativesSource {
     fn name(&self) -> &'static str {
         "negatives"
+    }
+
+    fn files(&self) -> Vec<&Path> {
+        self.files.iter().map(PathBuf::as_path).collect()
     }
 
     fn len(&self) -> Option<usize> {

@@ -3,6 +3,7 @@
 use crate::sample::Sample;
 use grin_image::{InputError, SkipCounts};
 use rand::Rng;
+use std::path::Path;
 
 /// All randomness of one sample comes from one of these, seeded by the
 /// pipeline from (seed, split, index): that is what makes output identical
@@ -32,6 +33,11 @@ pub trait Source: Send + Sync {
     /// Inputs skipped while the source loaded (under `on_bad_sample = "skip"`).
     fn load_skips(&self) -> Option<&SkipCounts> {
         None
+    }
+    /// The files this source shows (photos, face crops, face-free images),
+    /// for a mix's rule that each file belongs to one part.
+    fn files(&self) -> Vec<&Path> {
+        Vec::new()
     }
 }
 

@@ -133,6 +133,10 @@ impl Source for AnnotatedSource {
         self.name
     }
 
+    fn files(&self) -> Vec<&Path> {
+        self.entries.iter().map(|e| e.image.as_path()).collect()
+    }
+
     fn len(&self) -> Option<usize> {
         Some(self.entries.len())
     }

@@ -23,7 +23,7 @@ use background::{has_colour, procedural_background, random_region};
 use grin_image::{list_images, load_all, skip_or_fail, BadInputKind, InputError, OnBadSample, Raster, SkipCounts};
 use rand::Rng;
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A crop under both `smile/` and `no_smile/` (a hard link, or one folder
 /// a link to the other) has two labels: an error naming it, or under `skip`
@@ -84,6 +84,8 @@ pub(crate) struct CropsSource {
     /// Colour backgrounds only when some crop has colour: a grey face on a
     /// colour scene would be a give-away.
     colour: bool,
+    /// The crops of this split and the backgrounds, as listed.
+    files: Vec<PathBuf>,
     load_skips: SkipCounts,
 }
 
@@ -100,6 +102,7 @@ impl CropsSource {
         let mut smiling = Vec::new();
         let mut non_smiling = Vec::new();
         let mut listed = Vec::new();
+        let mut shown = Vec::new();
         for (folder, smile) in [("smile", Smile::Yes), ("no_smile", Smile::No)] {
             match list_images(&root.join(folder)) {
                 Ok(files) => listed.push((files, smile)),
@@ -109,6 +112,7 @@ impl CropsSource {
         for (files, smile) in one_label_a_crop(listed, cfg.on_bad_sample, &load_skips)? {
             let files = keep_split(files, |p| p.as_path(), &cfg.split, split);
             let crops = load_all(&files, channels, bound, cfg.on_bad_sample, &load_skips)?;
+            shown.extend(files);
             let target = if smile == Smile::Yes { &mut smiling } else { &mut non_smiling };
             target.extend(crops.into_iter().map(|image| Crop { image, smile }));
         }
@@ -125,7 +129,11 @@ impl CropsSource {
         let backgrounds = match backgrounds {
             Some(dir) => {
                 let images = match list_images(dir) {
-                    Ok(files) => load_all(&files, channels, bound, cfg.on_bad_sample, &load_skips)?,
+                    Ok(files) => {
+                        let images = load_all(&files, channels, bound, cfg.on_bad_sample, &load_skips)?;
+                        shown.extend(files);
+                        images
+                    }
                     Err(e) => {
                         skip_or_fail(cfg.on_bad_sample, &load_skips, e)?;
                         Vec::new()
@@ -151,6 +159,7 @@ impl CropsSource {
             non_smiling,
             backgrounds,
             colour,
+            files: shown,
             load_skips,
         })
     }
@@ -192,6 +201,10 @@ impl Source for CropsSource {
 
     fn name(&self) -> &'static str {
         "crops"
+    }
+
+    fn files(&self) -> Vec<&Path> {
+        self.files.iter().map(PathBuf::as_path).collect()
     }
 
     fn len(&self) -> Option<usize> {

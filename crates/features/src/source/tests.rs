@@ -405,3 +405,35 @@ fn scene_time_bad_inputs_are_counted_skips_in_the_pipeline() {
     expect_bad(pipeline.sample(1), BadInputKind::CorruptImage, &["cut.jpg"]);
     expect_bad(pipeline.sample(2), BadInputKind::BadBox, &["m.jsonl:3"]);
 }
+
+#[test]
+fn a_file_shown_by_two_parts_of_a_mix_is_refused_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let photos = dir.path().join("photos");
+    let free = dir.path().join("free");
+    for folder in [&photos, &free] {
+        std::fs::create_dir_all(folder).unwrap();
+    }
+    std::fs::write(photos.join("a.jpg"), jpeg_bytes()).unwrap();
+    std::fs::write(free.join("wall.png"), png_bytes()).unwrap();
+    let faces = r#"{"image": "a.jpg", "boxes": [[1, 1, 20, 20]], "smile": [true]}"#;
+    let manifest = write(&photos, "m.jsonl", faces);
+    let jsonl = SourceConfig::Jsonl { manifest };
+    let negatives = SourceConfig::Negatives { images: Some(free.clone()), mined: None, graphics: 0.0, zoom_in: 0.0 };
+    let mix = |parts: Vec<SourceConfig>| {
+        let cfg = annotated_config(SourceConfig::Mix { weights: vec![1.0; parts.len()], parts }, OnBadSample::Error);
+        crate::pipeline::build_source(&cfg, Split::Train).map(|_| ()).map_err(|e| e.to_string())
+    };
+    // Distinct files: a mix as before.
+    assert!(mix(vec![jsonl.clone(), negatives.clone()]).is_ok());
+    // The photo with faces, linked among the face-free images.
+    std::os::unix::fs::symlink(photos.join("a.jpg"), free.join("link.jpg")).unwrap();
+    let error = mix(vec![jsonl.clone(), negatives]).unwrap_err();
+    for words in ["link.jpg", "parts[0] (jsonl)", "parts[1] (negatives)", "a.jpg", "one part of a mix"] {
+        assert!(error.contains(words), "{words:?} missing from: {error}");
+    }
+    // One photo labelled by two annotation files, under another spelling.
+    let again = write(dir.path(), "again.jsonl", &faces.replace("a.jpg", "photos/./a.jpg"));
+    let error = mix(vec![jsonl, SourceConfig::Jsonl { manifest: again }]).unwrap_err();
+    assert!(error.contains("parts[0] (jsonl) and by parts[1] (jsonl)"), "{error}");
+}
