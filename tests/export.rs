@@ -90,7 +90,7 @@ fn an_unwritable_out_is_one_line_naming_it() {
     // Round 10: a missing folder was named only as a temporary file that
     // could not be made, after the export's work.
     let e = error_line(&grin_export(&["--model", model, "--out", &format!("{}/no/x.onnx", dir.path().display())]));
-    assert!(e.ends_with("/no is not a folder (grin makes no folder for a file it writes)"), "{e}");
+    assert!(e.ends_with("/no does not exist (grin makes no folder for a file it writes)"), "{e}");
     // An ONNX graph under a model's name replaced another run's model.grin
     // (issue 90, round 9), and under a photo's name the photo (round 16).
     for name in ["model.GRIN", "holiday.jpg", "graph", ".onnx"] {

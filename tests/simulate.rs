@@ -107,7 +107,7 @@ fn bad_input_is_one_clear_error() {
     // Round 10: an SVG under another name, a missing folder found at the end.
     for (out_name, why) in [
         ("t.png", "--out t.png: the timeline is an SVG picture; name it .svg"),
-        ("missing/t.svg", "missing/t.svg: missing is not a folder (grin makes no folder for a file it writes)"),
+        ("missing/t.svg", "missing/t.svg: missing does not exist (grin makes no folder for a file it writes)"),
     ] {
         let args = ["simulate", "--load-ms", "10", "--step-ms", "5", "--loaders", "2", "--out", out_name];
         let out = grin(&args, dir.path());

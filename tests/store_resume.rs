@@ -121,6 +121,30 @@ fn kill_9_then_rerun_gives_the_checksums_of_an_uninterrupted_run() {
     });
 }
 
+/// Issue 90, round 25: SIGTERM ended a precompute by the signal (143)
+/// without a word. It quits with 130 saying the finished shards are kept,
+/// and the same command goes on from them.
+#[test]
+fn an_interrupted_precompute_says_what_it_keeps_and_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = config(tmp.path());
+    let dir = tmp.path().join("interrupted");
+    let child = precompute(&config, &dir, SAMPLES, &[]).output_async();
+    let start = Instant::now();
+    while finished_shards(&dir) < 3 {
+        assert!(start.elapsed() < Duration::from_secs(300), "no shard finished in 5 minutes");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!dir.join("manifest.json").exists(), "the interrupt landed after the run finished");
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupt: precompute quits; the shards it finished in"), "{stderr}");
+    let out = ok(precompute(&config, &dir, SAMPLES, &[]));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("reusing"));
+}
+
 #[test]
 fn concurrent_shard_ranges_merge_into_the_same_dataset() {
     let tmp = tempfile::tempdir().unwrap();

@@ -146,6 +146,14 @@ pub(crate) fn eval(args: EvalArgs) -> Result<()> {
              would change nothing"
         );
     }
+    let left = match &args.out {
+        Some(out) => format!(
+            "the figures printed are what it scored; the report into {} is written after the scoring",
+            out.display()
+        ),
+        None => "the figures printed are what it scored".to_string(),
+    };
+    super::quit_on_interrupt("eval", left)?;
     let device = Default::default();
     let (mut run_spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;
     if let Some((w, h)) = args.run_size {

@@ -323,6 +323,8 @@ fn export_crops(args: ExportCropsArgs) -> Result<()> {
             .with_context(|| format!("{}: cannot remove an unfinished export's crops", staging.display()))?;
         outln!("removed {}: the crops of an export that was stopped", staging.display());
     }
+    let left = format!("its crops so far are in {}, which the next export into it removes", staging.display());
+    super::quit_on_interrupt("export-crops", left)?;
     for folder in ["smile", "no_smile"] {
         let dir = staging.join(folder);
         std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create folder", dir.display()))?;

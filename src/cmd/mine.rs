@@ -93,6 +93,12 @@ pub(crate) fn run(args: MineArgs) -> Result<()> {
         args.model.display(),
         args.score
     );
+    let left = format!(
+        "{} holds part of its crops, marked unfinished ({}): mine into it again",
+        args.out.display(),
+        grin_features::MINING_MARK
+    );
+    super::quit_on_interrupt("mine", left)?;
     let report = mine(&model, &spec, features, &options, &device)?;
     if report.is_empty() {
         bail!("{}: the config's source has no real photos to mine", loaded.path.display());

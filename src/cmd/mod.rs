@@ -276,6 +276,20 @@ pub(crate) fn refuse_model_sets(sets: &[String], command: &str, own: &str) -> Re
     }
 }
 
+/// Ctrl-C or SIGTERM ends a command that keeps no checkpoint at once, as
+/// before, but saying what it leaves: it died by the signal (143) without
+/// a word (round 25 of issue 90). It quits with 130, the code of an
+/// interrupt; its locks go with the process, and a temporary file it was
+/// writing is removed by the next write into that folder.
+pub(crate) fn quit_on_interrupt(command: &'static str, left: String) -> Result<()> {
+    use anyhow::Context;
+    ctrlc::set_handler(move || {
+        eprintln!("\ninterrupt: {command} quits; {left}");
+        std::process::exit(130);
+    })
+    .context("cannot install the interrupt handler")
+}
+
 /// `--backend`, declared once: training, the balance check and the benchmarks take it.
 #[derive(Args, Clone, Copy)]
 pub(crate) struct BackendArg {

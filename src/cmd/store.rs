@@ -127,6 +127,10 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
         None => 0..plan.shard_count,
     };
     eprintln!("precompute: {describe} -> {} (shards {}..{})", out.display(), range.start, range.end);
+    super::quit_on_interrupt(
+        "precompute",
+        format!("the shards it finished in {} are kept, and the same command goes on from them", out.display()),
+    )?;
     // Its errors name the dataset folder or the data file at fault; the
     // config's name in front would blame the config for a locked folder.
     let summary = grin_train::write_store(&config.features, plan, range, &out)?;

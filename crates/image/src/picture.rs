@@ -73,7 +73,7 @@ mod tests {
         let e = picture_format(dir.path(), "--out").unwrap_err();
         assert!(e.ends_with("is a folder: name a file"), "{e}");
         let e = picture_format(&at("absent/a.png"), "--out").unwrap_err();
-        let absent = format!("--out {}: {} is not a folder", at("absent/a.png").display(), at("absent").display());
+        let absent = format!("--out {}: {} does not exist", at("absent/a.png").display(), at("absent").display());
         assert!(e.starts_with(&absent), "{e}");
         std::fs::write(at("file"), b"x").unwrap();
         assert!(picture_format(&at("file/a.png"), "--out").unwrap_err().contains("is not a folder"));

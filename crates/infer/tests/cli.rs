@@ -634,7 +634,7 @@ fn a_flag_that_cannot_apply_or_a_count_past_its_bound_is_refused_by_name() {
         // Round 10: a trailing slash, found only when the picture was written.
         (&["--draw", "o.png/"], "--draw o.png/: ends in /, so names a folder"),
         (&["--draw", s(&odd_name)], "grin writes pictures as .png or .jpg"),
-        (&["--draw", s(&no_folder)], "absent is not a folder"),
+        (&["--draw", s(&no_folder)], "absent does not exist"),
         (&["--draw", s(&gif)], "drawn.gif: grin writes pictures as .png or .jpg"),
         (&["--draw", s(&read_only)], "kept.png: is read-only: not replaced"),
         (&["--second-look-below", "0", "--second-look-confirm", "0.99"], "--second-look-confirm: no second look runs"),
@@ -684,4 +684,16 @@ fn standard_output_onto_an_input_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("r.png: is also standard output"), "{}", text(&out.stderr));
     assert_eq!(std::fs::read(&photo).unwrap(), before);
+    // An output onto standard output's file (round 26): the drawing would
+    // replace the file the JSON goes to, or be mixed with it.
+    let json = dir.path().join("o.png");
+    for draw in [json.clone(), "/dev/stdout".into()] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_grin-detect"))
+            .args(["--draw", s(&draw), s(&photo)])
+            .stdout(std::fs::File::create(&json).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(": is also standard output: what the command"), "{}", text(&out.stderr));
+    }
 }

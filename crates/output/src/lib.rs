@@ -23,6 +23,8 @@
 //!   a file of a folder grin keeps for a run or dataset too (`place.rs`).
 //! - A temporary file left by a writer that was killed is removed by the
 //!   next write into its folder (`temp.rs`).
+//! - Several files that are one output (a report) go through
+//!   [`write_files`]: none replaces its file until all are written.
 //! - A file read now and written back later goes through [`hold`], which
 //!   refuses to write over a newer one (`rewrite.rs`).
 //!
@@ -42,6 +44,7 @@ pub mod parts;
 mod place;
 mod plain;
 mod reach;
+mod replace;
 mod rewrite;
 mod temp;
 
@@ -52,7 +55,7 @@ pub use rewrite::{hold, Held};
 
 use reach::Reach;
 use std::fmt;
-use std::fs::{File, Metadata, OpenOptions};
+use std::fs::Metadata;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -174,26 +177,65 @@ fn write_checked(
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     check: BeforeRename<'_>,
 ) -> Result<(), OutputError> {
+    match target_of(path, inputs)? {
+        Target::Replace(target, existing) => {
+            let staged = replace::stage(&target, existing.as_ref(), fill)?;
+            if let Some(check) = check {
+                check()?;
+            }
+            staged.commit()
+        }
+        Target::Through(m) => replace::write_through(path, &m, fill),
+    }
+}
+
+/// Writes several files as one output (a report's pictures and figures):
+/// each is written whole beside its target first, and none replaces its
+/// target until all are, so a full disk or a refusal midway leaves every
+/// earlier file as it was (round 26 of issue 90: a report half replaced).
+pub fn write_files(files: &[(PathBuf, Vec<u8>)], inputs: &[&Path]) -> Result<(), OutputError> {
+    let mut staged = Vec::new();
+    let mut through = Vec::new();
+    for (path, bytes) in files {
+        match target_of(path, inputs)? {
+            Target::Replace(target, existing) => {
+                staged.push(replace::stage(&target, existing.as_ref(), |w| w.write_all(bytes))?)
+            }
+            Target::Through(m) => through.push((path, m, bytes)),
+        }
+    }
+    for s in staged {
+        s.commit()?;
+    }
+    for (path, m, bytes) in through {
+        replace::write_through(path, &m, |w| w.write_all(bytes))?;
+    }
+    Ok(())
+}
+
+/// Where an output's bytes go, once it is known to be no input: a regular
+/// file (resolved through a symbolic link, so the link survives) or a new
+/// one is replaced; a device or a FIFO is written through.
+enum Target {
+    Replace(PathBuf, Option<Metadata>),
+    Through(Metadata),
+}
+
+fn target_of(path: &Path, inputs: &[&Path]) -> Result<Target, OutputError> {
     place::file_place(path)?;
     let reach = Reach::of(inputs);
     refuse_input_folders(path, &reach)?;
     let existing = match std::fs::metadata(path) {
-        Ok(m) => Some(m),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Target::Replace(path.to_path_buf(), None)),
         Err(e) => return Err(fail(path, format!("cannot inspect: {e}"))),
     };
-    if let Some(m) = &existing {
-        refuse_inputs(path, m, inputs, &reach)?;
+    refuse_inputs(path, &existing, inputs, &reach)?;
+    if !existing.is_file() {
+        return Ok(Target::Through(existing));
     }
-    match existing {
-        None => replace(path, None, fill, check),
-        Some(m) if m.is_file() => {
-            // Through a symbolic link to the file it names, so the link survives.
-            let target = std::fs::canonicalize(path).map_err(|e| fail(path, format!("cannot resolve: {e}")))?;
-            replace(&target, Some(&m), fill, check)
-        }
-        Some(m) => write_through(path, &m, fill),
-    }
+    let target = std::fs::canonicalize(path).map_err(|e| fail(path, format!("cannot resolve: {e}")))?;
+    Ok(Target::Replace(target, Some(existing)))
 }
 
 /// The same file: by device and inode (a hard link or a symbolic link to
@@ -265,105 +307,4 @@ fn same_file(a: &Metadata, b: &Metadata) -> bool {
 #[cfg(not(unix))]
 fn same_file(_: &Metadata, _: &Metadata) -> bool {
     false
-}
-
-/// A temporary file in the target's folder (`temp.rs`), renamed over it
-/// once complete and once `check` passes.
-fn replace(
-    target: &Path,
-    existing: Option<&Metadata>,
-    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-    check: BeforeRename<'_>,
-) -> Result<(), OutputError> {
-    let dir = folder_of(target);
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut tmp = temp::create(dir, &name)
-        .map_err(|e| fail(target, format!("cannot create a temporary file in {}: {e}", dir.display())))?;
-    let tmp_path = tmp.path().to_path_buf();
-    let on_tmp = |what: &str, e: io::Error| fail(target, format!("{what} {}: {e}", tmp_path.display()));
-    if let Some(m) = existing {
-        std::fs::set_permissions(&tmp_path, m.permissions()).map_err(|e| on_tmp("cannot set the permissions of", e))?;
-    }
-    {
-        let mut w = io::BufWriter::new(tmp.as_file_mut());
-        fill(&mut w).and_then(|()| w.flush()).map_err(|e| on_tmp("cannot write", e))?;
-    }
-    tmp.as_file().sync_all().map_err(|e| on_tmp("cannot sync", e))?;
-    if let Some(check) = check {
-        check()?;
-    }
-    // Dropped on any error above, the temporary file is deleted.
-    tmp.persist(target).map_err(|e| on_tmp("cannot rename into place", e.error))?;
-    // The rename is durable once the folder's entry is on disk too.
-    File::open(dir).and_then(|d| d.sync_all()).ok();
-    Ok(())
-}
-
-/// Devices and FIFOs are written in place; anything else is refused.
-fn write_through(
-    path: &Path,
-    m: &Metadata,
-    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> Result<(), OutputError> {
-    let kind = kind_of(m);
-    let mut file = match kind {
-        Kind::CharDevice => OpenOptions::new().write(true).open(path),
-        Kind::Fifo => open_fifo(path)?,
-        Kind::Other(what) => return Err(fail(path, format!("is {what}: not a file grin can write"))),
-    }
-    .map_err(|e| fail(path, format!("cannot open for writing: {e}")))?;
-    let mut w = io::BufWriter::new(&mut file);
-    fill(&mut w).and_then(|()| w.flush()).map_err(|e| fail(path, format!("cannot write: {e}")))
-}
-
-enum Kind {
-    CharDevice,
-    Fifo,
-    Other(&'static str),
-}
-
-#[cfg(unix)]
-fn kind_of(m: &Metadata) -> Kind {
-    use std::os::unix::fs::FileTypeExt;
-    let t = m.file_type();
-    if t.is_char_device() {
-        Kind::CharDevice
-    } else if t.is_fifo() {
-        Kind::Fifo
-    } else if t.is_block_device() {
-        Kind::Other("a block device")
-    } else if t.is_socket() {
-        Kind::Other("a socket")
-    } else {
-        Kind::Other("not a regular file")
-    }
-}
-
-#[cfg(not(unix))]
-fn kind_of(_: &Metadata) -> Kind {
-    Kind::Other("not a regular file")
-}
-
-/// A FIFO opened without waiting: with no reader that fails (ENXIO) at
-/// once instead of blocking forever. Once a reader is known to be there,
-/// it is opened again for ordinary blocking writes.
-#[cfg(unix)]
-fn open_fifo(path: &Path) -> Result<io::Result<File>, OutputError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    match OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path) {
-        Ok(probe) => {
-            let file = OpenOptions::new().write(true).open(path);
-            drop(probe);
-            Ok(file)
-        }
-        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
-            Err(fail(path, "is a FIFO with no reader: start the reader first"))
-        }
-        Err(e) => Ok(Err(e)),
-    }
-}
-
-#[cfg(not(unix))]
-fn open_fifo(path: &Path) -> Result<io::Result<File>, OutputError> {
-    Err(fail(path, "is not a regular file"))
 }

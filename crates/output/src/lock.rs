@@ -54,12 +54,31 @@ pub enum Locked {
 /// to do (callers add the path).
 pub fn try_lock(path: &Path, mode: LockMode) -> io::Result<Locked> {
     let file = open_lock_file(path, mode)?;
-    let taken = match mode {
+    let try_once = || match mode {
         LockMode::Exclusive => file.try_lock(),
         LockMode::Shared => file.try_lock_shared(),
     };
+    // A lock its holder has just released may still be held for a moment
+    // by a child process the holder (any thread of it) was starting: the
+    // child shares the descriptor from its fork until its exec closes it.
+    // A test that wrote a dataset and then opened it was refused so, while
+    // another test started `mkfifo`. Busy only when it stays held.
+    let mut taken = try_once();
+    for _ in 0..BUSY_RETRIES {
+        if !matches!(taken, Err(TryLockError::WouldBlock)) {
+            break;
+        }
+        std::thread::sleep(BUSY_PAUSE);
+        taken = try_once();
+    }
     outcome(file, taken)
 }
+
+/// How long a lock found held is tried again before it counts as busy:
+/// 10 × 10 ms, far longer than a fork-to-exec window, and unnoticed by a
+/// user told the folder is in use.
+const BUSY_RETRIES: usize = 10;
+const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// What a try at locking `file` found.
 fn outcome(file: File, taken: Result<(), TryLockError>) -> io::Result<Locked> {

@@ -46,6 +46,7 @@ pub(crate) fn file_place(path: &Path) -> Result<(), OutputError> {
     if path.as_os_str().as_encoded_bytes().ends_with(b"/") || path.file_name().is_none() {
         return Err(fail(path, "ends in /, so names a folder: name a file"));
     }
+    refuse_standard_streams(path)?;
     // A link to nothing: writing through it would make a file where the
     // link points, replacing it would lose the link (round 10 replaced it).
     if path.is_symlink() && !path.exists() {
@@ -83,10 +84,32 @@ pub(crate) fn file_place(path: &Path) -> Result<(), OutputError> {
         Err(e) if e.kind() != io::ErrorKind::NotFound && e.kind() != io::ErrorKind::NotADirectory => {
             Err(fail(path, format!("cannot inspect its folder {}: {e}", folder.display())))
         }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(fail(path, format!("{} does not exist (grin makes no folder for a file it writes)", folder.display())))
+        }
         _ => {
             Err(fail(path, format!("{} is not a folder (grin makes no folder for a file it writes)", folder.display())))
         }
     }
+}
+
+/// An output that is the file standard output or standard error goes to
+/// (`--first-png /dev/stdout > o.raw`, `--draw o.png … > o.png`): what the
+/// command writes there would be mixed with it, or lost when it is
+/// replaced (round 26 of issue 90 refused it as "another kind of file").
+fn refuse_standard_streams(path: &Path) -> Result<(), OutputError> {
+    let Ok(out) = std::fs::metadata(path) else { return Ok(()) };
+    for (stream, name) in [("/dev/stdout", "standard output"), ("/dev/stderr", "standard error")] {
+        if std::fs::metadata(stream).is_ok_and(|m| m.is_file() && crate::same_file(&m, &out)) {
+            return Err(fail(
+                path,
+                format!(
+                    "is also {name}: what the command writes there would be mixed with it, or lost; name another file"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a file the user named as an output when it already is a file of

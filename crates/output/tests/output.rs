@@ -1,5 +1,5 @@
 //! Each rule of `grin_output`, on real files, devices and pipes.
-use grin_output::{write_file, write_with};
+use grin_output::{write_file, write_files, write_with};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
@@ -42,6 +42,29 @@ fn a_failed_write_leaves_the_old_file_and_no_temporary_file() {
     );
     assert_eq!(std::fs::read(&path).unwrap(), b"old");
     assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+}
+
+/// Round 26 of issue 90: a report whose second file could not be written
+/// had its first replaced, the folder then mixing two reports.
+#[test]
+fn files_written_as_one_replace_nothing_unless_all_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (curve, figures) = (dir.path().join("pr_curve.svg"), dir.path().join("photos.json"));
+    std::fs::write(&curve, b"old curve").unwrap();
+    std::fs::write(&figures, b"old figures").unwrap();
+    let cannot = dir.path().join("missing/thresholds.svg");
+    let report = |third: &Path| {
+        vec![(curve.clone(), b"new curve".to_vec()), (figures.clone(), b"new figures".to_vec()), (third.into(), vec![])]
+    };
+    let e = write_files(&report(&cannot), &[]).unwrap_err().to_string();
+    assert!(e.starts_with(&cannot.display().to_string()), "{e}");
+    assert_eq!(std::fs::read(&curve).unwrap(), b"old curve");
+    assert_eq!(std::fs::read(&figures).unwrap(), b"old figures");
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+    write_files(&report(&dir.path().join("thresholds.svg")), &[]).unwrap();
+    assert_eq!(std::fs::read(&curve).unwrap(), b"new curve");
+    assert_eq!(std::fs::read(&figures).unwrap(), b"new figures");
+    assert!(leftovers(dir.path()).is_empty());
 }
 
 #[test]
@@ -208,7 +231,7 @@ fn a_name_that_cannot_be_a_file_is_refused_before_the_work() {
     for (path, why) in [
         (at("sock.png"), "is a socket: not a file grin can write"),
         (slash, "ends in /, so names a folder: name a file"),
-        (at("missing/o.png"), "missing is not a folder (grin makes no folder for a file it writes)"),
+        (at("missing/o.png"), "missing does not exist (grin makes no folder for a file it writes)"),
         (at("file/o.png"), "file is not a folder"),
         (link.clone(), "nowhere/x.png, which does not exist: remove the link or name another file"),
     ] {

@@ -84,7 +84,9 @@ pub(crate) fn finish<B: TrainBackend>(
     } else {
         vec![]
     };
-    let _plotted = plot_pr(&run.run_dir.join("pr_curve.svg"), &photos)?;
+    if let Some(svg) = plot_pr(&photos)? {
+        grin_output::write_file(&run.run_dir.join("pr_curve.svg"), &[], svg.as_bytes())?;
+    }
     let mut summary = summarise(run, state, report, loaders);
     summary.stopped_early = stopped_early;
     summary.photos = photos;

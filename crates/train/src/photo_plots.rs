@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use grin_model::PrPoint;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Writes what `grin eval --out` keeps of a photo evaluation into `out`: the
 /// three pictures (each when it has something to draw) and the reports as
@@ -16,11 +16,18 @@ use std::path::Path;
 pub fn write_photo_report(out: &Path, reports: &[PhotoReport], deployed: f32) -> Result<String> {
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let drawn = [
-        ("pr_curve.svg", plot_pr(&out.join("pr_curve.svg"), reports)?),
-        ("thresholds.svg", plot_thresholds(&out.join("thresholds.svg"), reports, deployed)?),
-        ("smile_confusion.svg", plot_smile_confusion(&out.join("smile_confusion.svg"), reports)?),
+        ("pr_curve.svg", plot_pr(reports)?),
+        ("thresholds.svg", plot_thresholds(reports, deployed)?),
+        ("smile_confusion.svg", plot_smile_confusion(reports)?),
     ];
-    grin_output::write_file(&out.join("photos.json"), &[], serde_json::to_string_pretty(reports)?.as_bytes())?;
+    let mut files: Vec<(PathBuf, Vec<u8>)> =
+        drawn.iter().filter_map(|(name, svg)| Some((out.join(name), svg.clone()?.into_bytes()))).collect();
+    files.push((out.join("photos.json"), serde_json::to_string_pretty(reports)?.into_bytes()));
+    // As one: a full disk midway replaced the first picture of an earlier
+    // report and kept its others, two models' reports in one folder
+    // (round 26 of issue 90).
+    grin_output::write_files(&files, &[])?;
+    let drawn = drawn.map(|(name, svg)| (name, svg.is_some()));
     let mut written: Vec<&str> = drawn.iter().filter(|(_, done)| *done).map(|(name, _)| *name).collect();
     written.push("photos.json");
     let skipped: Vec<&str> = drawn.iter().filter(|(_, done)| !*done).map(|(name, _)| *name).collect();
@@ -52,11 +59,11 @@ fn thinned(curve: &[PrPoint]) -> impl Iterator<Item = &PrPoint> {
     curve.iter().enumerate().filter(move |(i, _)| i % step == 0 || i + 1 == curve.len()).map(|(_, p)| p)
 }
 
-/// `pr_curve.svg`: precision against recall, one line per source. False, and
-/// nothing written, when there is no photo report to draw.
-pub(crate) fn plot_pr(path: &Path, reports: &[PhotoReport]) -> Result<bool> {
+/// `pr_curve.svg`: precision against recall, one line per source. None when
+/// there is no photo report to draw.
+pub(crate) fn plot_pr(reports: &[PhotoReport]) -> Result<Option<String>> {
     if reports.is_empty() {
-        return Ok(false);
+        return Ok(None);
     }
     let mut svg = String::new();
     {
@@ -84,8 +91,7 @@ pub(crate) fn plot_pr(path: &Path, reports: &[PhotoReport]) -> Result<bool> {
         chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).draw()?;
         root.present()?;
     }
-    grin_output::write_file(path, &[], svg.as_bytes())?;
-    Ok(true)
+    Ok(Some(svg))
 }
 
 /// One of (precision, recall, F1).
@@ -98,12 +104,12 @@ fn thresholds() -> impl Iterator<Item = f32> {
 
 /// `thresholds.svg`: one panel per source with faces: precision, recall and
 /// F1 of the detections scoring at least each threshold, and a line at
-/// `deployed`, the model's own threshold. False, and nothing written, when
-/// no source has faces.
-pub(crate) fn plot_thresholds(path: &Path, reports: &[PhotoReport], deployed: f32) -> Result<bool> {
+/// `deployed`, the model's own threshold. None when no
+/// source has faces.
+pub(crate) fn plot_thresholds(reports: &[PhotoReport], deployed: f32) -> Result<Option<String>> {
     let drawn: Vec<&PhotoReport> = reports.iter().filter(|r| r.faces > 0).collect();
     if drawn.is_empty() {
-        return Ok(false);
+        return Ok(None);
     }
     let mut svg = String::new();
     {
@@ -140,19 +146,18 @@ pub(crate) fn plot_thresholds(path: &Path, reports: &[PhotoReport], deployed: f3
         }
         root.present()?;
     }
-    grin_output::write_file(path, &[], svg.as_bytes())?;
-    Ok(true)
+    Ok(Some(svg))
 }
 
 /// `smile_confusion.svg`: one 2x2 matrix per source with smile labels
 /// (rows: the label, columns: the prediction), each cell's count and its
-/// share of the row, shaded by that share. False, and nothing written, when
-/// no source matched a labelled face.
-pub(crate) fn plot_smile_confusion(path: &Path, reports: &[PhotoReport]) -> Result<bool> {
+/// share of the row, shaded by that share. None when no
+/// source matched a labelled face.
+pub(crate) fn plot_smile_confusion(reports: &[PhotoReport]) -> Result<Option<String>> {
     let drawn: Vec<&PhotoReport> =
         reports.iter().filter(|r| r.smile_confusion.iter().flatten().sum::<usize>() > 0).collect();
     if drawn.is_empty() {
-        return Ok(false);
+        return Ok(None);
     }
     const NAMES: [&str; 2] = ["not smiling", "smiling"];
     let mut svg = String::new();
@@ -199,8 +204,7 @@ pub(crate) fn plot_smile_confusion(path: &Path, reports: &[PhotoReport]) -> Resu
         }
         root.present()?;
     }
-    grin_output::write_file(path, &[], svg.as_bytes())?;
-    Ok(true)
+    Ok(Some(svg))
 }
 
 #[cfg(test)]
@@ -210,25 +214,19 @@ mod tests {
 
     #[test]
     fn threshold_and_confusion_plots_draw_what_there_is() {
-        let dir = tempfile::tempdir().unwrap();
-        let (t, c) = (dir.path().join("thresholds.svg"), dir.path().join("smile_confusion.svg"));
         let reports = [report("caltech", 2, [[0; 2]; 2]), report("celeba-aligned", 2, [[30, 10], [5, 55]])];
-        assert!(plot_thresholds(&t, &reports, 0.55).unwrap());
-        let svg = std::fs::read_to_string(&t).unwrap();
+        let svg = plot_thresholds(&reports, 0.55).unwrap().unwrap();
         assert!(svg.contains("caltech: face P / R / F1") && svg.contains("celeba-aligned: face P / R / F1"));
         // At 0.55 only the 0.9 detection counts: P 1, R 0.5, F1 0.667.
         assert!(svg.contains("deployed 0.55: P 1.000 R 0.500 F1 0.667"), "the deployed threshold is marked");
-        assert!(plot_smile_confusion(&c, &reports).unwrap());
-        let svg = std::fs::read_to_string(&c).unwrap();
+        let svg = plot_smile_confusion(&reports).unwrap().unwrap();
         assert!(!svg.contains("caltech"), "a source without smile labels gets no matrix");
         for cell in ["30 (75%)", "10 (25%)", "5 (8%)", "55 (92%)"] {
             assert!(svg.contains(cell), "{cell} missing");
         }
-        // Nothing to draw: nothing written.
-        let empty = dir.path().join("none.svg");
-        assert!(!plot_thresholds(&empty, &[report("face-free", 0, [[0; 2]; 2])], 0.5).unwrap());
-        assert!(!plot_smile_confusion(&empty, &[report("caltech", 2, [[0; 2]; 2])]).unwrap());
-        assert!(!empty.exists());
+        // Nothing to draw: no picture.
+        assert!(plot_thresholds(&[report("face-free", 0, [[0; 2]; 2])], 0.5).unwrap().is_none());
+        assert!(plot_smile_confusion(&[report("caltech", 2, [[0; 2]; 2])]).unwrap().is_none());
     }
 
     /// Issue 90, round 18: a second `eval --out` into one folder left the

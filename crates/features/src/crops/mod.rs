@@ -56,6 +56,29 @@ fn one_label_a_crop(
     Ok(listed.into_iter().map(keep).collect())
 }
 
+/// A background is face-free: one that is also a face crop of the source
+/// (its own `smile/` as `backgrounds`, a link to a crop) taught a face as
+/// background, without a word (round 26 of issue 90). Refused by name, or
+/// left out and counted.
+fn face_free(
+    backgrounds: Vec<PathBuf>,
+    crops: &HashMap<PhotoKey, PathBuf>,
+    on_bad: OnBadSample,
+    skips: &SkipCounts,
+) -> Result<Vec<PathBuf>, InputError> {
+    let mut kept = Vec::with_capacity(backgrounds.len());
+    for file in backgrounds {
+        match crops.get(&PhotoKey::of(&file)) {
+            Some(crop) => {
+                let why = format!("is also the face crop {}: a background holds no face", crop.display());
+                skip_or_fail(on_bad, skips, InputError::bad(&file, None, BadInputKind::MalformedAnnotation, why))?;
+            }
+            None => kept.push(file),
+        }
+    }
+    Ok(kept)
+}
+
 /// Largest share of a face that another face may cover; more is rejected.
 const MAX_OVERLAP: f32 = 0.25;
 /// Placement attempts per face before it is left out of the scene.
@@ -109,6 +132,8 @@ impl CropsSource {
                 Err(e) => skip_or_fail(cfg.on_bad_sample, &load_skips, e)?,
             }
         }
+        let crop_files: HashMap<PhotoKey, PathBuf> =
+            listed.iter().flat_map(|(files, _)| files).map(|f| (PhotoKey::of(f), f.clone())).collect();
         for (files, smile) in one_label_a_crop(listed, cfg.on_bad_sample, &load_skips)? {
             let files = keep_split(files, |p| p.as_path(), &cfg.split, split);
             let crops = load_all(&files, channels, bound, cfg.on_bad_sample, &load_skips)?;
@@ -130,6 +155,7 @@ impl CropsSource {
             Some(dir) => {
                 let images = match list_images(dir) {
                     Ok(files) => {
+                        let files = face_free(files, &crop_files, cfg.on_bad_sample, &load_skips)?;
                         let images = load_all(&files, channels, bound, cfg.on_bad_sample, &load_skips)?;
                         shown.extend(files);
                         images

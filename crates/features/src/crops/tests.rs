@@ -218,3 +218,34 @@ fn a_crop_under_both_labels_is_named_or_left_out() {
     let e = CropsSource::new(&cfg, Split::Train).unwrap_err().to_string();
     assert!(e.contains("has two labels"), "{e}");
 }
+
+/// Round 26 of issue 90: a `backgrounds` folder that is the source's own
+/// `smile/`, or holds a link to a crop, taught faces as background.
+#[test]
+fn a_background_that_is_a_face_crop_is_named_or_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    write_crops(dir.path(), 3);
+    let mut cfg = config(dir.path().into(), 0, all_train());
+    let set_backgrounds = |cfg: &mut FeatureConfig, folder: PathBuf| {
+        if let SourceConfig::Crops { backgrounds, .. } = &mut cfg.source {
+            *backgrounds = Some(folder);
+        }
+    };
+    set_backgrounds(&mut cfg, dir.path().join("smile"));
+    let e = CropsSource::new(&cfg, Split::Train).unwrap_err().to_string();
+    assert!(e.contains("smile_0.png: is also the face crop") && e.contains("a background holds no face"), "{e}");
+    // A folder of one wall and one hard link to a crop: the wall is kept.
+    let backgrounds = dir.path().join("backgrounds");
+    std::fs::create_dir_all(&backgrounds).unwrap();
+    image::GrayImage::from_pixel(300, 200, image::Luma([77])).save(backgrounds.join("wall.png")).unwrap();
+    std::fs::hard_link(dir.path().join("no_smile/no_smile_1.png"), backgrounds.join("h.png")).unwrap();
+    set_backgrounds(&mut cfg, backgrounds);
+    assert!(CropsSource::new(&cfg, Split::Train).unwrap_err().to_string().contains("h.png: is also the face crop"));
+    cfg.on_bad_sample = grin_image::OnBadSample::Skip;
+    let source = CropsSource::new(&cfg, Split::Train).unwrap();
+    assert_eq!(source.load_skips().unwrap().get(grin_image::BadInputKind::MalformedAnnotation), 1);
+    for seed in 0..8 {
+        let s = source.scene(0, &mut SampleRng::seed_from_u64(seed)).unwrap();
+        assert!(s.pixels.iter().all(|p| *p == 77), "only the wall is a background");
+    }
+}
