@@ -10,7 +10,9 @@
 //! name order. FDDB's lists name some photos a copy leaves out (the shared
 //! copy omits 83 of folds 1-8, SOURCE.md): a listed photo that is absent is
 //! passed over and counted as an unreadable file, never an error; a fold
-//! none of whose photos exist is (the root is wrong).
+//! none of whose photos exist is (the root is wrong). A listed name that is
+//! there but no photo (a FIFO, a folder) is an error naming it, or a
+//! counted skip under `skip`.
 
 use super::face_box::ellipse_box;
 use crate::annotations::{bad_box, malformed, numbered, one_entry_a_photo, Annotated, BadLines, Entry};
@@ -53,8 +55,22 @@ pub(crate) fn read_fddb(root: &Path, problems: BadLines) -> Result<(PathBuf, Vec
         let text = read_text(file)?;
         let listed = parse_fddb(&text, file, &images, problems)?;
         let count = listed.len();
-        let present: Vec<Entry> = listed.into_iter().filter(|e| e.image.is_file()).collect();
-        if count > 0 && present.is_empty() {
+        let mut present = Vec::with_capacity(count);
+        let mut absent = 0;
+        for entry in listed {
+            match std::fs::metadata(&entry.image) {
+                Ok(m) if m.is_file() => present.push(entry),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => absent += 1,
+                // There but no photo (a FIFO, a folder, a device, a link
+                // loop): what the same line in Caltech's or a JSONL's list
+                // is, named, not counted with the missing (round 26).
+                _ => match grin_image::open_file(&entry.image) {
+                    Err(e) => problems.report(e)?,
+                    Ok(_) => present.push(entry),
+                },
+            }
+        }
+        if absent == count && count > 0 {
             return Err(InputError::bad(
                 file,
                 None,
@@ -62,7 +78,7 @@ pub(crate) fn read_fddb(root: &Path, problems: BadLines) -> Result<(PathBuf, Vec
                 format!("none of its {count} photos is under {}", images.display()),
             ));
         }
-        for _ in present.len()..count {
+        for _ in 0..absent {
             problems.skips.record(BadInputKind::UnreadableFile);
         }
         entries.extend(present);
@@ -246,5 +262,26 @@ mod tests {
         let (_, entries) = read_fddb(root, BadLines { on_bad: OnBadSample::Error, skips: &skips }).unwrap();
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].faces.len(), 3, "two faces once, and the third");
+    }
+
+    /// Round 26 of issue 90: a listed photo that is a FIFO or a folder was
+    /// counted with the absent ones, unnamed, even under `error`.
+    #[test]
+    fn a_listed_name_that_is_no_photo_is_named_or_a_counted_skip() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(FOLDS)).unwrap();
+        std::fs::write(root.join(FOLDS).join("FDDB-fold-01-ellipseList.txt"), FOLD).unwrap();
+        let photo = root.join("images/2002/08/26/big/img_265.jpg");
+        std::fs::create_dir_all(photo.parent().unwrap()).unwrap();
+        std::fs::write(&photo, b"").unwrap();
+        let not_a_photo = root.join("images/2002/07/19/big/img_423.jpg");
+        std::fs::create_dir_all(&not_a_photo).unwrap();
+        let skips = SkipCounts::default();
+        let e = read_fddb(root, BadLines { on_bad: OnBadSample::Error, skips: &skips }).unwrap_err().to_string();
+        assert!(e.contains("img_423.jpg"), "{e}");
+        let (_, entries) = read_fddb(root, BadLines { on_bad: OnBadSample::Skip, skips: &skips }).unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(skips.get(BadInputKind::UnreadableFile), 2, "one absent, one no photo");
     }
 }
