@@ -1622,6 +1622,16 @@ fn an_export_of_crops_is_whole_or_absent() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("another grin command is writing into this folder"), "{}", stderr(&out));
     drop(held);
+    // Round 27: a user's folder under the staging name was removed whole.
+    let mine = dir.path().join("user/export-crops.unfinished/mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("notes.txt"), "userdata").unwrap();
+    let user = dir.path().join("user");
+    let out = Command::new(GRIN).args(["features", "export-crops", "--count", "2", "--out"]).arg(&user).output();
+    let out = out.unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("which no export-crops writes"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(mine.join("notes.txt")).unwrap(), b"userdata");
 }
 
 /// Round 23 of issue 90: `export --run` and `simulate --from-run` of a run

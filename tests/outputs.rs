@@ -301,3 +301,62 @@ fn no_output_option_writes_over_its_commands_inputs() {
     }
     assert!(tried >= 20, "only {tried} output options tried");
 }
+
+/// Issue 90, rounds 25 and 27: standard output appended to one of the
+/// command's inputs (`grin verify st >> st/manifest.json`, `grin eval --run
+/// R >> R/model.grin`, `grin precompute --plan … >> photos/m.jsonl`) was
+/// written into what the command read, exit 0. Each is refused, naming it,
+/// with the input unchanged: a file it names, or one inside a folder it reads.
+#[test]
+fn standard_output_onto_any_input_is_refused() {
+    let i = inputs();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let scratch = |name: &str| s(&i.dir.path().join(name));
+    let config = s(&i.config);
+    let cases: Vec<(Vec<String>, PathBuf)> = vec![
+        (vec!["model-info".into(), "--config".into(), config.clone()], i.config.clone()),
+        (vec!["features".into(), "bench".into(), "--config".into(), config.clone()], i.config.clone()),
+        (vec!["precompute".into(), "--plan".into(), "--config".into(), config.clone()], i.photos.join("m.jsonl")),
+        (vec!["verify".into(), s(&i.store)], i.store.join("manifest.json")),
+        (vec!["store".into(), "info".into(), s(&i.store)], i.store.join("shard-00000.json")),
+        (vec!["store".into(), "bench".into(), "--dir".into(), s(&i.store)], i.store.join("manifest.json")),
+        (
+            vec!["simulate".into(), "--from-run".into(), s(&i.run), "--out".into(), scratch("t.svg")],
+            i.run.join("summary.json"),
+        ),
+        (vec!["eval".into(), "--run".into(), s(&i.run), "--samples".into(), "1".into()], i.run.join("model.grin")),
+        (
+            vec![
+                "mine".into(),
+                "--model".into(),
+                s(&i.model),
+                "--config".into(),
+                config.clone(),
+                "--out".into(),
+                scratch("mined"),
+            ],
+            i.photos.join("a.png"),
+        ),
+        (
+            vec![
+                "train".into(),
+                "--config".into(),
+                config.clone(),
+                "--runs-dir".into(),
+                scratch("runs2"),
+                "--no-balance".into(),
+            ],
+            i.config.clone(),
+        ),
+    ];
+    for (args, target) in cases {
+        let before = std::fs::read(&target).unwrap();
+        let appended = std::fs::OpenOptions::new().append(true).open(&target).unwrap();
+        let out = Command::new(GRIN).args(&args).stdout(appended).current_dir(i.dir.path()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let said = format!("grin {} >> {}: {stderr}", args.join(" "), target.display());
+        assert_eq!(out.status.code(), Some(2), "{said}");
+        assert!(stderr.contains("is also standard output"), "{said}");
+        assert_eq!(std::fs::read(&target).unwrap(), before, "{said}: the input changed");
+    }
+}

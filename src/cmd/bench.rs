@@ -179,13 +179,13 @@ pub(crate) fn bench(command: BenchCommand) -> Result<()> {
 
 fn bench_step<B: TrainBackend>(args: &BenchStepArgs, device: &B::Device) -> Result<()> {
     let loaded = args.config.load()?;
-    // Never over what it reads: the config, its sources, the store (any
-    // file in it); checked before the store is built and the steps timed.
+    // Never over what it reads (config, sources, store), checked before the work.
     let mut inputs = loaded.inputs();
     // The store is built where it is missing: never inside the config's
     // sources (a dataset landed in a photo folder, issue 90), nor over a file.
     super::check_dataset_folder("--store", &args.store, &inputs)?;
     inputs.push(&args.store);
+    grin_output::refuse_stdout_on_inputs(&inputs)?;
     if let Some(path) = &args.json {
         super::check_json(path, &inputs)?;
     }
@@ -281,6 +281,7 @@ fn bench_modes<B: TrainBackend>(args: &BenchModesArgs, choice: BackendChoice, de
     let mut inputs = loaded.inputs();
     inputs.extend([args.runs_dir.as_path(), dir.as_path()]);
     inputs.extend(runs.iter().map(PathBuf::as_path));
+    grin_output::refuse_stdout_on_inputs(&inputs)?;
     if let Some(path) = &args.json {
         super::check_json(path, &inputs)?;
     }

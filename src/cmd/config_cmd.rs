@@ -20,8 +20,8 @@ pub(crate) struct ConfigCmdArgs {
 }
 
 pub(crate) fn run(args: ConfigCmdArgs) -> Result<()> {
+    // Standard output onto the config is refused as it loads (`grin config … >> d.toml`).
     let loaded = args.config.load()?;
-    grin_output::refuse_stdout_on_inputs(&[&loaded.path])?;
     let mut value = toml::Value::try_from(&loaded.config)?;
     // A file leaves some keys out at their defaults; a resolved config names
     // them all (`--keys` listed no `model.second_look.*`).

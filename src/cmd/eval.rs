@@ -89,27 +89,36 @@ fn check_channels(model_path: &Path, spec: &DetectorSpec, features: &grin_featur
     Ok(())
 }
 
+/// The `--out` folder, checked before the scoring, not at the end of it,
+/// and held through the scoring to the report's last file: two evals into
+/// one folder both said they wrote it, one report lost (round 20). Its
+/// files too: one that cannot be written whole fails now (round 27).
+fn hold_report_folder(out: &Path, loaded: &grin_train::LoadedConfig, model: &Path) -> Result<grin_output::HeldFolder> {
+    let mut inputs = loaded.inputs();
+    inputs.push(model);
+    super::check_report_folder("--out", out, &inputs, "report")?;
+    let held = grin_output::hold_folder(out)?;
+    grin_output::check_files(&grin_train::photos::PHOTO_REPORT_FILES.map(|name| out.join(name)), &inputs)?;
+    Ok(held)
+}
+
 pub(crate) fn eval(args: EvalArgs) -> Result<()> {
     let (model_path, config_path) = match (&args.run, &args.model, &args.config.config) {
         (Some(run), _, _) => grin_train::run_model(run, args.best)?,
         (None, Some(m), Some(c)) => (m.clone(), c.clone()),
         _ => anyhow::bail!("give --run runs/<name>, or --model FILE --config FILE"),
     };
+    // The model, and the run folder it may come from, are inputs too.
+    grin_output::refuse_stdout_on_inputs(
+        &[model_path.as_path()].into_iter().chain(args.run.as_deref()).collect::<Vec<_>>(),
+    )?;
     let split = grin_features::Split::from(args.split);
     let label = args.split.label();
     let own = "its decision settings are eval's own flags (--threshold, --pyramid-above, --nested-cover, \
                --second-look-*)";
     super::refuse_model_sets(&args.config.set.sets, "eval scores", own)?;
-    let loaded = grin_train::load_config(&config_path, &args.config.set.sets)?;
-    if let Some(out) = &args.out {
-        // A folder, checked before the scoring, not at the end of it.
-        let mut inputs = loaded.inputs();
-        inputs.push(&model_path);
-        super::check_report_folder("--out", out, &inputs, "report")?;
-    }
-    // Held through the scoring to the report's last file: two evals into
-    // one folder both said they wrote it, one report lost (round 20).
-    let _held = args.out.as_deref().map(grin_output::hold_folder).transpose()?;
+    let loaded = super::load_config(&config_path, &args.config.set.sets)?;
+    let _held = args.out.as_deref().map(|out| hold_report_folder(out, &loaded, &model_path)).transpose()?;
     let c = &loaded.config;
     // A config whose source holds no photos scores none, whatever --photos says.
     let (photos, none_because) = if grin_features::has_held_out_photos(&c.features.source) {
@@ -234,9 +243,10 @@ pub(crate) fn calibrate(args: CalibrateArgs) -> Result<()> {
     // Held (locked, its content noted) for the whole run: the threshold is
     // written back only into the model it was chosen for (a model replaced
     // during calibration was overwritten with the old one, issue 90).
+    grin_output::refuse_stdout_on_inputs(&[&args.run])?;
     let held = grin_output::hold(&model_path)?;
     let _run = grin_train::hold_run_of_model(&model_path)?;
-    let loaded = grin_train::load_config(&config_path, &[])?;
+    let loaded = super::load_config(&config_path, &[])?;
     let c = &loaded.config;
     let device = Default::default();
     let (mut spec, model) = file::load_model::<burn_ndarray::NdArray<f32>>(&model_path, &device)?;

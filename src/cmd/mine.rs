@@ -59,6 +59,7 @@ pub(crate) fn run(args: MineArgs) -> Result<()> {
     let loaded = args.config.load()?;
     let mut inputs = loaded.inputs();
     inputs.push(&args.model);
+    grin_output::refuse_stdout_on_inputs(&inputs)?;
     super::check_report_folder("--out", &args.out, &inputs, "mined")?;
     let features = &loaded.config.features;
     let device = Default::default();

@@ -73,8 +73,18 @@ pub(crate) struct ConfigArgs {
 
 impl ConfigArgs {
     pub(crate) fn load(&self) -> Result<LoadedConfig> {
-        grin_train::load_config(&self.config, &self.set.sets)
+        load_config(&self.config, &self.set.sets)
     }
+}
+
+/// A config with `sets` applied, as every command reads one: standard
+/// output onto one of its inputs (the config, a source's files) is refused
+/// before the work (round 27 of issue 90: `grin model-info --config d.toml
+/// >> d.toml`, `grin precompute --plan … >> caltech/ground-truth.txt`).
+pub(crate) fn load_config(path: &Path, sets: &[String]) -> Result<LoadedConfig> {
+    let loaded = grin_train::load_config(path, sets)?;
+    grin_output::refuse_stdout_on_inputs(&loaded.inputs())?;
+    Ok(loaded)
 }
 
 /// [`ConfigArgs`] for the commands that can do without a config (their
@@ -93,7 +103,7 @@ impl OptionalConfigArgs {
     /// The config at `--config` with the `--set`s applied, if one is given.
     pub(crate) fn load(&self) -> Result<Option<LoadedConfig>> {
         match &self.config {
-            Some(path) => grin_train::load_config(path, &self.set.sets).map(Some),
+            Some(path) => load_config(path, &self.set.sets).map(Some),
             None => Ok(None),
         }
     }

@@ -145,6 +145,7 @@ pub(crate) fn precompute(args: PrecomputeArgs) -> Result<()> {
 }
 
 pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
+    grin_output::refuse_stdout_on_inputs(&[&args.dir])?;
     let manifest = grin_store::Manifest::load(&args.dir)?;
     let total: u64 = manifest.shards.iter().map(|s| s.bytes).sum();
     let bar = ProgressBar::new(total);
@@ -188,6 +189,7 @@ pub(crate) fn run(command: StoreCommand) -> Result<()> {
 }
 
 fn info(args: InfoArgs) -> Result<()> {
+    grin_output::refuse_stdout_on_inputs(&[&args.dir])?;
     let store = Store::open(&args.dir)?;
     let m = store.manifest();
     outln!("{}", args.dir.display());

@@ -55,7 +55,7 @@ pub(crate) fn train(args: TrainArgs) -> Result<()> {
         grin_train::check_run_name(name).map_err(|e| anyhow::anyhow!("--name {e}"))?;
         sets.push(format!("name={name:?}"));
     }
-    let loaded = grin_train::load_config(&args.config.config, &sets)?;
+    let loaded = super::load_config(&args.config.config, &sets)?;
     if args.no_balance && loaded.config.train.mode == grin_terms::Mode::Auto {
         // It was dropped without a word (issue 90, round 23).
         anyhow::bail!(

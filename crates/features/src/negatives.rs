@@ -12,6 +12,7 @@
 //!   it would zoom the false detection up to twice its size, or cut it out;
 //! - `graphics`: procedural shapes drawn on a texture or an image region.
 
+use crate::annotations::{keyed, not_also};
 use crate::config::{FeatureConfig, SourceConfig, Split};
 use crate::crops::background::{procedural_background, random_region, region_of, usual_share};
 use crate::sample::Sample;
@@ -60,9 +61,10 @@ impl NegativesSource {
         let load_skips = SkipCounts::default();
         let bound = cfg.image_bound()?;
         let mut files = Vec::new();
+        let mut all_images = Vec::new();
         if let Some(dir) = images {
-            let listed = list_images(dir)?;
-            files.extend(listed.into_iter().filter(|p| split_of_path(p, &cfg.split) == split));
+            all_images = list_images(dir)?;
+            files.extend(all_images.iter().filter(|p| split_of_path(p, &cfg.split) == split).cloned());
         }
         let mut mined_files = Vec::new();
         // Mined crops come from training photos: they train, and are never held out.
@@ -76,7 +78,14 @@ impl NegativesSource {
                 )));
             }
             match list_images(dir) {
-                Ok(listed) => mined_files = listed,
+                // A mined crop trains whatever its name: an image of `images`
+                // there (`mined` = `images`, a link) was trained on when held
+                // out, and scored as held out (round 27 of issue 90).
+                Ok(listed) => {
+                    let why = "a file is an image or a mined crop, and mined crops train whatever their split";
+                    let images = keyed(&all_images);
+                    mined_files = not_also(listed, &images, "the image", why, cfg.on_bad_sample, &load_skips)?;
+                }
                 Err(e) => skip_or_fail(cfg.on_bad_sample, &load_skips, e)?,
             }
         }

@@ -52,6 +52,7 @@ pub use lock::{hold_folder, try_lock, HeldFolder, LockMode, Locked, LOCK_FILE};
 pub use place::{check_file, check_file_place, refuse_a_kept_file};
 pub use plain::{open_plain, read_plain, FOLDER, NOT_A_FILE};
 pub use rewrite::{hold, Held};
+pub use temp::is_temp_name;
 
 use reach::Reach;
 use std::fmt;
@@ -129,9 +130,11 @@ fn refuse_inputs_inside(path: &Path, reach: &Reach) -> Result<(), OutputError> {
     ))
 }
 
-/// Refuses when standard output is a file that is one of `inputs`: the
-/// shell opened it for the command (`grin-detect --json r.jpg >> r.jpg`),
-/// which appended to what it read (round 25 of issue 90), where `cat`
+/// Refuses when standard output is a file that is one of `inputs`, or
+/// lies in an input folder (a run's `config.toml`, a dataset's manifest, a
+/// source's photo): the shell opened it for the command (`grin-detect
+/// --json r.jpg >> r.jpg`, `grin verify st >> st/manifest.json`), which
+/// appended to what it read (rounds 25 and 27 of issue 90), where `cat`
 /// refuses with "input file is output file".
 pub fn refuse_stdout_on_inputs(inputs: &[&Path]) -> Result<(), OutputError> {
     // `/dev/stdout` is this process's descriptor 1, whatever it names.
@@ -139,9 +142,15 @@ pub fn refuse_stdout_on_inputs(inputs: &[&Path]) -> Result<(), OutputError> {
     if !out.is_file() {
         return Ok(());
     }
-    match inputs.iter().find(|input| std::fs::metadata(input).is_ok_and(|m| same_file(&out, &m))) {
+    let why = "the output would be written into it; send the output elsewhere";
+    if let Some(input) = inputs.iter().find(|input| std::fs::metadata(input).is_ok_and(|m| same_file(&out, &m))) {
+        return Err(fail(input, format!("is also standard output: {why}")));
+    }
+    let Ok(file) = std::fs::canonicalize("/dev/stdout") else { return Ok(()) };
+    let reach = Reach::of(inputs);
+    match reach.file_at(&file).or_else(|| reach.folder_holding(&file)) {
         Some(input) => {
-            Err(fail(input, "is also standard output: the output would be written into it; send the output elsewhere"))
+            Err(fail(&file, format!("is also standard output, and lies in an input ({}): {why}", input.display())))
         }
         None => Ok(()),
     }
@@ -193,24 +202,40 @@ fn write_checked(
 /// each is written whole beside its target first, and none replaces its
 /// target until all are, so a full disk or a refusal midway leaves every
 /// earlier file as it was (round 26 of issue 90: a report half replaced).
+/// Each must be a regular file or a new one ([`check_files`]).
 pub fn write_files(files: &[(PathBuf, Vec<u8>)], inputs: &[&Path]) -> Result<(), OutputError> {
     let mut staged = Vec::new();
-    let mut through = Vec::new();
     for (path, bytes) in files {
         match target_of(path, inputs)? {
             Target::Replace(target, existing) => {
                 staged.push(replace::stage(&target, existing.as_ref(), |w| w.write_all(bytes))?)
             }
-            Target::Through(m) => through.push((path, m, bytes)),
+            Target::Through(_) => return Err(not_one_of_files(path)),
         }
     }
-    for s in staged {
-        s.commit()?;
-    }
-    for (path, m, bytes) in through {
-        replace::write_through(path, &m, |w| w.write_all(bytes))?;
+    staged.into_iter().try_for_each(replace::Staged::commit)
+}
+
+/// [`write_files`]' refusals, made before the work: every refusal of a
+/// single output, and a FIFO or a device, which is written as it goes, not
+/// whole beside it (round 27: a report name that was a FIFO or `/dev/full`
+/// failed after the others were replaced).
+pub fn check_files(paths: &[PathBuf], inputs: &[&Path]) -> Result<(), OutputError> {
+    for path in paths {
+        place::check_file_place(path)?;
+        if let Target::Through(_) = target_of(path, inputs)? {
+            return Err(not_one_of_files(path));
+        }
     }
     Ok(())
+}
+
+fn not_one_of_files(path: &Path) -> OutputError {
+    fail(
+        path,
+        "is not a regular file (a FIFO or a device): the files of one output are each written whole, then \
+         replaced together; remove it, or name another folder",
+    )
 }
 
 /// Where an output's bytes go, once it is known to be no input: a regular

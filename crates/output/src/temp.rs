@@ -47,7 +47,7 @@ pub(crate) fn create(dir: &Path, target_name: &str) -> io::Result<tempfile::Name
 }
 
 /// Whether `name` is one of [`create`]'s temporary files.
-pub(crate) fn is_temp_name(name: &str) -> bool {
+pub fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(SUFFIX) && name.contains(MARK)
 }
 

@@ -61,6 +61,15 @@ fn files_written_as_one_replace_nothing_unless_all_are_written() {
     assert_eq!(std::fs::read(&curve).unwrap(), b"old curve");
     assert_eq!(std::fs::read(&figures).unwrap(), b"old figures");
     assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+    // Round 27: a FIFO (or a device) under one name is written as it goes,
+    // not whole beside it: refused before the work, and by the write.
+    let fifo = dir.path().join("fifo.svg");
+    mkfifo(&fifo);
+    let e = grin_output::check_files(&[curve.clone(), fifo.clone()], &[]).unwrap_err().to_string();
+    assert!(e.contains("fifo.svg: is not a regular file (a FIFO or a device)"), "{e}");
+    assert_eq!(write_files(&report(&fifo), &[]).unwrap_err().to_string(), e);
+    assert_eq!(std::fs::read(&curve).unwrap(), b"old curve");
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
     write_files(&report(&dir.path().join("thresholds.svg")), &[]).unwrap();
     assert_eq!(std::fs::read(&curve).unwrap(), b"new curve");
     assert_eq!(std::fs::read(&figures).unwrap(), b"new figures");

@@ -91,7 +91,7 @@ pub mod photos {
         best_threshold, calibration_table, describe, evaluate_split, PhotoReport, PhotoScoring, SizeRecall,
         CALIBRATION_BETA,
     };
-    pub use crate::photo_plots::write_photo_report;
+    pub use crate::photo_plots::{write_photo_report, PHOTO_REPORT_FILES};
 }
 
 /// What `grin bench` measures: the balance check, the step alone, the

@@ -10,26 +10,31 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::{Path, PathBuf};
 
+/// The files of a photo report, in the order they are drawn: three
+/// pictures and the figures.
+pub const PHOTO_REPORT_FILES: [&str; 4] = ["pr_curve.svg", "thresholds.svg", "smile_confusion.svg", "photos.json"];
+
 /// Writes what `grin eval --out` keeps of a photo evaluation into `out`: the
 /// three pictures (each when it has something to draw) and the reports as
 /// `photos.json`. Returns the line that says what was written.
 pub fn write_photo_report(out: &Path, reports: &[PhotoReport], deployed: f32) -> Result<String> {
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
+    let [pr, thresholds, smiles, figures] = PHOTO_REPORT_FILES;
     let drawn = [
-        ("pr_curve.svg", plot_pr(reports)?),
-        ("thresholds.svg", plot_thresholds(reports, deployed)?),
-        ("smile_confusion.svg", plot_smile_confusion(reports)?),
+        (pr, plot_pr(reports)?),
+        (thresholds, plot_thresholds(reports, deployed)?),
+        (smiles, plot_smile_confusion(reports)?),
     ];
     let mut files: Vec<(PathBuf, Vec<u8>)> =
         drawn.iter().filter_map(|(name, svg)| Some((out.join(name), svg.clone()?.into_bytes()))).collect();
-    files.push((out.join("photos.json"), serde_json::to_string_pretty(reports)?.into_bytes()));
+    files.push((out.join(figures), serde_json::to_string_pretty(reports)?.into_bytes()));
     // As one: a full disk midway replaced the first picture of an earlier
     // report and kept its others, two models' reports in one folder
     // (round 26 of issue 90).
     grin_output::write_files(&files, &[])?;
     let drawn = drawn.map(|(name, svg)| (name, svg.is_some()));
     let mut written: Vec<&str> = drawn.iter().filter(|(_, done)| *done).map(|(name, _)| *name).collect();
-    written.push("photos.json");
+    written.push(figures);
     let skipped: Vec<&str> = drawn.iter().filter(|(_, done)| !*done).map(|(name, _)| *name).collect();
     // A picture an earlier evaluation left here would sit beside this
     // one's as if it were of this model (round 18: another model's smile

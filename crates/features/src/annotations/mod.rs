@@ -15,7 +15,10 @@ use crate::config::{FeatureConfig, SourceConfig, Split};
 use crate::sample::{FaceBox, Sample, MAX_BOXES};
 use crate::source::{SampleRng, Source};
 use crate::split::{check_split, keep_split};
-use grin_image::{letterbox_photo, read_text, BadInputKind, ImageBound, InputError, Letterbox, Raster, SkipCounts};
+use grin_image::{
+    letterbox_photo, read_text, skip_or_fail, BadInputKind, ImageBound, InputError, Letterbox, OnBadSample, Raster,
+    SkipCounts,
+};
 use grin_terms::boxes::iou;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -236,6 +239,36 @@ impl PhotoKey {
         }
         PhotoKey::Path(image.components().collect())
     }
+}
+
+/// The identities of `files`, each with its name, for [`not_also`].
+pub(crate) fn keyed(files: &[PathBuf]) -> HashMap<PhotoKey, PathBuf> {
+    files.iter().map(|f| (PhotoKey::of(f), f.clone())).collect()
+}
+
+/// `files` less those that are also one of `others` (by identity, so a link
+/// is the file it names): one file in two roles that exclude each other
+/// (a face crop as a background, an image as a mined crop; rounds 26 and
+/// 27 of issue 90). Each is refused naming both, or left out and counted.
+pub(crate) fn not_also(
+    files: Vec<PathBuf>,
+    others: &HashMap<PhotoKey, PathBuf>,
+    role: &str,
+    why: &str,
+    on_bad: OnBadSample,
+    skips: &SkipCounts,
+) -> Result<Vec<PathBuf>, InputError> {
+    let mut kept = Vec::with_capacity(files.len());
+    for file in files {
+        match others.get(&PhotoKey::of(&file)) {
+            Some(other) => {
+                let message = format!("is also {role} {}: {why}", other.display());
+                skip_or_fail(on_bad, skips, InputError::bad(&file, None, BadInputKind::MalformedAnnotation, message))?;
+            }
+            None => kept.push(file),
+        }
+    }
+    Ok(kept)
 }
 
 fn wrong_kind(kind: &str) -> InputError {

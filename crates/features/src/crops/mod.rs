@@ -14,7 +14,7 @@ mod paste;
 
 pub(crate) use paste::{paste_face, Placement};
 
-use crate::annotations::PhotoKey;
+use crate::annotations::{keyed, not_also, PhotoKey};
 use crate::config::{FeatureConfig, SourceConfig, Split};
 use crate::sample::{FaceBox, Sample, Smile};
 use crate::source::{log_uniform, SampleRng, Source};
@@ -54,29 +54,6 @@ fn one_label_a_crop(
         (files.into_iter().filter(|f| !both.contains(&PhotoKey::of(f))).collect(), smile)
     };
     Ok(listed.into_iter().map(keep).collect())
-}
-
-/// A background is face-free: one that is also a face crop of the source
-/// (its own `smile/` as `backgrounds`, a link to a crop) taught a face as
-/// background, without a word (round 26 of issue 90). Refused by name, or
-/// left out and counted.
-fn face_free(
-    backgrounds: Vec<PathBuf>,
-    crops: &HashMap<PhotoKey, PathBuf>,
-    on_bad: OnBadSample,
-    skips: &SkipCounts,
-) -> Result<Vec<PathBuf>, InputError> {
-    let mut kept = Vec::with_capacity(backgrounds.len());
-    for file in backgrounds {
-        match crops.get(&PhotoKey::of(&file)) {
-            Some(crop) => {
-                let why = format!("is also the face crop {}: a background holds no face", crop.display());
-                skip_or_fail(on_bad, skips, InputError::bad(&file, None, BadInputKind::MalformedAnnotation, why))?;
-            }
-            None => kept.push(file),
-        }
-    }
-    Ok(kept)
 }
 
 /// Largest share of a face that another face may cover; more is rejected.
@@ -132,8 +109,8 @@ impl CropsSource {
                 Err(e) => skip_or_fail(cfg.on_bad_sample, &load_skips, e)?,
             }
         }
-        let crop_files: HashMap<PhotoKey, PathBuf> =
-            listed.iter().flat_map(|(files, _)| files).map(|f| (PhotoKey::of(f), f.clone())).collect();
+        let all: Vec<PathBuf> = listed.iter().flat_map(|(files, _)| files.iter().cloned()).collect();
+        let crop_files = keyed(&all);
         for (files, smile) in one_label_a_crop(listed, cfg.on_bad_sample, &load_skips)? {
             let files = keep_split(files, |p| p.as_path(), &cfg.split, split);
             let crops = load_all(&files, channels, bound, cfg.on_bad_sample, &load_skips)?;
@@ -155,7 +132,11 @@ impl CropsSource {
             Some(dir) => {
                 let images = match list_images(dir) {
                     Ok(files) => {
-                        let files = face_free(files, &crop_files, cfg.on_bad_sample, &load_skips)?;
+                        // A background is face-free: a face crop of the source
+                        // there (its own `smile/`, a link) taught a face as
+                        // background, without a word (round 26).
+                        let (role, why) = ("the face crop", "a background holds no face");
+                        let files = not_also(files, &crop_files, role, why, cfg.on_bad_sample, &load_skips)?;
                         let images = load_all(&files, channels, bound, cfg.on_bad_sample, &load_skips)?;
                         shown.extend(files);
                         images

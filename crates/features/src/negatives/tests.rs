@@ -1,4 +1,5 @@
 use super::*;
+use grin_image::OnBadSample;
 use rand::SeedableRng;
 
 fn config(source: SourceConfig) -> FeatureConfig {
@@ -89,6 +90,26 @@ fn mined_crops_train_and_are_never_held_out() {
         .map(|&s| NegativesSource::new(&cfg, s).unwrap().images.len())
         .sum();
     assert_eq!(per_split, 6);
+    // Round 27 of issue 90: the same folder as `images` and `mined` (or a
+    // link to it) trained its held-out images as mined crops.
+    let alias = dir.path().with_extension("alias");
+    std::os::unix::fs::symlink(dir.path(), &alias).unwrap();
+    for mined in [dir.path().to_path_buf(), alias.clone()] {
+        let both = |on_bad_sample| FeatureConfig {
+            on_bad_sample,
+            ..config(SourceConfig::Negatives {
+                images: Some(dir.path().into()),
+                mined: Some(mined.clone()),
+                graphics: 0.0,
+                zoom_in: 0.0,
+            })
+        };
+        let e = NegativesSource::new(&both(OnBadSample::Error), Split::Train).unwrap_err().to_string();
+        assert!(e.contains("is also the image") && e.contains("m0.png"), "{e}");
+        let source = NegativesSource::new(&both(OnBadSample::Skip), Split::Train).unwrap();
+        assert_eq!(source.mined.len(), 0, "every file is left out of the mined crops");
+    }
+    std::fs::remove_file(&alias).unwrap();
 }
 
 #[test]
