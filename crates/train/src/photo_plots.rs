@@ -25,17 +25,17 @@ pub fn write_photo_report(out: &Path, reports: &[PhotoReport], deployed: f32) ->
         (thresholds, plot_thresholds(reports, deployed)?),
         (smiles, plot_smile_confusion(reports)?),
     ];
+    let done = drawn.each_ref().map(|(name, svg)| (*name, svg.is_some()));
     let mut files: Vec<(PathBuf, Vec<u8>)> =
-        drawn.iter().filter_map(|(name, svg)| Some((out.join(name), svg.clone()?.into_bytes()))).collect();
+        drawn.into_iter().filter_map(|(name, svg)| Some((out.join(name), svg?.into_bytes()))).collect();
     files.push((out.join(figures), serde_json::to_string_pretty(reports)?.into_bytes()));
     // As one: a full disk midway replaced the first picture of an earlier
     // report and kept its others, two models' reports in one folder
     // (round 26 of issue 90).
     grin_output::write_files(&files, &[])?;
-    let drawn = drawn.map(|(name, svg)| (name, svg.is_some()));
-    let mut written: Vec<&str> = drawn.iter().filter(|(_, done)| *done).map(|(name, _)| *name).collect();
+    let mut written: Vec<&str> = done.iter().filter(|(_, done)| *done).map(|(name, _)| *name).collect();
     written.push(figures);
-    let skipped: Vec<&str> = drawn.iter().filter(|(_, done)| !*done).map(|(name, _)| *name).collect();
+    let skipped: Vec<&str> = done.iter().filter(|(_, done)| !*done).map(|(name, _)| *name).collect();
     // A picture an earlier evaluation left here would sit beside this
     // one's as if it were of this model (round 18: another model's smile
     // matrix stayed): it goes, and the line says so.

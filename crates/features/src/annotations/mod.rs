@@ -242,8 +242,8 @@ impl PhotoKey {
 }
 
 /// The identities of `files`, each with its name, for [`not_also`].
-pub(crate) fn keyed(files: &[PathBuf]) -> HashMap<PhotoKey, PathBuf> {
-    files.iter().map(|f| (PhotoKey::of(f), f.clone())).collect()
+pub(crate) fn keyed<'a>(files: impl IntoIterator<Item = &'a PathBuf>) -> HashMap<PhotoKey, PathBuf> {
+    files.into_iter().map(|f| (PhotoKey::of(f), f.clone())).collect()
 }
 
 /// `files` less those that are also one of `others` (by identity, so a link

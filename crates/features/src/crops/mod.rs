@@ -109,8 +109,9 @@ impl CropsSource {
                 Err(e) => skip_or_fail(cfg.on_bad_sample, &load_skips, e)?,
             }
         }
-        let all: Vec<PathBuf> = listed.iter().flat_map(|(files, _)| files.iter().cloned()).collect();
-        let crop_files = keyed(&all);
+        // Looked up (a stat a crop) only when there are backgrounds to compare.
+        let crop_files =
+            if backgrounds.is_some() { keyed(listed.iter().flat_map(|(files, _)| files)) } else { HashMap::new() };
         for (files, smile) in one_label_a_crop(listed, cfg.on_bad_sample, &load_skips)? {
             let files = keep_split(files, |p| p.as_path(), &cfg.split, split);
             let crops = load_all(&files, channels, bound, cfg.on_bad_sample, &load_skips)?;
